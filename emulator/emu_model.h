@@ -1,0 +1,103 @@
+/*
+ * rknnx emulator: the contract between the model half (file format, parser, graph
+ * executor: model.c, exec.c) and the runtime half (the rknn_* API: contexts, queries,
+ * conversions, memory, cache emulation: api.c and friends).
+ *
+ * The executor works in the *model's* terms: every input and output buffer it sees is
+ * in the tensor's model type (emu_io_desc.type) and logical layout (emu_io_desc.fmt,
+ * dims), packed, no stride padding.  Everything the user-facing API adds on top
+ * (user type/format conversion, mean/std, quantization, want_float, native NC1HWC2 /
+ * NHWC layouts with w_stride, cache coherence) is the runtime half's job.
+ */
+#ifndef RKNNX_EMU_MODEL_H
+#define RKNNX_EMU_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "rknn_api.h"
+#include "rknn_custom_op.h"
+
+/* One model input or output as the model declares it. */
+typedef struct emu_io_desc {
+    char name[RKNN_MAX_NAME_LEN];
+    uint32_t n_dims;
+    uint32_t dims[RKNN_MAX_DIMS];      /* in the order of fmt (NHWC, NCHW or as-is) */
+    rknn_tensor_format fmt;            /* NHWC (4-D images), NCHW, or UNDEFINED */
+    rknn_tensor_type type;             /* model type: INT8, UINT8, FLOAT16, FLOAT32, ... */
+    rknn_tensor_qnt_type qnt_type;     /* NONE or AFFINE_ASYMMETRIC (DFP: fl) */
+    int8_t fl;
+    int32_t zp;
+    float scale;
+    uint32_t n_norm;                   /* inputs: mean/std entries, one per channel (0 = none) */
+    float mean[RKNN_MAX_NUM_CHANNEL];
+    float std[RKNN_MAX_NUM_CHANNEL];
+} emu_io_desc;
+
+typedef struct emu_model emu_model;
+
+/* A tensor handed to a custom-op callback: its description and its data. */
+typedef struct emu_tensor_view {
+    emu_io_desc desc;
+    void *data;
+} emu_tensor_view;
+
+/*
+ * Called by the executor when the graph reaches an op of kind "custom".  Returns
+ * RKNN_SUCC or a negative status (which aborts the run with that status).  Set by the
+ * runtime half from the ops registered with rknn_register_custom_ops.
+ */
+typedef int (*emu_custom_op_fn)(void *user, const emu_model *m, uint32_t op_index,
+                                const char *op_type, emu_tensor_view *inputs, uint32_t n_inputs,
+                                emu_tensor_view *outputs, uint32_t n_outputs);
+
+/* Everything a run needs besides the I/O buffers. */
+typedef struct emu_run_env {
+    const uint8_t *weights;            /* the weight blob (emu_model_weight_size bytes), where
+                                          the runtime put it: its own copy, a shared context's,
+                                          or the caller's rknn_set_weight_mem buffer */
+    uint8_t *internal;                 /* scratch for intermediates, >= emu_model_internal_size */
+    uint64_t internal_size;
+    uint32_t shape_set;                /* dynamic models: the chosen shape set; else 0 */
+    emu_custom_op_fn custom_op;        /* NULL: a custom op in the graph fails the run */
+    void *custom_user;
+    int64_t *op_time_us;               /* optional: per-op elapsed time, emu_model_n_ops entries */
+} emu_run_env;
+
+/* Parse a model file image.  Every length and offset is bounds-checked: malformed or
+   truncated bytes give RKNN_ERR_MODEL_INVALID, never a crash.  Data is copied. */
+int emu_model_load(const void *data, size_t size, emu_model **out);
+void emu_model_free(emu_model *m);
+
+const char *emu_model_target(const emu_model *m);        /* "RK3588", "RK3566", "RV1106", ... */
+const char *emu_model_custom_string(const emu_model *m); /* "" if none; < 1024 bytes */
+uint32_t emu_model_n_inputs(const emu_model *m);
+uint32_t emu_model_n_outputs(const emu_model *m);
+const emu_io_desc *emu_model_input(const emu_model *m, uint32_t i);   /* NULL if out of range */
+const emu_io_desc *emu_model_output(const emu_model *m, uint32_t i);
+
+/* Dynamic shapes: 0 for a static model.  For set s, the dims of input i and of output o
+   (in the desc's fmt order); NULL if out of range.  Output dims are computed by the
+   parser's shape inference when the model is loaded. */
+uint32_t emu_model_n_shape_sets(const emu_model *m);
+const uint32_t *emu_model_input_dims(const emu_model *m, uint32_t set, uint32_t i, uint32_t *n_dims);
+const uint32_t *emu_model_output_dims(const emu_model *m, uint32_t set, uint32_t o, uint32_t *n_dims);
+
+uint64_t emu_model_weight_size(const emu_model *m);      /* bytes of constants */
+const uint8_t *emu_model_weights(const emu_model *m);    /* the model file's copy of them */
+uint64_t emu_model_internal_size(const emu_model *m);    /* scratch bytes (max over shape sets) */
+
+uint32_t emu_model_n_ops(const emu_model *m);
+const char *emu_model_op_name(const emu_model *m, uint32_t i);
+const char *emu_model_op_type(const emu_model *m, uint32_t i);  /* "conv2d", ..., or the custom
+                                                                   op_type string */
+/* A named attribute of op i (custom ops carry theirs in the file); 0 on success. */
+int emu_model_op_attr(const emu_model *m, uint32_t i, const char *name, rknn_tensor_type *dtype,
+                      uint32_t *n_elems, const void **data);
+
+/* Run the graph: inputs[i] holds input i packed in its model type and layout at the
+   current shape set's dims; outputs[o] receives output o likewise.  Thread-safe for
+   distinct env->internal buffers.  Returns RKNN_SUCC or a negative status. */
+int emu_model_run(const emu_model *m, const void *const *inputs, void *const *outputs,
+                  const emu_run_env *env);
+
+#endif /* RKNNX_EMU_MODEL_H */

@@ -1,0 +1,41 @@
+"""rknnx: drive a Rockchip NPU (librknnrt, RKNN C API 2.x) from Python without copying.
+
+The runtime library is loaded on first use: ``rknnx.load_runtime(path)``, else env
+``RKNNX_RUNTIME`` (a path, or ``emulator`` for the bundled CPU emulator), else the
+board's ``librknnrt.so``.
+"""
+
+from rknnx import errors
+from rknnx.errors import (
+    RKNNError,
+    FlowError,
+    NotSupportedError,
+    RuntimeNotFoundError,
+)
+
+try:
+    from rknnx import _core
+except ImportError as exc:  # pragma: no cover - depends on how the package was installed
+    raise ImportError(
+        "rknnx's compiled extension (rknnx._core) is missing or cannot be loaded "
+        f"({exc}). Build and install the package with `pip install .` from a source "
+        "checkout (it needs a C compiler; Cython and CMake come from the build "
+        "requirements), or install a wheel for your platform."
+    ) from exc
+
+from rknnx._core import load_runtime, runtime_info, emulator_path, api_function_names
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "errors",
+    "RKNNError",
+    "FlowError",
+    "NotSupportedError",
+    "RuntimeNotFoundError",
+    "load_runtime",
+    "runtime_info",
+    "emulator_path",
+    "api_function_names",
+    "__version__",
+]

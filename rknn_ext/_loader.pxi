@@ -1,0 +1,230 @@
+# The runtime loader: one locked dlopen/dlsym routine filling the entry-point table.
+#
+# Resolution order: rknnx.load_runtime(path); env RKNNX_RUNTIME (a path, or the word
+# "emulator" for the library bundled in the package); then "librknnrt.so" through the
+# system loader and the vendor's usual install paths.  A symbol the library lacks
+# leaves its slot NULL: calling that function raises NotSupportedError, it never
+# becomes a NULL call.  Handles are never dlclose()d: another thread may still be
+# inside a function of the old library, and the vendor runtime does not support
+# being unloaded.
+
+import os
+import threading
+
+from posix.dlfcn cimport dlopen, dlsym, dlerror, RTLD_NOW, RTLD_LOCAL
+from libc.string cimport memset
+
+cdef void* _handle = NULL                    # the library in use; NULL until loaded
+cdef object _runtime_path = None             # where it came from (str)
+cdef object _runtime_source = None           # how it was chosen
+_load_lock = threading.Lock()
+_live_contexts = 0                           # kept by Context; blocks a runtime switch
+
+_SYSTEM_CANDIDATES = ("librknnrt.so", "/usr/lib/librknnrt.so", "/usr/lib64/librknnrt.so",
+                      "/vendor/lib64/librknnrt.so")
+
+
+def emulator_path():
+    """Path of the CPU emulator of librknnrt bundled with rknnx.
+
+    Returns
+    -------
+    str
+        ``<package>/_emulator/librknnrt.so`` (it may not exist in a build without it).
+    """
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "_emulator", "librknnrt.so")
+
+
+cdef int _open_library(str path, str source, list tried) except -1:
+    """dlopen one candidate and fill the table; 1 on success, 0 (and a note) on failure."""
+    global _handle, _runtime_path, _runtime_source
+    cdef bytes bpath = os.fsencode(path)
+    cdef const char* cpath = bpath
+    cdef void* h
+    cdef const char* err
+    cdef rknnx_api table
+    cdef int i
+    with nogil:
+        dlerror()
+        h = dlopen(cpath, RTLD_NOW | RTLD_LOCAL)
+    if h == NULL:
+        err = dlerror()
+        tried.append(f"{path} ({source}): {err.decode('utf-8', 'replace') if err != NULL else 'dlopen failed'}")
+        return 0
+    memset(&table, 0, sizeof(table))
+    for i in range(RKNNX_API_COUNT):
+        rknnx_api_set(&table, i, dlsym(h, rknnx_api_names[i]))
+    if table.rknn_init == NULL or table.rknn_destroy == NULL:
+        tried.append(f"{path} ({source}): loaded, but it does not export rknn_init/rknn_destroy, "
+                     "so it is not an RKNN runtime")
+        return 0
+    _api_restore(table)
+    _handle = h
+    _runtime_path = path
+    _runtime_source = source
+    return 1
+
+
+cdef int _load(object path) except -1:
+    """Resolve and load a runtime; caller holds _load_lock."""
+    cdef list tried = []
+    cdef list candidates = []
+    if path is not None:
+        path = os.fspath(path)
+        candidates.append((emulator_path() if path == "emulator" else path, "load_runtime()"))
+    else:
+        env = os.environ.get("RKNNX_RUNTIME")
+        if env:
+            candidates.append((emulator_path() if env == "emulator" else env,
+                               "RKNNX_RUNTIME"))
+        else:
+            for cand in _SYSTEM_CANDIDATES:
+                candidates.append((cand, "system loader" if "/" not in cand else "vendor path"))
+    for cand, source in candidates:
+        if _open_library(cand, source, tried):
+            return 0
+    lines = "\n  ".join(tried)
+    raise RuntimeNotFoundError(
+        "no RKNN runtime (librknnrt) could be loaded. Tried:\n  " + lines + "\n"
+        "On a Rockchip board, install the RKNPU2 runtime (librknnrt.so, e.g. into /usr/lib). "
+        "On a development host without an NPU, use the bundled CPU emulator: "
+        "set RKNNX_RUNTIME=emulator or call rknnx.load_runtime('emulator').")
+
+
+cdef int ensure_runtime() except -1:
+    """Load the runtime on first use (double-checked under the loader lock)."""
+    if _handle != NULL:
+        return 0
+    with _load_lock:
+        if _handle == NULL:
+            _load(None)
+    return 0
+
+
+def load_runtime(path=None):
+    """Load the RKNN runtime library, or switch to another one.
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        A path to a librknnrt, or ``"emulator"`` for the bundled CPU emulator. Without
+        it, the usual order applies: env ``RKNNX_RUNTIME`` (a path or ``emulator``),
+        then ``librknnrt.so`` through the system loader and the vendor's paths.
+
+    Returns
+    -------
+    dict
+        :func:`runtime_info` of the loaded runtime.
+
+    Raises
+    ------
+    RuntimeNotFoundError
+        If no candidate could be loaded; the message names each one and why.
+    RuntimeError
+        If contexts are still open on another runtime.
+
+    .. versionadded:: 0.1.0
+    """
+    global _handle
+    cdef rknnx_api old_api
+    cdef void* old_handle
+    with _load_lock:
+        target = None
+        if path is not None:
+            target = os.fspath(path)
+            target = emulator_path() if target == "emulator" else target
+        if _handle != NULL and target is not None and target == _runtime_path:
+            pass
+        elif _handle != NULL and _live_contexts:
+            raise RuntimeError(f"cannot switch the runtime while {_live_contexts} context(s) "
+                               f"are open on {_runtime_path}; close them first")
+        else:
+            old_handle = _handle
+            old_api = _api
+            _handle = NULL
+            try:
+                _load(path)
+            except BaseException:
+                _handle = old_handle
+                _api_restore(old_api)
+                raise
+    return runtime_info()
+
+
+cdef void _api_restore(rknnx_api table):
+    global _api
+    _api = table
+
+
+def runtime_info():
+    """Describe the loaded runtime, loading it first if needed.
+
+    Returns
+    -------
+    dict
+        ``path`` (the library), ``source`` (how it was chosen), ``is_emulator``,
+        ``functions`` (the API names it provides) and ``missing`` (those it lacks).
+
+    Raises
+    ------
+    RuntimeNotFoundError
+        If no runtime can be loaded.
+
+    .. versionadded:: 0.1.0
+    """
+    ensure_runtime()
+    cdef int i
+    provided, missing = [], []
+    for i in range(RKNNX_API_COUNT):
+        (provided if rknnx_api_has(&_api, i) else missing).append(rknnx_api_names[i].decode())
+    cdef void* emu_probe = dlsym(_handle, b"rknn_emu_get_counters")
+    return {
+        "path": _runtime_path,
+        "source": _runtime_source,
+        "is_emulator": emu_probe != NULL,
+        "functions": provided,
+        "missing": missing,
+    }
+
+
+def api_function_names():
+    """Names of every librknnrt entry point rknnx binds, in table order."""
+    cdef int i
+    return [rknnx_api_names[i].decode() for i in range(RKNNX_API_COUNT)]
+
+
+cdef int require(void* fnptr, const char* fn) except -1:
+    """Raise NotSupportedError if the loaded runtime lacks `fn` (fnptr is its slot)."""
+    if fnptr == NULL:
+        raise NotSupportedError(
+            f"librknnrt at {_runtime_path} lacks {fn.decode()}: this runtime version does not "
+            f"provide it (update the RKNPU2 runtime on the board)", None, fn.decode())
+    return 0
+
+
+def _require(str name):
+    """Check that the loaded runtime provides the entry point `name` (for tests and tools).
+
+    Raises
+    ------
+    NotSupportedError
+        If the library lacks it.
+    ValueError
+        If `name` is not an RKNN API function.
+    """
+    ensure_runtime()
+    cdef int i
+    for i in range(RKNNX_API_COUNT):
+        if rknnx_api_names[i].decode() == name:
+            if not rknnx_api_has(&_api, i):
+                require(NULL, rknnx_api_names[i])
+            return None
+    raise ValueError(f"{name!r} is not an RKNN API function; expected one of {api_function_names()}")
+
+
+cdef int check(int ret, const char* fn) except -1 nogil:
+    """0 on success; on a negative status raise the exception of the error table."""
+    if ret >= 0:
+        return 0
+    with gil:
+        raise _from_code(ret, fn.decode())

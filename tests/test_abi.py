@@ -1,0 +1,119 @@
+"""The C declarations in include/rknnx match the published ABI facts, field by field.
+
+A probe is generated from tests/data/rknn_api_v2.json (a copy of the facts), compiled
+against our headers and run; every struct size/alignment, every field offset/size,
+every enum member and constant value, and every function prototype is compared.
+Anything missing from our headers fails compilation, which fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from helpers import DATA, compile_c
+
+FACTS = json.loads((DATA / "rknn_api_v2.json").read_text())
+
+HEADERS = ("rknn_api.h", "rknn_matmul_api.h", "rknn_custom_op.h")
+
+
+def _probe_source() -> str:
+    lines = ["#include <stdio.h>", "#include <stddef.h>", "#include <stdalign.h>"]
+    lines += [f'#include "{h}"' for h in HEADERS]
+    lines.append("#define FIELD_SIZE(T, f) sizeof(((T *)0)->f)")
+    # Function prototypes: a compile-time check that the type of our declaration is the
+    # facts' type (return and every parameter); a missing declaration fails to compile.
+    for fn in FACTS["functions"]:
+        params = ", ".join(p["type"] for p in fn["params"]) or "void"
+        lines.append(f"_Static_assert(__builtin_types_compatible_p(__typeof__(&{fn['name']}), "
+                     f"{fn['return']} (*)({params})), \"prototype of {fn['name']}\");")
+    lines.append("int main(void) {")
+    for name, st in FACTS["structs"].items():
+        lines.append(f'  printf("struct {name} %zu %zu\\n", sizeof({name}), alignof({name}));')
+        for f in st["fields"]:
+            lines.append(f'  printf("field {name}.{f["name"]} %zu %zu\\n", '
+                         f'offsetof({name}, {f["name"]}), FIELD_SIZE({name}, {f["name"]}));')
+    for enum, members in FACTS["enums"].items():
+        lines.append(f'  printf("enumsize {enum} %zu\\n", sizeof({enum}));')
+        for m in members:
+            lines.append(f'  printf("enum {enum}.{m} %lld\\n", (long long)({m}));')
+    for const in FACTS["constants"]:
+        lines.append(f'  printf("const {const} %lld\\n", (long long)({const}));')
+    for td, info in FACTS["typedefs"].items():
+        if td.startswith("_") or td == "get_custom_op_func":
+            continue
+        lines.append(f'  printf("typedef {td} %zu\\n", sizeof({td}));')
+    lines.append("  return 0;\n}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    d = tmp_path_factory.mktemp("abi")
+    src = d / "probe.c"
+    src.write_text(_probe_source())
+    exe = compile_c([src], d / "probe", flags=["-Wno-unused-variable"])
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    table = {}
+    for line in out.splitlines():
+        kind, key, *vals = line.split()
+        table[(kind, key)] = [int(v) for v in vals]
+    return table
+
+
+def test_every_struct_size_and_alignment(probe):
+    for name, st in FACTS["structs"].items():
+        assert probe[("struct", name)] == [st["size"], st["align"]], name
+
+
+def test_every_field_offset_and_size(probe):
+    n = 0
+    for name, st in FACTS["structs"].items():
+        for f in st["fields"]:
+            got = probe[("field", f"{name}.{f['name']}")]
+            assert got == [f["offset"], f["size"]], f"{name}.{f['name']}: {got}"
+            n += 1
+    assert n == sum(len(st["fields"]) for st in FACTS["structs"].values()) > 100
+
+
+def test_every_enum_member(probe):
+    for enum, members in FACTS["enums"].items():
+        assert probe[("enumsize", enum)] == [FACTS["enum_info"][enum]["sizeof"]], enum
+        for m, v in members.items():
+            assert probe[("enum", f"{enum}.{m}")] == [v], m
+
+
+def test_every_constant(probe):
+    for const, v in FACTS["constants"].items():
+        assert probe[("const", const)] == [v], const
+
+
+def test_handle_typedefs(probe):
+    for td, info in FACTS["typedefs"].items():
+        if td.startswith("_") or td == "get_custom_op_func":
+            continue
+        assert probe[("typedef", td)] == [info["sizeof_lp64"]], td
+
+
+def test_struct_and_enum_typedef_tags(tmp_path):
+    # The vendor tags (struct _rknn_tensor_attr, enum _rknn_query_cmd, ...) exist too,
+    # so C code that spells the tag compiles.
+    lines = [f'#include "{h}"' for h in HEADERS]
+    for td, tag in FACTS["typedefs"]["_struct_and_enum_typedefs"].items():
+        if tag.startswith("anonymous"):
+            continue
+        lines.append(f"static {tag} *tag_{td}; static {td} **same_{td} = &tag_{td};")
+    lines.append("int main(void) { return 0; }")
+    src = tmp_path / "tags.c"
+    src.write_text("\n".join(lines) + "\n")
+    compile_c([src], tmp_path / "tags", flags=["-Wno-unused-variable"])
+
+
+def test_probe_covers_every_function():
+    # all 35 prototypes are checked at compile time by the probe above
+    assert len(FACTS["functions"]) == 35
+    from rknnx import api_function_names
+    assert sorted(api_function_names()) == sorted(f["name"] for f in FACTS["functions"])
