@@ -1,0 +1,66 @@
+"""What `pip install` puts on disk: the extension, the emulator, stubs; and what the
+extension links (never librknnrt: it is loaded at run time)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import rknnx
+from helpers import run_python
+
+PKG = Path(rknnx.__file__).parent
+
+
+def _needed(lib: Path) -> list[str]:
+    out = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True, check=True)
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out.stdout)
+
+
+def test_installed_files():
+    names = {p.relative_to(PKG).as_posix() for p in PKG.rglob("*") if p.is_file()}
+    assert any(re.fullmatch(r"_core\.[\w.-]+\.so", n) for n in names), names
+    assert "_emulator/librknnrt.so" in names
+    for expected in ("__init__.py", "__main__.py", "errors.py", "py.typed", "_core.pyi",
+                     "emulator/__init__.py"):
+        assert expected in names, expected
+
+
+@pytest.mark.skipif(shutil.which("readelf") is None, reason="readelf (binutils) not installed")
+def test_extension_links_only_the_c_runtime():
+    ext = next(PKG.glob("_core.*.so"))
+    needed = _needed(ext)
+    assert not any("rknn" in n for n in needed), needed
+    allowed = re.compile(r"lib(c|dl|pthread|m)\.so(\.\d+)*$")
+    assert all(allowed.match(n) for n in needed), needed
+
+
+@pytest.mark.skipif(shutil.which("readelf") is None, reason="readelf (binutils) not installed")
+def test_emulator_exports_only_the_rknn_namespace():
+    lib = PKG / "_emulator" / "librknnrt.so"
+    out = subprocess.run(["readelf", "--dyn-syms", "-W", str(lib)], capture_output=True,
+                         text=True, check=True).stdout
+    exported = set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 8 and parts[3] == "FUNC" and parts[4] == "GLOBAL" and parts[6] != "UND":
+            exported.add(parts[7].split("@")[0])
+    assert exported, out
+    assert all(name.startswith("rknn_") for name in exported), sorted(exported)
+    assert set(rknnx.api_function_names()) <= exported
+
+
+def test_cli_doctor_falls_back_to_the_emulator_without_a_board():
+    proc = run_python("import sys; from rknnx.__main__ import main; sys.exit(main(['doctor']))",
+                      env={"RKNNX_RUNTIME": None, "LD_LIBRARY_PATH": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert "no NPU runtime found on this machine" in proc.stdout
+    assert "(CPU emulator, chosen by load_runtime())" in proc.stdout
+    strict = run_python("import sys; from rknnx.__main__ import main; sys.exit(main(['doctor', '--strict']))",
+                        env={"RKNNX_RUNTIME": None, "LD_LIBRARY_PATH": ""})
+    assert strict.returncode == 1 and "no RKNN runtime (librknnrt) could be loaded" in strict.stderr
