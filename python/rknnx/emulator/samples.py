@@ -1,0 +1,231 @@
+"""Sample models for the emulator (deterministic: weights come from a seeded generator).
+
+Each function returns model file bytes for the given target chip.  Quantized models are
+calibrated on a fixed random input (a float shadow of the graph picks each output scale),
+so their int8 outputs use the range instead of saturating.
+
+=====================  ==================================================================
+``classifier``         uint8-fed 224x224x3 NHWC image (int8, mean/std) -> int8 logits [1,1000]
+``detector``           640x640x3 image -> three int8 NCHW heads on 80x80, 40x40, 20x20
+``multi_io``           int8 / float16 / float32 inputs and outputs, 2-D, 3-D and 4-D tensors
+``dynamic``            dynamic-shape model, 3 shape sets
+``custom_op_model``    a custom op (``cstSigmoid``) between builtin ops
+``tiny_relu`` ...      one-op models for quick checks
+=====================  ==================================================================
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+
+from .builder import ModelBuilder
+
+__all__ = ["classifier", "detector", "multi_io", "dynamic", "custom_op_model", "tiny_relu",
+           "tiny_int8_add", "IMAGENET_MEAN", "IMAGENET_STD", "ALL"]
+
+IMAGENET_MEAN = (123.675, 116.28, 103.53)
+IMAGENET_STD = (58.395, 57.12, 57.375)
+
+
+def _quant_weights(w: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Symmetric per-output-channel int8 quantization of float weights ``[Cout, ...]``."""
+    amax = np.abs(w.reshape(w.shape[0], -1)).max(axis=1)
+    amax[amax == 0] = 1.0
+    s = (amax / 127.0).astype(np.float32)
+    q = np.clip(np.rint(w / s.reshape((-1,) + (1,) * (w.ndim - 1))), -127, 127).astype(np.int8)
+    return q, s
+
+
+def _conv_f(x: np.ndarray, w: np.ndarray, stride: int, pad: int) -> np.ndarray:
+    """Float NCHW convolution (calibration only)."""
+    n, c, h, wd = x.shape
+    cout, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh = (h + 2 * pad - kh) // stride + 1
+    ow = (wd + 2 * pad - kw) // stride + 1
+    y = np.zeros((n, cout, oh, ow), np.float32)
+    for i in range(kh):
+        for j in range(kw):
+            patch = xp[:, :, i:i + stride * (oh - 1) + 1:stride, j:j + stride * (ow - 1) + 1:stride]
+            y += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j])
+    return y
+
+
+def _out_q(real: np.ndarray, relu: bool) -> Tuple[float, int]:
+    """Output (scale, zp) covering ``real``: asymmetric after relu, symmetric otherwise."""
+    if relu:
+        return float(max(real.max(), 1e-3) / 255.0), -128
+    return float(max(np.abs(real).max(), 1e-3) / 127.0), 0
+
+
+class _Int8Net:
+    """Builds an int8 conv chain while tracking a float shadow for calibration."""
+
+    def __init__(self, b: ModelBuilder, rng: np.random.Generator):
+        self.b, self.rng = b, rng
+
+    def conv(self, x: str, real: np.ndarray, cout: int, k: int, stride: int, pad: int = 0,
+             relu: bool = True, fmt: str = "NCHW", out: Optional[str] = None):
+        xt = self.b.model.tensors[x]
+        cin = real.shape[1]
+        w = (self.rng.standard_normal((cout, cin, k, k)) * np.sqrt(2.0 / (cin * k * k))).astype(np.float32)
+        bias = (self.rng.standard_normal(cout) * 0.1).astype(np.float32)
+        wq, ws = _quant_weights(w)
+        y_real = _conv_f(real, wq.astype(np.float32) * ws[:, None, None, None], stride, pad)
+        y_real += bias[None, :, None, None]
+        if relu:
+            y_real = np.maximum(y_real, 0)
+        scale, zp = _out_q(y_real, relu)
+        bq = np.rint(bias / (np.float32(xt.scale[0]) * ws)).astype(np.int32)
+        y = self.b.conv2d(x, wq, bq, stride=stride, pad=pad, relu=relu, weight_scale=ws,
+                          out_scale=scale, out_zp=zp, fmt=fmt, out=out)
+        return y, y_real
+
+
+def _image_input(b: ModelBuilder, name: str, shape, mean, std, rng) -> Tuple[str, np.ndarray]:
+    """An int8 NHWC image input fed with uint8 pixels; returns it and a calibration image
+    (real values, NCHW)."""
+    lo = min((0.0 - m) / s for m, s in zip(mean, std))
+    hi = max((255.0 - m) / s for m, s in zip(mean, std))
+    scale = (hi - lo) / 255.0
+    zp = int(np.clip(np.rint(-128 - lo / scale), -128, 127))
+    x = b.input(name, shape, "int8", "NHWC", zp=zp, scale=scale, mean=mean, std=std)
+    img = rng.integers(0, 256, size=(shape[0], shape[3], shape[1], shape[2])).astype(np.float32)
+    real = (img - np.asarray(mean, np.float32)[None, :, None, None]) / np.asarray(std, np.float32)[None, :, None, None]
+    return x, real
+
+
+def classifier(target: str = "RK3588", custom_string: str = "rknnx sample: classifier",
+               num_classes: int = 1000) -> bytes:
+    """Image classifier: ``image`` int8 NHWC [1,224,224,3] (uint8 pixels, ImageNet mean/std)
+    -> five strided int8 convs -> reshape -> dense -> ``logits`` int8 [1, num_classes].
+
+    About 17 M multiply-accumulates per run.
+    """
+    rng = np.random.default_rng(1000)
+    b = ModelBuilder(target, custom_string)
+    x, real = _image_input(b, "image", (1, 224, 224, 3), IMAGENET_MEAN, IMAGENET_STD, rng)
+    net = _Int8Net(b, rng)
+    x, real = net.conv(x, real, 16, 3, 2, 1)      # 112x112
+    x, real = net.conv(x, real, 32, 2, 2)         # 56x56
+    x, real = net.conv(x, real, 32, 2, 2)         # 28x28
+    x, real = net.conv(x, real, 32, 2, 2)         # 14x14
+    x, real = net.conv(x, real, 16, 2, 2)         # 7x7
+    x = b.reshape(x, (1, -1))
+    real = real.reshape(1, -1)
+    w = (rng.standard_normal((num_classes, real.shape[1])) * np.sqrt(1.0 / real.shape[1])).astype(np.float32)
+    wq, ws = _quant_weights(w)
+    logits = real @ (wq.astype(np.float32) * ws[:, None]).T
+    scale, zp = _out_q(logits, False)
+    y = b.dense(x, wq, np.zeros(num_classes, np.int32), weight_scale=ws, out_scale=scale, out_zp=zp,
+                out="logits")
+    b.output(y)
+    return b.build()
+
+
+def detector(target: str = "RK3588", custom_string: str = "rknnx sample: detector",
+             num_classes: int = 3) -> bytes:
+    """YOLO-like detector: ``images`` int8 NHWC [1,640,640,3] (mean 0, std 255) -> three int8
+    NCHW outputs ``[1, 3*(5+num_classes), S, S]`` for S = 80, 40, 20.
+
+    Strided convs only (about 25 M multiply-accumulates).
+    """
+    rng = np.random.default_rng(640)
+    b = ModelBuilder(target, custom_string)
+    x, real = _image_input(b, "images", (1, 640, 640, 3), (0.0, 0.0, 0.0), (255.0, 255.0, 255.0), rng)
+    net = _Int8Net(b, rng)
+    ch = 3 * (5 + num_classes)
+    x, real = net.conv(x, real, 8, 4, 4)          # 160
+    x, real = net.conv(x, real, 16, 2, 2)         # 80
+    h1, _ = net.conv(x, real, ch, 1, 1, relu=False, out="output0")
+    x, real = net.conv(x, real, 32, 2, 2)         # 40
+    h2, _ = net.conv(x, real, ch, 1, 1, relu=False, out="output1")
+    x, real = net.conv(x, real, 64, 2, 2)         # 20
+    h3, _ = net.conv(x, real, ch, 1, 1, relu=False, out="output2")
+    b.output(h1, h2, h3)
+    return b.build()
+
+
+def multi_io(target: str = "RK3588", custom_string: str = "rknnx sample: multi_io") -> bytes:
+    """Several inputs and outputs of mixed types and ranks.
+
+    Inputs: ``image`` int8 NHWC [1,32,32,3] (mean/std), ``feat`` float16 [1,64],
+    ``seq`` float32 [1,8,16].
+    Outputs: ``conv_out`` int8 NCHW [1,8,16,16], ``feat_out`` float16 [1,32] (dense +
+    sigmoid), ``seq_out`` float32 [1,16,8] (scale, shift, transpose), ``feat_q`` int8 [1,32]
+    (``feat_out`` quantized: an output that is also consumed).
+    """
+    rng = np.random.default_rng(7)
+    b = ModelBuilder(target, custom_string)
+    img, real = _image_input(b, "image", (1, 32, 32, 3), (127.5, 127.5, 127.5), (127.5, 127.5, 127.5), rng)
+    feat = b.input("feat", (1, 64), "float16")
+    seq = b.input("seq", (1, 8, 16), "float32")
+    net = _Int8Net(b, rng)
+    conv_out, real = net.conv(img, real, 8, 3, 2, 1, out="conv_out")
+    w = (rng.standard_normal((32, 64)) * 0.2).astype(np.float16)
+    f = b.dense(feat, w, (rng.standard_normal(32) * 0.1).astype(np.float16))
+    feat_out = b.sigmoid(f, out="feat_out")
+    s = b.mul(seq, (rng.standard_normal(16) * 2).astype(np.float32))
+    s = b.add(s, np.float32([0.5]))
+    seq_out = b.transpose(s, (0, 2, 1), out="seq_out")
+    feat_q = b.quantize(feat_out, scale=1.0 / 255.0, zp=-128, out="feat_q")
+    b.output(conv_out, feat_out, seq_out, feat_q)
+    return b.build()
+
+
+DYNAMIC_SETS = ((1, 64, 64, 3), (1, 96, 96, 3), (1, 128, 160, 3))
+
+
+def dynamic(target: str = "RK3588", custom_string: str = "rknnx sample: dynamic",
+            sets: Sequence[Sequence[int]] = DYNAMIC_SETS) -> bytes:
+    """Dynamic-shape model: ``image`` int8 NHWC [1,H,W,3] with one shape set per entry of
+    ``sets`` (default 64x64, 96x96, 128x160) -> ``feat`` int8 NCHW [1,4,H/2,W/2] and
+    ``prob`` float32 [1,4,H/2,W/2] (sigmoid of the dequantized features).
+    """
+    rng = np.random.default_rng(96)
+    b = ModelBuilder(target, custom_string)
+    x, real = _image_input(b, "image", tuple(sets[0]), IMAGENET_MEAN, IMAGENET_STD, rng)
+    net = _Int8Net(b, rng)
+    x, real = net.conv(x, real, 8, 3, 2, 1)
+    feat, real = net.conv(x, real, 4, 1, 1, relu=False, out="feat")
+    prob = b.sigmoid(b.dequantize(feat), out="prob")
+    b.output(feat, prob)
+    b.shape_sets([[tuple(s)] for s in sets])
+    return b.build()
+
+
+def custom_op_model(target: str = "RK3588", custom_string: str = "rknnx sample: custom op") -> bytes:
+    """``x`` float32 [1,16] -> custom ``cstSigmoid`` (attr ``alpha`` float32 [1] = 1.0) ->
+    add 1.0 -> ``y`` float32 [1,16].  Running it needs a callback for ``cstSigmoid``."""
+    b = ModelBuilder(target, custom_string)
+    x = b.input("x", (1, 16), "float32")
+    (s,) = b.custom("cstSigmoid", [x], [{"shape": (1, 16), "dtype": "float32"}],
+                    {"alpha": np.float32([1.0]), "mode": np.int32([0, 1])}, name="cst_sigmoid")
+    y = b.add(s, np.float32([1.0]), out="y")
+    b.output(y)
+    return b.build()
+
+
+def tiny_relu(target: str = "RK3588") -> bytes:
+    """``x`` float32 [1,2] -> relu -> ``y`` float32 [1,2]."""
+    b = ModelBuilder(target, "tiny_relu")
+    b.output(b.relu(b.input("x", (1, 2), "float32"), out="y"))
+    return b.build()
+
+
+def tiny_int8_add(target: str = "RK3588") -> bytes:
+    """``a`` int8 [1,4,8,8] NHWC + ``b`` int8 [1,4,8,8] NHWC (different zp/scale) -> relu ->
+    ``y`` int8 NCHW [1,8,4,8] (transposed)."""
+    b = ModelBuilder(target, "tiny_int8_add")
+    a = b.input("a", (1, 4, 8, 8), "int8", "NHWC", zp=3, scale=0.05)
+    c = b.input("b", (1, 4, 8, 8), "int8", "NHWC", zp=-5, scale=0.02)
+    s = b.relu(b.add(a, c, out_scale=0.06, out_zp=-10))
+    b.output(b.transpose(s, (0, 3, 1, 2), fmt="NCHW", out="y"))
+    return b.build()
+
+
+#: every sample builder taking a ``target`` argument, by name
+ALL = {"classifier": classifier, "detector": detector, "multi_io": multi_io, "dynamic": dynamic,
+       "custom_op_model": custom_op_model, "tiny_relu": tiny_relu, "tiny_int8_add": tiny_int8_add}
