@@ -266,10 +266,17 @@ static int parse_tensors(emu_model *m, const uint8_t *p, uint64_t len)
             if (!t->zp || !t->scale)
                 return RKNN_ERR_MALLOC_FAIL;
         }
+        /* zero points of 8/16-bit tensors lie in the type's range (so x - zp fits the
+           int32 accumulations of exec.c) */
+        int64_t zlo = INT32_MIN, zhi = INT32_MAX;
+        if (t->dtype == RKNN_TENSOR_INT8) { zlo = -128; zhi = 127; }
+        else if (t->dtype == RKNN_TENSOR_UINT8) { zlo = 0; zhi = 255; }
+        else if (t->dtype == RKNN_TENSOR_INT16) { zlo = -32768; zhi = 32767; }
+        else if (t->dtype == RKNN_TENSOR_UINT16) { zlo = 0; zhi = 65535; }
         for (uint32_t q = 0; q < n_q; q++) {
             t->zp[q] = rd_i32(&r);
             t->scale[q] = rd_f32(&r);
-            if (!(t->scale[q] > 0.0f) || !isfinite(t->scale[q]))
+            if (!(t->scale[q] > 0.0f) || !isfinite(t->scale[q]) || t->zp[q] < zlo || t->zp[q] > zhi)
                 return BAD;
         }
         for (uint32_t c = 0; c < n_norm; c++) {

@@ -501,7 +501,7 @@ def test_binary_mixed_quant_types_and_constants(lib):
     a = b.input("a", (2, 3, 4), "int8", zp=0, scale=0.5)
     k = b.constant(rng.integers(0, 256, (3, 1)).astype(np.uint8), "uint8", zp=128, scale=0.25)
     y = b.add(a, k, out_scale=0.7, out_zp=10, out_dtype="int16", out="y")
-    z = b.mul(a, k, out_scale=0.3, out_zp=-1, out_dtype="uint8", out="z")
+    z = b.mul(a, k, out_scale=0.3, out_zp=100, out_dtype="uint8", out="z")
     b.output(y, z)
     check_model(lib, b.build(), n_runs=3)
 
@@ -512,7 +512,7 @@ def test_activations(lib, op, dtype):
     b = ModelBuilder()
     if dtype in ("int8", "uint8"):
         x = b.input("x", (3, 70), dtype, zp=-20 if dtype == "int8" else 100, scale=0.06)
-        kw = {"out_scale": 0.02, "out_zp": -100} if op == "relu" else {}
+        kw = {"out_scale": 0.02, "out_zp": -100 if dtype == "int8" else 20} if op == "relu" else {}
         y = getattr(b, op)(x, out="y", **kw)
     else:
         x = b.input("x", (3, 70), dtype)
@@ -543,7 +543,7 @@ def test_quantize_dequantize_cast(lib):
     x = b.input("x", (4, 33), "float32")
     q = b.quantize(x, scale=0.5, zp=3, out="q")
     q16 = b.quantize(b.cast(x, "float16"), scale=0.01, zp=0, dtype="int16", out="q16")
-    rq = b.quantize(q, scale=0.3, zp=-128, dtype="uint8", out="rq")
+    rq = b.quantize(q, scale=0.3, zp=128, dtype="uint8", out="rq")
     dq = b.dequantize(rq, dtype="float16", out="dq")
     ci = b.cast(x, "int8", out="ci")
     cf = b.cast(ci, "float32", out="cf")
@@ -571,3 +571,42 @@ def test_output_consumed_by_later_op(lib):
     z = b.add(y, y, out="z")
     b.output(z, y)
     check_model(lib, b.build())
+
+
+def _add_one_hook(calls):
+    @CUSTOM_FN
+    def hook(user, model, op_index, op_type, ins, n_in, outs, n_out):
+        calls.append(op_type)
+        if op_type != b"cstAddOne":
+            return -1
+        d = ins[0].desc
+        n = int(np.prod(d.dims[:d.n_dims]))
+        x = np.ctypeslib.as_array(C.cast(ins[0].data, C.POINTER(C.c_float)), (n,))
+        y = np.ctypeslib.as_array(C.cast(outs[0].data, C.POINTER(C.c_float)), (n,))
+        y[:] = x + np.float32(1.0)
+        return 0
+    return hook
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_all_ops_sample_every_shape_set(lib, target):
+    calls = []
+    hook = _add_one_hook(calls)
+    m = check_model(lib, samples.all_ops(target), seed=21, custom=hook, n_runs=2,
+                    custom_ref={"cstAddOne": lambda xs, attrs: [xs[0] + attrs["alpha"][0]]})
+    assert m.n_shape_sets == 3 and calls == [b"cstAddOne"] * 6
+
+
+def test_zero_point_outside_type_range_rejected(lib):
+    b = ModelBuilder()
+    x = b.input("x", (1, 4), "int8", zp=0, scale=0.1)
+    b.output(b.relu(x, out="y"))
+    m = b.model
+    m.tensors["y"].zp = (200,)                    # int8 zero point out of range
+    with CModel(lib, builder.encode(m)) as cm:
+        assert cm.rc == RKNN_ERR_MODEL_INVALID
+    m.tensors["y"].zp = (127,)
+    with CModel(lib, builder.encode(m)) as cm:
+        assert cm.rc == RKNN_SUCC
+    with pytest.raises(ValueError):
+        ModelBuilder().input("u", (1, 4), "uint8", zp=-1, scale=0.1)

@@ -465,6 +465,7 @@ def decode(data: bytes) -> ModelDesc:
 
 TensorRef = str
 _QUANT = ("int8", "uint8", "int16")
+_ZP_RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535)}
 
 
 class ModelBuilder:
@@ -515,6 +516,10 @@ class ModelBuilder:
         z = np.atleast_1d(np.asarray(0 if zp is None else zp, dtype=np.int64))
         if z.size == 1 and len(sc) > 1:
             z = np.repeat(z, len(sc))
+        if dtype in _ZP_RANGE and (z.min() < _ZP_RANGE[dtype][0] or z.max() > _ZP_RANGE[dtype][1]):
+            raise ValueError(f"zero point {z.tolist()} outside the range of {dtype}")
+        if not all(np.isfinite(v) and v > 0 for v in sc):
+            raise ValueError("quantization scales must be finite and > 0")
         return "affine", tuple(int(v) for v in z), sc
 
     def input(self, name: str, shape: Sequence[int], dtype: str = "int8", fmt: Optional[str] = None,

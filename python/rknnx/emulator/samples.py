@@ -10,6 +10,7 @@ so their int8 outputs use the range instead of saturating.
 ``multi_io``           int8 / float16 / float32 inputs and outputs, 2-D, 3-D and 4-D tensors
 ``dynamic``            dynamic-shape model, 3 shape sets
 ``custom_op_model``    a custom op (``cstSigmoid``) between builtin ops
+``all_ops``            every op type, small, 3 shape sets (a fuzzing seed)
 ``tiny_relu`` ...      one-op models for quick checks
 =====================  ==================================================================
 """
@@ -22,7 +23,7 @@ import numpy as np
 
 from .builder import ModelBuilder
 
-__all__ = ["classifier", "detector", "multi_io", "dynamic", "custom_op_model", "tiny_relu",
+__all__ = ["classifier", "detector", "multi_io", "dynamic", "custom_op_model", "all_ops", "tiny_relu",
            "tiny_int8_add", "IMAGENET_MEAN", "IMAGENET_STD", "ALL"]
 
 IMAGENET_MEAN = (123.675, 116.28, 103.53)
@@ -226,6 +227,41 @@ def tiny_int8_add(target: str = "RK3588") -> bytes:
     return b.build()
 
 
+def all_ops(target: str = "RK3588") -> bytes:
+    """A small model using every op type (and a custom op, ``cstAddOne``) with 3 shape sets;
+    a seed for fuzzing and a quick end-to-end check.
+
+    Inputs: ``x`` int8 NHWC [1,H,W,2] (sets 6x6, 4x8, 10x6; mean/std), ``f`` float16 [2,3].
+    Outputs: ``conv`` int8 NCHW [1,4,H,W/2], ``dense`` int8 [1,H*W/2,5], ``ew`` float32
+    [2,3], ``act`` float16 [2,3], ``cst`` float32 [2,3] (custom op), ``cast`` int16 [3,2],
+    ``fd`` float32 [2,5].
+    """
+    rng = np.random.default_rng(3)
+    b = ModelBuilder(target, "all_ops")
+    x = b.input("x", (1, 6, 6, 2), "int8", "NHWC", zp=-3, scale=0.05, mean=(1.0, 2.0), std=(3.0, 4.0))
+    f = b.input("f", (2, 3), "float16")
+    c = b.conv2d(x, rng.integers(-100, 100, (4, 1, 3, 3)).astype(np.int8),
+                 rng.integers(-50, 50, 4).astype(np.int32), stride=(1, 2), pad=1, groups=2, relu=True,
+                 weight_scale=rng.uniform(0.005, 0.02, 4), out_scale=0.04, out_zp=-128, out="conv")
+    k = b.constant(np.int8([5, 7, -9, 11]).reshape(1, 4, 1, 1), "int8", zp=1, scale=0.1)
+    r = b.relu(b.mul(c, k, out_scale=0.05, out_zp=2))
+    s = b.sigmoid(b.add(r, c, out_scale=0.08, out_zp=0))
+    q = b.quantize(b.dequantize(s), scale=0.02, zp=-1)
+    t = b.reshape(b.transpose(q, (0, 2, 3, 1), fmt="NHWC"), (1, -1, 4))
+    d = b.dense(t, rng.integers(-100, 100, (5, 4)).astype(np.int8), None, weight_scale=0.01,
+                out_scale=0.01, out_zp=0, out="dense")
+    ff = b.cast(f, "float32")
+    ew = b.add(b.mul(ff, np.float32([1.5, -2.0, 0.5])), np.float32([0.25]), out="ew")
+    act = b.sigmoid(b.relu(f), out="act")
+    (cst,) = b.custom("cstAddOne", [ew], [{"shape": (2, 3), "dtype": "float32", "name": "cst"}],
+                      {"alpha": np.float32([1.0])})
+    cast = b.cast(b.transpose(ew, (1, 0)), "int16", out="cast")
+    fd = b.dense(ff, rng.standard_normal((5, 3)).astype(np.float32), None, out="fd")
+    b.output(c, d, ew, act, cst, cast, fd)
+    b.shape_sets([[(1, 6, 6, 2), (2, 3)], [(1, 4, 8, 2), (2, 3)], [(1, 10, 6, 2), (2, 3)]])
+    return b.build()
+
+
 #: every sample builder taking a ``target`` argument, by name
 ALL = {"classifier": classifier, "detector": detector, "multi_io": multi_io, "dynamic": dynamic,
-       "custom_op_model": custom_op_model, "tiny_relu": tiny_relu, "tiny_int8_add": tiny_int8_add}
+       "custom_op_model": custom_op_model, "all_ops": all_ops, "tiny_relu": tiny_relu, "tiny_int8_add": tiny_int8_add}
