@@ -1,0 +1,312 @@
+/*
+ * rknnx emulator, runtime half: internal declarations shared by runtime_*.c.
+ *
+ * The runtime half implements every exported rknn_* function over emu_model.h.  Files:
+ *   runtime_core.c     logging, counters, controls (rknn_emu_*), error injection,
+ *                      chip personalities, the handle registries (contexts and mems)
+ *   runtime_layout.c   tensor attributes (normal / native / NHWC native), buffer layouts
+ *                      and the element conversions between user and model forms
+ *   runtime_context.c  rknn_init / dup / destroy / core masks / query / custom ops
+ *   runtime_io.c       inputs_set, run, wait, outputs_get/release, input shapes
+ *   runtime_mem.c      the emulated DMA memory (memfd, phys space, cache emulation),
+ *                      create/destroy mem, set_io/weight/internal_mem, mem_sync
+ *   runtime_matmul.c   the matmul API
+ *
+ * Global mutable state is limited to: the two handle registries (mutex-guarded), the
+ * counters (atomics), the controls and the injection table (mutex-guarded).  Everything
+ * else hangs off a context, whose calls are serialized by its own mutex.  No global lock
+ * is held while a model runs or data is converted.
+ */
+#ifndef RKNNX_EMU_RUNTIME_H
+#define RKNNX_EMU_RUNTIME_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "emu_model.h"
+#include "rknn_api.h"
+#include "rknn_custom_op.h"
+#include "rknn_emu.h"
+#include "rknn_matmul_api.h"
+
+#define EMU_VERSION_STRING "0.1.0"
+#define EMU_API_VERSION    "2.5.0"
+#define EMU_DRV_VERSION    "0.9.8"
+
+/* ---- logging ------------------------------------------------------------------------- */
+enum { EMU_LOG_E = 0, EMU_LOG_W = 1, EMU_LOG_I = 2, EMU_LOG_D = 3, EMU_LOG_V = 4 };
+void emu_log(int level, const char *func, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define EMU_ERR(fn, ...)  emu_log(EMU_LOG_E, fn, __VA_ARGS__)
+#define EMU_WARN(fn, ...) emu_log(EMU_LOG_W, fn, __VA_ARGS__)
+#define EMU_INFO(fn, ...) emu_log(EMU_LOG_I, fn, __VA_ARGS__)
+void emu_log_refresh_env(void);  /* re-read RKNN_LOG_LEVEL unless set by the control */
+
+/* ---- counters ------------------------------------------------------------------------ */
+typedef struct emu_counters_atomic {
+    atomic_llong live_contexts, live_mems, live_output_buffers;
+    atomic_llong bytes_in, bytes_out, bytes_synced, syncs, runs;
+    atomic_llong runs_in_flight, peak_runs_in_flight;
+    atomic_llong contexts_created, mems_created;
+} emu_counters_atomic;
+extern emu_counters_atomic emu_ctr;
+#define EMU_CTR_ADD(field, v) atomic_fetch_add_explicit(&emu_ctr.field, (long long)(v), memory_order_relaxed)
+
+/* ---- error injection ------------------------------------------------------------------
+ * Every exported function starts with EMU_INJECT(name): if an injection for that name is
+ * armed and this is its Nth call, the function returns the injected status (NULL for the
+ * create functions) without doing anything else. */
+extern atomic_int emu_inject_armed;
+int emu_inject_check(const char *func, int *status);
+#define EMU_INJECT_INT(name)                                                    \
+    do {                                                                        \
+        int _st;                                                                \
+        if (atomic_load_explicit(&emu_inject_armed, memory_order_relaxed) &&    \
+            emu_inject_check(name, &_st)) {                                     \
+            EMU_WARN(name, "injected failure: status %d", _st);                 \
+            return _st;                                                         \
+        }                                                                       \
+    } while (0)
+#define EMU_INJECT_PTR(name)                                                    \
+    do {                                                                        \
+        int _st;                                                                \
+        if (atomic_load_explicit(&emu_inject_armed, memory_order_relaxed) &&    \
+            emu_inject_check(name, &_st)) {                                     \
+            EMU_WARN(name, "injected failure: returning NULL (status %d)", _st);\
+            return NULL;                                                        \
+        }                                                                       \
+    } while (0)
+#define EMU_INJECT_VOID(name)                                                   \
+    do {                                                                        \
+        int _st;                                                                \
+        if (atomic_load_explicit(&emu_inject_armed, memory_order_relaxed) &&    \
+            emu_inject_check(name, &_st)) {                                     \
+            EMU_WARN(name, "injected failure (status %d)", _st);                \
+            return;                                                             \
+        }                                                                       \
+    } while (0)
+
+/* ---- chip personalities ---------------------------------------------------------------- */
+typedef enum emu_family {
+    EMU_FAM_RK356X = 0,   /* RV1126B / RK3562 / RK3566 / RK3568 column of Tables 3-1/3-2 */
+    EMU_FAM_RK3588 = 1,   /* RK3576 / RK3588 */
+    EMU_FAM_RV1106 = 2,   /* RV1106 / RV1103 / RV1103B / RV1106B */
+    EMU_FAM_RK2118 = 3    /* RK2118 */
+} emu_family;
+
+typedef struct emu_platform {
+    const char *name;         /* "RK3588" */
+    emu_family family;        /* column of the support tables */
+    const char *npu_group;    /* models compiled for one group run on every chip of it */
+    uint32_t n_cores;
+    uint32_t c2_int8;         /* NC1HWC2 C2 for 1-byte types */
+    uint32_t c2_fp16;         /* ... for 2-byte types */
+    uint32_t w_align;         /* NHWC input rows: width aligned up to this many pixels */
+    uint32_t sram_size;       /* bytes of NPU-usable SRAM (0: none) */
+} emu_platform;
+
+const emu_platform *emu_platform_find(const char *name);   /* case-insensitive; NULL if unknown */
+const emu_platform *emu_platform_current(int *from_env_bad); /* control, else env, else RK3588 */
+uint32_t emu_platform_count(void);
+const emu_platform *emu_platform_at(uint32_t i);
+int emu_platform_supports_func(const emu_platform *p, const char *func);
+int emu_platform_supports_query(const emu_platform *p, int cmd);
+int64_t emu_npu_time_us(void);
+
+/* ---- memory ------------------------------------------------------------------------------
+ * An emu_buf is one piece of emulated DRAM: its CPU view (a shared mapping of a memfd or of
+ * the user's fd; all CPU mappings of one file see the same pages, as CPU caches are shared)
+ * and, when cacheable, a separate device copy that only rknn_mem_sync and the run's
+ * implicit clean/invalidate move data into or out of.  Bufs are found by file identity
+ * (st_dev, st_ino), so re-importing the fd of a runtime allocation shares its device copy,
+ * and by emulated physical address. */
+typedef struct emu_buf {
+    struct emu_buf *next;
+    long refs;                /* guarded by the mem registry lock */
+    dev_t dev;
+    ino_t ino;
+    uint64_t size;            /* bytes of the file / allocation */
+    int memfd;                /* runtime-owned fd (-1 for foreign files) */
+    uint8_t *cpu_base;        /* runtime-owned mapping of the whole file, or NULL */
+    uint8_t *dev_copy;        /* device view when non-coherent; NULL when coherent */
+    uint64_t phys;            /* emulated physical base (0: none) */
+    int sram;                 /* counted against the chip's SRAM */
+    uint32_t sram_bytes;
+} emu_buf;
+
+#define EMU_MEM_MAGIC 0x4d454d58u  /* "XMEM" */
+
+typedef struct emu_mem {
+    rknn_tensor_mem pub;      /* what the user sees; first member */
+    uint32_t magic;
+    long refs;                /* registry + bindings; guarded by the mem registry lock */
+    int registered;           /* still live for the user (not destroyed) */
+    emu_buf *buf;             /* NULL for a mem we could not back (never stored) */
+    uint8_t *cpu;             /* CPU view of the data (virt_addr + offset) */
+    uint8_t *dev;             /* device view of the same data */
+    uint64_t size;            /* data bytes */
+    void *own_map;            /* a mapping this mem created (munmap at free) */
+    size_t own_map_len;
+    rknn_context owner;       /* creating context (0: ALLOC_NO_CONTEXT) */
+    int no_context;
+} emu_mem;
+
+emu_mem *emu_mem_get(rknn_tensor_mem *pub);   /* live mem + reference, or NULL */
+emu_mem *emu_mem_ref(emu_mem *m);
+void emu_mem_put(emu_mem *m);
+int emu_mem_coherent(const emu_mem *m);
+void emu_mem_sync_range(emu_mem *m, uint64_t off, uint64_t len, int to_device);
+/* Runtime-internal DMA allocation used for DEVICE_MEM_INFO (registered like a user mem). */
+emu_mem *emu_mem_alloc_internal(uint64_t size, int cacheable, rknn_context owner, int no_ctx,
+                                int try_sram, const emu_platform *plat);
+void emu_mem_free_internal(emu_mem *m);
+int emu_mem_alive(emu_mem *m);                 /* not yet rknn_destroy_mem'd by the user */
+uint32_t emu_sram_free(const emu_platform *p);
+
+/* ---- layouts ------------------------------------------------------------------------------
+ * A buffer layout says where element (n, c, h, w) of a 4-D tensor lives, in elements:
+ *     n*sN + (c / C2)*sC1 + (c % C2)*sC2 + h*sH + w*sW
+ * (C2 >= C for unblocked layouts).  Non-4-D tensors are flat in the model's order. */
+typedef struct emu_layout {
+    rknn_tensor_type type;
+    int is4d;
+    uint32_t N, C, H, W;      /* logical sizes */
+    uint32_t C2;
+    uint64_t sN, sC1, sC2, sH, sW;
+    uint64_t n_elems;         /* logical elements */
+    uint64_t span;            /* elements from the first to past the last addressed one */
+} emu_layout;
+
+size_t emu_type_size(rknn_tensor_type t);    /* 0 for unsupported (INT4, ...) */
+uint32_t emu_c2(const emu_platform *p, rknn_tensor_type t);  /* 0: no NC1HWC2 form */
+int emu_desc_is_image(uint32_t n_dims, rknn_tensor_format fmt);
+void emu_nchw_of(const uint32_t *dims, rknn_tensor_format fmt, uint32_t *N, uint32_t *C, uint32_t *H,
+                 uint32_t *W);
+
+enum { EMU_ATTR_NORMAL = 0, EMU_ATTR_NATIVE = 1, EMU_ATTR_NATIVE_NHWC = 2 };
+/* Fill attr for input (is_out = 0) or output idx at shape set `set`. */
+void emu_fill_attr(const emu_platform *p, const emu_io_desc *d, const uint32_t *dims, int is_out,
+                   int kind, uint32_t idx, rknn_tensor_attr *attr);
+
+/* Layout of the model's packed buffer at dims. */
+void emu_layout_model(const emu_io_desc *d, const uint32_t *dims, emu_layout *l);
+/* Layout of a user buffer of type t and format fmt for the tensor (d, dims).
+ * zero_copy: NHWC inputs get the chip's row stride; h_stride (0 = H) pads batches.
+ * pass_through / native: NHWC outputs in the model type pad C to C2.  Returns 0 or a status. */
+int emu_layout_user(const emu_platform *p, const emu_io_desc *d, const uint32_t *dims, int is_out,
+                    int zero_copy, rknn_tensor_type t, rknn_tensor_format fmt, int pass_through,
+                    uint32_t h_stride, emu_layout *l);
+uint64_t emu_layout_bytes(const emu_layout *l);
+
+/* Convert src (layout ls) into dst (layout ld), both describing the same logical tensor.
+ * to_model: values are real numbers normalised with mean/std then quantized for the model;
+ * raw: a type-preserving copy (pass_through); otherwise model -> user: dequantized when the
+ * user type differs from the model type. */
+enum { EMU_CONV_RAW = 0, EMU_CONV_TO_MODEL = 1, EMU_CONV_FROM_MODEL = 2 };
+void emu_convert(const emu_io_desc *d, int mode, const void *src, const emu_layout *ls, void *dst,
+                 const emu_layout *ld);
+
+/* ---- contexts ------------------------------------------------------------------------------ */
+typedef struct emu_shared {   /* a loaded model shared by dup'd / weight-sharing contexts */
+    atomic_long refs;
+    emu_model *model;
+    uint64_t *max_in_bytes;   /* per input: model-format bytes, max over shape sets */
+    uint64_t *max_out_bytes;
+} emu_shared;
+
+enum { EMU_FLOW_NONE = 0, EMU_FLOW_GENERAL = 1, EMU_FLOW_ZERO_COPY = 2 };
+
+typedef struct emu_binding {
+    emu_mem *mem;             /* reference held */
+    rknn_tensor_attr attr;    /* as given to set_io_mem */
+} emu_binding;
+
+typedef struct emu_custom_reg {
+    rknn_custom_op op;
+    rknn_custom_op_context op_ctx;
+} emu_custom_reg;
+
+typedef struct emu_node_state {  /* per custom node: the context handed to its callbacks */
+    int reg;                     /* index into ctx->customs, -1 if none */
+    int inited;
+    rknn_custom_op_context op_ctx;
+} emu_node_state;
+
+typedef struct emu_out_buf {  /* runtime-allocated outputs_get buffer */
+    struct emu_out_buf *next;
+    void *ptr;
+} emu_out_buf;
+
+typedef struct emu_ctx {
+    rknn_context handle;
+    atomic_long refs;
+    pthread_mutex_t lock;     /* serializes calls on this context */
+    const emu_platform *plat;
+    uint32_t flags;
+    emu_shared *shared;       /* the model (ref held) */
+    emu_model *m;             /* == shared->model */
+    emu_shared *weights_from; /* SHARE_WEIGHT_MEM: the context whose weights we use (ref) */
+    uint32_t n_in, n_out;
+    uint32_t shape_set;
+    uint32_t core_mask;
+    int batch_core_num;
+    int flow;
+    /* general flow */
+    uint8_t **in_buf;         /* model-format input staging, max size over shape sets */
+    int *in_set;
+    uint8_t **out_buf;        /* latest results */
+    uint8_t **out_prev;       /* async: the previous frame's results */
+    uint32_t out_set;         /* shape set of out_buf / out_prev */
+    uint32_t prev_set;
+    uint64_t frame, prev_frame;
+    int have_prev;
+    emu_out_buf *out_allocs;
+    /* zero-copy */
+    emu_binding *in_bind, *out_bind;
+    emu_mem *weight_mem, *internal_mem;
+    int owns_weights;         /* counted in total_dma_allocated_size */
+    uint8_t *internal;        /* runtime-owned scratch (when not outside) */
+    uint64_t internal_size;
+    emu_mem *model_mem;       /* DEVICE_MEM_INFO buffer (RV1106 / RK2118 family) */
+    uint64_t model_bytes;
+    /* perf */
+    int64_t last_run_us;
+    int has_run;
+    int64_t *op_time;
+    char *perf_str;
+    uint64_t perf_len;
+    /* custom ops */
+    emu_custom_reg *customs;
+    uint32_t n_customs;
+    emu_node_state *nodes;    /* n_ops entries, lazily allocated */
+} emu_ctx;
+
+/* Registry: look up a live context and take a reference (NULL if invalid / destroyed). */
+emu_ctx *emu_ctx_get(rknn_context h);
+void emu_ctx_put(emu_ctx *c);
+int emu_ctx_register(emu_ctx *c);             /* assigns c->handle */
+int emu_ctx_unregister(rknn_context h, emu_ctx **out);  /* removes; returns the registry's ref */
+void emu_ctx_free(emu_ctx *c);                /* runtime_context.c; called on the last put */
+
+/* Convenience: get + lock, with logging; returns status. */
+int emu_ctx_enter(rknn_context h, const char *func, emu_ctx **out);
+void emu_ctx_leave(emu_ctx *c);
+
+/* model-side sizes */
+uint64_t emu_ctx_in_bytes(const emu_ctx *c, uint32_t i, uint32_t set);
+uint64_t emu_ctx_out_bytes(const emu_ctx *c, uint32_t o, uint32_t set);
+const uint32_t *emu_ctx_in_dims(const emu_ctx *c, uint32_t i);
+const uint32_t *emu_ctx_out_dims(const emu_ctx *c, uint32_t o);
+
+int emu_ctx_check_flow(emu_ctx *c, int flow, const char *func);
+int emu_custom_hook(void *user, const emu_model *m, uint32_t op_index, const char *op_type,
+                    emu_tensor_view *inputs, uint32_t n_inputs, emu_tensor_view *outputs,
+                    uint32_t n_outputs);
+void emu_custom_destroy_all(emu_ctx *c);
+void emu_ctx_release_outputs(emu_ctx *c);
+void emu_custom_set_current(emu_ctx *c);      /* thread-local: the context running callbacks */
+
+#endif /* RKNNX_EMU_RUNTIME_H */

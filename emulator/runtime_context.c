@@ -1,0 +1,911 @@
+/*
+ * rknnx emulator, runtime half: contexts (init, dup, destroy, cores), rknn_query and
+ * custom operators.
+ *
+ * Status conventions of the emulator (the vendor documents few of them):
+ *   RKNN_ERR_CTX_INVALID      a context that was never created or is destroyed
+ *   RKNN_ERR_PARAM_INVALID    NULL / out-of-range arguments, wrong struct size, unknown
+ *                             or unsupported query command, too small a buffer or mem,
+ *                             invalid core mask, shape not in the model's shape sets
+ *   RKNN_ERR_FAIL             a function the chip does not have (Table 3-1), rknn_wait,
+ *                             non-blocking runs, mixing the general and zero-copy flows,
+ *                             perf queries before a run / without the perf flag,
+ *                             MEM_ALLOC_OUTSIDE memory missing at run time,
+ *                             COLLECT_MODEL_INFO_ONLY contexts asked for anything else
+ *   RKNN_ERR_INPUT_INVALID    rknn_run with an input that was never provided
+ *   RKNN_ERR_OUTPUT_INVALID   rknn_outputs_get before any run
+ *   RKNN_ERR_MODEL_INVALID    malformed model bytes or path
+ *   RKNN_ERR_TARGET_PLATFORM_UNMATCH  model compiled for another NPU group
+ *   RKNN_ERR_DEVICE_UNAVAILABLE       RKNN_EMU_PLATFORM names no known chip
+ * Every failure logs one "E RKNN:" line (RKNN_LOG_LEVEL >= 0).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "runtime.h"
+
+/* ---- model-side helpers --------------------------------------------------------------- */
+static uint64_t dims_elems(const uint32_t *d, uint32_t n)
+{
+    uint64_t p = 1;
+    for (uint32_t i = 0; i < n; i++)
+        p *= d[i];
+    return p;
+}
+
+const uint32_t *emu_ctx_in_dims(const emu_ctx *c, uint32_t i)
+{
+    return emu_model_input_dims(c->m, c->shape_set, i, NULL);
+}
+
+const uint32_t *emu_ctx_out_dims(const emu_ctx *c, uint32_t o)
+{
+    return emu_model_output_dims(c->m, c->shape_set, o, NULL);
+}
+
+uint64_t emu_ctx_in_bytes(const emu_ctx *c, uint32_t i, uint32_t set)
+{
+    uint32_t n;
+    const uint32_t *d = emu_model_input_dims(c->m, set, i, &n);
+    return d ? dims_elems(d, n) * emu_type_size(emu_model_input(c->m, i)->type) : 0;
+}
+
+uint64_t emu_ctx_out_bytes(const emu_ctx *c, uint32_t o, uint32_t set)
+{
+    uint32_t n;
+    const uint32_t *d = emu_model_output_dims(c->m, set, o, &n);
+    return d ? dims_elems(d, n) * emu_type_size(emu_model_output(c->m, o)->type) : 0;
+}
+
+int emu_ctx_check_flow(emu_ctx *c, int flow, const char *func)
+{
+    if (c->flow == EMU_FLOW_NONE || c->flow == flow)
+        return RKNN_SUCC;
+    EMU_ERR(func, "this context uses the %s API; the general API (rknn_inputs_set / "
+            "rknn_outputs_get) and the zero-copy API (rknn_set_io_mem) cannot be mixed on one "
+            "context (RKNN API 3.5)", c->flow == EMU_FLOW_GENERAL ? "general" : "zero-copy");
+    return RKNN_ERR_FAIL;
+}
+
+/* ---- shared model ---------------------------------------------------------------------- */
+static void shared_put(emu_shared *s)
+{
+    if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
+        return;
+    emu_model_free(s->model);
+    free(s->max_in_bytes);
+    free(s->max_out_bytes);
+    free(s);
+}
+
+static emu_shared *shared_new(emu_model *m)
+{
+    emu_shared *s = calloc(1, sizeof *s);
+    uint32_t ni = emu_model_n_inputs(m), no = emu_model_n_outputs(m);
+    if (!s)
+        return NULL;
+    s->max_in_bytes = calloc(ni ? ni : 1, sizeof(uint64_t));
+    s->max_out_bytes = calloc(no ? no : 1, sizeof(uint64_t));
+    if (!s->max_in_bytes || !s->max_out_bytes) {
+        free(s->max_in_bytes);
+        free(s->max_out_bytes);
+        free(s);
+        return NULL;
+    }
+    atomic_store(&s->refs, 1);
+    s->model = m;
+    uint32_t sets = emu_model_n_shape_sets(m);
+    if (sets == 0)
+        sets = 1;
+    for (uint32_t k = 0; k < sets; k++) {
+        uint32_t n;
+        for (uint32_t i = 0; i < ni; i++) {
+            const uint32_t *d = emu_model_input_dims(m, k, i, &n);
+            uint64_t b = d ? dims_elems(d, n) * emu_type_size(emu_model_input(m, i)->type) : 0;
+            if (b > s->max_in_bytes[i])
+                s->max_in_bytes[i] = b;
+        }
+        for (uint32_t o = 0; o < no; o++) {
+            const uint32_t *d = emu_model_output_dims(m, k, o, &n);
+            uint64_t b = d ? dims_elems(d, n) * emu_type_size(emu_model_output(m, o)->type) : 0;
+            if (b > s->max_out_bytes[o])
+                s->max_out_bytes[o] = b;
+        }
+    }
+    return s;
+}
+
+/* ---- context lifetime ---------------------------------------------------------------------- */
+static void free_bufs(uint8_t **v, uint32_t n)
+{
+    if (!v)
+        return;
+    for (uint32_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static uint8_t **alloc_bufs(const uint64_t *sizes, uint32_t n)
+{
+    uint8_t **v = calloc(n ? n : 1, sizeof *v);
+    if (!v)
+        return NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        v[i] = calloc(1, sizes[i] ? (size_t)sizes[i] : 1);
+        if (!v[i]) {
+            free_bufs(v, n);
+            return NULL;
+        }
+    }
+    return v;
+}
+
+void emu_ctx_free(emu_ctx *c)
+{
+    emu_custom_destroy_all(c);
+    emu_ctx_release_outputs(c);
+    if (c->in_bind)
+        for (uint32_t i = 0; i < c->n_in; i++)
+            emu_mem_put(c->in_bind[i].mem);
+    if (c->out_bind)
+        for (uint32_t o = 0; o < c->n_out; o++)
+            emu_mem_put(c->out_bind[o].mem);
+    free(c->in_bind);
+    free(c->out_bind);
+    emu_mem_put(c->weight_mem);
+    emu_mem_put(c->internal_mem);
+    if (c->model_mem)
+        emu_mem_free_internal(c->model_mem);
+    free(c->internal);
+    free_bufs(c->in_buf, c->n_in);
+    free_bufs(c->out_buf, c->n_out);
+    free_bufs(c->out_prev, c->n_out);
+    free(c->in_set);
+    free(c->op_time);
+    free(c->perf_str);
+    free(c->customs);
+    free(c->nodes);
+    shared_put(c->weights_from);
+    shared_put(c->shared);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+/* Allocate everything per context; c->shared, flags and plat are set. */
+static int ctx_setup(emu_ctx *c)
+{
+    c->m = c->shared->model;
+    c->n_in = emu_model_n_inputs(c->m);
+    c->n_out = emu_model_n_outputs(c->m);
+    c->core_mask = RKNN_NPU_CORE_AUTO;
+    c->batch_core_num = 1;
+    c->in_bind = calloc(c->n_in ? c->n_in : 1, sizeof *c->in_bind);
+    c->out_bind = calloc(c->n_out ? c->n_out : 1, sizeof *c->out_bind);
+    c->in_set = calloc(c->n_in ? c->n_in : 1, sizeof *c->in_set);
+    if (!c->in_bind || !c->out_bind || !c->in_set)
+        return RKNN_ERR_MALLOC_FAIL;
+    if (c->flags & RKNN_FLAG_COLLECT_MODEL_INFO_ONLY)
+        return RKNN_SUCC;   /* a dummy context: nothing to run with */
+    c->in_buf = alloc_bufs(c->shared->max_in_bytes, c->n_in);
+    c->out_buf = alloc_bufs(c->shared->max_out_bytes, c->n_out);
+    if (!c->in_buf || !c->out_buf)
+        return RKNN_ERR_MALLOC_FAIL;
+    if (c->flags & RKNN_FLAG_ASYNC_MASK) {
+        c->out_prev = alloc_bufs(c->shared->max_out_bytes, c->n_out);
+        if (!c->out_prev)
+            return RKNN_ERR_MALLOC_FAIL;
+    }
+    c->internal_size = emu_model_internal_size(c->m);
+    if (!(c->flags & (RKNN_FLAG_MEM_ALLOC_OUTSIDE | RKNN_FLAG_INTERNAL_ALLOC_OUTSIDE))) {
+        c->internal = calloc(1, c->internal_size ? (size_t)c->internal_size : 1);
+        if (!c->internal)
+            return RKNN_ERR_MALLOC_FAIL;
+    }
+    uint32_t n_ops = emu_model_n_ops(c->m);
+    c->op_time = calloc(n_ops ? n_ops : 1, sizeof *c->op_time);
+    if (!c->op_time)
+        return RKNN_ERR_MALLOC_FAIL;
+    return RKNN_SUCC;
+}
+
+static emu_ctx *ctx_new(const emu_platform *p, uint32_t flags)
+{
+    emu_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    atomic_store(&c->refs, 1);
+    pthread_mutex_init(&c->lock, NULL);
+    c->plat = p;
+    c->flags = flags;
+    return c;
+}
+
+static int read_file(const char *path, uint8_t **out, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return RKNN_ERR_MODEL_INVALID;
+    int rc = RKNN_ERR_MODEL_INVALID;
+    long n;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && n < (1L << 30) &&
+        fseek(f, 0, SEEK_SET) == 0) {
+        uint8_t *b = malloc((size_t)n);
+        if (!b) {
+            rc = RKNN_ERR_MALLOC_FAIL;
+        } else if (fread(b, 1, (size_t)n, f) == (size_t)n) {
+            *out = b;
+            *size = (size_t)n;
+            rc = RKNN_SUCC;
+        } else {
+            free(b);
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
+              rknn_init_extend *extend)
+{
+    static const char fn[] = "rknn_init";
+    EMU_INJECT_INT("rknn_init");
+    emu_log_refresh_env();
+    if (!context) {
+        EMU_ERR(fn, "context is NULL");
+        return RKNN_ERR_PARAM_INVALID;
+    }
+    *context = 0;
+    int env_bad;
+    const emu_platform *p = emu_platform_current(&env_bad);
+    if (!p) {
+        EMU_ERR(fn, "RKNN_EMU_PLATFORM='%s' is not a known chip", getenv("RKNN_EMU_PLATFORM"));
+        return RKNN_ERR_DEVICE_UNAVAILABLE;
+    }
+
+    /* the model bytes: from a zero-copy model buffer, a path, or memory */
+    const uint8_t *bytes = NULL;
+    size_t nbytes = 0;
+    uint8_t *owned = NULL;
+    void *map = NULL;
+    size_t map_len = 0;
+    int rc;
+    if (flag & RKNN_FLAG_MODEL_BUFFER_ZERO_COPY) {
+        if (!extend || extend->model_buffer_fd < 0 || extend->real_model_size == 0 ||
+            extend->real_model_offset < 0) {
+            EMU_ERR(fn, "RKNN_FLAG_MODEL_BUFFER_ZERO_COPY needs extend->model_buffer_fd, "
+                    "real_model_offset and real_model_size");
+            return RKNN_ERR_PARAM_INVALID;
+        }
+        map_len = (size_t)extend->real_model_offset + extend->real_model_size;
+        map = mmap(NULL, map_len, PROT_READ, MAP_SHARED, extend->model_buffer_fd, 0);
+        if (map == MAP_FAILED) {
+            EMU_ERR(fn, "model_buffer_fd %d cannot be mapped: %s", extend->model_buffer_fd,
+                    strerror(errno));
+            return RKNN_ERR_PARAM_INVALID;
+        }
+        bytes = (const uint8_t *)map + extend->real_model_offset;
+        nbytes = extend->real_model_size;
+    } else if (size == 0) {
+        if (!model) {
+            EMU_ERR(fn, "model path is NULL");
+            return RKNN_ERR_PARAM_INVALID;
+        }
+        if ((rc = read_file((const char *)model, &owned, &nbytes)) != RKNN_SUCC) {
+            EMU_ERR(fn, "cannot read model file '%s'", (const char *)model);
+            return rc;
+        }
+        bytes = owned;
+    } else {
+        if (!model) {
+            EMU_ERR(fn, "model is NULL");
+            return RKNN_ERR_PARAM_INVALID;
+        }
+        bytes = model;
+        nbytes = size;
+    }
+
+    emu_model *m = NULL;
+    emu_ctx *c = NULL;
+    emu_ctx *wsrc = NULL;
+    rc = emu_model_load(bytes, nbytes, &m);
+    if (rc != RKNN_SUCC) {
+        EMU_ERR(fn, "invalid model (%zu bytes): status %d", nbytes, rc);
+        goto fail;
+    }
+    const char *target = emu_model_target(m);
+    if (target && *target) {
+        const emu_platform *tp = emu_platform_find(target);
+        if (!tp || strcmp(tp->npu_group, p->npu_group) != 0) {
+            EMU_ERR(fn, "the model was built for %s, this NPU is %s", target, p->name);
+            rc = RKNN_ERR_TARGET_PLATFORM_UNMATCH;
+            goto fail;
+        }
+    }
+    if (flag & RKNN_FLAG_SHARE_WEIGHT_MEM) {
+        wsrc = extend ? emu_ctx_get(extend->ctx) : NULL;
+        if (!wsrc) {
+            EMU_ERR(fn, "RKNN_FLAG_SHARE_WEIGHT_MEM needs extend->ctx, a live context");
+            rc = extend ? RKNN_ERR_CTX_INVALID : RKNN_ERR_PARAM_INVALID;
+            goto fail;
+        }
+        uint64_t mine = emu_model_weight_size(m), theirs = emu_model_weight_size(wsrc->m);
+        if (mine != 0 && mine != theirs) {
+            EMU_ERR(fn, "weights of extend->ctx (%llu bytes) do not fit this model (%llu bytes)",
+                    (unsigned long long)theirs, (unsigned long long)mine);
+            rc = RKNN_ERR_MODEL_INVALID;
+            goto fail;
+        }
+    }
+    c = ctx_new(p, flag);
+    if (!c || !(c->shared = shared_new(m))) {
+        rc = RKNN_ERR_MALLOC_FAIL;
+        goto fail;
+    }
+    m = NULL;   /* owned by c->shared now */
+    if (wsrc) {
+        c->weights_from = wsrc->shared;
+        atomic_fetch_add(&wsrc->shared->refs, 1);
+    }
+    c->owns_weights = !wsrc && !(flag & RKNN_FLAG_MEM_ALLOC_OUTSIDE);
+    if ((rc = ctx_setup(c)) != RKNN_SUCC)
+        goto fail;
+    if (p->family == EMU_FAM_RV1106 || p->family == EMU_FAM_RK2118) {
+        /* DEVICE_MEM_INFO: the model lives in a runtime DMA buffer on these chips */
+        c->model_mem = emu_mem_alloc_internal(nbytes, 0, 0, 1, 0, p);
+        if (!c->model_mem) {
+            rc = RKNN_ERR_MALLOC_FAIL;
+            goto fail;
+        }
+        memcpy(c->model_mem->cpu, bytes, nbytes);
+        c->model_bytes = nbytes;
+    }
+    if ((rc = emu_ctx_register(c)) != RKNN_SUCC)
+        goto fail;
+    *context = c->handle;
+    EMU_INFO(fn, "context 0x%llx on %s, flags 0x%x", (unsigned long long)c->handle, p->name, flag);
+    rc = RKNN_SUCC;
+    c = NULL;
+fail:
+    if (c)
+        emu_ctx_free(c);
+    if (m)
+        emu_model_free(m);
+    emu_ctx_put(wsrc);
+    free(owned);
+    if (map)
+        munmap(map, map_len);
+    return rc;
+}
+
+int rknn_dup_context(rknn_context *context_in, rknn_context *context_out)
+{
+    static const char fn[] = "rknn_dup_context";
+    EMU_INJECT_INT("rknn_dup_context");
+    if (!context_in || !context_out) {
+        EMU_ERR(fn, "NULL argument");
+        return RKNN_ERR_PARAM_INVALID;
+    }
+    emu_ctx *src;
+    int rc = emu_ctx_enter(*context_in, fn, &src);
+    if (rc)
+        return rc;
+    emu_ctx *c = ctx_new(src->plat, src->flags);
+    if (!c) {
+        emu_ctx_leave(src);
+        return RKNN_ERR_MALLOC_FAIL;
+    }
+    c->shared = src->shared;
+    atomic_fetch_add(&src->shared->refs, 1);
+    if (src->weights_from) {
+        c->weights_from = src->weights_from;
+        atomic_fetch_add(&src->weights_from->refs, 1);
+    }
+    if (src->weight_mem)
+        c->weight_mem = emu_mem_ref(src->weight_mem);
+    c->owns_weights = 0;     /* shared with the source context */
+    rc = ctx_setup(c);
+    emu_ctx_leave(src);
+    if (rc == RKNN_SUCC)
+        rc = emu_ctx_register(c);
+    if (rc != RKNN_SUCC) {
+        emu_ctx_free(c);
+        return rc;
+    }
+    *context_out = c->handle;
+    return RKNN_SUCC;
+}
+
+int rknn_destroy(rknn_context context)
+{
+    EMU_INJECT_INT("rknn_destroy");
+    emu_ctx *c;
+    int rc = emu_ctx_unregister(context, &c);
+    if (rc != RKNN_SUCC) {
+        EMU_ERR("rknn_destroy", "invalid context 0x%llx (never created, or destroyed)",
+                (unsigned long long)context);
+        return rc;
+    }
+    emu_ctx_put(c);   /* frees now, or when the last call still using it returns */
+    return RKNN_SUCC;
+}
+
+int rknn_set_core_mask(rknn_context context, rknn_core_mask core_mask)
+{
+    static const char fn[] = "rknn_set_core_mask";
+    EMU_INJECT_INT("rknn_set_core_mask");
+    emu_ctx *c;
+    int rc = emu_ctx_enter(context, fn, &c);
+    if (rc)
+        return rc;
+    uint32_t m = (uint32_t)core_mask;
+    int ok = m == RKNN_NPU_CORE_AUTO || m == RKNN_NPU_CORE_ALL || m == RKNN_NPU_CORE_0 ||
+             m == RKNN_NPU_CORE_1 || m == RKNN_NPU_CORE_0_1;
+    if (c->plat->n_cores >= 3)
+        ok = ok || m == RKNN_NPU_CORE_2 || m == RKNN_NPU_CORE_0_1_2;
+    if (!ok) {
+        EMU_ERR(fn, "core mask 0x%x is not valid on %s (%u cores)", m, c->plat->name,
+                c->plat->n_cores);
+        rc = RKNN_ERR_PARAM_INVALID;
+    } else {
+        c->core_mask = m;
+    }
+    emu_ctx_leave(c);
+    return rc;
+}
+
+int rknn_set_batch_core_num(rknn_context context, int core_num)
+{
+    static const char fn[] = "rknn_set_batch_core_num";
+    EMU_INJECT_INT("rknn_set_batch_core_num");
+    emu_ctx *c;
+    int rc = emu_ctx_enter(context, fn, &c);
+    if (rc)
+        return rc;
+    if (core_num < 1 || (uint32_t)core_num > c->plat->n_cores) {
+        EMU_ERR(fn, "core_num %d is not in 1..%u on %s", core_num, c->plat->n_cores,
+                c->plat->name);
+        rc = RKNN_ERR_PARAM_INVALID;
+    } else {
+        c->batch_core_num = core_num;
+    }
+    emu_ctx_leave(c);
+    return rc;
+}
+
+/* ---- rknn_query ---------------------------------------------------------------------------- */
+static size_t query_size(int cmd)
+{
+    switch (cmd) {
+    case RKNN_QUERY_IN_OUT_NUM: return sizeof(rknn_input_output_num);
+    case RKNN_QUERY_INPUT_ATTR:
+    case RKNN_QUERY_OUTPUT_ATTR:
+    case RKNN_QUERY_NATIVE_INPUT_ATTR:
+    case RKNN_QUERY_NATIVE_OUTPUT_ATTR:
+    case RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR:
+    case RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR:
+    case RKNN_QUERY_CURRENT_INPUT_ATTR:
+    case RKNN_QUERY_CURRENT_OUTPUT_ATTR:
+    case RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR:
+    case RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR: return sizeof(rknn_tensor_attr);
+    case RKNN_QUERY_PERF_DETAIL: return sizeof(rknn_perf_detail);
+    case RKNN_QUERY_PERF_RUN: return sizeof(rknn_perf_run);
+    case RKNN_QUERY_SDK_VERSION: return sizeof(rknn_sdk_version);
+    case RKNN_QUERY_MEM_SIZE: return sizeof(rknn_mem_size);
+    case RKNN_QUERY_CUSTOM_STRING: return sizeof(rknn_custom_string);
+    case RKNN_QUERY_DEVICE_MEM_INFO: return sizeof(rknn_tensor_mem);
+    case RKNN_QUERY_INPUT_DYNAMIC_RANGE: return sizeof(rknn_input_range);
+    default: return 0;
+    }
+}
+
+static int query_attr(emu_ctx *c, int cmd, rknn_tensor_attr *a)
+{
+    static const char fn[] = "rknn_query";
+    int is_out = 0, kind = EMU_ATTR_NORMAL, current = 0;
+    switch (cmd) {
+    case RKNN_QUERY_INPUT_ATTR: break;
+    case RKNN_QUERY_OUTPUT_ATTR: is_out = 1; break;
+    case RKNN_QUERY_NATIVE_INPUT_ATTR: kind = EMU_ATTR_NATIVE; break;
+    case RKNN_QUERY_NATIVE_OUTPUT_ATTR: is_out = 1; kind = EMU_ATTR_NATIVE; break;
+    case RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR: kind = EMU_ATTR_NATIVE_NHWC; break;
+    case RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR: is_out = 1; kind = EMU_ATTR_NATIVE_NHWC; break;
+    case RKNN_QUERY_CURRENT_INPUT_ATTR: current = 1; break;
+    case RKNN_QUERY_CURRENT_OUTPUT_ATTR: current = 1; is_out = 1; break;
+    case RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR: current = 1; kind = EMU_ATTR_NATIVE; break;
+    case RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR: current = 1; is_out = 1; kind = EMU_ATTR_NATIVE; break;
+    }
+    uint32_t idx = a->index, n = is_out ? c->n_out : c->n_in;
+    if (idx >= n) {
+        EMU_ERR(fn, "%s index %u out of range (model has %u)", is_out ? "output" : "input", idx, n);
+        return RKNN_ERR_PARAM_INVALID;
+    }
+    if (!current && kind != EMU_ATTR_NORMAL && emu_model_n_shape_sets(c->m) > 0) {
+        EMU_ERR(fn, "native attributes of a dynamic-shape model: use "
+                "RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR / _OUTPUT_ATTR");
+        return RKNN_ERR_PARAM_INVALID;
+    }
+    uint32_t set = current ? c->shape_set : 0;
+    const emu_io_desc *d = is_out ? emu_model_output(c->m, idx) : emu_model_input(c->m, idx);
+    const uint32_t *dims = is_out ? emu_model_output_dims(c->m, set, idx, NULL)
+                                  : emu_model_input_dims(c->m, set, idx, NULL);
+    if (!d || !dims)
+        return RKNN_ERR_PARAM_INVALID;
+    emu_fill_attr(c->plat, d, dims, is_out, kind, idx, a);
+    return RKNN_SUCC;
+}
+
+int rknn_query(rknn_context context, rknn_query_cmd cmd, void *info, uint32_t size)
+{
+    static const char fn[] = "rknn_query";
+    EMU_INJECT_INT("rknn_query");
+    emu_ctx *c;
+    int rc = emu_ctx_enter(context, fn, &c);
+    if (rc)
+        return rc;
+    size_t want = query_size((int)cmd);
+    if (!info) {
+        EMU_ERR(fn, "info is NULL");
+        rc = RKNN_ERR_PARAM_INVALID;
+        goto out;
+    }
+    if (want == 0 || !emu_platform_supports_query(c->plat, (int)cmd)) {
+        EMU_ERR(fn, "query command %d is not supported on %s", (int)cmd, c->plat->name);
+        rc = RKNN_ERR_PARAM_INVALID;
+        goto out;
+    }
+    if (size != want) {
+        EMU_ERR(fn, "query command %d: size %u, expected %zu", (int)cmd, size, want);
+        rc = RKNN_ERR_PARAM_INVALID;
+        goto out;
+    }
+    if ((c->flags & RKNN_FLAG_COLLECT_MODEL_INFO_ONLY) && cmd != RKNN_QUERY_MEM_SIZE &&
+        cmd != RKNN_QUERY_SDK_VERSION) {
+        EMU_ERR(fn, "a RKNN_FLAG_COLLECT_MODEL_INFO_ONLY context answers only RKNN_QUERY_MEM_SIZE");
+        rc = RKNN_ERR_FAIL;
+        goto out;
+    }
+    rc = RKNN_SUCC;
+    switch (cmd) {
+    case RKNN_QUERY_IN_OUT_NUM: {
+        rknn_input_output_num *r = info;
+        r->n_input = c->n_in;
+        r->n_output = c->n_out;
+        break;
+    }
+    case RKNN_QUERY_INPUT_ATTR:
+    case RKNN_QUERY_OUTPUT_ATTR:
+    case RKNN_QUERY_NATIVE_INPUT_ATTR:
+    case RKNN_QUERY_NATIVE_OUTPUT_ATTR:
+    case RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR:
+    case RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR:
+    case RKNN_QUERY_CURRENT_INPUT_ATTR:
+    case RKNN_QUERY_CURRENT_OUTPUT_ATTR:
+    case RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR:
+    case RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR:
+        rc = query_attr(c, (int)cmd, info);
+        break;
+    case RKNN_QUERY_PERF_DETAIL: {
+        rknn_perf_detail *r = info;
+        if (!(c->flags & RKNN_FLAG_COLLECT_PERF_MASK)) {
+            EMU_ERR(fn, "RKNN_QUERY_PERF_DETAIL needs rknn_init with RKNN_FLAG_COLLECT_PERF_MASK");
+            rc = RKNN_ERR_FAIL;
+        } else if (!c->has_run || !c->perf_str) {
+            EMU_ERR(fn, "RKNN_QUERY_PERF_DETAIL is valid only after rknn_run");
+            rc = RKNN_ERR_FAIL;
+        } else {
+            r->perf_data = c->perf_str;
+            r->data_len = c->perf_len;
+        }
+        break;
+    }
+    case RKNN_QUERY_PERF_RUN: {
+        rknn_perf_run *r = info;
+        if (!c->has_run) {
+            EMU_ERR(fn, "RKNN_QUERY_PERF_RUN is valid only after rknn_run");
+            rc = RKNN_ERR_FAIL;
+        } else {
+            r->run_duration = c->last_run_us;
+        }
+        break;
+    }
+    case RKNN_QUERY_SDK_VERSION: {
+        rknn_sdk_version *r = info;
+        memset(r, 0, sizeof *r);
+        snprintf(r->api_version, sizeof r->api_version, "%s (rknnx-emulator %s)",
+                 EMU_API_VERSION, EMU_VERSION_STRING);
+        snprintf(r->drv_version, sizeof r->drv_version, "%s (rknnx-emulator %s, %s)",
+                 EMU_DRV_VERSION, EMU_VERSION_STRING, c->plat->name);
+        break;
+    }
+    case RKNN_QUERY_MEM_SIZE: {
+        rknn_mem_size *r = info;
+        memset(r, 0, sizeof *r);
+        uint64_t w = emu_model_weight_size(c->m), in = emu_model_internal_size(c->m);
+        r->total_weight_size = (uint32_t)w;
+        r->total_internal_size = (uint32_t)in;
+        uint64_t dma = c->owns_weights ? w : 0;
+        if (c->internal)
+            dma += in;
+        if (!(c->flags & RKNN_FLAG_COLLECT_MODEL_INFO_ONLY)) {
+            for (uint32_t i = 0; i < c->n_in; i++)
+                dma += c->shared->max_in_bytes[i];
+            for (uint32_t o = 0; o < c->n_out; o++)
+                dma += c->shared->max_out_bytes[o];
+        }
+        dma += c->model_bytes;
+        r->total_dma_allocated_size = dma;
+        if (c->plat->sram_size) {
+            r->total_sram_size = c->plat->sram_size;
+            r->free_sram_size = emu_sram_free(c->plat);
+        }
+        break;
+    }
+    case RKNN_QUERY_CUSTOM_STRING: {
+        rknn_custom_string *r = info;
+        memset(r, 0, sizeof *r);
+        const char *s = emu_model_custom_string(c->m);
+        snprintf(r->string, sizeof r->string, "%s", s ? s : "");
+        break;
+    }
+    case RKNN_QUERY_DEVICE_MEM_INFO: {
+        rknn_tensor_mem *r = info;
+        if (!c->model_mem) {
+            rc = RKNN_ERR_FAIL;
+            break;
+        }
+        *r = c->model_mem->pub;
+        r->priv_data = NULL;
+        break;
+    }
+    case RKNN_QUERY_INPUT_DYNAMIC_RANGE: {
+        rknn_input_range *r = info;
+        uint32_t idx = r->index;
+        if (idx >= c->n_in) {
+            EMU_ERR(fn, "input index %u out of range (model has %u)", idx, c->n_in);
+            rc = RKNN_ERR_PARAM_INVALID;
+            break;
+        }
+        const emu_io_desc *d = emu_model_input(c->m, idx);
+        memset(r, 0, sizeof *r);
+        r->index = idx;
+        r->fmt = d->fmt;
+        memcpy(r->name, d->name, sizeof r->name);
+        r->name[sizeof r->name - 1] = '\0';
+        r->n_dims = d->n_dims;
+        uint32_t sets = emu_model_n_shape_sets(c->m);
+        /* a static model reports its one shape */
+        r->shape_number = sets ? sets : 1;
+        if (r->shape_number > RKNN_MAX_DYNAMIC_SHAPE_NUM)
+            r->shape_number = RKNN_MAX_DYNAMIC_SHAPE_NUM;
+        for (uint32_t s = 0; s < r->shape_number; s++) {
+            uint32_t nd;
+            const uint32_t *dims = emu_model_input_dims(c->m, s, idx, &nd);
+            if (dims)
+                memcpy(r->dyn_range[s], dims, nd * sizeof(uint32_t));
+        }
+        break;
+    }
+    default:
+        rc = RKNN_ERR_PARAM_INVALID;
+        break;
+    }
+out:
+    emu_ctx_leave(c);
+    return rc;
+}
+
+/* ---- custom operators ----------------------------------------------------------------------
+ * rknn_register_custom_ops stores copies of the ops (CPU target only: the emulator has no
+ * OpenCL).  When a run reaches a custom node, the op registered for its type is called:
+ * init (once per node, at the node's first run -- the emulator knows a node's tensors only
+ * then), prepare, compute; destroy at rknn_destroy for every node that was initialised.
+ * rknn_custom_op_get_op_attr works from inside the callbacks (it finds the node through
+ * the op_ctx it was given). */
+static _Thread_local emu_ctx *tl_ctx;
+
+void emu_custom_set_current(emu_ctx *c) { tl_ctx = c; }
+
+int rknn_register_custom_ops(rknn_context ctx, rknn_custom_op *op, uint32_t custom_op_num)
+{
+    static const char fn[] = "rknn_register_custom_ops";
+    EMU_INJECT_INT("rknn_register_custom_ops");
+    emu_ctx *c;
+    int rc = emu_ctx_enter(ctx, fn, &c);
+    if (rc)
+        return rc;
+    if (!op || custom_op_num == 0 || custom_op_num > 1024) {
+        EMU_ERR(fn, "invalid ops array (%p, %u)", (void *)op, custom_op_num);
+        rc = RKNN_ERR_PARAM_INVALID;
+        goto out;
+    }
+    for (uint32_t i = 0; i < custom_op_num; i++) {
+        char t[RKNN_MAX_NAME_LEN];
+        memcpy(t, op[i].op_type, sizeof t);
+        t[sizeof t - 1] = '\0';
+        if (!t[0] || !op[i].compute) {
+            EMU_ERR(fn, "op %u: op_type and compute are required", i);
+            rc = RKNN_ERR_PARAM_INVALID;
+            goto out;
+        }
+        if (op[i].target != RKNN_TARGET_TYPE_CPU) {
+            EMU_ERR(fn, "op '%s': only RKNN_TARGET_TYPE_CPU custom ops are emulated (no OpenCL)", t);
+            rc = RKNN_ERR_FAIL;
+            goto out;
+        }
+        for (uint32_t k = 0; k < c->n_customs; k++)
+            if (strncmp(c->customs[k].op.op_type, t, sizeof t) == 0) {
+                EMU_ERR(fn, "op type '%s' is already registered", t);
+                rc = RKNN_ERR_PARAM_INVALID;
+                goto out;
+            }
+        for (uint32_t k = 0; k < i; k++)
+            if (strncmp(op[k].op_type, t, sizeof t) == 0) {
+                EMU_ERR(fn, "op type '%s' appears twice", t);
+                rc = RKNN_ERR_PARAM_INVALID;
+                goto out;
+            }
+        int found = 0;
+        for (uint32_t k = 0; k < emu_model_n_ops(c->m) && !found; k++)
+            found = strcmp(emu_model_op_type(c->m, k), t) == 0;
+        if (!found)
+            EMU_WARN(fn, "the model has no op of type '%s'", t);
+    }
+    emu_custom_reg *n = realloc(c->customs, (c->n_customs + custom_op_num) * sizeof *n);
+    if (!n) {
+        rc = RKNN_ERR_MALLOC_FAIL;
+        goto out;
+    }
+    c->customs = n;
+    for (uint32_t i = 0; i < custom_op_num; i++) {
+        memset(&c->customs[c->n_customs], 0, sizeof c->customs[0]);
+        c->customs[c->n_customs].op = op[i];
+        c->customs[c->n_customs].op.op_type[RKNN_MAX_NAME_LEN - 1] = '\0';
+        c->n_customs++;
+    }
+out:
+    emu_ctx_leave(c);
+    return rc;
+}
+
+static void view_to_tensor(const emu_tensor_view *v, uint32_t i, rknn_custom_op_tensor *t)
+{
+    memset(t, 0, sizeof *t);
+    const emu_io_desc *d = &v->desc;
+    rknn_tensor_attr *a = &t->attr;
+    a->index = i;
+    a->n_dims = d->n_dims;
+    memcpy(a->dims, d->dims, sizeof a->dims);
+    memcpy(a->name, d->name, sizeof a->name);
+    a->name[sizeof a->name - 1] = '\0';
+    a->n_elems = (uint32_t)dims_elems(d->dims, d->n_dims);
+    a->size = (uint32_t)(a->n_elems * emu_type_size(d->type));
+    a->fmt = d->fmt;
+    a->type = d->type;
+    a->qnt_type = d->qnt_type;
+    a->fl = d->fl;
+    a->zp = d->zp;
+    a->scale = d->scale;
+    a->size_with_stride = a->size;
+    t->mem.virt_addr = v->data;
+    t->mem.fd = -1;
+    t->mem.size = a->size;
+    t->mem.flags = RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE;
+}
+
+int emu_custom_hook(void *user, const emu_model *m, uint32_t op_index, const char *op_type,
+                    emu_tensor_view *inputs, uint32_t n_inputs, emu_tensor_view *outputs,
+                    uint32_t n_outputs)
+{
+    static const char fn[] = "rknn_run";
+    emu_ctx *c = user;
+    int reg = -1;
+    for (uint32_t k = 0; k < c->n_customs; k++)
+        if (strcmp(c->customs[k].op.op_type, op_type) == 0)
+            reg = (int)k;
+    if (reg < 0) {
+        EMU_ERR(fn, "custom op '%s' (node %u) is not registered: call rknn_register_custom_ops",
+                op_type, op_index);
+        return RKNN_ERR_FAIL;
+    }
+    uint32_t n_ops = emu_model_n_ops(m);
+    if (op_index >= n_ops)
+        return RKNN_ERR_FAIL;
+    if (!c->nodes) {
+        c->nodes = calloc(n_ops, sizeof *c->nodes);
+        if (!c->nodes)
+            return RKNN_ERR_MALLOC_FAIL;
+    }
+    emu_node_state *node = &c->nodes[op_index];
+    rknn_custom_op *op = &c->customs[reg].op;
+    if (!node->inited) {
+        node->reg = reg;
+        node->op_ctx.target = RKNN_TARGET_TYPE_CPU;
+        node->op_ctx.internal_ctx = (rknn_custom_op_interal_context)op_index;
+    }
+    rknn_custom_op_tensor *ts = calloc((size_t)n_inputs + n_outputs + 1, sizeof *ts);
+    if (!ts)
+        return RKNN_ERR_MALLOC_FAIL;
+    for (uint32_t i = 0; i < n_inputs; i++)
+        view_to_tensor(&inputs[i], i, &ts[i]);
+    for (uint32_t o = 0; o < n_outputs; o++)
+        view_to_tensor(&outputs[o], o, &ts[n_inputs + o]);
+    rknn_custom_op_tensor *tin = ts, *tout = ts + n_inputs;
+    int rc = RKNN_SUCC;
+    emu_custom_set_current(c);
+    if (!node->inited) {
+        if (op->init) {
+            rc = op->init(&node->op_ctx, tin, n_inputs, tout, n_outputs);
+            if (rc == RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE) {
+                EMU_WARN(fn, "custom op '%s': init asked for the built-in implementation, "
+                         "which the emulator does not have; calling compute", op_type);
+                rc = RKNN_SUCC;
+            }
+        }
+        node->inited = rc == RKNN_SUCC;
+    }
+    if (rc == RKNN_SUCC && op->prepare)
+        rc = op->prepare(&node->op_ctx, tin, n_inputs, tout, n_outputs);
+    if (rc == RKNN_SUCC)
+        rc = op->compute(&node->op_ctx, tin, n_inputs, tout, n_outputs);
+    emu_custom_set_current(NULL);
+    free(ts);
+    if (rc != RKNN_SUCC) {
+        EMU_ERR(fn, "custom op '%s' (node %u) returned %d", op_type, op_index, rc);
+        return rc < 0 ? rc : RKNN_ERR_FAIL;
+    }
+    return RKNN_SUCC;
+}
+
+void emu_custom_destroy_all(emu_ctx *c)
+{
+    if (!c->nodes)
+        return;
+    emu_custom_set_current(c);
+    for (uint32_t i = 0; i < emu_model_n_ops(c->m); i++) {
+        emu_node_state *node = &c->nodes[i];
+        if (node->inited && node->reg >= 0 && (uint32_t)node->reg < c->n_customs &&
+            c->customs[node->reg].op.destroy)
+            c->customs[node->reg].op.destroy(&node->op_ctx);
+        node->inited = 0;
+    }
+    emu_custom_set_current(NULL);
+}
+
+void rknn_custom_op_get_op_attr(rknn_custom_op_context *op_ctx, const char *attr_name,
+                                rknn_custom_op_attr *op_attr)
+{
+    EMU_INJECT_VOID("rknn_custom_op_get_op_attr");
+    if (!op_attr)
+        return;
+    memset(op_attr, 0, sizeof *op_attr);
+    if (!attr_name)
+        return;
+    snprintf(op_attr->name, sizeof op_attr->name, "%s", attr_name);
+    emu_ctx *c = tl_ctx;
+    if (!op_ctx || !c || !c->nodes) {
+        EMU_ERR("rknn_custom_op_get_op_attr", "call it from a custom op callback with its op_ctx");
+        return;
+    }
+    uint32_t n_ops = emu_model_n_ops(c->m);
+    for (uint32_t i = 0; i < n_ops; i++) {
+        if (&c->nodes[i].op_ctx != op_ctx)
+            continue;
+        rknn_tensor_type t;
+        uint32_t n;
+        const void *data;
+        if (emu_model_op_attr(c->m, i, attr_name, &t, &n, &data) == RKNN_SUCC) {
+            op_attr->dtype = t;
+            op_attr->n_elems = n;
+            op_attr->data = (void *)data;
+        } else {
+            EMU_WARN("rknn_custom_op_get_op_attr", "node %u has no attribute '%s'", i, attr_name);
+        }
+        return;
+    }
+    EMU_ERR("rknn_custom_op_get_op_attr", "op_ctx %p is not a custom node of this run",
+            (void *)op_ctx);
+}

@@ -1,0 +1,491 @@
+/*
+ * rknnx emulator, runtime half: tensor attributes, buffer layouts and conversions.
+ *
+ * Attribute rules (all sizes in bytes of the attribute's type; "image" = a 4-D tensor
+ * declared NHWC or NCHW; other tensors are flat and every kind of attribute equals the
+ * normal one):
+ *
+ *  query            image input                              image output
+ *  ---------------  ---------------------------------------  ---------------------------------
+ *  *_ATTR (normal)  declared fmt and dims; w_stride =        NCHW dims; w_stride 0;
+ *                   align(W, chip w_align); size_with_stride size_with_stride = size
+ *                   = N*H*w_stride*Cs
+ *  NATIVE_*         C in {1,3,4} (or no C2 for the type):     NC1HWC2 [N,C1,H,W,C2] when the
+ *  (= NC1HWC2)      NHWC as NATIVE_NHWC; other C: NC1HWC2     type has a C2, else as normal;
+ *                   [N,C1,H,W,C2], w_stride = W               w_stride = W
+ *  NATIVE_NHWC_*    NHWC [N,H,W,C], w_stride = align(W),      NHWC [N,H,W,C], w_stride 0,
+ *                   size_with_stride = N*H*w_stride*Cs        size_with_stride = N*H*W*Cp
+ *
+ *  Cs = C for C in {1,3,4}, else Cp;  Cp = align(C, C2) (C when the type has no C2);
+ *  C1 = ceil(C / C2);  C2 and w_align per chip: see the table in runtime_core.c.
+ *  n_elems and size are always the logical (unpadded) count and bytes.
+ *
+ * Buffer layouts (what the bytes of a user buffer mean):
+ *  - rknn_inputs_set, pass_through 0: packed in the given fmt (NHWC, NCHW; UNDEFINED =
+ *    the declared order) and type;
+ *  - rknn_inputs_set, pass_through 1: the model type in the native layout of fmt:
+ *    NHWC = rows of w_stride pixels of Cs channels, NC1HWC2 = blocked, NCHW/UNDEFINED packed;
+ *  - rknn_set_io_mem inputs (any pass_through): NHWC = rows of w_stride pixels of Cs
+ *    channels, batches of max(h_stride, H) rows; NC1HWC2 = blocked (model type only);
+ *    NCHW / UNDEFINED packed;
+ *  - outputs (rknn_outputs_get: always NCHW; rknn_set_io_mem: the attr's fmt): NCHW packed;
+ *    NHWC with Cp channels per pixel when the type is the model type (native), else C;
+ *    NC1HWC2 blocked (model type only).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "numeric.h"
+#include "runtime.h"
+
+size_t emu_type_size(rknn_tensor_type t)
+{
+    switch (t) {
+    case RKNN_TENSOR_FLOAT32: return 4;
+    case RKNN_TENSOR_FLOAT16: return 2;
+    case RKNN_TENSOR_INT8: return 1;
+    case RKNN_TENSOR_UINT8: return 1;
+    case RKNN_TENSOR_INT16: return 2;
+    case RKNN_TENSOR_UINT16: return 2;
+    case RKNN_TENSOR_INT32: return 4;
+    case RKNN_TENSOR_UINT32: return 4;
+    case RKNN_TENSOR_INT64: return 8;
+    case RKNN_TENSOR_BOOL: return 1;
+    case RKNN_TENSOR_BFLOAT16: return 2;
+    default: return 0;
+    }
+}
+
+uint32_t emu_c2(const emu_platform *p, rknn_tensor_type t)
+{
+    switch (t) {
+    case RKNN_TENSOR_INT8:
+    case RKNN_TENSOR_UINT8:
+        return p->c2_int8;
+    case RKNN_TENSOR_FLOAT16:
+    case RKNN_TENSOR_INT16:
+        return p->c2_fp16;
+    default:
+        return 0;
+    }
+}
+
+int emu_desc_is_image(uint32_t n_dims, rknn_tensor_format fmt)
+{
+    return n_dims == 4 && (fmt == RKNN_TENSOR_NHWC || fmt == RKNN_TENSOR_NCHW);
+}
+
+void emu_nchw_of(const uint32_t *dims, rknn_tensor_format fmt, uint32_t *N, uint32_t *C,
+                 uint32_t *H, uint32_t *W)
+{
+    *N = dims[0];
+    if (fmt == RKNN_TENSOR_NHWC) {
+        *H = dims[1];
+        *W = dims[2];
+        *C = dims[3];
+    } else {
+        *C = dims[1];
+        *H = dims[2];
+        *W = dims[3];
+    }
+}
+
+static uint64_t align_up(uint64_t v, uint64_t a) { return a ? (v + a - 1) / a * a : v; }
+static int small_c(uint32_t C) { return C == 1 || C == 3 || C == 4; }
+
+static uint64_t prod(const uint32_t *d, uint32_t n)
+{
+    uint64_t p = 1;
+    for (uint32_t i = 0; i < n; i++)
+        p *= d[i];
+    return p;
+}
+
+void emu_fill_attr(const emu_platform *p, const emu_io_desc *d, const uint32_t *dims, int is_out,
+                   int kind, uint32_t idx, rknn_tensor_attr *a)
+{
+    memset(a, 0, sizeof *a);
+    a->index = idx;
+    memcpy(a->name, d->name, sizeof a->name);
+    a->name[sizeof a->name - 1] = '\0';
+    a->type = d->type;
+    a->qnt_type = d->qnt_type;
+    a->fl = d->fl;
+    a->zp = d->zp;
+    a->scale = d->scale;
+    uint64_t es = emu_type_size(d->type);
+    if (!emu_desc_is_image(d->n_dims, d->fmt)) {
+        a->n_dims = d->n_dims;
+        memcpy(a->dims, dims, d->n_dims * sizeof(uint32_t));
+        a->fmt = d->fmt;
+        a->n_elems = (uint32_t)prod(dims, d->n_dims);
+        a->size = (uint32_t)(a->n_elems * es);
+        a->size_with_stride = a->size;
+        return;
+    }
+    uint32_t N, C, H, W;
+    emu_nchw_of(dims, d->fmt, &N, &C, &H, &W);
+    uint32_t c2 = emu_c2(p, d->type);
+    uint64_t Cp = c2 ? align_up(C, c2) : C;
+    uint64_t Cs = small_c(C) ? C : Cp;
+    uint64_t ws = align_up(W, p->w_align);
+    a->n_dims = 4;
+    a->n_elems = (uint32_t)((uint64_t)N * C * H * W);
+    a->size = (uint32_t)(a->n_elems * es);
+
+    int nc1hwc2 = 0, nhwc = 0;
+    if (!is_out) {
+        if (kind == EMU_ATTR_NORMAL) {
+            a->fmt = d->fmt;
+            memcpy(a->dims, dims, 4 * sizeof(uint32_t));
+            a->w_stride = (uint32_t)ws;
+            a->size_with_stride = (uint32_t)((uint64_t)N * H * ws * Cs * es);
+            return;
+        }
+        if (kind == EMU_ATTR_NATIVE && c2 && !small_c(C))
+            nc1hwc2 = 1;
+        else
+            nhwc = 1;
+        if (nhwc) {
+            a->fmt = RKNN_TENSOR_NHWC;
+            a->dims[0] = N; a->dims[1] = H; a->dims[2] = W; a->dims[3] = C;
+            a->w_stride = (uint32_t)ws;
+            a->size_with_stride = (uint32_t)((uint64_t)N * H * ws * Cs * es);
+            return;
+        }
+    } else {
+        if (kind == EMU_ATTR_NATIVE && c2) {
+            nc1hwc2 = 1;
+        } else if (kind == EMU_ATTR_NATIVE_NHWC) {
+            a->fmt = RKNN_TENSOR_NHWC;
+            a->dims[0] = N; a->dims[1] = H; a->dims[2] = W; a->dims[3] = C;
+            a->w_stride = 0;
+            a->size_with_stride = (uint32_t)((uint64_t)N * H * W * Cp * es);
+            return;
+        } else {
+            a->fmt = RKNN_TENSOR_NCHW;
+            a->dims[0] = N; a->dims[1] = C; a->dims[2] = H; a->dims[3] = W;
+            a->w_stride = 0;
+            a->size_with_stride = a->size;
+            return;
+        }
+    }
+    if (nc1hwc2) {
+        uint32_t C1 = (C + c2 - 1) / c2;
+        a->fmt = RKNN_TENSOR_NC1HWC2;
+        a->n_dims = 5;
+        a->dims[0] = N; a->dims[1] = C1; a->dims[2] = H; a->dims[3] = W; a->dims[4] = c2;
+        a->w_stride = W;
+        a->size_with_stride = (uint32_t)((uint64_t)N * C1 * H * W * c2 * es);
+    }
+}
+
+/* ---- layouts ---------------------------------------------------------------------------- */
+static void lay_nhwc(emu_layout *l, uint64_t ws, uint64_t hs, uint64_t cs)
+{
+    l->C2 = l->C ? l->C : 1;
+    l->sC1 = 0;
+    l->sC2 = 1;
+    l->sW = cs;
+    l->sH = ws * cs;
+    l->sN = hs * ws * cs;
+    l->span = (uint64_t)l->N * l->sN;
+}
+
+static void lay_nchw(emu_layout *l)
+{
+    l->C2 = l->C ? l->C : 1;
+    l->sC1 = 0;
+    l->sC2 = (uint64_t)l->H * l->W;
+    l->sH = l->W;
+    l->sW = 1;
+    l->sN = (uint64_t)l->C * l->H * l->W;
+    l->span = (uint64_t)l->N * l->sN;
+}
+
+static void lay_nc1hwc2(emu_layout *l, uint32_t c2)
+{
+    uint64_t C1 = (l->C + c2 - 1) / c2;
+    l->C2 = c2;
+    l->sC2 = 1;
+    l->sW = c2;
+    l->sH = (uint64_t)l->W * c2;
+    l->sC1 = (uint64_t)l->H * l->W * c2;
+    l->sN = C1 * l->sC1;
+    l->span = (uint64_t)l->N * l->sN;
+}
+
+static void lay_common(emu_layout *l, const emu_io_desc *d, const uint32_t *dims,
+                       rknn_tensor_type t)
+{
+    memset(l, 0, sizeof *l);
+    l->type = t;
+    l->is4d = emu_desc_is_image(d->n_dims, d->fmt);
+    if (l->is4d) {
+        emu_nchw_of(dims, d->fmt, &l->N, &l->C, &l->H, &l->W);
+        l->n_elems = (uint64_t)l->N * l->C * l->H * l->W;
+    } else {
+        l->n_elems = prod(dims, d->n_dims);
+        l->span = l->n_elems;
+    }
+}
+
+void emu_layout_model(const emu_io_desc *d, const uint32_t *dims, emu_layout *l)
+{
+    lay_common(l, d, dims, d->type);
+    if (!l->is4d)
+        return;
+    if (d->fmt == RKNN_TENSOR_NHWC)
+        lay_nhwc(l, l->W, l->H, l->C);
+    else
+        lay_nchw(l);
+}
+
+int emu_layout_user(const emu_platform *p, const emu_io_desc *d, const uint32_t *dims, int is_out,
+                    int zero_copy, rknn_tensor_type t, rknn_tensor_format fmt, int pass_through,
+                    uint32_t h_stride, emu_layout *l)
+{
+    if (emu_type_size(t) == 0)
+        return RKNN_ERR_PARAM_INVALID;
+    if ((unsigned)fmt >= RKNN_TENSOR_FORMAT_MAX)
+        return RKNN_ERR_PARAM_INVALID;
+    lay_common(l, d, dims, t);
+    if (!l->is4d)
+        return fmt == RKNN_TENSOR_NC1HWC2 ? RKNN_ERR_PARAM_INVALID : RKNN_SUCC;
+    uint32_t c2 = emu_c2(p, d->type);
+    uint64_t Cp = c2 ? align_up(l->C, c2) : l->C;
+    uint64_t Cs = small_c(l->C) ? l->C : Cp;
+    if (fmt == RKNN_TENSOR_UNDEFINED)
+        fmt = d->fmt;
+    switch (fmt) {
+    case RKNN_TENSOR_NCHW:
+        lay_nchw(l);
+        return RKNN_SUCC;
+    case RKNN_TENSOR_NHWC:
+        if (is_out) {
+            lay_nhwc(l, l->W, l->H, (t == d->type) ? Cp : l->C);
+        } else if (zero_copy || pass_through) {
+            uint64_t hs = h_stride > l->H ? h_stride : l->H;
+            lay_nhwc(l, align_up(l->W, p->w_align), zero_copy ? hs : l->H, Cs);
+        } else {
+            lay_nhwc(l, l->W, l->H, l->C);
+        }
+        return RKNN_SUCC;
+    case RKNN_TENSOR_NC1HWC2:
+        if (!c2 || t != d->type)
+            return RKNN_ERR_PARAM_INVALID;
+        lay_nc1hwc2(l, c2);
+        return RKNN_SUCC;
+    default:
+        return RKNN_ERR_PARAM_INVALID;
+    }
+}
+
+uint64_t emu_layout_bytes(const emu_layout *l) { return l->span * emu_type_size(l->type); }
+
+/* ---- element conversions ------------------------------------------------------------------ */
+static float rd_real(rknn_tensor_type t, const uint8_t *p)
+{
+    switch (t) {
+    case RKNN_TENSOR_FLOAT32: { float v; memcpy(&v, p, 4); return v; }
+    case RKNN_TENSOR_FLOAT16: { uint16_t h; memcpy(&h, p, 2); return emu_f16_to_f32(h); }
+    case RKNN_TENSOR_BFLOAT16: { uint16_t h; memcpy(&h, p, 2); return emu_bits_f32((uint32_t)h << 16); }
+    case RKNN_TENSOR_INT8: return (float)*(const int8_t *)p;
+    case RKNN_TENSOR_UINT8: return (float)*p;
+    case RKNN_TENSOR_BOOL: return *p ? 1.0f : 0.0f;
+    case RKNN_TENSOR_INT16: { int16_t v; memcpy(&v, p, 2); return (float)v; }
+    case RKNN_TENSOR_UINT16: { uint16_t v; memcpy(&v, p, 2); return (float)v; }
+    case RKNN_TENSOR_INT32: { int32_t v; memcpy(&v, p, 4); return (float)v; }
+    case RKNN_TENSOR_UINT32: { uint32_t v; memcpy(&v, p, 4); return (float)v; }
+    case RKNN_TENSOR_INT64: { int64_t v; memcpy(&v, p, 8); return (float)v; }
+    default: return 0.0f;
+    }
+}
+
+static int32_t rd_int(rknn_tensor_type t, const uint8_t *p)
+{
+    switch (t) {
+    case RKNN_TENSOR_INT8: return *(const int8_t *)p;
+    case RKNN_TENSOR_UINT8: return *p;
+    case RKNN_TENSOR_INT16: { int16_t v; memcpy(&v, p, 2); return v; }
+    case RKNN_TENSOR_UINT16: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case RKNN_TENSOR_INT32: { int32_t v; memcpy(&v, p, 4); return v; }
+    default: return (int32_t)rd_real(t, p);
+    }
+}
+
+static void int_range(rknn_tensor_type t, int32_t *lo, int32_t *hi)
+{
+    switch (t) {
+    case RKNN_TENSOR_INT8: *lo = -128; *hi = 127; break;
+    case RKNN_TENSOR_UINT8: *lo = 0; *hi = 255; break;
+    case RKNN_TENSOR_INT16: *lo = -32768; *hi = 32767; break;
+    case RKNN_TENSOR_UINT16: *lo = 0; *hi = 65535; break;
+    default: *lo = INT32_MIN; *hi = INT32_MAX; break;
+    }
+}
+
+/* Store x as type t, quantized with (scale, zp) when quant, else rounded and saturated. */
+static void wr_value(rknn_tensor_type t, int quant, float scale, int32_t zp, uint8_t *p, float x)
+{
+    switch (t) {
+    case RKNN_TENSOR_FLOAT32: memcpy(p, &x, 4); return;
+    case RKNN_TENSOR_FLOAT16: { uint16_t h = emu_f32_to_f16(x); memcpy(p, &h, 2); return; }
+    case RKNN_TENSOR_BFLOAT16: {
+        uint32_t u = emu_f32_bits(x);
+        if ((u & 0x7fffffffu) > 0x7f800000u)
+            u |= 0x400000u;                       /* keep NaN a NaN */
+        else
+            u += 0x7fffu + ((u >> 16) & 1u);      /* round to nearest even */
+        uint16_t h = (uint16_t)(u >> 16);
+        memcpy(p, &h, 2);
+        return;
+    }
+    case RKNN_TENSOR_BOOL: *p = x != 0.0f; return;
+    case RKNN_TENSOR_INT64: {
+        int64_t v = x != x ? 0 : (int64_t)rint(emu_clampf(x, -9.2e18f, 9.2e18f));
+        memcpy(p, &v, 8);
+        return;
+    }
+    case RKNN_TENSOR_UINT32: {
+        double r = x != x ? 0.0 : rint((double)x);
+        uint32_t v = r < 0 ? 0 : (r > 4294967295.0 ? 4294967295u : (uint32_t)r);
+        memcpy(p, &v, 4);
+        return;
+    }
+    case RKNN_TENSOR_INT32: {
+        if (!quant) {
+            double r = x != x ? 0.0 : rint((double)x);
+            int32_t v = r < -2147483648.0 ? INT32_MIN : (r > 2147483647.0 ? INT32_MAX : (int32_t)r);
+            memcpy(p, &v, 4);
+            return;
+        }
+        int32_t v = emu_quantize(x, scale, zp, INT32_MIN, INT32_MAX);
+        memcpy(p, &v, 4);
+        return;
+    }
+    default: {
+        int32_t lo, hi;
+        int_range(t, &lo, &hi);
+        int32_t v = quant ? emu_quantize(x, scale, zp, lo, hi) : emu_quantize(x, 1.0f, 0, lo, hi);
+        if (t == RKNN_TENSOR_INT8) { int8_t b = (int8_t)v; memcpy(p, &b, 1); }
+        else if (t == RKNN_TENSOR_UINT8) { uint8_t b = (uint8_t)v; memcpy(p, &b, 1); }
+        else if (t == RKNN_TENSOR_INT16) { int16_t b = (int16_t)v; memcpy(p, &b, 2); }
+        else if (t == RKNN_TENSOR_UINT16) { uint16_t b = (uint16_t)v; memcpy(p, &b, 2); }
+        return;
+    }
+    }
+}
+
+static int is_quant(const emu_io_desc *d)
+{
+    return d->qnt_type == RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC || d->qnt_type == RKNN_TENSOR_QNT_DFP;
+}
+
+static int is_int_type(rknn_tensor_type t)
+{
+    return t == RKNN_TENSOR_INT8 || t == RKNN_TENSOR_UINT8 || t == RKNN_TENSOR_INT16 ||
+           t == RKNN_TENSOR_UINT16 || t == RKNN_TENSOR_INT32;
+}
+
+/* model value -> real number */
+static float dequant(const emu_io_desc *d, const uint8_t *p)
+{
+    if (is_quant(d) && is_int_type(d->type)) {
+        int32_t q = rd_int(d->type, p);
+        return d->qnt_type == RKNN_TENSOR_QNT_DFP ? (float)q * d->scale
+                                                  : emu_dequantize(q, d->scale, d->zp);
+    }
+    return rd_real(d->type, p);
+}
+
+typedef struct conv_ctx {
+    const emu_io_desc *d;
+    int mode;
+    rknn_tensor_type ts, td;
+    size_t es_s, es_d;
+    int raw;
+    int quant;
+} conv_ctx;
+
+static void conv_one(const conv_ctx *k, const uint8_t *s, uint8_t *t, uint32_t ch)
+{
+    if (k->raw) {
+        memcpy(t, s, k->es_d);
+        return;
+    }
+    const emu_io_desc *d = k->d;
+    if (k->mode == EMU_CONV_TO_MODEL) {
+        float x = rd_real(k->ts, s);
+        if (d->n_norm) {
+            uint32_t c = d->n_norm == 1 ? 0 : ch;
+            if (c < d->n_norm && c < RKNN_MAX_NUM_CHANNEL)
+                x = (x - d->mean[c]) / d->std[c];
+        }
+        wr_value(k->td, k->quant, d->scale, d->qnt_type == RKNN_TENSOR_QNT_DFP ? 0 : d->zp, t, x);
+    } else {
+        wr_value(k->td, 0, 1.0f, 0, t, dequant(d, s));
+    }
+}
+
+void emu_convert(const emu_io_desc *d, int mode, const void *src, const emu_layout *ls, void *dst,
+                 const emu_layout *ld)
+{
+    conv_ctx k;
+    k.d = d;
+    k.mode = mode;
+    k.ts = ls->type;
+    k.td = ld->type;
+    k.es_s = emu_type_size(ls->type);
+    k.es_d = emu_type_size(ld->type);
+    k.quant = is_quant(d) && is_int_type(d->type) && ld->type == d->type;
+    k.raw = mode == EMU_CONV_RAW || (mode == EMU_CONV_FROM_MODEL && ls->type == ld->type) ||
+            (mode == EMU_CONV_TO_MODEL && ls->type == ld->type && d->n_norm == 0 &&
+             (ls->type == RKNN_TENSOR_FLOAT32 || ls->type == RKNN_TENSOR_FLOAT16) && !k.quant);
+    if (k.raw && k.es_s != k.es_d)
+        return;   /* callers never ask for this */
+    const uint8_t *s = src;
+    uint8_t *t = dst;
+
+    if (!ls->is4d) {
+        /* flat: mean/std channel = index along the last axis when it has n_norm entries */
+        uint32_t last = 1;
+        if (d->n_dims)
+            last = d->dims[d->n_dims - 1] ? d->dims[d->n_dims - 1] : 1;
+        if (k.raw) {
+            memcpy(t, s, ls->n_elems * k.es_s);
+            return;
+        }
+        for (uint64_t i = 0; i < ls->n_elems; i++)
+            conv_one(&k, s + i * k.es_s, t + i * k.es_d, (uint32_t)(i % last));
+        return;
+    }
+    if (k.raw && ls->sN == ld->sN && ls->sC1 == ld->sC1 && ls->sC2 == ld->sC2 &&
+        ls->sH == ld->sH && ls->sW == ld->sW && ls->C2 == ld->C2) {
+        memcpy(t, s, ls->span * k.es_s);
+        return;
+    }
+    uint32_t C = ls->C;
+    uint64_t *cs = malloc(2 * (size_t)(C ? C : 1) * sizeof(uint64_t));
+    if (!cs)
+        return;
+    uint64_t *cd = cs + C;
+    for (uint32_t c = 0; c < C; c++) {
+        cs[c] = (c / ls->C2) * ls->sC1 + (c % ls->C2) * ls->sC2;
+        cd[c] = (c / ld->C2) * ld->sC1 + (c % ld->C2) * ld->sC2;
+    }
+    for (uint32_t n = 0; n < ls->N; n++)
+        for (uint32_t h = 0; h < ls->H; h++)
+            for (uint32_t w = 0; w < ls->W; w++) {
+                uint64_t bs = n * ls->sN + h * ls->sH + w * ls->sW;
+                uint64_t bd = n * ld->sN + h * ld->sH + w * ld->sW;
+                if (k.raw && k.es_s == 1) {
+                    for (uint32_t c = 0; c < C; c++)
+                        t[bd + cd[c]] = s[bs + cs[c]];
+                } else {
+                    for (uint32_t c = 0; c < C; c++)
+                        conv_one(&k, s + (bs + cs[c]) * k.es_s, t + (bd + cd[c]) * k.es_d, c);
+                }
+            }
+    free(cs);
+}

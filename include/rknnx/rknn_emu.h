@@ -1,0 +1,98 @@
+/*
+ * rknnx emulator: emulator-only controls (not part of the vendor API).
+ *
+ * The rknnx CPU emulator (librknnrt.so built from emulator/) exports the vendor rknn_*
+ * API plus these rknn_emu_* functions, for tests and benchmarks.  A vendor librknnrt has
+ * none of them: resolve them with dlsym and treat their absence as "not the emulator".
+ * python/rknnx/emulator/control.py wraps them with ctypes.
+ *
+ * Environment (read at every rknn_init unless overridden by the matching setter):
+ *   RKNN_EMU_PLATFORM     chip personality, e.g. RK3588 (default), RK3576, RK3566, RV1106
+ *   RKNN_EMU_NPU_TIME_US  simulated NPU time added to every rknn_run, default 0
+ *   RKNN_LOG_LEVEL        0 errors, 1 +warnings (default), 2 +info, 3 +debug, 4-5 verbose;
+ *                         messages go to stderr as "E RKNN: ...", "W RKNN: ...", ...
+ *
+ * All functions are thread-safe.
+ */
+#ifndef RKNNX_RKNN_EMU_H
+#define RKNNX_RKNN_EMU_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of the emulator, e.g. "0.1.0". */
+const char *rknn_emu_version(void);
+
+/* ---- platform ------------------------------------------------------------------------- */
+/* Choose the personality of contexts created from now on (existing contexts keep theirs).
+ * name NULL or "" reverts to RKNN_EMU_PLATFORM / the default.  Returns 0, or
+ * RKNN_ERR_PARAM_INVALID (-5) for an unknown name. */
+int rknn_emu_set_platform(const char *name);
+/* The personality the next rknn_init would use (static string). */
+const char *rknn_emu_get_platform(void);
+/* Known personalities: names by index 0 .. count-1 (NULL past the end). */
+int rknn_emu_platform_count(void);
+const char *rknn_emu_platform_name(int index);
+/* The personality a live context runs as (static string), or NULL for an invalid context. */
+const char *rknn_emu_context_platform(uint64_t context);
+
+/* ---- simulated NPU time ----------------------------------------------------------------- */
+/* Microseconds every rknn_run sleeps after computing, holding no global lock (runs on
+ * different contexts overlap).  us < 0 reverts to RKNN_EMU_NPU_TIME_US. */
+int rknn_emu_set_npu_time_us(int64_t us);
+int64_t rknn_emu_get_npu_time_us(void);
+
+/* ---- log level -------------------------------------------------------------------------- */
+/* level < 0 reverts to RKNN_LOG_LEVEL.  Returns 0. */
+int rknn_emu_set_log_level(int level);
+int rknn_emu_get_log_level(void);
+
+/* ---- counters ----------------------------------------------------------------------------- */
+typedef struct rknn_emu_counters {
+    int64_t live_contexts;        /* rknn_init / dup done, not yet destroyed */
+    int64_t live_mems;            /* rknn_create_mem* done, not yet rknn_destroy_mem'd */
+    int64_t live_output_buffers;  /* outputs_get buffers (is_prealloc=0) not yet released */
+    int64_t bytes_copied;         /* bytes_in + bytes_out + bytes_synced */
+    int64_t bytes_in;             /* user -> device bytes written by rknn_inputs_set */
+    int64_t bytes_out;            /* device -> user bytes written by rknn_outputs_get */
+    int64_t bytes_synced;         /* bytes moved between CPU and device views of cacheable
+                                     memory (rknn_mem_sync and the run's implicit syncs) */
+    int64_t syncs;                /* cache syncs done (explicit and implicit) */
+    int64_t runs;                 /* rknn_run calls that computed */
+    int64_t runs_in_flight;       /* runs executing now */
+    int64_t peak_runs_in_flight;  /* max of runs_in_flight since the last reset */
+    int64_t contexts_created;     /* cumulative */
+    int64_t mems_created;         /* cumulative */
+} rknn_emu_counters;
+
+/* Copy the counters into *out; size must be sizeof(rknn_emu_counters) or smaller (a prefix
+ * is copied).  Returns 0 or RKNN_ERR_PARAM_INVALID. */
+int rknn_emu_get_counters(rknn_emu_counters *out, uint32_t size);
+/* Zero the cumulative counters (bytes, syncs, runs, created) and set the peak to the
+ * current number of runs in flight.  Live counts are not touched. */
+void rknn_emu_reset_counters(void);
+/* The same counters by name, for bindings that do not mirror the struct. */
+int rknn_emu_counter_count(void);
+const char *rknn_emu_counter_name(int index);         /* NULL past the end */
+int64_t rknn_emu_counter_value(int index);           /* 0 past the end */
+
+/* ---- error injection ----------------------------------------------------------------------- */
+/* Make the nth call (1 = the next one) from now of the exported function `func` (e.g.
+ * "rknn_run") return `status` without doing anything; pointer-returning functions return
+ * NULL, rknn_custom_op_get_op_attr returns an empty attribute.  One-shot: the injection is
+ * removed when it fires.  Up to 64 injections can be armed.  Returns 0, or
+ * RKNN_ERR_PARAM_INVALID for an unknown name, nth == 0 or a full table. */
+int rknn_emu_inject_error(const char *func, uint32_t nth, int status);
+/* Remove every armed injection. */
+void rknn_emu_clear_injections(void);
+/* Number of armed injections. */
+int rknn_emu_pending_injections(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RKNNX_RKNN_EMU_H */

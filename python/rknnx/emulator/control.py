@@ -1,0 +1,228 @@
+"""ctypes access to the emulator-only controls (``rknn_emu_*``) of a loaded emulator.
+
+The rknnx CPU emulator (``librknnrt.so`` built from ``emulator/``) exports the vendor API
+plus a few ``rknn_emu_*`` functions for tests and benchmarks (declared in
+``include/rknnx/rknn_emu.h``): the chip personality, a simulated NPU time per run,
+counters, error injection and the log level.  This module wraps them with ctypes.  It is
+pure Python and never imports the compiled extension, so it works before the package is
+built and alongside any binding that loaded the same library (``dlopen`` of one path
+returns one library: the controls act on the runtime that binding uses).
+
+Examples
+--------
+>>> ctl = EmulatorControl(find_emulator_library())        # doctest: +SKIP
+>>> ctl.set_platform("RK3566")                             # doctest: +SKIP
+>>> ctl.reset_counters(); ...; ctl.counters()["bytes_copied"]  # doctest: +SKIP
+>>> with ctl.injected("rknn_run", 1, "RKNN_ERR_TIMEOUT"):  # doctest: +SKIP
+...     ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib.util
+import os
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Union
+
+__all__ = ["EmulatorControl", "find_emulator_library", "STATUS", "COUNTER_NAMES"]
+
+#: vendor status codes by name (``include/rknnx/rknn_api.h``)
+STATUS: Dict[str, int] = {
+    "RKNN_SUCC": 0, "RKNN_ERR_FAIL": -1, "RKNN_ERR_TIMEOUT": -2,
+    "RKNN_ERR_DEVICE_UNAVAILABLE": -3, "RKNN_ERR_MALLOC_FAIL": -4, "RKNN_ERR_PARAM_INVALID": -5,
+    "RKNN_ERR_MODEL_INVALID": -6, "RKNN_ERR_CTX_INVALID": -7, "RKNN_ERR_INPUT_INVALID": -8,
+    "RKNN_ERR_OUTPUT_INVALID": -9, "RKNN_ERR_DEVICE_UNMATCH": -10,
+    "RKNN_ERR_INCOMPATILE_PRE_COMPILE_MODEL": -11,
+    "RKNN_ERR_INCOMPATILE_OPTIMIZATION_LEVEL_VERSION": -12,
+    "RKNN_ERR_TARGET_PLATFORM_UNMATCH": -13,
+}
+
+#: the counters, in the order of ``rknn_emu_counters``
+COUNTER_NAMES = ("live_contexts", "live_mems", "live_output_buffers", "bytes_copied", "bytes_in",
+                 "bytes_out", "bytes_synced", "syncs", "runs", "runs_in_flight",
+                 "peak_runs_in_flight", "contexts_created", "mems_created")
+
+
+class _Counters(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_int64) for n in COUNTER_NAMES]
+
+
+def find_emulator_library() -> Path:
+    """Path of the emulator library.
+
+    Env ``RKNNX_EMULATOR_LIB`` if set; else ``rknnx/_emulator/librknnrt.so`` beside the
+    installed ``rknnx`` package (located without importing it).
+
+    Raises
+    ------
+    FileNotFoundError
+        Neither exists.
+    """
+    env = os.environ.get("RKNNX_EMULATOR_LIB")
+    if env:
+        p = Path(env)
+        if not p.is_file():
+            raise FileNotFoundError(f"RKNNX_EMULATOR_LIB={env} does not exist")
+        return p
+    tried = []
+    try:
+        spec = importlib.util.find_spec("rknnx")
+    except (ImportError, ValueError):
+        spec = None
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        p = Path(loc) / "_emulator" / "librknnrt.so"
+        tried.append(str(p))
+        if p.is_file():
+            return p
+    raise FileNotFoundError("emulator library not found: set RKNNX_EMULATOR_LIB or install rknnx "
+                            f"(tried: {', '.join(tried) or 'no installed rknnx package'})")
+
+
+class EmulatorControl:
+    """The ``rknn_emu_*`` controls of the emulator library at ``path``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike or ctypes.CDLL
+        The emulator's ``librknnrt.so`` (or an already loaded library).
+
+    Raises
+    ------
+    OSError
+        The library cannot be loaded.
+    AttributeError
+        It is not the rknnx emulator (no ``rknn_emu_version``).
+    """
+
+    def __init__(self, path: Union[str, "os.PathLike[str]", ctypes.CDLL]):
+        lib = path if isinstance(path, ctypes.CDLL) else ctypes.CDLL(os.fspath(path))
+        self.lib = lib
+        self.path = getattr(lib, "_name", None)
+        sig = [
+            ("rknn_emu_version", ctypes.c_char_p, []),
+            ("rknn_emu_set_platform", ctypes.c_int, [ctypes.c_char_p]),
+            ("rknn_emu_get_platform", ctypes.c_char_p, []),
+            ("rknn_emu_platform_count", ctypes.c_int, []),
+            ("rknn_emu_platform_name", ctypes.c_char_p, [ctypes.c_int]),
+            ("rknn_emu_context_platform", ctypes.c_char_p, [ctypes.c_uint64]),
+            ("rknn_emu_set_npu_time_us", ctypes.c_int, [ctypes.c_int64]),
+            ("rknn_emu_get_npu_time_us", ctypes.c_int64, []),
+            ("rknn_emu_set_log_level", ctypes.c_int, [ctypes.c_int]),
+            ("rknn_emu_get_log_level", ctypes.c_int, []),
+            ("rknn_emu_get_counters", ctypes.c_int, [ctypes.POINTER(_Counters), ctypes.c_uint32]),
+            ("rknn_emu_reset_counters", None, []),
+            ("rknn_emu_inject_error", ctypes.c_int, [ctypes.c_char_p, ctypes.c_uint32, ctypes.c_int]),
+            ("rknn_emu_clear_injections", None, []),
+            ("rknn_emu_pending_injections", ctypes.c_int, []),
+        ]
+        for name, res, args in sig:
+            f = getattr(lib, name)
+            f.restype, f.argtypes = res, args
+
+    # -- identity --
+    @property
+    def version(self) -> str:
+        """The emulator's version string."""
+        return self.lib.rknn_emu_version().decode()
+
+    # -- platform --
+    def platforms(self) -> List[str]:
+        """Every chip personality the emulator knows."""
+        return [self.lib.rknn_emu_platform_name(i).decode()
+                for i in range(self.lib.rknn_emu_platform_count())]
+
+    def set_platform(self, name: Optional[str]) -> None:
+        """Personality of contexts created from now on; ``None`` reverts to
+        ``RKNN_EMU_PLATFORM`` (default RK3588).
+
+        Raises
+        ------
+        ValueError
+            Unknown chip name.
+        """
+        rc = self.lib.rknn_emu_set_platform(name.encode() if name else None)
+        if rc != 0:
+            raise ValueError(f"unknown platform {name!r}; known: {', '.join(self.platforms())}")
+
+    @property
+    def platform(self) -> str:
+        """The personality the next ``rknn_init`` uses."""
+        return self.lib.rknn_emu_get_platform().decode()
+
+    def context_platform(self, context: int) -> Optional[str]:
+        """The personality of a live context, ``None`` for an invalid one."""
+        r = self.lib.rknn_emu_context_platform(context)
+        return r.decode() if r else None
+
+    # -- simulated NPU time --
+    def set_npu_time_us(self, us: Optional[int]) -> None:
+        """Microseconds each ``rknn_run`` sleeps (no global lock held); ``None`` reverts
+        to ``RKNN_EMU_NPU_TIME_US``."""
+        self.lib.rknn_emu_set_npu_time_us(-1 if us is None else int(us))
+
+    @property
+    def npu_time_us(self) -> int:
+        return self.lib.rknn_emu_get_npu_time_us()
+
+    # -- log level --
+    def set_log_level(self, level: Optional[int]) -> None:
+        """0 errors ... 5 verbose; ``None`` reverts to ``RKNN_LOG_LEVEL``."""
+        self.lib.rknn_emu_set_log_level(-1 if level is None else int(level))
+
+    @property
+    def log_level(self) -> int:
+        return self.lib.rknn_emu_get_log_level()
+
+    # -- counters --
+    def counters(self) -> Dict[str, int]:
+        """A snapshot of every counter, by name (see ``COUNTER_NAMES``)."""
+        c = _Counters()
+        rc = self.lib.rknn_emu_get_counters(ctypes.byref(c), ctypes.sizeof(c))
+        if rc != 0:
+            raise RuntimeError(f"rknn_emu_get_counters failed: {rc}")
+        return {n: int(getattr(c, n)) for n in COUNTER_NAMES}
+
+    def reset_counters(self) -> None:
+        """Zero the cumulative counters and the peak of runs in flight (live counts stay)."""
+        self.lib.rknn_emu_reset_counters()
+
+    # -- error injection --
+    def inject_error(self, func: str, nth: int = 1, status: Union[int, str] = -1) -> None:
+        """Make the ``nth`` next call of ``func`` (e.g. ``"rknn_run"``) fail with ``status``
+        (a code or a name such as ``"RKNN_ERR_TIMEOUT"``); pointer-returning functions
+        return NULL.  One-shot.
+
+        Raises
+        ------
+        ValueError
+            Unknown function or status name, ``nth < 1``, or too many injections.
+        """
+        if isinstance(status, str):
+            try:
+                status = STATUS[status]
+            except KeyError:
+                raise ValueError(f"unknown status name {status!r}") from None
+        if nth < 1:
+            raise ValueError("nth counts calls from 1")
+        rc = self.lib.rknn_emu_inject_error(func.encode(), int(nth), int(status))
+        if rc != 0:
+            raise ValueError(f"cannot inject into {func!r} (unknown function or table full)")
+
+    def clear_injections(self) -> None:
+        """Remove every armed injection."""
+        self.lib.rknn_emu_clear_injections()
+
+    @property
+    def pending_injections(self) -> int:
+        return self.lib.rknn_emu_pending_injections()
+
+    @contextlib.contextmanager
+    def injected(self, func: str, nth: int = 1, status: Union[int, str] = -1) -> Iterator[None]:
+        """``inject_error`` for the duration of a ``with`` block (cleared on exit)."""
+        self.inject_error(func, nth, status)
+        try:
+            yield
+        finally:
+            self.clear_injections()
