@@ -7,23 +7,32 @@ random byte strings, truncations of valid models and mutations of valid models (
 bytes, interesting 32-bit values written over fields, section-table edits); one harness
 process loads each batch.  Every input must give RKNN_SUCC or RKNN_ERR_MODEL_INVALID, and
 the sanitizers must report nothing (any report aborts the harness with a non-zero status).
+
+Structured perturbations of a valid model (wrong dims, dtypes, quantization, attributes,
+wiring, shape sets, layouts; re-encoded so the file is well formed) reach the type rules and
+shape inference; whatever the parser accepts is also run through the non-sanitized library
+and compared with the numpy reference.
 """
 
+import copy
 import os
 import pathlib
 import shutil
 import struct
 import subprocess
 
+import numpy as np
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-from test_emu_model import ROOT, load_emulator_package  # noqa: E402
+from test_emu_model import (ROOT, CModel, _add_one_hook, assert_matches, lib,  # noqa: E402,F401
+                            load_emulator_package, random_inputs)
 
 E = load_emulator_package()
-RKNN_SUCC, RKNN_ERR_MODEL_INVALID = 0, -6
+reference = E.reference
+RKNN_SUCC, RKNN_ERR_FAIL, RKNN_ERR_MODEL_INVALID = 0, -1, -6
 
 SEEDS = [E.samples.all_ops(), E.samples.tiny_int8_add("RK3566"), E.samples.custom_op_model(),
          E.samples.dynamic(), E.samples.multi_io("RV1106"), E.samples.tiny_relu()]
@@ -136,7 +145,7 @@ def mutated(draw):
     return bytes(data)
 
 
-FAST = settings(max_examples=40, deadline=None, derandomize=True,
+FAST = settings(max_examples=80, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -156,3 +165,96 @@ def test_mutated_models(harness, blobs):
 def test_random_bytes(harness, blobs):
     for rc, _ in run_harness(harness, blobs):
         assert rc == RKNN_ERR_MODEL_INVALID
+
+
+# ---- structured perturbations: well-formed files with wrong or extreme content --------------
+
+_BASE = E.decode(E.samples.all_ops())
+_DIM_VALUES = [1, 2, 3, 4, 5, 7, 16, 255, 65536, 0x7FFFFFFF, 0xFFFFFFFF]
+_ATTR_VALUES = [-70000, -2, -1, 0, 1, 2, 3, 4, 15, 16, 65536, 65537, 0x7FFFFFFF, -0x80000000]
+_SCALES = [1e-30, 1e-3, 0.1, 1.0, 1e30, float("inf"), float("nan"), 0.0, -1.0]
+
+
+@st.composite
+def perturbed(draw):
+    m = copy.deepcopy(_BASE)
+    names = list(m.tensors)
+    for _ in range(draw(st.integers(1, 3))):
+        what = draw(st.integers(0, 7))
+        t = m.tensors[draw(st.sampled_from(names))]
+        if what == 0 and t.dims:                          # a dim
+            d = list(t.dims)
+            d[draw(st.integers(0, len(d) - 1))] = draw(st.sampled_from(_DIM_VALUES))
+            t.dims = tuple(d)
+        elif what == 1:                                   # a dtype
+            t.dtype = draw(st.sampled_from(sorted(E.builder.DTYPES)))
+        elif what == 2:                                   # quantization
+            t.qnt = draw(st.sampled_from(["none", "affine", "dfp"]))
+            n = draw(st.sampled_from([1, 2, 4]))
+            t.zp = tuple(draw(st.integers(-300, 300)) for _ in range(n))
+            t.scale = tuple(draw(st.sampled_from(_SCALES)) for _ in range(n))
+            t.qaxis = draw(st.integers(0, 4))
+        elif what == 3:                                   # an op attribute
+            op = draw(st.sampled_from(m.ops))
+            key = draw(st.sampled_from(sorted(op.attrs) + ["strides", "pads", "perm", "shape", "groups"]))
+            n = draw(st.integers(0, 5))
+            op.attrs[key] = np.array([draw(st.sampled_from(_ATTR_VALUES)) for _ in range(n)], np.int32)
+        elif what == 4:                                   # rewire an op
+            op = draw(st.sampled_from(m.ops))
+            lst = op.inputs if (op.inputs and draw(st.booleans())) else op.outputs
+            lst[draw(st.integers(0, len(lst) - 1))] = draw(st.sampled_from(names))
+        elif what == 5 and m.shape_sets:                  # a shape set
+            s = draw(st.integers(0, len(m.shape_sets) - 1))
+            i = draw(st.integers(0, len(m.inputs) - 1))
+            d = list(m.shape_sets[s][i])
+            d[draw(st.integers(0, len(d) - 1))] = draw(st.sampled_from(_DIM_VALUES))
+            m.shape_sets[s][i] = tuple(d)
+        elif what == 6:                                   # a layout
+            t.fmt = draw(st.sampled_from(["NCHW", "NHWC", "UNDEFINED"]))
+        elif what == 7:                                   # the I/O lists
+            lst = m.inputs if draw(st.booleans()) else m.outputs
+            lst[draw(st.integers(0, len(lst) - 1))] = draw(st.sampled_from(names))
+    try:
+        with np.errstate(all="ignore"):
+            return E.encode(m)
+    except (ValueError, TypeError, KeyError, OverflowError, struct.error):
+        return None
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.lists(perturbed(), min_size=40, max_size=60))
+def test_perturbed_models(harness, blobs):
+    blobs = [b for b in blobs if b is not None]
+    for rc, _ in run_harness(harness, blobs):
+        assert rc in (RKNN_SUCC, RKNN_ERR_MODEL_INVALID)
+
+
+@settings(max_examples=120, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(perturbed())
+def test_perturbed_models_match_reference(lib, blob):
+    """Whatever perturbed model the C parser accepts, the C executor and the numpy
+    reference agree on it (int outputs equal), for every shape set."""
+    if blob is None:
+        return
+    with CModel(lib, blob) as cm:
+        if cm.rc != RKNN_SUCC:
+            assert cm.rc == RKNN_ERR_MODEL_INVALID
+            return
+        m = cm.desc
+        for s in range(max(1, m.n_shape_sets)):
+            ins = random_inputs(m, np.random.default_rng(s), s)
+            if sum(a.nbytes for a in ins) > 1 << 22:
+                return
+            rc, outs = cm.run(ins, s, _add_one_hook([]))
+            if rc == RKNN_ERR_FAIL:
+                return                      # the test hook refuses a perturbed custom op
+            assert rc == RKNN_SUCC
+            custom = m.ops[[op.custom for op in m.ops].index(True)] if any(op.custom for op in m.ops) else None
+            if custom is not None and m.tensors[custom.outputs[0]].dims != m.tensors[custom.inputs[0]].dims:
+                return
+            with np.errstate(all="ignore"):
+                refs = reference.run_reference(m, ins, s, custom_ops={
+                    "cstAddOne": lambda xs, attrs: [xs[0] + np.float32(1)]})
+            assert_matches(m, outs, refs, rtol=1e-4, atol=1e-5)

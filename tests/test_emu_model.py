@@ -577,10 +577,10 @@ def _add_one_hook(calls):
     @CUSTOM_FN
     def hook(user, model, op_index, op_type, ins, n_in, outs, n_out):
         calls.append(op_type)
-        if op_type != b"cstAddOne":
-            return -1
-        d = ins[0].desc
+        d, e = ins[0].desc, outs[0].desc
         n = int(np.prod(d.dims[:d.n_dims]))
+        if op_type != b"cstAddOne" or d.type != 0 or e.type != 0 or n != int(np.prod(e.dims[:e.n_dims])):
+            return -1
         x = np.ctypeslib.as_array(C.cast(ins[0].data, C.POINTER(C.c_float)), (n,))
         y = np.ctypeslib.as_array(C.cast(outs[0].data, C.POINTER(C.c_float)), (n,))
         y[:] = x + np.float32(1.0)
