@@ -158,13 +158,13 @@ class ModelDesc:
 # ---- attribute helpers -----------------------------------------------------------------
 
 def _attr_array(value) -> np.ndarray:
+    """An attribute value as a flat array: float64 becomes FLOAT32, bool UINT8, uint64
+    INT64; other dtypes are kept (Python int lists give INT64)."""
     a = np.asarray(value)
     if a.dtype == np.float64:
         a = a.astype(np.float32)
-    elif a.dtype.kind in "iu" and a.dtype.itemsize == 8 and a.dtype != np.dtype("<i8"):
-        a = a.astype(np.int32)
-    elif a.dtype == np.int64:
-        a = a.astype(np.int32)
+    elif a.dtype == np.uint64:
+        a = a.astype(np.int64)
     elif a.dtype == np.bool_:
         a = a.astype(np.uint8)
     return np.ascontiguousarray(a.reshape(-1))
