@@ -133,8 +133,9 @@ def test_static_model_shapes(emu, make_ctx):
 
 # ---- async ------------------------------------------------------------------------------------
 
-def test_async_returns_previous_frame(emu, make_ctx):
-    c = make_ctx(samples.tiny_relu(), flags=FLAG_ASYNC)
+@pytest.mark.parametrize("chip", ["RK3588", "RK3566"])
+def test_async_returns_previous_frame(emu, make_ctx, chip):
+    c = make_ctx(samples.tiny_relu(target=chip), flags=FLAG_ASYNC, platform=chip)
     ext, oext = RunExtend(), OutputExtend()
     c.inputs_set([np.float32([[1, 2]])])
     c.run(ext)
@@ -150,7 +151,7 @@ def test_async_returns_previous_frame(emu, make_ctx):
     c.run()
     (y,) = c.outputs_get(extend=oext)
     assert y.tolist() == [[3, 0]] and oext.frame_id == 2
-    sync = make_ctx(samples.tiny_relu())
+    sync = make_ctx(samples.tiny_relu(target=chip), platform=chip)
     sync.inputs_set([np.float32([[1, 2]])])
     sync.run()
     sync.run()
@@ -170,10 +171,11 @@ def test_run_extend_non_block_and_wait(emu, make_ctx):
 
 # ---- dup / shared weights ---------------------------------------------------------------------
 
-def test_dup_context_shares_weights(emu, make_ctx):
+@pytest.mark.parametrize("chip", ["RK3588", "RK3566"])
+def test_dup_context_shares_weights(emu, make_ctx, chip):
     lib = api()
-    model = samples.classifier()
-    c = make_ctx(model)
+    model = samples.classifier(target=chip)
+    c = make_ctx(model, platform=chip)
     h2 = C.c_uint64()
     assert lib.rknn_dup_context(C.byref(C.c_uint64(c.h)), C.byref(h2)) == SUCC
     d = Ctx.wrap(h2.value, model)
@@ -440,3 +442,29 @@ def test_matmul_placeholders(emu, capfd):
     assert lib.rknn_matmul_create(None, info, io) == PARAM_INVALID
     lib.rknn_matmul_run.argtypes = [C.c_uint64]
     assert lib.rknn_matmul_run(0) == CTX_INVALID
+
+
+@pytest.mark.parametrize("chip", ["RK3588", "RK3566", "RV1106"])
+def test_controls_per_platform(emu, make_ctx, chip):
+    """NPU time, counters, injection and async on each personality (zero-copy flow, which
+    every chip has)."""
+    flags = FLAG_ASYNC if chip != "RV1106" else 0
+    c = make_ctx(samples.tiny_relu(target=chip), flags=flags, platform=chip)
+    assert emu.context_platform(c.h) == chip
+    ia, oa = c.in_attr(0), c.out_attr(0)
+    im, om = c.create_mem(8), c.create_mem(8)
+    assert c.set_io_mem(im, ia) == SUCC and c.set_io_mem(om, oa) == SUCC
+    x, y = mem_view(im, 8, np.float32), mem_view(om, 8, np.float32)
+    emu.reset_counters()
+    emu.set_npu_time_us(20_000)
+    x[:] = [-1, 1]
+    t0 = time.perf_counter()
+    c.run()
+    assert time.perf_counter() - t0 >= 0.02
+    assert y.tolist() == [0, 1]
+    k = emu.counters()
+    assert k["runs"] == 1 and k["syncs"] == 2 and k["bytes_synced"] == 16 and k["bytes_in"] == 0
+    emu.inject_error("rknn_run", 1, "RKNN_ERR_DEVICE_UNAVAILABLE")
+    assert c.run_rc() == -3
+    emu.inject_error("rknn_mem_sync", 1, -5)
+    assert c.sync(im, 1) == PARAM_INVALID and c.sync(im, 1) == SUCC
