@@ -1,10 +1,102 @@
 # cython: language_level=3
 # The binding's shared C-level declarations (cdef classes and helpers of _core.pyx).
+#
+# Each cdef class owns at most one C handle (STYLE rule 5) and NULLs it after freeing;
+# children hold strong references to their parents (rule 6).
 
-from librknn cimport rknnx_api
+from cpython.pythread cimport PyThread_type_lock
+from libc.stdint cimport uint8_t, uint32_t, uint64_t
+
+from librknn cimport (rknnx_api, rknn_context, rknn_tensor_attr, rknn_tensor_mem,
+                      rknn_output, rknn_query_cmd)
 
 cdef rknnx_api _api                          # the resolved entry points
 
 cdef int check(int ret, const char* fn) except -1 nogil
 cdef int require(void* fnptr, const char* fn) except -1
 cdef int ensure_runtime() except -1
+
+
+# How the bytes of a tensor lie in memory: what a buffer export or DLPack capsule says.
+cdef struct _Layout:
+    int ndim                                 # number of dimensions (0..16)
+    Py_ssize_t shape[16]                     # elements per dimension
+    Py_ssize_t strides[16]                   # bytes between neighbours per dimension
+    Py_ssize_t itemsize                      # bytes per element
+    Py_ssize_t nbytes                        # logical bytes (product(shape) * itemsize)
+    Py_ssize_t extent                        # bytes the layout spans, padding included
+    const char* format                       # struct-module format character
+    uint8_t dl_code                          # DLPack type code (kDLInt, kDLUInt, ...)
+    bint c_contiguous                        # strides are the packed C order
+
+
+cdef class Context                           # forward declaration
+
+
+cdef class TensorAttr:
+    cdef rknn_tensor_attr c                  # the vendor struct, by value (no handle)
+
+
+cdef class TensorMem:
+    cdef rknn_tensor_mem* mem                # the runtime's descriptor; NULL once destroyed
+    cdef readonly Context context            # creating context (None: ALLOC_NO_CONTEXT)
+    cdef readonly object owner               # keeps an imported fd / mapping alive
+    cdef object _virt_pin                    # memoryview pinning a caller's virt buffer
+    cdef Py_ssize_t _exports                 # live buffer / DLPack exports (exact count)
+    cdef int _pins                           # open contexts using it as their model buffer
+    cdef bint _dead                          # destroyed or being destroyed: never run with it
+    cdef bint _bound                         # _layout is a typed tensor layout
+    cdef _Layout _layout                     # what a view exports when bound
+    cdef TensorAttr _attr                    # the attribute it is bound to (a copy) or None
+    cdef object _bound_to                    # WeakSet of contexts it is bound to (lazy)
+    cdef object __weakref__                  # Context tracks its mems in a WeakSet
+
+    cdef int _check_open(self, str what) except -1
+    cdef int _destroy(self) except -1
+    cdef int _current_layout(self, _Layout* lay) except -1
+
+
+cdef class Context:
+    cdef rknn_context ctx                    # the runtime's handle; 0 once destroyed
+    cdef PyThread_type_lock _lock            # per-context lock, held across C calls
+    cdef readonly uint32_t flags             # rknn_init flags it was created with
+    cdef int _flow                           # 0 none, 1 general, 2 zero-copy
+    cdef const char* _flow_set_by            # the C call that chose the flow
+    cdef bint _counted                       # counted in _live_contexts
+    cdef object _mems                        # WeakSet of TensorMem created here
+    cdef object _out_groups                  # WeakSet of unreleased _OutputGroup
+    cdef dict _slots                         # set_*_mem bindings: key -> TensorMem
+    cdef list _bound                         # the values of _slots, for the run() check
+    cdef TensorMem _model_mem                # MODEL_BUFFER_ZERO_COPY buffer, pinned
+    cdef Context _weights_from               # SHARE_WEIGHT_MEM source, kept open
+    cdef int _weight_borrowers               # open contexts using our weights
+    cdef bint _shapes_set                    # set_input_shapes done: attrs are CURRENT_*
+    cdef object _in_attrs                    # cached input attrs (tuple) or None
+    cdef object _out_attrs                   # cached output attrs (tuple) or None
+    cdef object __weakref__                  # WeakSets of mems/contexts refer to it
+
+    cdef void _acquire(self) noexcept
+    cdef void _release(self) noexcept nogil
+    cdef int _enter(self, const char* what) except -1
+    cdef int _check_open(self, const char* what) except -1
+    cdef int _flow_error(self, int flow, const char* fn) except -1
+    cdef int _load_attrs(self) except -1
+    cdef int _query_into(self, rknn_query_cmd cmd, void* info, uint32_t size) except -1
+    cdef int _check_index(self, long long idx, bint output) except -1
+    cdef int _raise_dead_binding(self) except -1
+    cdef int _output_layout(self, TensorAttr a, bint want_float, _Layout* lay) except -1
+    cdef tuple _which_tensor(self, TensorAttr attr)
+    cdef int _set_slot(self, object key, TensorMem mem) except -1
+    cdef int _set_whole_mem(self, TensorMem mem, const char* what, bint weight) except -1
+    cdef TensorMem _adopt(self, TensorMem t, rknn_tensor_mem* m, object owner, bint no_ctx)
+
+
+cdef class _OutputGroup:
+    cdef Context context                     # the context that owns the buffers
+    cdef rknn_output* outs                   # the array given to rknn_outputs_get; NULL once released
+    cdef uint32_t n                          # its length
+    cdef Py_ssize_t _exports                 # buffer views of any of its outputs
+    cdef uint64_t frame_id                   # rknn_output_extend.frame_id
+    cdef object __weakref__                  # Context tracks unreleased groups
+
+    cdef int _release_c(self) except -1

@@ -18,7 +18,7 @@ cdef void* _handle = NULL                    # the library in use; NULL until lo
 cdef object _runtime_path = None             # where it came from (str)
 cdef object _runtime_source = None           # how it was chosen
 _load_lock = threading.Lock()
-_live_contexts = 0                           # kept by Context; blocks a runtime switch
+cdef Py_ssize_t _live_contexts = 0           # kept by Context; blocks a runtime switch
 
 _SYSTEM_CANDIDATES = ("librknnrt.so", "/usr/lib/librknnrt.so", "/usr/lib64/librknnrt.so",
                       "/vendor/lib64/librknnrt.so")

@@ -353,42 +353,42 @@ cdef extern from "loader.h" nogil:
     # The table of entry points, in the order of RKNNX_API_FUNCTIONS; NULL where the
     # loaded library lacks the symbol.  One member per vendor function.
     ctypedef struct rknnx_api:
-        int (*rknn_init)(rknn_context*, void*, uint32_t, uint32_t, rknn_init_extend*)
-        int (*rknn_dup_context)(rknn_context*, rknn_context*)
-        int (*rknn_destroy)(rknn_context)
-        int (*rknn_query)(rknn_context, rknn_query_cmd, void*, uint32_t)
-        int (*rknn_inputs_set)(rknn_context, uint32_t, rknn_input*)
-        int (*rknn_set_batch_core_num)(rknn_context, int)
-        int (*rknn_set_core_mask)(rknn_context, rknn_core_mask)
-        int (*rknn_run)(rknn_context, rknn_run_extend*)
-        int (*rknn_wait)(rknn_context, rknn_run_extend*)
-        int (*rknn_outputs_get)(rknn_context, uint32_t, rknn_output*, rknn_output_extend*)
-        int (*rknn_outputs_release)(rknn_context, uint32_t, rknn_output*)
-        rknn_tensor_mem* (*rknn_create_mem_from_phys)(rknn_context, uint64_t, void*, uint32_t)
-        rknn_tensor_mem* (*rknn_create_mem_from_fd)(rknn_context, int32_t, void*, uint32_t, int32_t)
-        rknn_tensor_mem* (*rknn_create_mem_from_mb_blk)(rknn_context, void*, int32_t)
-        rknn_tensor_mem* (*rknn_create_mem)(rknn_context, uint32_t)
-        rknn_tensor_mem* (*rknn_create_mem2)(rknn_context, uint64_t, uint64_t)
-        int (*rknn_destroy_mem)(rknn_context, rknn_tensor_mem*)
-        int (*rknn_set_weight_mem)(rknn_context, rknn_tensor_mem*)
-        int (*rknn_set_internal_mem)(rknn_context, rknn_tensor_mem*)
-        int (*rknn_set_io_mem)(rknn_context, rknn_tensor_mem*, rknn_tensor_attr*)
-        int (*rknn_set_input_shape)(rknn_context, rknn_tensor_attr*)
-        int (*rknn_set_input_shapes)(rknn_context, uint32_t, rknn_tensor_attr*)
-        int (*rknn_mem_sync)(rknn_context, rknn_tensor_mem*, rknn_mem_sync_mode)
-        int (*rknn_matmul_create)(rknn_matmul_ctx*, rknn_matmul_info*, rknn_matmul_io_attr*)
+        int (*rknn_init)(rknn_context*, void*, uint32_t, uint32_t, rknn_init_extend*) noexcept nogil
+        int (*rknn_dup_context)(rknn_context*, rknn_context*) noexcept nogil
+        int (*rknn_destroy)(rknn_context) noexcept nogil
+        int (*rknn_query)(rknn_context, rknn_query_cmd, void*, uint32_t) noexcept nogil
+        int (*rknn_inputs_set)(rknn_context, uint32_t, rknn_input*) noexcept nogil
+        int (*rknn_set_batch_core_num)(rknn_context, int) noexcept nogil
+        int (*rknn_set_core_mask)(rknn_context, rknn_core_mask) noexcept nogil
+        int (*rknn_run)(rknn_context, rknn_run_extend*) noexcept nogil
+        int (*rknn_wait)(rknn_context, rknn_run_extend*) noexcept nogil
+        int (*rknn_outputs_get)(rknn_context, uint32_t, rknn_output*, rknn_output_extend*) noexcept nogil
+        int (*rknn_outputs_release)(rknn_context, uint32_t, rknn_output*) noexcept nogil
+        rknn_tensor_mem* (*rknn_create_mem_from_phys)(rknn_context, uint64_t, void*, uint32_t) noexcept nogil
+        rknn_tensor_mem* (*rknn_create_mem_from_fd)(rknn_context, int32_t, void*, uint32_t, int32_t) noexcept nogil
+        rknn_tensor_mem* (*rknn_create_mem_from_mb_blk)(rknn_context, void*, int32_t) noexcept nogil
+        rknn_tensor_mem* (*rknn_create_mem)(rknn_context, uint32_t) noexcept nogil
+        rknn_tensor_mem* (*rknn_create_mem2)(rknn_context, uint64_t, uint64_t) noexcept nogil
+        int (*rknn_destroy_mem)(rknn_context, rknn_tensor_mem*) noexcept nogil
+        int (*rknn_set_weight_mem)(rknn_context, rknn_tensor_mem*) noexcept nogil
+        int (*rknn_set_internal_mem)(rknn_context, rknn_tensor_mem*) noexcept nogil
+        int (*rknn_set_io_mem)(rknn_context, rknn_tensor_mem*, rknn_tensor_attr*) noexcept nogil
+        int (*rknn_set_input_shape)(rknn_context, rknn_tensor_attr*) noexcept nogil
+        int (*rknn_set_input_shapes)(rknn_context, uint32_t, rknn_tensor_attr*) noexcept nogil
+        int (*rknn_mem_sync)(rknn_context, rknn_tensor_mem*, rknn_mem_sync_mode) noexcept nogil
+        int (*rknn_matmul_create)(rknn_matmul_ctx*, rknn_matmul_info*, rknn_matmul_io_attr*) noexcept nogil
         int (*rknn_matmul_create_dynamic_shape)(rknn_matmul_ctx*, rknn_matmul_info*, int,
-                                                rknn_matmul_shape*, rknn_matmul_io_attr*)
-        int (*rknn_matmul_set_io_mem)(rknn_matmul_ctx, rknn_tensor_mem*, rknn_matmul_tensor_attr*)
-        int (*rknn_matmul_set_core_mask)(rknn_matmul_ctx, rknn_core_mask)
-        int (*rknn_matmul_set_quant_params)(rknn_matmul_ctx, rknn_quant_params*)
-        int (*rknn_matmul_get_quant_params)(rknn_matmul_ctx, rknn_quant_params*, float*)
-        int (*rknn_matmul_set_dynamic_shape)(rknn_matmul_ctx, rknn_matmul_shape*)
-        int (*rknn_matmul_run)(rknn_matmul_ctx)
-        int (*rknn_matmul_destroy)(rknn_matmul_ctx)
-        int (*rknn_B_normal_layout_to_native_layout)(void*, void*, int, int, rknn_matmul_info*)
-        int (*rknn_register_custom_ops)(rknn_context, rknn_custom_op*, uint32_t)
-        void (*rknn_custom_op_get_op_attr)(rknn_custom_op_context*, const char*, rknn_custom_op_attr*)
+                                                rknn_matmul_shape*, rknn_matmul_io_attr*) noexcept nogil
+        int (*rknn_matmul_set_io_mem)(rknn_matmul_ctx, rknn_tensor_mem*, rknn_matmul_tensor_attr*) noexcept nogil
+        int (*rknn_matmul_set_core_mask)(rknn_matmul_ctx, rknn_core_mask) noexcept nogil
+        int (*rknn_matmul_set_quant_params)(rknn_matmul_ctx, rknn_quant_params*) noexcept nogil
+        int (*rknn_matmul_get_quant_params)(rknn_matmul_ctx, rknn_quant_params*, float*) noexcept nogil
+        int (*rknn_matmul_set_dynamic_shape)(rknn_matmul_ctx, rknn_matmul_shape*) noexcept nogil
+        int (*rknn_matmul_run)(rknn_matmul_ctx) noexcept nogil
+        int (*rknn_matmul_destroy)(rknn_matmul_ctx) noexcept nogil
+        int (*rknn_B_normal_layout_to_native_layout)(void*, void*, int, int, rknn_matmul_info*) noexcept nogil
+        int (*rknn_register_custom_ops)(rknn_context, rknn_custom_op*, uint32_t) noexcept nogil
+        void (*rknn_custom_op_get_op_attr)(rknn_custom_op_context*, const char*, rknn_custom_op_attr*) noexcept nogil
 
     const char* const rknnx_api_names[]     # symbol names, in table order
     enum:

@@ -1,0 +1,613 @@
+# TensorAttr (rknn_tensor_attr as an editable Python object), the element-type tables,
+# the memory layout a tensor attribute implies, and the typed results of rknn_query.
+
+import collections as _collections
+
+import numpy as _np
+
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from libc.string cimport memset, memcpy
+
+cdef extern from "<string.h>" nogil:
+    size_t strnlen(const char* s, size_t maxlen)
+
+
+# ---- element types -----------------------------------------------------------------------
+# Index = rknn_tensor_type.  itemsize 0: no byte-addressable element (INT4 packs two per
+# byte); format NULL: no numpy/struct equivalent (INT4, BFLOAT16), so no typed view.
+cdef Py_ssize_t _ITEMSIZE[12]
+cdef const char* _FORMAT[12]
+cdef uint8_t _DLCODE[12]
+
+_ITEMSIZE[:] = [4, 2, 1, 1, 2, 2, 4, 4, 8, 1, 0, 2]
+_FORMAT[0] = b"f"
+_FORMAT[1] = b"e"
+_FORMAT[2] = b"b"
+_FORMAT[3] = b"B"
+_FORMAT[4] = b"h"
+_FORMAT[5] = b"H"
+_FORMAT[6] = b"i"
+_FORMAT[7] = b"I"
+_FORMAT[8] = b"q"
+_FORMAT[9] = b"?"
+_FORMAT[10] = NULL
+_FORMAT[11] = NULL
+# DLPack type codes: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBool 6
+_DLCODE[:] = [2, 2, 0, 1, 0, 1, 0, 1, 0, 6, 0, 2]
+
+_NP_DTYPES = (_np.dtype(_np.float32), _np.dtype(_np.float16), _np.dtype(_np.int8),
+              _np.dtype(_np.uint8), _np.dtype(_np.int16), _np.dtype(_np.uint16),
+              _np.dtype(_np.int32), _np.dtype(_np.uint32), _np.dtype(_np.int64),
+              _np.dtype(_np.bool_), None, None)
+
+# struct-module format (as exported by numpy, memoryview, array) -> rknn_tensor_type
+_FORMAT_TO_TYPE = {
+    "f": RKNN_TENSOR_FLOAT32, "e": RKNN_TENSOR_FLOAT16, "b": RKNN_TENSOR_INT8,
+    "B": RKNN_TENSOR_UINT8, "c": RKNN_TENSOR_UINT8, "h": RKNN_TENSOR_INT16,
+    "H": RKNN_TENSOR_UINT16, "i": RKNN_TENSOR_INT32, "I": RKNN_TENSOR_UINT32,
+    "q": RKNN_TENSOR_INT64, "?": RKNN_TENSOR_BOOL,
+}
+if _np.dtype(_np.int_).itemsize == 8:
+    _FORMAT_TO_TYPE["l"] = RKNN_TENSOR_INT64
+else:
+    _FORMAT_TO_TYPE["l"] = RKNN_TENSOR_INT32
+    _FORMAT_TO_TYPE["L"] = RKNN_TENSOR_UINT32
+
+
+cdef inline bint _type_known(int t) noexcept nogil:
+    return 0 <= t < RKNN_TENSOR_TYPE_MAX
+
+
+cdef str _type_name(int t):
+    try:
+        return TensorType(t).name
+    except ValueError:
+        return f"unknown type {t}"
+
+
+cdef str _fmt_name(int f):
+    try:
+        return TensorFormat(f).name
+    except ValueError:
+        return f"unknown format {f}"
+
+
+cdef int _type_of_format(const char* fmt) except -2:
+    """rknn_tensor_type of a buffer format string, or -1 if it has none."""
+    if fmt == NULL:
+        return RKNN_TENSOR_UINT8
+    cdef bytes b = fmt
+    cdef str s = b.decode("ascii", "replace")
+    if s[:1] in ("@", "=", "<") and len(s) == 2:
+        s = s[1:]
+    if s in _FORMAT_TO_TYPE:
+        return _FORMAT_TO_TYPE[s]
+    return -1
+
+
+def dtype_of(tensor_type):
+    """The numpy dtype of an RKNN tensor type.
+
+    Parameters
+    ----------
+    tensor_type : TensorType or int
+        A ``RKNN_TENSOR_*`` value.
+
+    Returns
+    -------
+    numpy.dtype
+
+    Raises
+    ------
+    TypeError
+        For INT4 and BFLOAT16, which numpy cannot express.
+    ValueError
+        For a value that is not a tensor type.
+
+    .. versionadded:: 0.1.0
+    """
+    cdef int t = tensor_type
+    if not _type_known(t):
+        raise ValueError(f"{tensor_type!r} is not a tensor type; expected one of "
+                         f"{[m.name for m in TensorType]}")
+    dt = _NP_DTYPES[t]
+    if dt is None:
+        raise TypeError(f"RKNN_TENSOR_{TensorType(t).name} has no numpy dtype")
+    return dt
+
+
+def type_of_dtype(dtype):
+    """The RKNN tensor type of a numpy dtype (or anything ``numpy.dtype`` accepts).
+
+    Returns
+    -------
+    TensorType
+
+    Raises
+    ------
+    TypeError
+        If the dtype has no RKNN equivalent (e.g. float64, complex).
+
+    .. versionadded:: 0.1.0
+    """
+    dt = _np.dtype(dtype)
+    for i, d in enumerate(_NP_DTYPES):
+        if d is not None and d == dt:
+            return TensorType(i)
+    raise TypeError(f"dtype {dt} has no RKNN tensor type; expected one of "
+                    f"{[str(d) for d in _NP_DTYPES if d is not None]}")
+
+
+# ---- layouts -------------------------------------------------------------------------------
+cdef int _layout_raw(_Layout* lay, Py_ssize_t nbytes) noexcept nogil:
+    """A plain byte buffer of nbytes."""
+    memset(lay, 0, sizeof(_Layout))
+    lay.ndim = 1
+    lay.shape[0] = nbytes
+    lay.strides[0] = 1
+    lay.itemsize = 1
+    lay.nbytes = nbytes
+    lay.extent = nbytes
+    lay.format = b"B"
+    lay.dl_code = 1
+    lay.c_contiguous = True
+    return 0
+
+
+cdef int _layout_of_attr(const rknn_tensor_attr* a, _Layout* lay) except -1:
+    """The typed, shaped, strided layout of the tensor `a` describes.
+
+    fmt NHWC (4-D): rows are ``w_stride`` pixels apart (when ``w_stride`` > W), batches
+    ``h_stride`` rows apart (when ``h_stride`` > H), and pixels are ``Cs`` elements apart,
+    where Cs > C when ``size_with_stride`` says the channels are padded (native NHWC
+    tensors pad C to a multiple of C2).  fmt NC1HWC2 (5-D): blocked, rows ``w_stride``
+    pixels apart.  NCHW and everything else: packed in the order of ``dims``.
+    """
+    cdef int t = a.type
+    cdef uint32_t nd = a.n_dims
+    cdef Py_ssize_t es, ws, hs, cs, i, n_, h_, w_, c_, span
+    if not _type_known(t) or _FORMAT[t] == NULL:
+        raise TypeError(f"tensor {_cstr(a.name, RKNN_MAX_NAME_LEN)!r} has type "
+                        f"{_type_name(t)}, which numpy cannot view; expected one of "
+                        f"{[m.name for m in TensorType if _FORMAT[m] != NULL]} "
+                        "(use the plain byte view)")
+    if nd > RKNN_MAX_DIMS:
+        raise ValueError(f"n_dims is {nd}; expected at most {RKNN_MAX_DIMS}")
+    memset(lay, 0, sizeof(_Layout))
+    es = _ITEMSIZE[t]
+    lay.ndim = nd
+    lay.itemsize = es
+    lay.format = _FORMAT[t]
+    lay.dl_code = _DLCODE[t]
+    for i in range(nd):
+        lay.shape[i] = a.dims[i]
+    if nd == 4 and a.fmt == RKNN_TENSOR_NHWC:
+        n_, h_, w_, c_ = a.dims[0], a.dims[1], a.dims[2], a.dims[3]
+        ws = a.w_stride if a.w_stride > w_ else w_
+        hs = a.h_stride if a.h_stride > h_ else h_
+        cs = c_
+        # padded channels: size_with_stride counts Cs channels per pixel
+        if n_ > 0 and h_ > 0 and ws > 0 and a.size_with_stride % (n_ * h_ * ws * es) == 0:
+            span = a.size_with_stride // (n_ * h_ * ws * es)
+            if span > c_:
+                cs = span
+        lay.strides[3] = es
+        lay.strides[2] = cs * es
+        lay.strides[1] = ws * cs * es
+        lay.strides[0] = hs * ws * cs * es
+    elif nd == 5 and a.fmt == RKNN_TENSOR_NC1HWC2:
+        ws = a.w_stride if a.w_stride > a.dims[3] else a.dims[3]
+        lay.strides[4] = es
+        lay.strides[3] = a.dims[4] * es
+        lay.strides[2] = ws * a.dims[4] * es
+        lay.strides[1] = a.dims[2] * lay.strides[2]
+        lay.strides[0] = a.dims[1] * lay.strides[1]
+    else:
+        span = es
+        for i in range(<Py_ssize_t>nd - 1, -1, -1):
+            lay.strides[i] = span
+            span *= a.dims[i]
+    lay.nbytes = es
+    for i in range(nd):
+        lay.nbytes *= lay.shape[i]
+    if nd == 0:
+        lay.extent = es
+    elif lay.nbytes == 0:
+        lay.extent = 0
+    else:
+        lay.extent = lay.shape[0] * lay.strides[0]
+    lay.c_contiguous = lay.extent == lay.nbytes
+    return 0
+
+
+cdef tuple _layout_shape(const _Layout* lay):
+    return tuple([lay.shape[i] for i in range(lay.ndim)])
+
+
+cdef tuple _layout_strides(const _Layout* lay):
+    return tuple([lay.strides[i] for i in range(lay.ndim)])
+
+
+# ---- TensorAttr ----------------------------------------------------------------------------
+cdef TensorAttr _attr_from_c(const rknn_tensor_attr* c):
+    cdef TensorAttr a = TensorAttr.__new__(TensorAttr)
+    a.c = c[0]
+    return a
+
+
+cdef object _cstr(const char* s, size_t cap):
+    """A NUL-terminated (or cap-long) C string as str."""
+    return s[:strnlen(s, cap)].decode("utf-8", "replace")
+
+
+cdef class TensorAttr:
+    """A tensor attribute: every field of ``rknn_tensor_attr``, editable.
+
+    Returned by :meth:`Context.query` (``INPUT_ATTR``, ``NATIVE_OUTPUT_ATTR`` ...) and by
+    :attr:`Context.input_attrs` / :attr:`Context.output_attrs`; passed to
+    :meth:`Context.set_io_mem`, :meth:`Context.set_input_shapes` and
+    :meth:`TensorMem.bind`.  The zero-copy demos change ``type``, ``fmt`` and
+    ``pass_through`` of a queried attribute before binding; :meth:`copy` first if the
+    original is still needed.
+
+    Parameters
+    ----------
+    index : int, optional
+        Tensor index.
+    **fields
+        Any field by name: ``dims`` (sets ``n_dims`` too), ``name``, ``n_elems``,
+        ``size``, ``fmt``, ``type``, ``qnt_type``, ``fl``, ``zp``, ``scale``,
+        ``w_stride``, ``size_with_stride``, ``pass_through``, ``h_stride``.
+
+    Examples
+    --------
+    >>> attr = ctx.query(QueryCmd.INPUT_ATTR, 0)
+    >>> attr.type, attr.fmt = TensorType.UINT8, TensorFormat.NHWC
+    >>> mem = ctx.create_mem(attr.size_with_stride)
+    >>> ctx.set_io_mem(mem, attr)
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, index=0, **fields):
+        memset(&self.c, 0, sizeof(self.c))
+        self.index = index
+        for key, value in fields.items():
+            if key not in _ATTR_FIELDS:
+                raise TypeError(f"TensorAttr has no field {key!r}; expected one of {_ATTR_FIELDS}")
+            setattr(self, key, value)
+
+    # -- the vendor fields --
+    @property
+    def index(self):
+        """Tensor index (set before a query; ``rknn_tensor_attr.index``)."""
+        return self.c.index
+
+    @index.setter
+    def index(self, value):
+        self.c.index = _u32(value, "index")
+
+    @property
+    def n_dims(self):
+        """Number of valid entries of :attr:`dims` (0..16)."""
+        return self.c.n_dims
+
+    @n_dims.setter
+    def n_dims(self, value):
+        cdef uint32_t n = _u32(value, "n_dims")
+        if n > RKNN_MAX_DIMS:
+            raise ValueError(f"n_dims must be at most {RKNN_MAX_DIMS}, got {n}")
+        self.c.n_dims = n
+
+    @property
+    def dims(self):
+        """The shape, in the order of :attr:`fmt` (tuple of ``n_dims`` ints).
+
+        Setting it sets ``n_dims`` too.
+        """
+        return tuple([self.c.dims[i] for i in range(min(self.c.n_dims, <uint32_t>RKNN_MAX_DIMS))])
+
+    @dims.setter
+    def dims(self, value):
+        vals = [_u32(v, "dims entry") for v in value]
+        if len(vals) > RKNN_MAX_DIMS:
+            raise ValueError(f"dims has {len(vals)} entries; expected at most {RKNN_MAX_DIMS}")
+        memset(self.c.dims, 0, sizeof(self.c.dims))
+        for i, v in enumerate(vals):
+            self.c.dims[i] = v
+        self.c.n_dims = len(vals)
+
+    @property
+    def name(self):
+        """Tensor name (str, at most 255 UTF-8 bytes)."""
+        return _cstr(self.c.name, sizeof(self.c.name))
+
+    @name.setter
+    def name(self, value):
+        cdef bytes b = str(value).encode("utf-8")
+        if len(b) >= RKNN_MAX_NAME_LEN or b"\0" in b:
+            raise ValueError(f"name must be at most {RKNN_MAX_NAME_LEN - 1} UTF-8 bytes "
+                             f"without NUL, got {len(b)} bytes")
+        memset(self.c.name, 0, sizeof(self.c.name))
+        memcpy(self.c.name, <const char*>b, len(b))
+
+    @property
+    def n_elems(self):
+        """Number of elements (logical, without padding)."""
+        return self.c.n_elems
+
+    @n_elems.setter
+    def n_elems(self, value):
+        self.c.n_elems = _u32(value, "n_elems")
+
+    @property
+    def size(self):
+        """Packed size in bytes (in the type the runtime reported)."""
+        return self.c.size
+
+    @size.setter
+    def size(self, value):
+        self.c.size = _u32(value, "size")
+
+    @property
+    def fmt(self):
+        """Layout (:class:`TensorFormat`)."""
+        try:
+            return TensorFormat(self.c.fmt)
+        except ValueError:
+            return int(self.c.fmt)
+
+    @fmt.setter
+    def fmt(self, value):
+        cdef int f = value
+        if not 0 <= f < RKNN_TENSOR_FORMAT_MAX:
+            raise ValueError(f"fmt must be a TensorFormat ({[m.name for m in TensorFormat]}), "
+                             f"got {value!r}")
+        self.c.fmt = <rknn_tensor_format>f
+
+    @property
+    def type(self):
+        """Element type (:class:`TensorType`)."""
+        try:
+            return TensorType(self.c.type)
+        except ValueError:
+            return int(self.c.type)
+
+    @type.setter
+    def type(self, value):
+        cdef int t = value
+        if not _type_known(t):
+            raise ValueError(f"type must be a TensorType ({[m.name for m in TensorType]}), "
+                             f"got {value!r}")
+        self.c.type = <rknn_tensor_type>t
+
+    @property
+    def qnt_type(self):
+        """Quantization kind (:class:`QntType`)."""
+        try:
+            return QntType(self.c.qnt_type)
+        except ValueError:
+            return int(self.c.qnt_type)
+
+    @qnt_type.setter
+    def qnt_type(self, value):
+        cdef int q = value
+        if not 0 <= q < RKNN_TENSOR_QNT_MAX:
+            raise ValueError(f"qnt_type must be a QntType ({[m.name for m in QntType]}), "
+                             f"got {value!r}")
+        self.c.qnt_type = <rknn_tensor_qnt_type>q
+
+    @property
+    def fl(self):
+        """Fractional length of DFP quantization (int8)."""
+        return self.c.fl
+
+    @fl.setter
+    def fl(self, value):
+        cdef int v = value
+        if not -128 <= v <= 127:
+            raise ValueError(f"fl must fit an int8 (-128..127), got {value!r}")
+        self.c.fl = <int8_t>v
+
+    @property
+    def zp(self):
+        """Affine zero point."""
+        return self.c.zp
+
+    @zp.setter
+    def zp(self, value):
+        self.c.zp = value
+
+    @property
+    def scale(self):
+        """Affine scale: real = (q - zp) * scale."""
+        return self.c.scale
+
+    @scale.setter
+    def scale(self, value):
+        self.c.scale = value
+
+    @property
+    def w_stride(self):
+        """Padded width in elements (0: equal to the width); set by the runtime."""
+        return self.c.w_stride
+
+    @w_stride.setter
+    def w_stride(self, value):
+        self.c.w_stride = _u32(value, "w_stride")
+
+    @property
+    def size_with_stride(self):
+        """Bytes to allocate for zero-copy, padding included."""
+        return self.c.size_with_stride
+
+    @size_with_stride.setter
+    def size_with_stride(self, value):
+        self.c.size_with_stride = _u32(value, "size_with_stride")
+
+    @property
+    def pass_through(self):
+        """True: the data is already in the model's native type and layout."""
+        return bool(self.c.pass_through)
+
+    @pass_through.setter
+    def pass_through(self, value):
+        self.c.pass_through = 1 if value else 0
+
+    @property
+    def h_stride(self):
+        """Padded height for multi-batch inputs (0: the model height); set by the user."""
+        return self.c.h_stride
+
+    @h_stride.setter
+    def h_stride(self, value):
+        self.c.h_stride = _u32(value, "h_stride")
+
+    # -- derived --
+    @property
+    def dtype(self):
+        """The numpy dtype of :attr:`type` (raises TypeError for INT4/BFLOAT16)."""
+        return dtype_of(self.c.type)
+
+    @property
+    def shape(self):
+        """The shape as a tuple (same as :attr:`dims`)."""
+        return self.dims
+
+    @property
+    def layout(self):
+        """The name of :attr:`fmt`, e.g. ``"NHWC"``."""
+        return _fmt_name(self.c.fmt)
+
+    @property
+    def quantized(self):
+        """True when the tensor is quantized (DFP or affine)."""
+        return self.c.qnt_type != RKNN_TENSOR_QNT_NONE
+
+    @property
+    def strides(self):
+        """Byte strides of the tensor in memory, padding (``w_stride``, ``h_stride``,
+        padded channels) included: what a :class:`TensorMem` bound to this attribute
+        exports."""
+        cdef _Layout lay
+        _layout_of_attr(&self.c, &lay)
+        return _layout_strides(&lay)
+
+    @property
+    def nbytes_with_stride(self):
+        """Bytes a buffer holding this tensor must have (the layout's full extent)."""
+        cdef _Layout lay
+        _layout_of_attr(&self.c, &lay)
+        return lay.extent
+
+    # -- copying, comparing, showing --
+    def copy(self):
+        """An independent copy (editing it leaves this one unchanged)."""
+        return _attr_from_c(&self.c)
+
+    def __copy__(self):
+        return _attr_from_c(&self.c)
+
+    def __deepcopy__(self, memo):
+        return _attr_from_c(&self.c)
+
+    def to_bytes(self):
+        """The raw ``rknn_tensor_attr`` struct (376 bytes on LP64)."""
+        return (<char*>&self.c)[:sizeof(rknn_tensor_attr)]
+
+    @staticmethod
+    def from_bytes(data):
+        """A TensorAttr from the raw struct bytes of :meth:`to_bytes`.
+
+        Raises
+        ------
+        ValueError
+            If ``data`` is not exactly ``sizeof(rknn_tensor_attr)`` bytes.
+        """
+        cdef Py_buffer view
+        cdef TensorAttr a = TensorAttr.__new__(TensorAttr)
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        try:
+            if view.len != sizeof(rknn_tensor_attr):
+                raise ValueError(f"expected {sizeof(rknn_tensor_attr)} bytes of "
+                                 f"rknn_tensor_attr, got {view.len}")
+            memcpy(&a.c, view.buf, sizeof(rknn_tensor_attr))
+        finally:
+            PyBuffer_Release(&view)
+        return a
+
+    def __reduce__(self):
+        return (TensorAttr.from_bytes, (self.to_bytes(),))
+
+    def as_dict(self):
+        """Every field by name (a plain dict)."""
+        return {k: getattr(self, k) for k in _ATTR_FIELDS_ALL}
+
+    def __eq__(self, other):
+        if not isinstance(other, TensorAttr):
+            return NotImplemented
+        return self.as_dict() == (<TensorAttr>other).as_dict()
+
+    __hash__ = None
+
+    def __repr__(self):
+        parts = [f"index={self.c.index}", f"name={self.name!r}",
+                 f"dims={list(self.dims)}", f"fmt={self.layout}",
+                 f"type={_type_name(self.c.type)}"]
+        if self.c.qnt_type == RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC:
+            parts.append(f"qnt=AFFINE(zp={self.c.zp}, scale={self.c.scale:.6g})")
+        elif self.c.qnt_type == RKNN_TENSOR_QNT_DFP:
+            parts.append(f"qnt=DFP(fl={self.c.fl})")
+        parts += [f"n_elems={self.c.n_elems}", f"size={self.c.size}",
+                  f"w_stride={self.c.w_stride}", f"size_with_stride={self.c.size_with_stride}"]
+        if self.c.h_stride:
+            parts.append(f"h_stride={self.c.h_stride}")
+        if self.c.pass_through:
+            parts.append("pass_through=True")
+        return "TensorAttr(" + ", ".join(parts) + ")"
+
+
+_ATTR_FIELDS = ("index", "n_dims", "dims", "name", "n_elems", "size", "fmt", "type",
+                "qnt_type", "fl", "zp", "scale", "w_stride", "size_with_stride",
+                "pass_through", "h_stride")
+_ATTR_FIELDS_ALL = _ATTR_FIELDS
+
+
+cdef uint32_t _u32(object value, str what) except? 0xFFFFFFFF:
+    cdef long long v
+    try:
+        v = value.__index__()
+    except AttributeError:
+        raise TypeError(f"{what} must be an integer, got {type(value).__name__}") from None
+    if not 0 <= v <= 0xFFFFFFFF:
+        raise ValueError(f"{what} must be in 0..4294967295, got {v}")
+    if v == 0xFFFFFFFF:
+        return 0xFFFFFFFF
+    return <uint32_t>v
+
+
+# ---- typed query results -------------------------------------------------------------------
+def _namedtuple(name, fields, doc):
+    cls = _collections.namedtuple(name, fields, module=__name__)
+    cls.__doc__ = doc
+    return cls
+
+
+InOutNum = _namedtuple("InOutNum", "n_input n_output",
+                       "Result of ``RKNN_QUERY_IN_OUT_NUM``: numbers of inputs and outputs.")
+SdkVersion = _namedtuple("SdkVersion", "api_version drv_version",
+                         "Result of ``RKNN_QUERY_SDK_VERSION``: runtime and driver versions.")
+MemSize = _namedtuple("MemSize", "total_weight_size total_internal_size "
+                      "total_dma_allocated_size total_sram_size free_sram_size",
+                      "Result of ``RKNN_QUERY_MEM_SIZE`` (bytes).")
+PerfRun = _namedtuple("PerfRun", "run_duration",
+                      "Result of ``RKNN_QUERY_PERF_RUN``: the last run, in microseconds.")
+PerfDetail = _namedtuple("PerfDetail", "text",
+                         "Result of ``RKNN_QUERY_PERF_DETAIL``: the per-layer timing table "
+                         "(needs ``RKNN_FLAG_COLLECT_PERF_MASK``).")
+InputRange = _namedtuple("InputRange", "index shape_number fmt name n_dims dyn_range",
+                         "Result of ``RKNN_QUERY_INPUT_DYNAMIC_RANGE``: ``dyn_range`` holds "
+                         "``shape_number`` shapes of ``n_dims`` dims each (in ``fmt`` order).")
+DeviceMemInfo = _namedtuple("DeviceMemInfo", "virt_addr phys_addr fd offset size flags",
+                            "Result of ``RKNN_QUERY_DEVICE_MEM_INFO``: a description of the "
+                            "model's device buffer (owned by the runtime; not a TensorMem).")

@@ -1,0 +1,1702 @@
+# Context: one rknn_context, every call of the core API on it, and its lifetime rules.
+#
+# Threads.  Each Context has its own lock (no global lock).  Every call that uses the
+# handle takes it, checks the handle is still open, makes the C call (with the GIL
+# released where the call can block or copy) and releases it; close() takes it too, so a
+# close() from another thread waits for a run in flight instead of destroying the
+# context under it.  Waiters never hold the GIL while they block (see _acquire), and no
+# Python object is allocated while the lock is held, so a garbage collection cannot run
+# a __dealloc__ that needs the same lock on the thread holding it.
+#
+# Lifetime.  TensorMem, _OutputGroup and Contexts sharing our weights hold strong
+# references to us, so __dealloc__ only runs when none is left.  Bindings made with
+# set_io_mem / set_weight_mem / set_internal_mem are held in a dict (and a list for the
+# run() check): a cycle context -> dict -> mem -> context is broken by the garbage
+# collector clearing the dict, never the context's own fields (no_gc_clear), so the mem's
+# __dealloc__ still finds the context handle.
+
+import os as _os
+import warnings as _warnings
+
+from cpython.pythread cimport (PyThread_allocate_lock, PyThread_free_lock,
+                               PyThread_acquire_lock, PyThread_release_lock,
+                               NOWAIT_LOCK, WAIT_LOCK)
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
+from libc.stdlib cimport calloc
+
+cdef object _warn = _warnings.warn            # bound at import: usable at interpreter teardown
+
+cdef enum:
+    _FLOW_NONE = 0
+    _FLOW_GENERAL = 1
+    _FLOW_ZERO_COPY = 2
+
+_FLOW_NAMES = ("none", "general", "zero-copy")
+
+# the queries whose result is an rknn_tensor_attr, and whether they index outputs
+_ATTR_QUERIES = {
+    RKNN_QUERY_INPUT_ATTR: False, RKNN_QUERY_OUTPUT_ATTR: True,
+    RKNN_QUERY_NATIVE_INPUT_ATTR: False, RKNN_QUERY_NATIVE_OUTPUT_ATTR: True,
+    RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR: False, RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR: True,
+    RKNN_QUERY_CURRENT_INPUT_ATTR: False, RKNN_QUERY_CURRENT_OUTPUT_ATTR: True,
+    RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR: False, RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR: True,
+}
+
+# Input types rknn_inputs_set converts from (pass_through = 0), besides the model's own.
+_CONVERTIBLE_INPUT_TYPES = (RKNN_TENSOR_UINT8, RKNN_TENSOR_INT8, RKNN_TENSOR_FLOAT16,
+                            RKNN_TENSOR_FLOAT32)
+
+
+@cython.final
+cdef class Input:
+    """One input for :meth:`Context.inputs_set` (the fields of ``rknn_input``).
+
+    Parameters
+    ----------
+    buf : buffer
+        The data: a numpy array or anything with the buffer protocol, C-contiguous.
+    index : int, optional
+        Input index; default the position in the list given to ``inputs_set``.
+    type : TensorType, optional
+        Element type of ``buf``; default inferred from its buffer format (numpy dtype).
+    fmt : TensorFormat, optional
+        Layout of ``buf``; default the layout of the model input (its attribute's fmt).
+    pass_through : bool, default False
+        True: ``buf`` is already in the model's native type and layout; no conversion.
+
+    .. versionadded:: 0.1.0
+    """
+    cdef public object buf                   # the data (held only during inputs_set)
+    cdef public object index                 # int or None
+    cdef public object type                  # TensorType or None
+    cdef public object fmt                   # TensorFormat or None
+    cdef public bint pass_through            # rknn_input.pass_through
+
+    def __init__(self, buf, index=None, type=None, fmt=None, pass_through=False):
+        self.buf = buf
+        self.index = index
+        self.type = type
+        self.fmt = fmt
+        self.pass_through = pass_through
+
+    def __repr__(self):
+        return (f"Input(index={self.index!r}, type={self.type!r}, fmt={self.fmt!r}, "
+                f"pass_through={self.pass_through}, buf={type(self.buf).__name__})")
+
+
+cdef tuple _strip_ones(tuple shape):
+    cdef Py_ssize_t i = 0
+    while i < len(shape) - 1 and shape[i] == 1:
+        i += 1
+    return shape[i:]
+
+
+cdef tuple _dims_in_fmt(TensorAttr a, int fmt):
+    """The attribute's dims in the order of layout `fmt` (NHWC <-> NCHW for images)."""
+    d = a.dims
+    if len(d) == 4 and fmt != <int>a.c.fmt:
+        if a.c.fmt == RKNN_TENSOR_NHWC and fmt == RKNN_TENSOR_NCHW:
+            return (d[0], d[3], d[1], d[2])
+        if a.c.fmt == RKNN_TENSOR_NCHW and fmt == RKNN_TENSOR_NHWC:
+            return (d[0], d[2], d[3], d[1])
+    return d
+
+
+cdef str _shape_str(shape):
+    return "(" + ", ".join(str(x) for x in shape) + ")"
+
+
+@cython.no_gc_clear
+@cython.auto_pickle(False)
+cdef class Context:
+    """An RKNN context: one loaded model (``rknn_context``) and every call on it.
+
+    Parameters
+    ----------
+    model : str, os.PathLike, bytes or buffer
+        A model file path, or the model bytes (any C-contiguous buffer).  May be None
+        when ``model_mem`` holds the model.
+    flags : InitFlag or int, default 0
+        ``RKNN_FLAG_*`` values OR-ed together (``InitFlag.ASYNC_MASK`` ...).
+    share_weights_with : Context, optional
+        Use the weights of that (open) context: ``rknn_init_extend.ctx``, and
+        ``RKNN_FLAG_SHARE_WEIGHT_MEM`` is added to ``flags``.  That context cannot be
+        closed while this one is open.
+    model_mem : TensorMem, optional
+        The model lives in this NPU memory and is used in place
+        (``RKNN_FLAG_MODEL_BUFFER_ZERO_COPY`` is added; the extend's
+        ``real_model_offset``/``real_model_size``/``model_buffer_fd``/
+        ``model_buffer_flags`` come from the mem).  It cannot be closed while this
+        context is open.
+    model_offset : int, default 0
+        Offset of the model inside ``model_mem``'s data.
+    model_size : int, optional
+        Bytes of the model inside ``model_mem``; default the rest of the mem.
+
+    Raises
+    ------
+    RuntimeNotFoundError
+        If no RKNN runtime can be loaded.
+    ValueError, TypeError
+        For bad arguments (empty model bytes, closed contexts or mems ...).
+    RKNNError
+        The subclass of the status ``rknn_init`` returned (``ModelInvalidError``,
+        ``TargetPlatformUnmatchError`` ...).
+
+    Notes
+    -----
+    The GIL is released during ``rknn_init``, ``rknn_run``, ``rknn_wait``,
+    ``rknn_inputs_set``, ``rknn_outputs_get``, ``rknn_mem_sync``, the ``create_mem*``
+    calls, ``rknn_dup_context``, ``rknn_set_input_shapes`` and ``rknn_destroy``.  A
+    per-context lock serializes calls on one context (so several threads may share
+    one); calls on different contexts run in parallel.
+
+    Examples
+    --------
+    >>> with Context("model.rknn") as ctx:
+    ...     ctx.inputs_set([image])
+    ...     ctx.run()
+    ...     with ctx.outputs_get(want_float=True) as outs:
+    ...         scores = np.asarray(outs[0]).copy()
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __cinit__(self, *args, **kwargs):
+        self.ctx = 0
+        self._lock = PyThread_allocate_lock()
+        if self._lock == NULL:
+            raise MemoryError("cannot allocate the context lock")
+        self._flow = _FLOW_NONE
+        self._flow_set_by = NULL
+        self._slots = {}
+        self._bound = []
+        self._mems = _weakref.WeakSet()
+        self._out_groups = _weakref.WeakSet()
+        self._in_attrs = None
+        self._out_attrs = None
+
+    def __init__(self, model=None, flags=0, *, share_weights_with=None, model_mem=None,
+                 model_offset=0, model_size=None):
+        global _live_contexts
+        cdef Context src = None
+        cdef TensorMem mm = None
+        cdef rknn_init_extend ext
+        cdef rknn_init_extend* pext = NULL
+        cdef uint32_t cflags
+        cdef void* ptr = NULL
+        cdef uint32_t size = 0
+        cdef Py_buffer view
+        cdef bint have_view = False
+        cdef bytes path
+        cdef rknn_context h = 0
+        cdef int ret
+        cdef uint64_t off, avail, msize
+        if self.ctx != 0:
+            raise RuntimeError("Context is already initialized")
+        cflags = _u32(flags, "flags")
+        ensure_runtime()
+        require(<void*>_api.rknn_init, b"rknn_init")
+        memset(&ext, 0, sizeof(ext))
+        if share_weights_with is not None:
+            if not isinstance(share_weights_with, Context):
+                raise TypeError(f"share_weights_with must be a Context, got "
+                                f"{type(share_weights_with).__name__}")
+            src = share_weights_with
+            src._check_open(b"share_weights_with")
+            ext.ctx = src.ctx
+            pext = &ext
+            cflags |= RKNN_FLAG_SHARE_WEIGHT_MEM
+        if model_mem is not None:
+            if not isinstance(model_mem, TensorMem):
+                raise TypeError(f"model_mem must be a TensorMem, got {type(model_mem).__name__}")
+            mm = model_mem
+            mm._check_open("Context(model_mem=...)")
+            off = _u32(model_offset, "model_offset")
+            if off >= mm.mem.size:
+                raise ValueError(f"model_offset {off} is outside the {mm.mem.size}-byte model_mem")
+            avail = mm.mem.size - off
+            msize = avail if model_size is None else _u32(model_size, "model_size")
+            if msize == 0 or msize > avail:
+                raise ValueError(f"model_size must be 1..{avail} bytes (the rest of model_mem "
+                                 f"after model_offset), got {msize}")
+            if mm.mem.virt_addr == NULL:
+                raise ValueError("model_mem has no CPU mapping (virt_addr is NULL)")
+            ext.real_model_offset = <int32_t>(mm.mem.offset + off)
+            ext.real_model_size = <uint32_t>msize
+            ext.model_buffer_fd = mm.mem.fd
+            ext.model_buffer_flags = mm.mem.flags
+            pext = &ext
+            cflags |= RKNN_FLAG_MODEL_BUFFER_ZERO_COPY
+            ptr = <char*>_mem_data(mm.mem) + off
+            size = <uint32_t>msize
+            if model is not None:
+                raise ValueError("pass either model or model_mem, not both")
+        elif model is None:
+            raise TypeError("Context() needs a model: a path, the model bytes, or model_mem=")
+        elif isinstance(model, (str, _os.PathLike)):
+            path = _os.fsencode(model)
+            if b"\0" in path or not path:
+                raise ValueError(f"model path {model!r} is empty or contains NUL")
+            ptr = <char*>path
+            size = 0
+        else:
+            try:
+                PyObject_GetBuffer(model, &view, PyBUF_SIMPLE)
+            except TypeError:
+                raise TypeError(f"model must be a path (str/PathLike), bytes or a buffer, "
+                                f"got {type(model).__name__}") from None
+            except BufferError as e:
+                raise ValueError(f"model must be a C-contiguous buffer: {e}") from None
+            have_view = True
+            if view.len == 0 or view.len > 0xFFFFFFFF:
+                PyBuffer_Release(&view)
+                raise ValueError(f"model bytes must be 1..4294967295 bytes, got {view.len} "
+                                 "(an empty buffer would be read as a file path)")
+            ptr = view.buf
+            size = <uint32_t>view.len
+        try:
+            with nogil:
+                ret = _api.rknn_init(&h, ptr, size, cflags, pext)
+        finally:
+            if have_view:
+                PyBuffer_Release(&view)
+        if ret < 0 and h != 0 and _api.rknn_destroy != NULL:
+            _api.rknn_destroy(h)
+            h = 0
+        check(ret, b"rknn_init")
+        if h == 0:
+            raise RKNNError("rknn_init succeeded but returned a NULL context", None, "rknn_init")
+        self.ctx = h
+        self.flags = cflags
+        self._counted = True
+        _live_contexts += 1
+        if mm is not None:
+            self._model_mem = mm
+            mm._pins += 1
+        if src is not None:
+            self._weights_from = src
+            src._weight_borrowers += 1
+
+    def __dealloc__(self):
+        # Only frees (STYLE rule 8): no mem, output group or borrower is alive (each holds
+        # a reference to us), so nothing else can use the handle.
+        global _live_contexts
+        if self.ctx != 0:
+            if _api.rknn_destroy != NULL:
+                _api.rknn_destroy(self.ctx)
+            self.ctx = 0
+        if self._counted:
+            self._counted = False
+            _live_contexts -= 1
+            if self._model_mem is not None:
+                self._model_mem._pins -= 1
+            if self._weights_from is not None:
+                self._weights_from._weight_borrowers -= 1
+        if self._lock != NULL:
+            PyThread_free_lock(self._lock)
+            self._lock = NULL
+
+    # -- locking ------------------------------------------------------------------------------
+    cdef void _acquire(self) noexcept:
+        # Try without blocking first (the common, uncontended case costs no GIL switch);
+        # else wait with the GIL released, so the holder can finish its call.
+        if not PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
+            with nogil:
+                PyThread_acquire_lock(self._lock, WAIT_LOCK)
+
+    cdef void _release(self) noexcept nogil:
+        PyThread_release_lock(self._lock)
+
+    cdef int _enter(self, const char* what) except -1:
+        """Take the lock; raise ValueError (lock released) if the context is closed."""
+        self._acquire()
+        if self.ctx == 0:
+            self._release()
+            raise ValueError(f"{what.decode()} on closed Context")
+        return 0
+
+    cdef int _check_open(self, const char* what) except -1:
+        if self.ctx == 0:
+            raise ValueError(f"{what.decode()} on closed Context")
+        return 0
+
+    cdef int _flow_error(self, int flow, const char* fn) except -1:
+        """Raise FlowError for a call of `flow` on a context in the other flow."""
+        want = _FLOW_NAMES[flow]
+        have = _FLOW_NAMES[self._flow]
+        by = self._flow_set_by.decode() if self._flow_set_by != NULL else "an earlier call"
+        raise FlowError(
+            f"{fn.decode()} belongs to the {want} flow, but this Context is in the {have} "
+            f"flow since {by}; the general API (inputs_set/outputs_get) and the zero-copy "
+            f"API (set_io_mem) cannot be mixed on one context (RKNN API section 3.5). "
+            f"Use another Context for the other flow (dup() shares the weights).",
+            None, fn.decode())
+
+    # -- lifetime ---------------------------------------------------------------------------
+    def close(self):
+        """Destroy the context (``rknn_destroy``); a second call does nothing.
+
+        Mems created by this context that are still open are closed first, each with a
+        ``ResourceWarning``; unreleased outputs are released; bindings are dropped.
+
+        Raises
+        ------
+        BufferError
+            While buffer views of its mems or outputs exist (nothing is closed then), or
+            while one of its mems is the model buffer of another open context.
+        RuntimeError
+            While other open contexts share its weights (``share_weights_with``).
+        RKNNError
+            If ``rknn_destroy`` fails (the handle is forgotten anyway).
+
+        .. versionadded:: 0.1.0
+        """
+        global _live_contexts
+        cdef TensorMem m
+        cdef _OutputGroup g
+        cdef rknn_context h
+        cdef int ret = 0
+        if self.ctx == 0:
+            return
+        if self._weight_borrowers > 0:
+            raise RuntimeError(f"Context lends its weights to {self._weight_borrowers} open "
+                               "Context(s) (share_weights_with); close them first")
+        mems = [m for m in self._mems if m.mem != NULL]
+        groups = [g for g in self._out_groups if g.outs != NULL]
+        viewed = sum([m._exports for m in mems]) + sum([g._exports for g in groups])
+        if viewed:
+            raise BufferError(f"{viewed} buffer view(s) still exported; delete the numpy "
+                              "arrays first")
+        for m in mems:
+            if m._pins:
+                raise BufferError(f"{m!r} is the model buffer of an open Context; close that "
+                                  "Context first")
+        errors = []
+        for g in groups:
+            try:
+                g._release_c()
+            except RKNNError as e:
+                errors.append(e)
+        leftovers = []
+        for m in mems:
+            desc = repr(m)
+            try:
+                m._destroy()
+            except RKNNError as e:
+                errors.append(e)
+            leftovers.append(desc)
+        self._acquire()
+        h = self.ctx
+        self.ctx = 0
+        if h != 0 and _api.rknn_destroy != NULL:
+            with nogil:
+                ret = _api.rknn_destroy(h)
+        self._release()
+        if self._counted:
+            self._counted = False
+            _live_contexts -= 1
+            if self._model_mem is not None:
+                self._model_mem._pins -= 1
+            if self._weights_from is not None:
+                self._weights_from._weight_borrowers -= 1
+        # drop references only now, outside the lock (a mem freed here takes its
+        # own context's lock)
+        slots, self._slots, self._bound = self._slots, {}, []
+        model_mem, self._model_mem = self._model_mem, None
+        weights_from, self._weights_from = self._weights_from, None
+        del slots, model_mem, weights_from
+        self._in_attrs = self._out_attrs = None
+        for desc in leftovers:
+            _warn(f"{desc} was still open when its Context closed; it was closed now "
+                  "(close mems before their context)", ResourceWarning, stacklevel=2)
+        check(ret, b"rknn_destroy")
+        if errors:
+            raise errors[0]
+
+    @property
+    def closed(self):
+        """True once :meth:`close` ran."""
+        return self.ctx == 0
+
+    def __enter__(self):
+        self._check_open(b"__enter__")
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def handle(self):
+        """The ``rknn_context`` value (int; 0 once closed)."""
+        return self.ctx
+
+    @property
+    def flow(self):
+        """``"none"``, ``"general"`` or ``"zero-copy"``: the flow the first I/O call chose."""
+        return _FLOW_NAMES[self._flow]
+
+    @property
+    def mems(self):
+        """The open :class:`TensorMem` objects this context created."""
+        return [m for m in self._mems if (<TensorMem>m).mem != NULL]
+
+    @property
+    def bindings(self):
+        """What ``set_io_mem``/``set_weight_mem``/``set_internal_mem`` bound: a dict from
+        ``("input", i)``, ``("output", i)``, ``"weight"``, ``"internal"`` to the mem."""
+        return dict(self._slots)
+
+    def __repr__(self):
+        if self.ctx == 0:
+            return "<Context closed>"
+        return (f"<Context handle=0x{self.ctx:x} flags=0x{self.flags:x} "
+                f"flow={_FLOW_NAMES[self._flow]}>")
+
+    # -- model description -------------------------------------------------------------------
+    cdef int _load_attrs(self) except -1:
+        """Query and cache the input/output attributes (the current shape's after
+        set_input_shapes)."""
+        cdef rknn_input_output_num io
+        cdef rknn_tensor_attr a
+        cdef int ret
+        cdef uint32_t i
+        cdef rknn_query_cmd qi = RKNN_QUERY_INPUT_ATTR
+        cdef rknn_query_cmd qo = RKNN_QUERY_OUTPUT_ATTR
+        if self._in_attrs is not None:
+            return 0
+        if self._shapes_set:
+            qi = RKNN_QUERY_CURRENT_INPUT_ATTR
+            qo = RKNN_QUERY_CURRENT_OUTPUT_ATTR
+        self._query_into(RKNN_QUERY_IN_OUT_NUM, &io, sizeof(io))
+        ins = []
+        outs = []
+        for i in range(io.n_input):
+            memset(&a, 0, sizeof(a))
+            a.index = i
+            self._query_into(qi, &a, sizeof(a))
+            ins.append(_attr_from_c(&a))
+        for i in range(io.n_output):
+            memset(&a, 0, sizeof(a))
+            a.index = i
+            self._query_into(qo, &a, sizeof(a))
+            outs.append(_attr_from_c(&a))
+        self._in_attrs = tuple(ins)
+        self._out_attrs = tuple(outs)
+        return 0
+
+    cdef int _query_into(self, rknn_query_cmd cmd, void* info, uint32_t size) except -1:
+        cdef int ret
+        require(<void*>_api.rknn_query, b"rknn_query")
+        self._enter(b"query")
+        ret = _api.rknn_query(self.ctx, cmd, info, size)
+        self._release()
+        check(ret, b"rknn_query")
+        return 0
+
+    @property
+    def n_input(self):
+        """Number of model inputs."""
+        self._check_open(b"n_input")
+        self._load_attrs()
+        return len(self._in_attrs)
+
+    @property
+    def n_output(self):
+        """Number of model outputs."""
+        self._check_open(b"n_output")
+        self._load_attrs()
+        return len(self._out_attrs)
+
+    @property
+    def input_attrs(self):
+        """The input attributes (``INPUT_ATTR``, or ``CURRENT_INPUT_ATTR`` after
+        :meth:`set_input_shapes`), as a tuple of copies."""
+        self._check_open(b"input_attrs")
+        self._load_attrs()
+        return tuple([(<TensorAttr>a).copy() for a in self._in_attrs])
+
+    @property
+    def output_attrs(self):
+        """The output attributes, as a tuple of copies (see :attr:`input_attrs`)."""
+        self._check_open(b"output_attrs")
+        self._load_attrs()
+        return tuple([(<TensorAttr>a).copy() for a in self._out_attrs])
+
+    def query(self, cmd, index=0):
+        """Ask the runtime about the model or the last run (``rknn_query``).
+
+        Parameters
+        ----------
+        cmd : QueryCmd or int
+            The command.
+        index : int, default 0
+            Tensor index, for the ``*_ATTR`` commands and ``INPUT_DYNAMIC_RANGE``.
+
+        Returns
+        -------
+        InOutNum, TensorAttr, PerfDetail, PerfRun, SdkVersion, MemSize, str, DeviceMemInfo or InputRange
+            ``IN_OUT_NUM`` -> :class:`InOutNum`; every ``*_ATTR`` command ->
+            :class:`TensorAttr`; ``PERF_DETAIL`` -> :class:`PerfDetail`; ``PERF_RUN`` ->
+            :class:`PerfRun`; ``SDK_VERSION`` -> :class:`SdkVersion`; ``MEM_SIZE`` ->
+            :class:`MemSize`; ``CUSTOM_STRING`` -> str; ``DEVICE_MEM_INFO`` ->
+            :class:`DeviceMemInfo`; ``INPUT_DYNAMIC_RANGE`` -> :class:`InputRange`.
+
+        Raises
+        ------
+        ValueError
+            For an unknown command or a closed context.
+        IndexError
+            For a tensor index the model does not have.
+        RKNNError
+            The subclass of the status ``rknn_query`` returned (a query the platform
+            does not support, perf queries before a run ...).
+
+        .. versionadded:: 0.1.0
+        """
+        cdef int c
+        cdef long long idx
+        cdef rknn_input_output_num io
+        cdef rknn_tensor_attr a
+        cdef rknn_perf_detail pd
+        cdef rknn_perf_run pr
+        cdef rknn_sdk_version sv
+        cdef rknn_mem_size ms
+        cdef rknn_custom_string cs
+        cdef rknn_tensor_mem dm
+        cdef rknn_input_range* rng
+        cdef int ret
+        cdef uint32_t r, k
+        try:
+            c = cmd
+        except (TypeError, OverflowError):
+            raise TypeError(f"cmd must be a QueryCmd, got {cmd!r}") from None
+        if not 0 <= c < RKNN_QUERY_CMD_MAX:
+            raise ValueError(f"cmd {cmd!r} is not a query command; expected one of "
+                             f"{[m.name for m in QueryCmd]}")
+        try:
+            idx = index
+        except (TypeError, OverflowError):
+            raise TypeError(f"index must be an int, got {index!r}") from None
+        self._check_open(b"query")
+        if c == RKNN_QUERY_IN_OUT_NUM:
+            self._query_into(RKNN_QUERY_IN_OUT_NUM, &io, sizeof(io))
+            return InOutNum(io.n_input, io.n_output)
+        if c in _ATTR_QUERIES or c == RKNN_QUERY_INPUT_DYNAMIC_RANGE:
+            self._check_index(idx, _ATTR_QUERIES.get(c, False))
+        if c in _ATTR_QUERIES:
+            memset(&a, 0, sizeof(a))
+            a.index = <uint32_t>idx
+            self._query_into(<rknn_query_cmd>c, &a, sizeof(a))
+            return _attr_from_c(&a)
+        if c == RKNN_QUERY_PERF_DETAIL:
+            # the text is the runtime's and valid until its next call: copy it under the lock
+            memset(&pd, 0, sizeof(pd))
+            require(<void*>_api.rknn_query, b"rknn_query")
+            self._enter(b"query")
+            ret = _api.rknn_query(self.ctx, RKNN_QUERY_PERF_DETAIL, &pd, sizeof(pd))
+            if ret >= 0 and pd.perf_data != NULL:
+                text = pd.perf_data[:strnlen(pd.perf_data, pd.data_len) if pd.data_len
+                                    else strnlen(pd.perf_data, 1 << 24)]
+            else:
+                text = b""
+            self._release()
+            check(ret, b"rknn_query")
+            return PerfDetail(text.decode("utf-8", "replace"))
+        if c == RKNN_QUERY_PERF_RUN:
+            memset(&pr, 0, sizeof(pr))
+            self._query_into(RKNN_QUERY_PERF_RUN, &pr, sizeof(pr))
+            return PerfRun(pr.run_duration)
+        if c == RKNN_QUERY_SDK_VERSION:
+            memset(&sv, 0, sizeof(sv))
+            self._query_into(RKNN_QUERY_SDK_VERSION, &sv, sizeof(sv))
+            return SdkVersion(_cstr(sv.api_version, sizeof(sv.api_version)),
+                              _cstr(sv.drv_version, sizeof(sv.drv_version)))
+        if c == RKNN_QUERY_MEM_SIZE:
+            memset(&ms, 0, sizeof(ms))
+            self._query_into(RKNN_QUERY_MEM_SIZE, &ms, sizeof(ms))
+            return MemSize(ms.total_weight_size, ms.total_internal_size,
+                           ms.total_dma_allocated_size, ms.total_sram_size, ms.free_sram_size)
+        if c == RKNN_QUERY_CUSTOM_STRING:
+            memset(&cs, 0, sizeof(cs))
+            self._query_into(RKNN_QUERY_CUSTOM_STRING, &cs, sizeof(cs))
+            return _cstr(cs.string, sizeof(cs.string))
+        if c == RKNN_QUERY_DEVICE_MEM_INFO:
+            memset(&dm, 0, sizeof(dm))
+            self._query_into(RKNN_QUERY_DEVICE_MEM_INFO, &dm, sizeof(dm))
+            return DeviceMemInfo(<size_t>dm.virt_addr, dm.phys_addr, dm.fd, dm.offset,
+                                 dm.size, dm.flags)
+        if c == RKNN_QUERY_INPUT_DYNAMIC_RANGE:
+            rng = <rknn_input_range*>calloc(1, sizeof(rknn_input_range))
+            if rng == NULL:
+                raise MemoryError()
+            try:
+                rng.index = <uint32_t>idx
+                self._query_into(RKNN_QUERY_INPUT_DYNAMIC_RANGE, rng, sizeof(rknn_input_range))
+                nd = min(rng.n_dims, <uint32_t>RKNN_MAX_DIMS)
+                rows = tuple([tuple([rng.dyn_range[r][k] for k in range(nd)])
+                              for r in range(min(rng.shape_number, <uint32_t>RKNN_MAX_DYNAMIC_SHAPE_NUM))])
+                try:
+                    fmt = TensorFormat(rng.fmt)
+                except ValueError:
+                    fmt = int(rng.fmt)
+                return InputRange(rng.index, rng.shape_number, fmt,
+                                  _cstr(rng.name, sizeof(rng.name)), rng.n_dims, rows)
+            finally:
+                free(rng)
+        raise ValueError(f"query command {cmd!r} is not handled")  # pragma: no cover
+
+    cdef int _check_index(self, long long idx, bint output) except -1:
+        cdef rknn_input_output_num io
+        cdef Py_ssize_t n
+        if self._in_attrs is not None:
+            n = len(self._out_attrs) if output else len(self._in_attrs)
+        else:
+            try:
+                self._query_into(RKNN_QUERY_IN_OUT_NUM, &io, sizeof(io))
+            except RKNNError:
+                # e.g. COLLECT_MODEL_INFO_ONLY contexts: let the runtime judge the index
+                return 0
+            n = io.n_output if output else io.n_input
+        if not 0 <= idx < n:
+            kind = "output" if output else "input"
+            raise IndexError(f"{kind} index {idx} out of range: the model has {n} {kind}(s)"
+                             + (f", indices 0..{n - 1}" if n else ""))
+        return 0
+
+    # -- configuration ---------------------------------------------------------------------
+    def set_core_mask(self, mask):
+        """Choose the NPU cores the context runs on (``rknn_set_core_mask``).
+
+        Parameters
+        ----------
+        mask : CoreMask or int
+            ``AUTO``, ``CORE_0``, ``CORE_0_1``, ``ALL`` ... (multi-core chips only).
+
+        Raises
+        ------
+        ValueError
+            For a value outside the mask range or a closed context.
+        RKNNError
+            The subclass of the status (single-core chips refuse).
+
+        .. versionadded:: 0.1.0
+        """
+        cdef long long v
+        cdef int ret
+        try:
+            v = mask
+        except (TypeError, OverflowError):
+            raise TypeError(f"mask must be a CoreMask or int, got {mask!r}") from None
+        if not 0 <= v <= RKNN_NPU_CORE_UNDEFINED:
+            raise ValueError(f"mask 0x{v:x} is not a core mask; expected a CoreMask "
+                             f"(0..0x{RKNN_NPU_CORE_UNDEFINED:x})")
+        require(<void*>_api.rknn_set_core_mask, b"rknn_set_core_mask")
+        self._enter(b"set_core_mask")
+        ret = _api.rknn_set_core_mask(self.ctx, <rknn_core_mask>v)
+        self._release()
+        check(ret, b"rknn_set_core_mask")
+
+    def set_batch_core_num(self, core_num):
+        """Split multi-batch runs over ``core_num`` cores (``rknn_set_batch_core_num``).
+
+        Raises
+        ------
+        ValueError
+            If ``core_num`` is not a positive int, or the context is closed.
+        RKNNError
+            The subclass of the status (single-core chips refuse).
+
+        .. versionadded:: 0.1.0
+        """
+        cdef long long v
+        cdef int ret
+        try:
+            v = core_num
+        except (TypeError, OverflowError):
+            raise TypeError(f"core_num must be an int, got {core_num!r}") from None
+        if not 1 <= v <= 0x7FFFFFFF:
+            raise ValueError(f"core_num must be a positive number of cores, got {v}")
+        require(<void*>_api.rknn_set_batch_core_num, b"rknn_set_batch_core_num")
+        self._enter(b"set_batch_core_num")
+        ret = _api.rknn_set_batch_core_num(self.ctx, <int>v)
+        self._release()
+        check(ret, b"rknn_set_batch_core_num")
+
+    def dup(self):
+        """A second context on the same model, sharing its weights (``rknn_dup_context``).
+
+        Returns
+        -------
+        Context
+            Independent of this one (its own flow, bindings and lock).
+
+        Raises
+        ------
+        ValueError
+            If the context is closed.
+        RKNNError
+            The subclass of the status (RV1106-family chips refuse).
+
+        .. versionadded:: 0.1.0
+        """
+        global _live_contexts
+        cdef rknn_context src, out = 0
+        cdef int ret
+        cdef Context c = Context.__new__(Context)
+        require(<void*>_api.rknn_dup_context, b"rknn_dup_context")
+        self._enter(b"dup")
+        src = self.ctx
+        with nogil:
+            ret = _api.rknn_dup_context(&src, &out)
+        self._release()
+        check(ret, b"rknn_dup_context")
+        if out == 0:
+            raise RKNNError("rknn_dup_context succeeded but returned a NULL context", None,
+                            "rknn_dup_context")
+        c.ctx = out
+        c.flags = self.flags
+        c._counted = True
+        _live_contexts += 1
+        # the duplicate reads the same model buffer / borrowed weights
+        if self._model_mem is not None:
+            c._model_mem = self._model_mem
+            self._model_mem._pins += 1
+        if self._weights_from is not None:
+            c._weights_from = self._weights_from
+            self._weights_from._weight_borrowers += 1
+        return c
+
+    def set_input_shapes(self, attrs):
+        """Choose the input shapes of a dynamic-shape model (``rknn_set_input_shapes``).
+
+        Parameters
+        ----------
+        attrs : sequence of TensorAttr
+            One per input (``index``, ``name``, ``fmt``, ``dims`` set; the dims one of the
+            shapes of :class:`InputRange`).
+
+        Raises
+        ------
+        ValueError, TypeError, IndexError
+            Wrong count, type, duplicate or out-of-range indices, closed context.
+        RKNNError
+            The subclass of the status (a shape the model does not list ...).
+
+        Notes
+        -----
+        :attr:`input_attrs`/:attr:`output_attrs` follow (``CURRENT_*`` queries).
+        Bindings made with :meth:`set_io_mem` must be redone with the current attributes.
+
+        .. versionadded:: 0.1.0
+        """
+        cdef rknn_tensor_attr* arr
+        cdef uint32_t n, i
+        cdef int ret
+        self._check_open(b"set_input_shapes")
+        items = list(attrs)
+        for a in items:
+            if not isinstance(a, TensorAttr):
+                raise TypeError(f"set_input_shapes takes TensorAttr objects, got "
+                                f"{type(a).__name__}")
+        self._load_attrs()
+        n = len(self._in_attrs)
+        if len(items) != n:
+            raise ValueError(f"set_input_shapes needs one TensorAttr per input: expected {n}, "
+                             f"got {len(items)}")
+        seen = set()
+        for a in items:
+            if (<TensorAttr>a).c.index >= n or (<TensorAttr>a).c.index in seen:
+                raise IndexError(f"TensorAttr index {(<TensorAttr>a).c.index} is out of range "
+                                 f"or repeated; expected each of 0..{n - 1} once")
+            seen.add((<TensorAttr>a).c.index)
+        require(<void*>_api.rknn_set_input_shapes, b"rknn_set_input_shapes")
+        arr = <rknn_tensor_attr*>PyMem_Malloc(max(n, 1) * sizeof(rknn_tensor_attr))
+        if arr == NULL:
+            raise MemoryError()
+        try:
+            for i in range(n):
+                arr[i] = (<TensorAttr>items[i]).c
+            self._enter(b"set_input_shapes")
+            with nogil:
+                ret = _api.rknn_set_input_shapes(self.ctx, n, arr)
+            if ret >= 0:
+                self._shapes_set = True
+            self._release()
+        finally:
+            PyMem_Free(arr)
+        self._in_attrs = self._out_attrs = None
+        check(ret, b"rknn_set_input_shapes")
+
+    # -- general flow ------------------------------------------------------------------------
+    def inputs_set(self, inputs):
+        """Hand input data to the runtime, which converts it (``rknn_inputs_set``).
+
+        Parameters
+        ----------
+        inputs : sequence of (buffer or Input), or one buffer/Input
+            For a plain buffer (a numpy array ...) the index is its position, the type
+            comes from its dtype and the layout is the model input's.  Use
+            :class:`Input` for another index, type, layout or ``pass_through``.
+
+        Raises
+        ------
+        IndexError
+            For an input index the model does not have.
+        ValueError
+            Repeated index, wrong size or shape, non-contiguous buffer, a type the
+            runtime cannot convert from, a closed context.
+        TypeError
+            If a buffer's element type has no RKNN tensor type.
+        FlowError
+            If the context is in the zero-copy flow (``set_io_mem`` was called).
+        RKNNError
+            The subclass of the status ``rknn_inputs_set`` returned.
+
+        Notes
+        -----
+        The buffers are held (``Py_buffer``) during the call, with the GIL released.
+
+        .. versionadded:: 0.1.0
+        """
+        cdef Py_ssize_t n, k, nviews = 0
+        cdef rknn_input* arr = NULL
+        cdef Py_buffer* views = NULL
+        cdef int ret = 0, t, f
+        cdef TensorAttr a
+        cdef Input inp
+        cdef long long idx
+        cdef Py_ssize_t need
+        self._check_open(b"inputs_set")
+        if self._flow == _FLOW_ZERO_COPY:
+            self._flow_error(_FLOW_GENERAL, b"rknn_inputs_set")
+        require(<void*>_api.rknn_inputs_set, b"rknn_inputs_set")
+        self._load_attrs()
+        if isinstance(inputs, (list, tuple)):
+            items = list(inputs)
+        else:
+            items = [inputs]
+        n = len(items)
+        if n == 0:
+            raise ValueError(f"inputs_set needs at least one input (the model has "
+                             f"{len(self._in_attrs)})")
+        if n > len(self._in_attrs):
+            raise ValueError(f"{n} inputs given; the model has {len(self._in_attrs)}")
+        arr = <rknn_input*>PyMem_Malloc(n * sizeof(rknn_input))
+        views = <Py_buffer*>PyMem_Malloc(n * sizeof(Py_buffer))
+        if arr == NULL or views == NULL:
+            PyMem_Free(arr)
+            PyMem_Free(views)
+            raise MemoryError()
+        try:
+            memset(arr, 0, n * sizeof(rknn_input))
+            seen = set()
+            for k in range(n):
+                item = items[k]
+                inp = item if isinstance(item, Input) else Input(item)
+                idx = k if inp.index is None else inp.index
+                if not 0 <= idx < len(self._in_attrs):
+                    raise IndexError(f"input index {idx} out of range: the model has "
+                                     f"{len(self._in_attrs)} input(s)")
+                if idx in seen:
+                    raise ValueError(f"input index {idx} given twice")
+                seen.add(idx)
+                a = self._in_attrs[idx]
+                label = f"input {idx} ({a.name!r})"
+                if inp.buf is None:
+                    raise TypeError(f"{label}: buf is None; expected a buffer (numpy array)")
+                try:
+                    PyObject_GetBuffer(inp.buf, &views[k], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
+                except BufferError as e:
+                    raise ValueError(f"{label} must be a C-contiguous buffer "
+                                     f"(np.ascontiguousarray): {e}") from None
+                except TypeError:
+                    raise TypeError(f"{label}: expected a buffer (numpy array, bytes), got "
+                                    f"{type(inp.buf).__name__}") from None
+                nviews += 1
+                if inp.type is None:
+                    t = _type_of_format(views[k].format)
+                    if t < 0:
+                        raise TypeError(f"{label}: buffer format "
+                                        f"{views[k].format.decode('ascii', 'replace')!r} has no "
+                                        "RKNN tensor type; expected uint8, int8, float16 or "
+                                        "float32 (or pass Input(type=...))")
+                else:
+                    t = inp.type
+                    if not _type_known(t):
+                        raise ValueError(f"{label}: type {inp.type!r} is not a TensorType")
+                f = a.c.fmt if inp.fmt is None else inp.fmt
+                if not 0 <= f < RKNN_TENSOR_FORMAT_MAX:
+                    raise ValueError(f"{label}: fmt {inp.fmt!r} is not a TensorFormat")
+                if inp.pass_through:
+                    if t != <int>a.c.type:
+                        raise ValueError(f"{label}: pass_through needs data in the model type "
+                                         f"{_type_name(a.c.type)}, got {_type_name(t)}")
+                    if views[k].len < a.c.size:
+                        raise ValueError(f"{label}: pass_through data of {views[k].len} bytes "
+                                         f"is smaller than the tensor ({a.c.size} bytes)")
+                else:
+                    if t not in _CONVERTIBLE_INPUT_TYPES and t != <int>a.c.type:
+                        raise ValueError(f"{label}: cannot convert from {_type_name(t)}; "
+                                         f"expected uint8, int8, float16, float32 or the model "
+                                         f"type {_type_name(a.c.type)}")
+                    if f == RKNN_TENSOR_NC1HWC2:
+                        raise ValueError(f"{label}: NC1HWC2 data needs pass_through=True")
+                    if _ITEMSIZE[t] == 0:
+                        raise ValueError(f"{label}: {_type_name(t)} data cannot be converted")
+                    need = a.c.n_elems * _ITEMSIZE[t]
+                    expected = _dims_in_fmt(a, f)
+                    if views[k].len != need:
+                        raise ValueError(f"{label} expects {need} bytes ({_shape_str(expected)} "
+                                         f"{_type_name(t)} {_fmt_name(f)}), got {views[k].len}")
+                    if views[k].ndim > 1 and views[k].itemsize == _ITEMSIZE[t]:
+                        got = tuple([views[k].shape[i] for i in range(views[k].ndim)])
+                        if _strip_ones(got) != _strip_ones(expected):
+                            raise ValueError(f"{label} expects shape {_shape_str(expected)} "
+                                             f"({_fmt_name(f)}), got {_shape_str(got)}")
+                arr[k].index = <uint32_t>idx
+                arr[k].buf = views[k].buf
+                arr[k].size = <uint32_t>views[k].len
+                arr[k].pass_through = 1 if inp.pass_through else 0
+                arr[k].type = <rknn_tensor_type>t
+                arr[k].fmt = <rknn_tensor_format>f
+            self._enter(b"inputs_set")
+            if self._flow == _FLOW_ZERO_COPY:
+                self._release()
+                self._flow_error(_FLOW_GENERAL, b"rknn_inputs_set")
+            with nogil:
+                ret = _api.rknn_inputs_set(self.ctx, <uint32_t>n, arr)
+            if ret >= 0 and self._flow == _FLOW_NONE:
+                self._flow = _FLOW_GENERAL
+                self._flow_set_by = b"inputs_set()"
+            self._release()
+        finally:
+            for k in range(nviews):
+                PyBuffer_Release(&views[k])
+            PyMem_Free(views)
+            PyMem_Free(arr)
+        check(ret, b"rknn_inputs_set")
+
+    def run(self, *, non_block=False, timeout_ms=0):
+        """Run the model once (``rknn_run``), with the GIL released.
+
+        Parameters
+        ----------
+        non_block : bool, default False
+            Return before the NPU is done (documented as unimplemented by the vendor).
+        timeout_ms : int, default 0
+            Wait limit for ``non_block``.
+
+        Returns
+        -------
+        int
+            ``rknn_run_extend.frame_id`` of the frame run.
+
+        Raises
+        ------
+        ValueError
+            If the context is closed, or a mem bound with ``set_*_mem`` was closed.
+        RKNNError
+            The subclass of the status ``rknn_run`` returned.
+
+        .. versionadded:: 0.1.0
+        """
+        cdef rknn_run_extend ext
+        cdef int ret
+        cdef TensorMem m
+        memset(&ext, 0, sizeof(ext))
+        if non_block:
+            ext.non_block = 1
+        if timeout_ms:
+            ext.timeout_ms = timeout_ms
+        require(<void*>_api.rknn_run, b"rknn_run")
+        self._enter(b"run")
+        # zero-copy: refuse to run with memory the user destroyed (checked under the lock:
+        # TensorMem.close marks its bindings dead under this same lock)
+        for m in self._bound:
+            if m._dead:
+                self._release()
+                self._raise_dead_binding()
+        with nogil:
+            ret = _api.rknn_run(self.ctx, &ext)
+        self._release()
+        check(ret, b"rknn_run")
+        return ext.frame_id
+
+    cdef int _raise_dead_binding(self) except -1:
+        for key, m in self._slots.items():
+            if (<TensorMem>m)._dead:
+                raise ValueError(f"the TensorMem bound as {key!r} was closed; bind another one "
+                                 "(set_io_mem/set_weight_mem/set_internal_mem) before run()")
+        raise ValueError("a bound TensorMem was closed")  # pragma: no cover
+
+    def wait(self, *, timeout_ms=0):
+        """Wait for a non-blocking run (``rknn_wait``), with the GIL released.
+
+        Returns
+        -------
+        int
+            The frame id.
+
+        Raises
+        ------
+        ValueError
+            If the context is closed.
+        RKNNError
+            The subclass of the status (every V2.5.0 platform reports it unsupported).
+
+        .. versionadded:: 0.1.0
+        """
+        cdef rknn_run_extend ext
+        cdef int ret
+        memset(&ext, 0, sizeof(ext))
+        ext.timeout_ms = timeout_ms
+        require(<void*>_api.rknn_wait, b"rknn_wait")
+        self._enter(b"wait")
+        with nogil:
+            ret = _api.rknn_wait(self.ctx, &ext)
+        self._release()
+        check(ret, b"rknn_wait")
+        return ext.frame_id
+
+    cdef int _output_layout(self, TensorAttr a, bint want_float, _Layout* lay) except -1:
+        """What rknn_outputs_get returns for output `a`: NCHW, float32 or the model type."""
+        cdef rknn_tensor_attr c = a.c
+        if c.n_dims == 4 and c.fmt == RKNN_TENSOR_NHWC:
+            c.dims[1], c.dims[2], c.dims[3] = a.c.dims[3], a.c.dims[1], a.c.dims[2]
+            c.fmt = RKNN_TENSOR_NCHW
+        c.w_stride = 0
+        c.h_stride = 0
+        c.size_with_stride = 0
+        if want_float:
+            c.type = RKNN_TENSOR_FLOAT32
+        elif c.fmt == RKNN_TENSOR_NC1HWC2:
+            c.fmt = RKNN_TENSOR_UNDEFINED
+        if not _type_known(c.type) or _FORMAT[<int>c.type] == NULL:
+            _layout_raw(lay, 0)
+            return 0
+        _layout_of_attr(&c, lay)
+        return 0
+
+    def outputs_get(self, want_float=False, out=None):
+        """Fetch the outputs of the last run (``rknn_outputs_get``), GIL released.
+
+        Parameters
+        ----------
+        want_float : bool, default False
+            True: float32, dequantized, NCHW.  False: the model's type.
+        out : sequence of writable buffers, optional
+            One per output, C-contiguous, of the right dtype and size: the runtime
+            writes into them (``is_prealloc = 1``) and they are returned.  Without it,
+            the runtime allocates the buffers (``is_prealloc = 0``).
+
+        Returns
+        -------
+        Outputs or list
+            Without ``out``: an :class:`Outputs` viewing the runtime's buffers (release
+            it, or let it and its views go).  With ``out``: the list of ``out`` buffers
+            (the call is paired with ``rknn_outputs_release`` already).
+
+        Raises
+        ------
+        ValueError, TypeError
+            Wrong number, dtype, size or shape of ``out`` buffers, read-only or
+            non-contiguous buffers, a closed context.
+        FlowError
+            If the context is in the zero-copy flow.
+        RKNNError
+            The subclass of the status ``rknn_outputs_get`` returned.
+
+        .. versionadded:: 0.1.0
+        """
+        cdef uint32_t n, i
+        cdef int ret = 0, ret2 = 0, t
+        cdef rknn_output* arr = NULL
+        cdef Py_buffer* views = NULL
+        cdef Py_ssize_t nviews = 0, need
+        cdef rknn_output_extend oext
+        cdef _OutputGroup g
+        cdef Output o
+        cdef TensorAttr a
+        cdef _Layout lay
+        cdef bint wf = bool(want_float)
+        self._check_open(b"outputs_get")
+        if self._flow == _FLOW_ZERO_COPY:
+            self._flow_error(_FLOW_GENERAL, b"rknn_outputs_get")
+        require(<void*>_api.rknn_outputs_get, b"rknn_outputs_get")
+        require(<void*>_api.rknn_outputs_release, b"rknn_outputs_release")
+        self._load_attrs()
+        n = len(self._out_attrs)
+        memset(&oext, 0, sizeof(oext))
+        if out is not None:
+            outs = list(out)
+            if len(outs) != n:
+                raise ValueError(f"out must hold one buffer per output: expected {n}, "
+                                 f"got {len(outs)}")
+            arr = <rknn_output*>calloc(max(n, 1), sizeof(rknn_output))
+            views = <Py_buffer*>PyMem_Malloc(max(n, 1) * sizeof(Py_buffer))
+            if arr == NULL or views == NULL:
+                free(arr)
+                PyMem_Free(views)
+                raise MemoryError()
+            try:
+                for i in range(n):
+                    a = self._out_attrs[i]
+                    label = f"out[{i}] (output {a.name!r})"
+                    try:
+                        PyObject_GetBuffer(outs[i], &views[i],
+                                           PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
+                    except BufferError as e:
+                        raise ValueError(f"{label} must be a writable C-contiguous buffer: {e}") \
+                            from None
+                    except TypeError:
+                        raise TypeError(f"{label}: expected a writable buffer (numpy array), "
+                                        f"got {type(outs[i]).__name__}") from None
+                    nviews += 1
+                    self._output_layout(a, wf, &lay)
+                    t = RKNN_TENSOR_FLOAT32 if wf else a.c.type
+                    if _type_of_format(views[i].format) != t:
+                        raise ValueError(f"{label} must be {dtype_of(t)} for "
+                                         f"want_float={wf}, got buffer format "
+                                         f"{views[i].format.decode('ascii', 'replace')!r}")
+                    if views[i].len < lay.nbytes or views[i].len > 0xFFFFFFFF:
+                        raise ValueError(f"{label} needs {lay.nbytes} bytes "
+                                         f"({_shape_str(_layout_shape(&lay))} {dtype_of(t)}), "
+                                         f"got {views[i].len}")
+                    if views[i].ndim > 1:
+                        got = tuple([views[i].shape[k] for k in range(views[i].ndim)])
+                        if _strip_ones(got) != _strip_ones(_layout_shape(&lay)):
+                            raise ValueError(f"{label} must have shape "
+                                             f"{_shape_str(_layout_shape(&lay))}, got "
+                                             f"{_shape_str(got)}")
+                    arr[i].want_float = wf
+                    arr[i].is_prealloc = 1
+                    arr[i].index = i
+                    arr[i].buf = views[i].buf
+                    arr[i].size = <uint32_t>views[i].len
+                self._enter(b"outputs_get")
+                if self._flow == _FLOW_ZERO_COPY:
+                    self._release()
+                    self._flow_error(_FLOW_GENERAL, b"rknn_outputs_get")
+                with nogil:
+                    ret = _api.rknn_outputs_get(self.ctx, n, arr, &oext)
+                    if ret >= 0:
+                        ret2 = _api.rknn_outputs_release(self.ctx, n, arr)
+                if ret >= 0 and self._flow == _FLOW_NONE:
+                    self._flow = _FLOW_GENERAL
+                    self._flow_set_by = b"outputs_get()"
+                self._release()
+            finally:
+                for i in range(nviews):
+                    PyBuffer_Release(&views[i])
+                PyMem_Free(views)
+                free(arr)
+            check(ret, b"rknn_outputs_get")
+            check(ret2, b"rknn_outputs_release")
+            return outs
+
+        # runtime-allocated buffers: everything that can fail in Python is made first,
+        # so the runtime's buffers always end up owned by the group
+        g = _OutputGroup.__new__(_OutputGroup)
+        g.context = self
+        items = []
+        for i in range(n):
+            o = Output.__new__(Output)
+            o._group = g
+            o._i = i
+            o.attr = (<TensorAttr>self._out_attrs[i]).copy()
+            items.append(o)
+        result = Outputs.__new__(Outputs)
+        (<Outputs>result)._group = g
+        (<Outputs>result)._items = tuple(items)
+        self._out_groups.add(g)
+        arr = <rknn_output*>calloc(max(n, 1), sizeof(rknn_output))
+        if arr == NULL:
+            raise MemoryError()
+        for i in range(n):
+            arr[i].want_float = wf
+            arr[i].is_prealloc = 0
+            arr[i].index = i
+        self._enter(b"outputs_get")
+        if self._flow == _FLOW_ZERO_COPY:
+            self._release()
+            free(arr)
+            self._flow_error(_FLOW_GENERAL, b"rknn_outputs_get")
+        with nogil:
+            ret = _api.rknn_outputs_get(self.ctx, n, arr, &oext)
+        if ret >= 0:
+            g.outs = arr
+            g.n = n
+            g.frame_id = oext.frame_id
+            if self._flow == _FLOW_NONE:
+                self._flow = _FLOW_GENERAL
+                self._flow_set_by = b"outputs_get()"
+        self._release()
+        if ret < 0:
+            free(arr)
+            check(ret, b"rknn_outputs_get")
+        for i in range(n):
+            o = items[i]
+            self._output_layout(self._out_attrs[i], wf, &o._layout)
+            # never let a view reach past what the runtime returned
+            if arr[i].buf == NULL:
+                _layout_raw(&o._layout, 0)
+            elif o._layout.nbytes > arr[i].size or o._layout.ndim == 0 and arr[i].size < o._layout.itemsize:
+                _layout_raw(&o._layout, arr[i].size)
+        return result
+
+    def outputs_release(self, outputs):
+        """Give the buffers of an :meth:`outputs_get` result back (``rknn_outputs_release``).
+
+        Same as ``outputs.release()``; idempotent.
+
+        Raises
+        ------
+        BufferError
+            While views of the outputs exist.
+        TypeError
+            If ``outputs`` is not an :class:`Outputs` of this context.
+
+        .. versionadded:: 0.1.0
+        """
+        if not isinstance(outputs, Outputs):
+            raise TypeError(f"outputs_release takes the Outputs returned by outputs_get, got "
+                            f"{type(outputs).__name__}")
+        if (<Outputs>outputs)._group.context is not self:
+            raise ValueError("these Outputs belong to another Context")
+        (<Outputs>outputs)._group._release_c()
+
+    # -- zero-copy flow ----------------------------------------------------------------------
+    cdef tuple _which_tensor(self, TensorAttr attr):
+        """(is_output, index) of the tensor `attr` names: by name, else by an unambiguous
+        index (the runtime's rule)."""
+        cdef TensorAttr a
+        self._load_attrs()
+        name = attr.name
+        if name:
+            for a in self._in_attrs:
+                if a.name == name:
+                    return (False, a.c.index)
+            for a in self._out_attrs:
+                if a.name == name:
+                    return (True, a.c.index)
+            raise ValueError(f"attr.name {name!r} names no input or output of the model; "
+                             f"expected one of {[a.name for a in self._in_attrs]} (inputs) "
+                             f"or {[a.name for a in self._out_attrs]} (outputs)")
+        ni, no = len(self._in_attrs), len(self._out_attrs)
+        i = attr.c.index
+        if no <= i < ni:
+            return (False, i)
+        if ni <= i < no:
+            return (True, i)
+        raise ValueError(f"attr (index {i}, no name) does not say which tensor it is: set "
+                         f"attr.name to an input or output name (attributes from query() "
+                         "carry it)")
+
+    cdef int _set_slot(self, object key, TensorMem mem) except -1:
+        self._slots[key] = mem
+        self._bound = list(self._slots.values())
+        if mem._bound_to is None:
+            mem._bound_to = _weakref.WeakSet()
+        mem._bound_to.add(self)
+        return 0
+
+    def set_io_mem(self, TensorMem mem not None, TensorAttr attr not None):
+        """Bind NPU memory to an input or output (``rknn_set_io_mem``).
+
+        The tensor is the one ``attr.name`` names (else the one ``attr.index`` names,
+        when unambiguous); ``attr.type``/``fmt``/``pass_through`` say what the memory
+        holds (the runtime converts).  The mem is then bound to ``attr``
+        (:meth:`TensorMem.bind`), so ``np.asarray(mem)`` is the tensor, and the context
+        keeps a reference to it until rebound or closed.
+
+        Raises
+        ------
+        ValueError
+            Closed context or mem, an attr naming no tensor, a mem smaller than the
+            tensor's extent (``w_stride``/``h_stride`` padding included), pass_through
+            with a type other than the model's.
+        FlowError
+            If the context is in the general flow.
+        RKNNError
+            The subclass of the status ``rknn_set_io_mem`` returned.
+
+        .. versionadded:: 0.1.0
+        """
+        cdef _Layout lay
+        cdef bint typed = True
+        cdef int ret
+        cdef TensorAttr model_attr
+        self._check_open(b"set_io_mem")
+        mem._check_open("set_io_mem")
+        if self._flow == _FLOW_GENERAL:
+            self._flow_error(_FLOW_ZERO_COPY, b"rknn_set_io_mem")
+        require(<void*>_api.rknn_set_io_mem, b"rknn_set_io_mem")
+        is_out, idx = self._which_tensor(attr)
+        model_attr = (self._out_attrs if is_out else self._in_attrs)[idx]
+        kind = "output" if is_out else "input"
+        if not is_out and attr.c.pass_through and attr.c.type != model_attr.c.type:
+            raise ValueError(f"input {idx} ({model_attr.name!r}): pass_through needs the model "
+                             f"type {_type_name(model_attr.c.type)}, got {_type_name(attr.c.type)}")
+        if not _type_known(attr.c.type):
+            raise ValueError(f"attr.type {attr.c.type} is not a TensorType")
+        if _FORMAT[<int>attr.c.type] == NULL:
+            typed = False
+        else:
+            _layout_of_attr(&attr.c, &lay)
+            if lay.extent > mem.mem.size:
+                raise ValueError(f"TensorMem of {mem.mem.size} bytes is too small for {kind} "
+                                 f"{idx} ({model_attr.name!r}) as {_type_name(attr.c.type)} "
+                                 f"{attr.layout} {list(attr.dims)}: expected at least "
+                                 f"{lay.extent} bytes (w_stride/h_stride padding included)")
+        self._enter(b"set_io_mem")
+        if self._flow == _FLOW_GENERAL:
+            self._release()
+            self._flow_error(_FLOW_ZERO_COPY, b"rknn_set_io_mem")
+        if mem.mem == NULL:
+            self._release()
+            raise ValueError("set_io_mem on closed TensorMem")
+        ret = _api.rknn_set_io_mem(self.ctx, mem.mem, &attr.c)
+        if ret >= 0 and self._flow == _FLOW_NONE:
+            self._flow = _FLOW_ZERO_COPY
+            self._flow_set_by = b"set_io_mem()"
+        self._release()
+        check(ret, b"rknn_set_io_mem")
+        self._set_slot((kind, idx), mem)
+        if typed:
+            mem._layout = lay
+            mem._attr = attr.copy()
+            mem._bound = True
+        else:
+            mem._bound = False
+            mem._attr = None
+
+    cdef int _set_whole_mem(self, TensorMem mem, const char* what, bint weight) except -1:
+        cdef int ret
+        cdef rknn_mem_size ms
+        self._check_open(what)
+        mem._check_open(what.decode())
+        if weight:
+            require(<void*>_api.rknn_set_weight_mem, b"rknn_set_weight_mem")
+        else:
+            require(<void*>_api.rknn_set_internal_mem, b"rknn_set_internal_mem")
+        memset(&ms, 0, sizeof(ms))
+        try:
+            self._query_into(RKNN_QUERY_MEM_SIZE, &ms, sizeof(ms))
+        except RKNNError:
+            pass                         # the runtime will judge the size itself
+        else:
+            need = ms.total_weight_size if weight else ms.total_internal_size
+            if mem.mem.size < need:
+                raise ValueError(f"TensorMem of {mem.mem.size} bytes is too small for the "
+                                 f"{'weights' if weight else 'internal tensors'}: expected at "
+                                 f"least {need} bytes (query(QueryCmd.MEM_SIZE))")
+        self._enter(what)
+        if mem.mem == NULL:
+            self._release()
+            raise ValueError(f"{what.decode()} on closed TensorMem")
+        if weight:
+            ret = _api.rknn_set_weight_mem(self.ctx, mem.mem)
+        else:
+            ret = _api.rknn_set_internal_mem(self.ctx, mem.mem)
+        self._release()
+        check(ret, b"rknn_set_weight_mem" if weight else b"rknn_set_internal_mem")
+        self._set_slot("weight" if weight else "internal", mem)
+        return 0
+
+    def set_weight_mem(self, TensorMem mem not None):
+        """Give the context the memory for its weights (``rknn_set_weight_mem``).
+
+        For contexts created with ``RKNN_FLAG_MEM_ALLOC_OUTSIDE``; the size comes from
+        ``query(QueryCmd.MEM_SIZE).total_weight_size``.  The context keeps a reference
+        to the mem until rebound or closed.
+
+        Raises
+        ------
+        ValueError
+            Closed context or mem, or a mem smaller than the weights.
+        RKNNError
+            The subclass of the status ``rknn_set_weight_mem`` returned.
+
+        .. versionadded:: 0.1.0
+        """
+        self._set_whole_mem(mem, b"set_weight_mem", True)
+
+    def set_internal_mem(self, TensorMem mem not None):
+        """Give the context the memory for its internal tensors (``rknn_set_internal_mem``).
+
+        Several contexts that run one after another may share one buffer.  The size comes
+        from ``query(QueryCmd.MEM_SIZE).total_internal_size``.  The context keeps a
+        reference to the mem until rebound or closed.
+
+        Raises
+        ------
+        ValueError
+            Closed context or mem, or a mem smaller than the internal size.
+        RKNNError
+            The subclass of the status ``rknn_set_internal_mem`` returned.
+
+        .. versionadded:: 0.1.0
+        """
+        self._set_whole_mem(mem, b"set_internal_mem", False)
+
+    # -- memory ------------------------------------------------------------------------------
+    def create_mem(self, size):
+        """Allocate cacheable NPU memory (``rknn_create_mem``), with the GIL released.
+
+        Parameters
+        ----------
+        size : int
+            Bytes (1 .. 2**32 - 1), e.g. ``attr.size_with_stride``.
+
+        Returns
+        -------
+        TensorMem
+            Owned: ``close()`` destroys it; the context closes it if it is left open.
+
+        Raises
+        ------
+        ValueError
+            Bad size or closed context.
+        RKNNError
+            If the runtime returns NULL.
+
+        .. versionadded:: 0.1.0
+        """
+        cdef uint64_t n = _mem_size(size, 0xFFFFFFFF)
+        cdef rknn_tensor_mem* m
+        cdef TensorMem t = TensorMem.__new__(TensorMem)
+        require(<void*>_api.rknn_create_mem, b"rknn_create_mem")
+        self._enter(b"create_mem")
+        with nogil:
+            m = _api.rknn_create_mem(self.ctx, <uint32_t>n)
+        self._release()
+        if m == NULL:
+            raise RKNNError(f"rknn_create_mem returned NULL (size {n})", None, "rknn_create_mem")
+        return self._adopt(t, m, None, False)
+
+    cdef TensorMem _adopt(self, TensorMem t, rknn_tensor_mem* m, object owner, bint no_ctx):
+        t.mem = m
+        t.owner = owner
+        if not no_ctx:
+            t.context = self
+            self._mems.add(t)
+        return t
+
+    def create_mem2(self, size, flags=0):
+        """Allocate NPU memory with allocation flags (``rknn_create_mem2``), GIL released.
+
+        Parameters
+        ----------
+        size : int
+            Bytes (1 .. 2**32 - 1).
+        flags : MemAllocFlag or int, default 0
+            ``CACHEABLE`` (= 0, the default), ``NON_CACHEABLE``, ``TRY_ALLOC_SRAM``,
+            ``ALLOC_NO_CONTEXT`` (the mem then belongs to no context).
+
+        Returns
+        -------
+        TensorMem
+
+        Raises
+        ------
+        ValueError
+            Bad size or flags, closed context.
+        RKNNError
+            If the runtime returns NULL.
+
+        .. versionadded:: 0.1.0
+        """
+        cdef uint64_t f = _alloc_flags(flags)
+        cdef uint64_t n = _mem_size(size, 0xFFFFFFFF)
+        cdef rknn_tensor_mem* m
+        cdef TensorMem t = TensorMem.__new__(TensorMem)
+        require(<void*>_api.rknn_create_mem2, b"rknn_create_mem2")
+        self._enter(b"create_mem2")
+        with nogil:
+            m = _api.rknn_create_mem2(self.ctx, n, f)
+        self._release()
+        if m == NULL:
+            raise RKNNError(f"rknn_create_mem2 returned NULL (size {n}, flags 0x{f:x})", None,
+                            "rknn_create_mem2")
+        return self._adopt(t, m, None, (f & RKNN_MEM_FLAG_ALLOC_NO_CONTEXT) != 0)
+
+    def create_mem_from_fd(self, fd, size, offset=0, virt_addr=None, *, owner=None):
+        """Wrap memory behind a file descriptor (``rknn_create_mem_from_fd``).
+
+        Parameters
+        ----------
+        fd : int or object with ``fileno()``
+            A dma-buf, memfd or other mmap-able fd.
+        size : int
+            Bytes of data.
+        offset : int, default 0
+            Where the data starts in the fd.
+        virt_addr : None, int or writable buffer, optional
+            The CPU mapping of the fd (from its start): None lets the runtime map it; an
+            int is an address; a buffer (e.g. an ``mmap``) is pinned while the mem lives.
+        owner : object, optional
+            Kept referenced while the mem lives (default: ``fd`` itself when it is an
+            object), so the fd stays open.
+
+        Returns
+        -------
+        TensorMem
+            ``close()`` releases the descriptor only; the fd and its memory are the
+            caller's.
+
+        Raises
+        ------
+        ValueError, TypeError
+            Bad fd, size, offset or virt_addr; closed context.
+        RKNNError
+            If the runtime returns NULL.
+
+        .. versionadded:: 0.1.0
+        """
+        cdef long long cfd, coff
+        cdef uint64_t n = _mem_size(size, 0xFFFFFFFF)
+        cdef void* virt = NULL
+        cdef Py_ssize_t vlen = 0
+        cdef rknn_tensor_mem* m
+        cdef TensorMem t = TensorMem.__new__(TensorMem)
+        if isinstance(fd, int):
+            cfd = fd
+        elif hasattr(fd, "fileno"):
+            cfd = fd.fileno()
+            if owner is None:
+                owner = fd
+        else:
+            raise TypeError(f"fd must be an int or have fileno(), got {type(fd).__name__}")
+        if not 0 <= cfd <= 0x7FFFFFFF:
+            raise ValueError(f"fd must be an open file descriptor (>= 0), got {cfd}")
+        coff = offset
+        if not 0 <= coff <= 0x7FFFFFFF:
+            raise ValueError(f"offset must be 0..2147483647, got {coff}")
+        pin = None
+        if virt_addr is not None:
+            if isinstance(virt_addr, int):
+                if virt_addr == 0:
+                    raise ValueError("virt_addr 0 is not an address (pass None to let the "
+                                     "runtime map the fd)")
+                virt = <void*><size_t>virt_addr
+            else:
+                pin = _view_pin(virt_addr, &virt, &vlen)
+                if <uint64_t>vlen < <uint64_t>coff + n:
+                    raise ValueError(f"virt_addr buffer of {vlen} bytes is smaller than "
+                                     f"offset + size ({coff + n})")
+        require(<void*>_api.rknn_create_mem_from_fd, b"rknn_create_mem_from_fd")
+        self._enter(b"create_mem_from_fd")
+        with nogil:
+            m = _api.rknn_create_mem_from_fd(self.ctx, <int32_t>cfd, virt, <uint32_t>n,
+                                             <int32_t>coff)
+        self._release()
+        if m == NULL:
+            raise RKNNError(f"rknn_create_mem_from_fd returned NULL (fd {cfd}, size {n}, "
+                            f"offset {coff})", None, "rknn_create_mem_from_fd")
+        t._virt_pin = pin
+        return self._adopt(t, m, owner, False)
+
+    def create_mem_from_phys(self, phys_addr, size, virt_addr=None, *, owner=None):
+        """Wrap memory at a physical address (``rknn_create_mem_from_phys``).
+
+        Parameters
+        ----------
+        phys_addr : int
+            Device (physical) address, e.g. ``other_mem.phys_addr``.
+        size : int
+            Bytes.
+        virt_addr : None, int or writable buffer, optional
+            Its CPU mapping (None: let the runtime find it).
+        owner : object, optional
+            Kept referenced while the mem lives (whatever owns the allocation).
+
+        Returns
+        -------
+        TensorMem
+
+        Raises
+        ------
+        ValueError, TypeError
+            Bad arguments or closed context.
+        RKNNError
+            If the runtime returns NULL (an address it does not know ...).
+
+        .. versionadded:: 0.1.0
+        """
+        cdef uint64_t phys
+        cdef uint64_t n = _mem_size(size, 0xFFFFFFFF)
+        cdef void* virt = NULL
+        cdef Py_ssize_t vlen = 0
+        cdef rknn_tensor_mem* m
+        cdef TensorMem t = TensorMem.__new__(TensorMem)
+        try:
+            phys = phys_addr
+        except (TypeError, OverflowError):
+            raise ValueError(f"phys_addr must be an int in 0..2**64-1, got {phys_addr!r}") from None
+        pin = None
+        if virt_addr is not None:
+            if isinstance(virt_addr, int):
+                virt = <void*><size_t>virt_addr
+            else:
+                pin = _view_pin(virt_addr, &virt, &vlen)
+                if <uint64_t>vlen < n:
+                    raise ValueError(f"virt_addr buffer of {vlen} bytes is smaller than size {n}")
+        require(<void*>_api.rknn_create_mem_from_phys, b"rknn_create_mem_from_phys")
+        self._enter(b"create_mem_from_phys")
+        with nogil:
+            m = _api.rknn_create_mem_from_phys(self.ctx, phys, virt, <uint32_t>n)
+        self._release()
+        if m == NULL:
+            raise RKNNError(f"rknn_create_mem_from_phys returned NULL (phys 0x{phys:x}, "
+                            f"size {n})", None, "rknn_create_mem_from_phys")
+        t._virt_pin = pin
+        return self._adopt(t, m, owner, False)
+
+    def create_mem_from_mb_blk(self, mb_blk, offset=0, *, owner=None):
+        """Wrap an RK MPI ``MB_BLK`` buffer (``rknn_create_mem_from_mb_blk``).
+
+        Parameters
+        ----------
+        mb_blk : int
+            The ``MB_BLK`` handle (an address).
+        offset : int, default 0
+            Offset of the data in the block.
+        owner : object, optional
+            Kept referenced while the mem lives.
+
+        Raises
+        ------
+        NotSupportedError
+            If the runtime lacks the symbol (most librknnrt builds).
+        RKNNError
+            If it returns NULL (V2.5.0 documents it unsupported on every chip).
+
+        .. versionadded:: 0.1.0
+        """
+        cdef size_t blk
+        cdef long long coff = offset
+        cdef rknn_tensor_mem* m
+        cdef TensorMem t = TensorMem.__new__(TensorMem)
+        try:
+            blk = mb_blk
+        except (TypeError, OverflowError):
+            raise TypeError(f"mb_blk must be an int handle, got {mb_blk!r}") from None
+        if blk == 0:
+            raise ValueError("mb_blk must be a non-NULL MB_BLK handle")
+        if not 0 <= coff <= 0x7FFFFFFF:
+            raise ValueError(f"offset must be 0..2147483647, got {coff}")
+        require(<void*>_api.rknn_create_mem_from_mb_blk, b"rknn_create_mem_from_mb_blk")
+        self._enter(b"create_mem_from_mb_blk")
+        with nogil:
+            m = _api.rknn_create_mem_from_mb_blk(self.ctx, <void*>blk, <int32_t>coff)
+        self._release()
+        if m == NULL:
+            raise RKNNError("rknn_create_mem_from_mb_blk returned NULL (unsupported by this "
+                            "runtime or platform)", None, "rknn_create_mem_from_mb_blk")
+        return self._adopt(t, m, owner, False)
+
+
+def live_contexts():
+    """Number of open :class:`Context` objects (what blocks a runtime switch)."""
+    return _live_contexts

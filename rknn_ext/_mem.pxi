@@ -1,0 +1,560 @@
+# TensorMem: one rknn_tensor_mem, its lifetime and its buffer-protocol views.
+#
+# Lifetime (DESIGN.md "Ownership and validity"):
+#  - a TensorMem holds a strong reference to its Context (rknn_destroy_mem needs it), so
+#    the context outlives it; the context tracks its mems in a WeakSet and closes the
+#    leftovers when it closes;
+#  - every buffer export (memoryview, numpy array, DLPack capsule) is counted exactly in
+#    _exports and holds a reference to the TensorMem (buffer.obj / the capsule's manager),
+#    so __dealloc__ never runs while a view exists, and close() refuses while one does;
+#  - the class is no_gc_clear: when the garbage collector breaks a cycle through a mem
+#    (context -> set_io_mem binding -> mem -> context), the mem must still see its
+#    context in __dealloc__ to destroy the descriptor with the right handle.  The cycle is
+#    broken on the Context side instead (its references are cleared; the handle is not).
+
+import weakref as _weakref
+
+from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_ANY_CONTIGUOUS,
+                             PyBUF_WRITABLE, PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES,
+                             PyBUF_C_CONTIGUOUS, PyBUF_F_CONTIGUOUS, PyBUF_SIMPLE)
+from libc.stdlib cimport malloc, free
+
+cdef char _EMPTY[1]                          # what a 0-byte export points at (never NULL)
+_EMPTY[0] = 0
+
+_NOT_DIRECT = ("TensorMem cannot be created directly; use Context.create_mem(), "
+               "create_mem2(), create_mem_from_fd(), create_mem_from_phys() or "
+               "create_mem_from_mb_blk()")
+
+
+class _ClosedViewError(BufferError, ValueError):
+    """A view of a closed object was requested (a BufferError and a ValueError)."""
+
+
+cdef bint _multi_axis(const _Layout* lay) noexcept nogil:
+    """More than one axis longer than 1 (so C and Fortran order differ)."""
+    cdef int i, n = 0
+    for i in range(lay.ndim):
+        if lay.shape[i] > 1:
+            n += 1
+    return n > 1
+
+
+cdef inline void* _mem_data(rknn_tensor_mem* m) noexcept nogil:
+    return <char*>m.virt_addr + m.offset
+
+
+cdef TensorMem _new_mem(rknn_tensor_mem* m, Context ctx, object owner):
+    """Wrap a fresh descriptor.  The caller checked m != NULL."""
+    cdef TensorMem t = TensorMem.__new__(TensorMem)
+    t.mem = m
+    t.context = ctx
+    t.owner = owner
+    t._attr = None
+    if ctx is not None:
+        ctx._mems.add(t)
+    return t
+
+
+cdef object _view_pin(object obj, void** addr, Py_ssize_t* nbytes):
+    """Pin a caller's writable buffer (for virt_addr arguments); returns the pin."""
+    mv = memoryview(obj)
+    if mv.readonly:
+        raise ValueError("virt_addr buffer must be writable")
+    if not mv.c_contiguous:
+        raise ValueError("virt_addr buffer must be C-contiguous")
+    cdef Py_buffer view
+    PyObject_GetBuffer(mv, &view, PyBUF_SIMPLE)
+    addr[0] = view.buf
+    nbytes[0] = view.len
+    PyBuffer_Release(&view)
+    return mv
+
+
+@cython.no_gc_clear
+cdef class TensorMem:
+    """NPU-visible memory: one ``rknn_tensor_mem``, viewable without copying.
+
+    Created by :meth:`Context.create_mem`, :meth:`Context.create_mem2`,
+    :meth:`Context.create_mem_from_fd`, :meth:`Context.create_mem_from_phys`,
+    :meth:`Context.create_mem_from_mb_blk` or :func:`create_mem2` (no context).
+
+    The buffer protocol exposes the data (``virt_addr + offset``, ``size`` bytes): a plain
+    byte buffer by default, and once bound to a :class:`TensorAttr` (:meth:`bind`, or
+    :meth:`Context.set_io_mem`) a typed, shaped view of the tensor, with the padding of
+    ``w_stride``/``h_stride`` expressed as strides.  ``np.asarray(mem)``,
+    ``memoryview(mem)`` and ``np.from_dlpack(mem)`` are views, never copies; consumers
+    asking for a simple buffer (``np.frombuffer``, ``file.write``) get the raw bytes.
+
+    ``close()`` (or ``with``, or garbage collection) calls ``rknn_destroy_mem`` once.
+    It raises :class:`BufferError` while a view exists.  Memory imported from an fd or a
+    physical address is not freed (only the descriptor); the mem keeps a reference to
+    ``owner`` so the fd or mapping outlives it.
+
+    .. versionadded:: 0.1.0
+    """
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError(_NOT_DIRECT)
+
+    def __dealloc__(self):
+        # Only frees (STYLE rule 8).  _exports is 0 here: every export holds a reference.
+        cdef rknn_context h = 0
+        if self.mem == NULL or _api.rknn_destroy_mem == NULL:
+            return
+        if self.context is not None:
+            self.context._acquire()
+            h = self.context.ctx
+            if h != 0:
+                _api.rknn_destroy_mem(h, self.mem)
+            self.context._release()
+        else:
+            _api.rknn_destroy_mem(0, self.mem)
+        self.mem = NULL
+
+    cdef int _check_open(self, str what) except -1:
+        if self.mem == NULL:
+            raise ValueError(f"{what} on closed TensorMem")
+        return 0
+
+    cdef int _destroy(self) except -1:
+        """rknn_destroy_mem, once.  Bindings on other contexts are marked dead first,
+        each under that context's lock, so no run can be using the memory when it is
+        destroyed and no later run starts with it."""
+        cdef Context c
+        cdef int ret = 0
+        cdef rknn_context h
+        if self.mem == NULL:
+            return 0
+        require(<void*>_api.rknn_destroy_mem, b"rknn_destroy_mem")
+        if self._bound_to is not None:
+            for c in list(self._bound_to):
+                c._acquire()
+                self._dead = True
+                c._release()
+        self._dead = True
+        if self.context is not None:
+            c = self.context
+            c._acquire()
+            h = c.ctx
+            if h != 0:
+                ret = _api.rknn_destroy_mem(h, self.mem)
+            self.mem = NULL
+            c._release()
+            if h == 0:
+                # cannot happen: a context closes its mems before itself
+                return 0
+        else:
+            ret = _api.rknn_destroy_mem(0, self.mem)
+            self.mem = NULL
+        check(ret, b"rknn_destroy_mem")
+        return 0
+
+    def close(self):
+        """Destroy the descriptor (``rknn_destroy_mem``); a second call does nothing.
+
+        Raises
+        ------
+        BufferError
+            While buffer views (numpy arrays, memoryviews, DLPack capsules) of it
+            exist, or while an open Context uses it as its model buffer.
+        RKNNError
+            If ``rknn_destroy_mem`` fails (the descriptor is forgotten anyway).
+
+        .. versionadded:: 0.1.0
+        """
+        if self.mem == NULL:
+            return
+        if self._exports > 0:
+            raise BufferError(f"{self._exports} buffer view(s) still exported; "
+                              "delete the numpy arrays first")
+        if self._pins > 0:
+            raise BufferError("TensorMem is the model buffer of an open Context "
+                              "(RKNN_FLAG_MODEL_BUFFER_ZERO_COPY); close that Context first")
+        self._destroy()
+
+    @property
+    def closed(self):
+        """True once :meth:`close` ran (or the context closed it)."""
+        return self.mem == NULL
+
+    def __enter__(self):
+        self._check_open("__enter__")
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- descriptor fields --
+    @property
+    def virt_addr(self):
+        """CPU address of the region (int; the data starts at ``virt_addr + offset``)."""
+        self._check_open("virt_addr")
+        return <size_t>self.mem.virt_addr
+
+    @property
+    def phys_addr(self):
+        """Device (physical) address of the region."""
+        self._check_open("phys_addr")
+        return self.mem.phys_addr
+
+    @property
+    def fd(self):
+        """File descriptor of the region (-1 when there is none)."""
+        self._check_open("fd")
+        return self.mem.fd
+
+    @property
+    def offset(self):
+        """Offset of the data inside the region."""
+        self._check_open("offset")
+        return self.mem.offset
+
+    @property
+    def size(self):
+        """Bytes of data."""
+        self._check_open("size")
+        return self.mem.size
+
+    @property
+    def flags(self):
+        """Origin of the memory (:class:`MemFlag`)."""
+        self._check_open("flags")
+        try:
+            return MemFlag(self.mem.flags)
+        except ValueError:
+            return int(self.mem.flags)
+
+    @property
+    def priv_data(self):
+        """The runtime's private pointer (int; for debugging only)."""
+        self._check_open("priv_data")
+        return <size_t>self.mem.priv_data
+
+    @property
+    def exports(self):
+        """Number of live buffer views (numpy arrays, memoryviews, DLPack capsules)."""
+        return self._exports
+
+    @property
+    def attr(self):
+        """The :class:`TensorAttr` the views follow (a copy), or None for plain bytes."""
+        return None if self._attr is None else self._attr.copy()
+
+    @property
+    def shape(self):
+        """Shape of the view (``(size,)`` when unbound)."""
+        self._check_open("shape")
+        cdef _Layout lay
+        self._current_layout(&lay)
+        return _layout_shape(&lay)
+
+    @property
+    def strides(self):
+        """Byte strides of the view."""
+        self._check_open("strides")
+        cdef _Layout lay
+        self._current_layout(&lay)
+        return _layout_strides(&lay)
+
+    @property
+    def dtype(self):
+        """numpy dtype of the view (uint8 when unbound)."""
+        if self._attr is None:
+            return _np.dtype(_np.uint8)
+        return dtype_of(self._attr.c.type)
+
+    cdef int _current_layout(self, _Layout* lay) except -1:
+        if self._bound:
+            lay[0] = self._layout
+        else:
+            _layout_raw(lay, self.mem.size)
+        return 0
+
+    # -- binding a tensor layout --
+    def bind(self, TensorAttr attr not None):
+        """Make views of this mem typed, shaped and strided views of the tensor ``attr``.
+
+        Views already exported keep the layout they were created with.
+
+        Parameters
+        ----------
+        attr : TensorAttr
+            The tensor the memory holds (the attribute given to ``set_io_mem``).
+
+        Returns
+        -------
+        TensorMem
+            ``self``, so ``np.asarray(mem.bind(attr))`` works.
+
+        Raises
+        ------
+        ValueError
+            If the mem is closed, or smaller than the tensor's extent (padding included).
+        TypeError
+            If the tensor's type has no numpy dtype (INT4, BFLOAT16).
+
+        .. versionadded:: 0.1.0
+        """
+        self._check_open("bind")
+        cdef _Layout lay
+        _layout_of_attr(&attr.c, &lay)
+        if lay.extent > self.mem.size:
+            raise ValueError(f"TensorMem of {self.mem.size} bytes is too small for tensor "
+                             f"{attr.name!r} {list(attr.dims)} {_type_name(attr.c.type)} "
+                             f"{attr.layout}: expected at least {lay.extent} bytes")
+        self._layout = lay
+        self._attr = attr.copy()
+        self._bound = True
+        return self
+
+    def unbind(self):
+        """Make new views plain byte buffers again."""
+        self._bound = False
+        self._attr = None
+
+    # -- cache maintenance --
+    def sync(self, mode=RKNN_MEMORY_SYNC_BIDIRECTIONAL, Context context=None):
+        """Synchronize the CPU and device views of cacheable memory (``rknn_mem_sync``).
+
+        Parameters
+        ----------
+        mode : MemSyncMode, default BIDIRECTIONAL
+            ``TO_DEVICE`` after the CPU wrote (inputs), ``FROM_DEVICE`` before the CPU
+            reads what the NPU wrote (outputs), or both.
+        context : Context, optional
+            The context to sync through; default the mem's own.  Needed for memory
+            created with ``ALLOC_NO_CONTEXT``.
+
+        Raises
+        ------
+        ValueError
+            If the mem or the context is closed, the mode is not a MemSyncMode, or there
+            is no context.
+        RKNNError
+            If ``rknn_mem_sync`` fails.
+
+        .. versionadded:: 0.1.0
+        """
+        self._check_open("sync")
+        cdef int m = mode
+        if not RKNN_MEMORY_SYNC_TO_DEVICE <= m <= RKNN_MEMORY_SYNC_BIDIRECTIONAL:
+            raise ValueError(f"mode must be a MemSyncMode (TO_DEVICE=1, FROM_DEVICE=2, "
+                             f"BIDIRECTIONAL=3), got {mode!r}")
+        if context is None:
+            context = self.context
+        if context is None:
+            raise ValueError("this TensorMem was allocated without a context "
+                             "(ALLOC_NO_CONTEXT); pass context= to sync it")
+        require(<void*>_api.rknn_mem_sync, b"rknn_mem_sync")
+        cdef int ret
+        context._enter(b"sync")
+        if self.mem == NULL:
+            context._release()
+            raise ValueError("sync on closed TensorMem")
+        with nogil:
+            ret = _api.rknn_mem_sync(context.ctx, self.mem, <rknn_mem_sync_mode>m)
+        context._release()
+        check(ret, b"rknn_mem_sync")
+
+    # -- buffer protocol --
+    def __getbuffer__(self, Py_buffer* buffer, int flags):
+        cdef Py_ssize_t* arr
+        cdef int i
+        cdef _Layout* lay
+        cdef bint want_c, want_f, want_any
+        if self.mem == NULL:
+            raise _ClosedViewError("cannot export a view: operation on closed TensorMem")
+        if self.mem.virt_addr == NULL:
+            raise BufferError("TensorMem has no CPU mapping (virt_addr is NULL); it cannot "
+                              "be viewed")
+        buffer.buf = _mem_data(self.mem) if self.mem.size else <void*>_EMPTY
+        buffer.readonly = 0
+        buffer.suboffsets = NULL
+        buffer.internal = NULL
+        if (not self._bound or (flags & PyBUF_ND) != PyBUF_ND
+                or (flags & PyBUF_FORMAT) != PyBUF_FORMAT):
+            # the raw bytes: what simple consumers (np.frombuffer, file.write) ask for
+            buffer.len = self.mem.size
+            buffer.itemsize = 1
+            buffer.ndim = 1
+            buffer.format = NULL
+            if (flags & PyBUF_FORMAT) == PyBUF_FORMAT:
+                buffer.format = b"B"
+            if (flags & PyBUF_ND) == PyBUF_ND:
+                arr = <Py_ssize_t*>malloc(2 * sizeof(Py_ssize_t))
+                if arr == NULL:
+                    raise MemoryError()
+                arr[0] = self.mem.size
+                arr[1] = 1
+                buffer.internal = arr
+                buffer.shape = arr
+                buffer.strides = arr + 1 if (flags & PyBUF_STRIDES) == PyBUF_STRIDES else NULL
+            else:
+                buffer.shape = NULL
+                buffer.strides = NULL
+        else:
+            lay = &self._layout
+            want_c = (flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS
+            want_f = (flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS
+            want_any = (flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS
+            if not lay.c_contiguous:
+                if (flags & PyBUF_STRIDES) != PyBUF_STRIDES:
+                    raise BufferError("the bound tensor is strided (w_stride/h_stride "
+                                      "padding); request a strided buffer")
+                if want_c or want_f or want_any:
+                    raise BufferError("the bound tensor is not contiguous (w_stride/h_stride "
+                                      "padding)")
+            elif want_f and not (want_c or want_any) and _multi_axis(lay):
+                raise BufferError("the bound tensor is C-contiguous, not Fortran-contiguous")
+            # Each export owns its shape/strides (freed in __releasebuffer__), so a later
+            # bind() cannot change what a live view was told.
+            arr = <Py_ssize_t*>malloc((2 * lay.ndim + 1) * sizeof(Py_ssize_t))
+            if arr == NULL:
+                raise MemoryError()
+            for i in range(lay.ndim):
+                arr[i] = lay.shape[i]
+                arr[lay.ndim + i] = lay.strides[i]
+            buffer.internal = arr
+            buffer.len = lay.nbytes
+            buffer.itemsize = lay.itemsize
+            buffer.ndim = lay.ndim
+            buffer.format = <char*>lay.format
+            buffer.shape = arr if lay.ndim else NULL
+            buffer.strides = (arr + lay.ndim if lay.ndim and
+                              (flags & PyBUF_STRIDES) == PyBUF_STRIDES else NULL)
+        buffer.obj = self
+        self._exports += 1
+
+    def __releasebuffer__(self, Py_buffer* buffer):
+        if buffer.internal != NULL:
+            free(buffer.internal)
+            buffer.internal = NULL
+        self._exports -= 1
+
+    # -- DLPack --
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export the view as a DLPack capsule (zero-copy), for ``np.from_dlpack`` etc.
+
+        Parameters
+        ----------
+        stream : None
+            Must be None (CPU memory has no stream).
+        max_version : tuple of int, optional
+            Highest DLPack version the consumer understands; (1, x) gets a versioned
+            capsule, otherwise a legacy one.
+        dl_device : tuple, optional
+            Must be ``(kDLCPU, 0)`` if given.
+        copy : bool, optional
+            ``True`` is refused (this export never copies).
+
+        Raises
+        ------
+        BufferError
+            If a copy or another device is requested, or the mem is closed.
+
+        .. versionadded:: 0.1.0
+        """
+        if self.mem == NULL:
+            raise _ClosedViewError("cannot export a view: operation on closed TensorMem")
+        if stream is not None:
+            raise BufferError("TensorMem is CPU memory: stream must be None")
+        if copy:
+            raise BufferError("TensorMem exports zero-copy views only (copy=True refused)")
+        if dl_device is not None and tuple(dl_device) != (_KDLCPU, 0):
+            raise BufferError(f"TensorMem lives on device (kDLCPU={_KDLCPU}, 0), "
+                              f"not {tuple(dl_device)}")
+        if self.mem.virt_addr == NULL:
+            raise BufferError("TensorMem has no CPU mapping (virt_addr is NULL)")
+        cdef _Layout lay
+        self._current_layout(&lay)
+        cdef bint versioned = max_version is not None and tuple(max_version)[0] >= 1
+        return _dlpack_export(self, _mem_data(self.mem) if self.mem.size else <void*>_EMPTY,
+                              &lay, versioned, &self._exports)
+
+    def __dlpack_device__(self):
+        """``(kDLCPU, 0)``: the data is addressable by the CPU."""
+        return (_KDLCPU, 0)
+
+    def __repr__(self):
+        if self.mem == NULL:
+            return "<TensorMem closed>"
+        kind = self.flags
+        kind = kind.name if isinstance(kind, MemFlag) else kind
+        bound = ""
+        if self._attr is not None:
+            bound = (f" bound={self._attr.name!r} {list(_layout_shape(&self._layout))} "
+                     f"{_type_name(self._attr.c.type)}")
+        return (f"<TensorMem {kind} size={self.mem.size} fd={self.mem.fd} "
+                f"offset={self.mem.offset} phys=0x{self.mem.phys_addr:x}{bound} "
+                f"exports={self._exports}>")
+
+
+# ---- allocation (module level: for ALLOC_NO_CONTEXT) ----------------------------------------
+def create_mem2(size, flags=RKNN_MEM_FLAG_ALLOC_NO_CONTEXT, Context context=None):
+    """Allocate NPU memory with ``rknn_create_mem2``, with or without a context.
+
+    Parameters
+    ----------
+    size : int
+        Bytes (1 .. 2**32 - 1).
+    flags : MemAllocFlag, default ALLOC_NO_CONTEXT
+        ``CACHEABLE``/``NON_CACHEABLE``/``TRY_ALLOC_SRAM``, OR-ed with
+        ``ALLOC_NO_CONTEXT`` to allocate without a context (then ``context`` must be
+        None): the way to hold a model for ``RKNN_FLAG_MODEL_BUFFER_ZERO_COPY``.
+    context : Context, optional
+        The allocating context (required without ``ALLOC_NO_CONTEXT``).
+
+    Returns
+    -------
+    TensorMem
+
+    Raises
+    ------
+    ValueError
+        For a bad size or flags, or a closed / missing context.
+    RKNNError
+        If the runtime returns NULL.
+
+    .. versionadded:: 0.1.0
+    """
+    cdef uint64_t f = _alloc_flags(flags)
+    if context is not None:
+        return context.create_mem2(size, flags)
+    if not f & RKNN_MEM_FLAG_ALLOC_NO_CONTEXT:
+        raise ValueError("create_mem2 without a context needs MemAllocFlag.ALLOC_NO_CONTEXT "
+                         "in flags (or pass context=)")
+    ensure_runtime()
+    require(<void*>_api.rknn_create_mem2, b"rknn_create_mem2")
+    cdef uint64_t n = _mem_size(size, 0xFFFFFFFF)
+    cdef rknn_tensor_mem* m
+    with nogil:
+        m = _api.rknn_create_mem2(0, n, f)
+    if m == NULL:
+        raise RKNNError(f"rknn_create_mem2 returned NULL (size {n}, flags 0x{f:x})", None,
+                        "rknn_create_mem2")
+    return _new_mem(m, None, None)
+
+
+cdef uint64_t _mem_size(object size, uint64_t limit) except 0:
+    cdef object v
+    try:
+        v = size.__index__()
+    except AttributeError:
+        raise TypeError(f"size must be an integer number of bytes, got "
+                        f"{type(size).__name__}") from None
+    if not 0 < v <= limit:
+        raise ValueError(f"size must be 1..{limit} bytes, got {v}")
+    return <uint64_t>v
+
+
+cdef uint64_t _alloc_flags(object flags) except? 0xFFFFFFFFFFFFFFFF:
+    cdef object v = int(flags)
+    cdef object known = (RKNN_FLAG_MEMORY_CACHEABLE | RKNN_FLAG_MEMORY_NON_CACHEABLE |
+                         RKNN_FLAG_MEMORY_TRY_ALLOC_SRAM | RKNN_MEM_FLAG_ALLOC_NO_CONTEXT)
+    if v < 0 or v & ~known:
+        raise ValueError(f"flags 0x{v:x} has unknown bits; expected MemAllocFlag values "
+                         f"(CACHEABLE, NON_CACHEABLE, TRY_ALLOC_SRAM, ALLOC_NO_CONTEXT)")
+    if (v & RKNN_FLAG_MEMORY_CACHEABLE) and (v & RKNN_FLAG_MEMORY_NON_CACHEABLE):
+        raise ValueError("flags cannot be both CACHEABLE and NON_CACHEABLE")
+    return <uint64_t>v

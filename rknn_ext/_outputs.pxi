@@ -1,0 +1,208 @@
+# Outputs of rknn_outputs_get with runtime-allocated buffers (is_prealloc = 0).
+#
+# The runtime owns those buffers until rknn_outputs_release.  One _OutputGroup owns the
+# rknn_output array of one outputs_get call (outputs_release needs it back) and holds
+# the Context; each Output views one buffer and holds the group.  So a numpy array made
+# from an Output keeps the buffer alive: release() refuses while views exist, and
+# without an explicit release the buffers are released when the last view (and the
+# Outputs object) is gone.  Never a dangling pointer.
+
+@cython.no_gc_clear
+cdef class _OutputGroup:
+    """The runtime-owned buffers of one ``rknn_outputs_get`` call (internal)."""
+
+    def __dealloc__(self):
+        # Only frees.  No view exists (each holds a reference to an Output holding us).
+        if self.outs == NULL:
+            return
+        if self.context is not None and _api.rknn_outputs_release != NULL:
+            self.context._acquire()
+            if self.context.ctx != 0:
+                _api.rknn_outputs_release(self.context.ctx, self.n, self.outs)
+            self.context._release()
+        free(self.outs)
+        self.outs = NULL
+
+    cdef int _release_c(self) except -1:
+        cdef int ret = 0
+        cdef Context c = self.context
+        if self.outs == NULL:
+            return 0
+        if self._exports > 0:
+            raise BufferError(f"{self._exports} buffer view(s) still exported; "
+                              "delete the numpy arrays first")
+        require(<void*>_api.rknn_outputs_release, b"rknn_outputs_release")
+        c._acquire()
+        if c.ctx != 0:
+            ret = _api.rknn_outputs_release(c.ctx, self.n, self.outs)
+        free(self.outs)
+        self.outs = NULL
+        c._release()
+        check(ret, b"rknn_outputs_release")
+        return 0
+
+
+@cython.final
+cdef class Output:
+    """One output of :meth:`Context.outputs_get`, in a runtime-owned buffer.
+
+    A buffer-protocol object: ``np.asarray(out)`` is a zero-copy view (float32 with
+    ``want_float=True``, else the model's type; NCHW for 4-D outputs).  The buffer stays
+    valid while a view exists; :meth:`Outputs.release` refuses until the views are gone.
+
+    .. versionadded:: 0.1.0
+    """
+    cdef _OutputGroup _group                 # owner of the buffer
+    cdef uint32_t _i                         # slot in the group's array
+    cdef _Layout _layout                     # what views export
+    cdef Py_ssize_t _exports                 # live views of this output
+    cdef readonly object attr                # TensorAttr of the output (copy)
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("Output objects come from Context.outputs_get()")
+
+    @property
+    def index(self):
+        """Output index."""
+        return self._i
+
+    @property
+    def released(self):
+        """True once the buffers went back to the runtime."""
+        return self._group.outs == NULL
+
+    @property
+    def want_float(self):
+        """Whether the data is dequantized float32."""
+        return self._layout.format[0] == b"f" and self._layout.itemsize == 4
+
+    @property
+    def size(self):
+        """Bytes the runtime returned."""
+        if self._group.outs == NULL:
+            raise ValueError("size on released outputs")
+        return self._group.outs[self._i].size
+
+    @property
+    def shape(self):
+        """Shape of the view."""
+        return _layout_shape(&self._layout)
+
+    @property
+    def dtype(self):
+        """numpy dtype of the view."""
+        return _np.dtype(self._layout.format.decode("ascii"))
+
+    def __getbuffer__(self, Py_buffer* buffer, int flags):
+        cdef _OutputGroup g = self._group
+        if g.outs == NULL:
+            raise _ClosedViewError("cannot export a view: operation on released outputs")
+        buffer.buf = g.outs[self._i].buf
+        if buffer.buf == NULL or self._layout.nbytes == 0:
+            buffer.buf = <void*>_EMPTY
+        buffer.len = self._layout.nbytes
+        buffer.itemsize = self._layout.itemsize
+        buffer.ndim = self._layout.ndim
+        buffer.readonly = 0
+        buffer.format = NULL
+        buffer.shape = NULL
+        buffer.strides = NULL
+        if (flags & PyBUF_FORMAT) == PyBUF_FORMAT:
+            buffer.format = <char*>self._layout.format
+        if (flags & PyBUF_ND) == PyBUF_ND:
+            buffer.shape = self._layout.shape
+        if (flags & PyBUF_STRIDES) == PyBUF_STRIDES:
+            buffer.strides = self._layout.strides
+        buffer.suboffsets = NULL
+        buffer.internal = NULL
+        if (flags & PyBUF_ND) != PyBUF_ND:
+            # a simple consumer: the raw bytes
+            buffer.ndim = 1
+            buffer.itemsize = 1
+            buffer.format = NULL
+            if (flags & PyBUF_FORMAT) == PyBUF_FORMAT:
+                buffer.format = b"B"
+        buffer.obj = self
+        self._exports += 1
+        g._exports += 1
+
+    def __releasebuffer__(self, Py_buffer* buffer):
+        self._exports -= 1
+        self._group._exports -= 1
+
+    def numpy(self):
+        """A numpy array viewing the buffer (zero-copy; same as ``np.asarray(self)``)."""
+        return _np.asarray(self)
+
+    def __repr__(self):
+        state = "released" if self._group.outs == NULL else f"exports={self._exports}"
+        return (f"<Output {self._i} {list(self.shape)} {self._layout.format.decode()} "
+                f"{state}>")
+
+
+@cython.final
+cdef class Outputs:
+    """The outputs of one :meth:`Context.outputs_get` call: a sequence of :class:`Output`.
+
+    Release the runtime's buffers with :meth:`release` (or ``with``); without it they are
+    released when this object and every view of its outputs are gone.
+
+    Examples
+    --------
+    >>> with ctx.outputs_get(want_float=True) as outs:
+    ...     logits = np.asarray(outs[0]).copy()
+
+    .. versionadded:: 0.1.0
+    """
+    cdef _OutputGroup _group                 # owner of the buffers
+    cdef tuple _items                        # the Output objects
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("Outputs objects come from Context.outputs_get()")
+
+    def __len__(self):
+        return len(self._items)
+
+    def __getitem__(self, i):
+        return self._items[i]
+
+    def __iter__(self):
+        return iter(self._items)
+
+    @property
+    def frame_id(self):
+        """Frame the outputs belong to (``rknn_output_extend.frame_id``; async mode)."""
+        return self._group.frame_id
+
+    @property
+    def released(self):
+        """True once :meth:`release` ran (or the context closed)."""
+        return self._group.outs == NULL
+
+    def release(self):
+        """Give the buffers back to the runtime (``rknn_outputs_release``); idempotent.
+
+        Raises
+        ------
+        BufferError
+            While views (numpy arrays, memoryviews) of any output exist.
+        RKNNError
+            If ``rknn_outputs_release`` fails.
+
+        .. versionadded:: 0.1.0
+        """
+        self._group._release_c()
+
+    def numpy(self):
+        """The outputs as a list of numpy arrays viewing the runtime's buffers."""
+        return [_np.asarray(o) for o in self._items]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+    def __repr__(self):
+        return f"<Outputs n={len(self._items)} frame_id={self._group.frame_id} " \
+               f"{'released' if self._group.outs == NULL else 'held'}>"
