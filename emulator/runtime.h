@@ -282,6 +282,7 @@ typedef struct emu_ctx {
     emu_custom_reg *customs;
     uint32_t n_customs;
     emu_node_state *nodes;    /* n_ops entries, lazily allocated */
+    struct emu_mm *mm;        /* a matmul context (no model): runtime_matmul.c */
 } emu_ctx;
 
 /* Registry: look up a live context and take a reference (NULL if invalid / destroyed). */
@@ -308,5 +309,7 @@ int emu_custom_hook(void *user, const emu_model *m, uint32_t op_index, const cha
 void emu_custom_destroy_all(emu_ctx *c);
 void emu_ctx_release_outputs(emu_ctx *c);
 void emu_custom_set_current(emu_ctx *c);      /* thread-local: the context running callbacks */
+void emu_mm_free(struct emu_mm *mm);          /* runtime_matmul.c */
+emu_ctx *emu_ctx_alloc(const emu_platform *p, uint32_t flags);  /* bare context, refs 1 */
 
 #endif /* RKNNX_EMU_RUNTIME_H */

@@ -169,6 +169,8 @@ void emu_ctx_free(emu_ctx *c)
     free(c->perf_str);
     free(c->customs);
     free(c->nodes);
+    if (c->mm)
+        emu_mm_free(c->mm);
     shared_put(c->weights_from);
     shared_put(c->shared);
     pthread_mutex_destroy(&c->lock);
@@ -212,7 +214,7 @@ static int ctx_setup(emu_ctx *c)
     return RKNN_SUCC;
 }
 
-static emu_ctx *ctx_new(const emu_platform *p, uint32_t flags)
+emu_ctx *emu_ctx_alloc(const emu_platform *p, uint32_t flags)
 {
     emu_ctx *c = calloc(1, sizeof *c);
     if (!c)
@@ -340,7 +342,7 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
             goto fail;
         }
     }
-    c = ctx_new(p, flag);
+    c = emu_ctx_alloc(p, flag);
     if (!c || !(c->shared = shared_new(m))) {
         rc = RKNN_ERR_MALLOC_FAIL;
         goto fail;
@@ -393,7 +395,7 @@ int rknn_dup_context(rknn_context *context_in, rknn_context *context_out)
     int rc = emu_ctx_enter(*context_in, fn, &src);
     if (rc)
         return rc;
-    emu_ctx *c = ctx_new(src->plat, src->flags);
+    emu_ctx *c = emu_ctx_alloc(src->plat, src->flags);
     if (!c) {
         emu_ctx_leave(src);
         return RKNN_ERR_MALLOC_FAIL;

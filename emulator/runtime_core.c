@@ -548,6 +548,13 @@ int emu_ctx_enter(rknn_context h, const char *func, emu_ctx **out)
                 (unsigned long long)h);
         return RKNN_ERR_CTX_INVALID;
     }
+    int mm_func = strncmp(func, "rknn_matmul_", 12) == 0;
+    if (mm_func != (c->mm != NULL)) {
+        EMU_ERR(func, "context 0x%llx is %s context", (unsigned long long)h,
+                c->mm ? "a matmul" : "not a matmul");
+        emu_ctx_put(c);
+        return RKNN_ERR_CTX_INVALID;
+    }
     if (!emu_platform_supports_func(c->plat, func)) {
         EMU_ERR(func, "not supported on %s", c->plat->name);
         emu_ctx_put(c);

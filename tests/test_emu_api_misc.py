@@ -429,21 +429,6 @@ def test_custom_op(emu, make_ctx):
     assert lib.rknn_register_custom_ops(c3.h, C.byref(op), 1) == FAIL
 
 
-# ---- matmul (not emulated yet) -------------------------------------------------------------------
-
-def test_matmul_placeholders(emu, capfd):
-    lib = C.CDLL(str(api()._name))
-    lib.rknn_matmul_create.argtypes = [C.c_void_p, C.c_void_p, C.c_void_p]
-    info = (C.c_int32 * 16)(4, 32, 32, 1)
-    io = C.create_string_buffer(996)
-    ctx = C.c_uint64(7)
-    assert lib.rknn_matmul_create(C.byref(ctx), info, io) == FAIL and ctx.value == 0
-    assert "matmul is not emulated yet" in capfd.readouterr().err
-    assert lib.rknn_matmul_create(None, info, io) == PARAM_INVALID
-    lib.rknn_matmul_run.argtypes = [C.c_uint64]
-    assert lib.rknn_matmul_run(0) == CTX_INVALID
-
-
 @pytest.mark.parametrize("chip", ["RK3588", "RK3566", "RV1106"])
 def test_controls_per_platform(emu, make_ctx, chip):
     """NPU time, counters, injection and async on each personality (zero-copy flow, which
