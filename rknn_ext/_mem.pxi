@@ -313,6 +313,21 @@ cdef class TensorMem:
         self._bound = False
         self._attr = None
 
+    def raw(self):
+        """A writable memoryview of the raw bytes (``size`` of them), whatever the binding.
+
+        For consumers that need contiguous bytes of a strided bound mem, e.g.
+        ``np.frombuffer(mem.raw(), np.uint8)``; it counts as a view like any other.
+
+        Raises
+        ------
+        BufferError
+            If the mem is closed (also a ValueError) or has no CPU mapping.
+        """
+        cdef _RawBytes r = _RawBytes.__new__(_RawBytes)
+        r.mem = self
+        return memoryview(r)
+
     # -- cache maintenance --
     def sync(self, mode=RKNN_MEMORY_SYNC_BIDIRECTIONAL, Context context=None):
         """Synchronize the CPU and device views of cacheable memory (``rknn_mem_sync``).
@@ -488,6 +503,46 @@ cdef class TensorMem:
         return (f"<TensorMem {kind} size={self.mem.size} fd={self.mem.fd} "
                 f"offset={self.mem.offset} phys=0x{self.mem.phys_addr:x}{bound} "
                 f"exports={self._exports}>")
+
+
+@cython.final
+cdef class _RawBytes:
+    """Exports the raw bytes of a TensorMem (see TensorMem.raw)."""
+    cdef TensorMem mem                       # the exporter whose bytes we show
+    cdef Py_ssize_t _shape[1]                # what exports point at (stable addresses)
+    cdef Py_ssize_t _strides[1]
+
+    def __getbuffer__(self, Py_buffer* buffer, int flags):
+        cdef TensorMem m = self.mem
+        cdef Py_buffer inner
+        if m.mem == NULL:
+            raise _ClosedViewError("cannot export a view: operation on closed TensorMem")
+        # the mem's own simple export: raw bytes, counted in its _exports
+        PyObject_GetBuffer(m, &inner, PyBUF_SIMPLE)
+        buffer.buf = inner.buf
+        buffer.len = inner.len
+        PyBuffer_Release(&inner)
+        buffer.readonly = 0
+        buffer.itemsize = 1
+        buffer.ndim = 1
+        buffer.format = NULL
+        if (flags & PyBUF_FORMAT) == PyBUF_FORMAT:
+            buffer.format = b"B"
+        buffer.shape = NULL
+        buffer.strides = NULL
+        self._shape[0] = buffer.len
+        self._strides[0] = 1
+        if (flags & PyBUF_ND) == PyBUF_ND:
+            buffer.shape = self._shape
+        if (flags & PyBUF_STRIDES) == PyBUF_STRIDES:
+            buffer.strides = self._strides
+        buffer.suboffsets = NULL
+        buffer.internal = NULL
+        buffer.obj = self
+        m._exports += 1
+
+    def __releasebuffer__(self, Py_buffer* buffer):
+        self.mem._exports -= 1
 
 
 # ---- allocation (module level: for ALLOC_NO_CONTEXT) ----------------------------------------

@@ -1,0 +1,172 @@
+"""Fixtures of the binding tests (tests/test_binding_*.py).
+
+They run the real loader against the bundled emulator (no stubs), drive the emulator's
+controls (platform, simulated NPU time, error injection, counters) through
+``rknnx.emulator.control``, and create *tracked* contexts and mems: everything a test
+makes through ``track`` is closed at teardown (mems first), after which the emulator's
+live counters must be back where they were before the test.  pytest's
+``filterwarnings = error`` turns a ResourceWarning from a leaked mem into a failure.
+
+Other test modules (the emulator's own) define their own fixtures and are not affected.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import types
+
+import numpy as np
+import pytest
+
+#: personalities the binding tests run on where behaviour differs (Tables 3-1/3-2 columns)
+PLATFORMS = ("RK3588", "RK3566", "RV1106")
+#: personalities with the general API (inputs_set / outputs_get)
+GENERAL_PLATFORMS = ("RK3588", "RK3566")
+
+LIVE = ("live_contexts", "live_mems", "live_output_buffers")
+
+_MODEL_CACHE: dict = {}
+
+
+def model_bytes(name: str, target: str = "RK3588", **kw) -> bytes:
+    """A sample model of rknnx.emulator.samples, built once per (name, target)."""
+    from rknnx.emulator import samples
+
+    key = (name, target, tuple(sorted(kw.items())))
+    if key not in _MODEL_CACHE:
+        _MODEL_CACHE[key] = samples.ALL[name](target=target, **kw)
+    return _MODEL_CACHE[key]
+
+
+@pytest.fixture(scope="session")
+def runtime():
+    """The emulator, loaded through the real loader (rknnx.load_runtime)."""
+    import rknnx
+
+    return rknnx.load_runtime("emulator")
+
+
+@pytest.fixture(scope="session")
+def emu_ctl(runtime):
+    """The emulator's controls (ctypes on the library the binding loaded)."""
+    from rknnx.emulator.control import EmulatorControl
+
+    return EmulatorControl(runtime["path"])
+
+
+def _reset(ctl):
+    ctl.set_platform(None)
+    ctl.set_npu_time_us(0)
+    ctl.clear_injections()
+    ctl.set_log_level(None)
+
+
+@pytest.fixture
+def emu(emu_ctl):
+    """The controls, reset around the test (platform, NPU time, injections, log level)."""
+    _reset(emu_ctl)
+    yield emu_ctl
+    _reset(emu_ctl)
+
+
+def live(ctl) -> dict:
+    c = ctl.counters()
+    return {k: c[k] for k in LIVE}
+
+
+class Tracker:
+    """Creates contexts and mems and remembers them, to close them at teardown."""
+
+    def __init__(self, ctl):
+        self.ctl = ctl
+        self.contexts = []
+        self.mems = []
+
+    def context(self, model, flags=0, **kw):
+        from rknnx import Context
+
+        ctx = Context(model, flags, **kw)
+        self.contexts.append(ctx)
+        return ctx
+
+    def model(self, name, platform="RK3588", flags=0, **kw):
+        """A Context on sample `name` built for `platform`, which becomes the personality."""
+        self.ctl.set_platform(platform)
+        return self.context(model_bytes(name, platform), flags, **kw)
+
+    def mem(self, mem):
+        self.mems.append(mem)
+        return mem
+
+    def close_all(self):
+        gc.collect()
+        errors = []
+        for m in reversed(self.mems):
+            try:
+                m.close()
+            except Exception as e:  # pragma: no cover - reported below
+                errors.append(e)
+        for c in reversed(self.contexts):
+            try:
+                c.close()
+            except Exception as e:  # pragma: no cover
+                errors.append(e)
+        self.mems.clear()
+        self.contexts.clear()
+        gc.collect()
+        return errors
+
+
+@pytest.fixture
+def track(emu):
+    """A Tracker; at teardown everything is closed and the live counters must be back."""
+    before = live(emu)
+    t = Tracker(emu)
+    yield t
+    errors = t.close_all()
+    assert not errors, errors
+    assert live(emu) == before, "emulator live counters changed: leaked contexts/mems/outputs"
+
+
+@pytest.fixture(params=PLATFORMS)
+def platform(request, emu):
+    """Each personality in turn (selected in the emulator)."""
+    emu.set_platform(request.param)
+    return request.param
+
+
+@pytest.fixture(params=GENERAL_PLATFORMS)
+def general_platform(request, emu):
+    """Each personality that has the general API."""
+    emu.set_platform(request.param)
+    return request.param
+
+
+def rss_kib() -> int:
+    """Resident set size of this process, in KiB (Linux)."""
+    with open(f"/proc/{os.getpid()}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0  # pragma: no cover
+
+
+def random_input(attr, rng, dtype=None):
+    """Random data for an input attribute, as the user passes it (NHWC/declared order)."""
+    dt = np.dtype(dtype) if dtype is not None else attr.dtype
+    shape = attr.dims
+    if dt == np.uint8:
+        return rng.integers(0, 256, size=shape, dtype=np.uint8)
+    if dt.kind == "i":
+        info = np.iinfo(dt)
+        return rng.integers(info.min, info.max + 1, size=shape, dtype=dt)
+    return rng.standard_normal(shape).astype(dt)
+
+
+@pytest.fixture(scope="session")
+def bh():
+    """The binding tests' helper functions and constants, as one namespace."""
+    return types.SimpleNamespace(model_bytes=model_bytes, random_input=random_input,
+                                 rss_kib=rss_kib, live=live, PLATFORMS=PLATFORMS,
+                                 GENERAL_PLATFORMS=GENERAL_PLATFORMS)
