@@ -59,6 +59,7 @@ typedef struct mm_types {
 
 static int mm_types_of(int type, mm_types *t)
 {
+    *t = (mm_types){RKNN_TENSOR_FLOAT32, RKNN_TENSOR_FLOAT32, RKNN_TENSOR_FLOAT32};
     switch (type) {
     case RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT32: *t = (mm_types){RKNN_TENSOR_FLOAT16, RKNN_TENSOR_FLOAT16, RKNN_TENSOR_FLOAT32}; return 1;
     case RKNN_INT8_MM_INT8_TO_INT32: *t = (mm_types){RKNN_TENSOR_INT8, RKNN_TENSOR_INT8, RKNN_TENSOR_INT32}; return 1;
