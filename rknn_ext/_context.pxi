@@ -647,17 +647,14 @@ cdef class Context:
         raise ValueError(f"query command {cmd!r} is not handled")  # pragma: no cover
 
     cdef int _check_index(self, long long idx, bint output) except -1:
-        cdef rknn_input_output_num io
         cdef Py_ssize_t n
-        if self._in_attrs is not None:
-            n = len(self._out_attrs) if output else len(self._in_attrs)
-        else:
+        if self._in_attrs is None:
             try:
-                self._query_into(RKNN_QUERY_IN_OUT_NUM, &io, sizeof(io))
+                self._load_attrs()
             except RKNNError:
                 # e.g. COLLECT_MODEL_INFO_ONLY contexts: let the runtime judge the index
                 return 0
-            n = io.n_output if output else io.n_input
+        n = len(self._out_attrs) if output else len(self._in_attrs)
         if not 0 <= idx < n:
             kind = "output" if output else "input"
             raise IndexError(f"{kind} index {idx} out of range: the model has {n} {kind}(s)"
