@@ -147,6 +147,9 @@ cdef class TensorMem:
         else:
             ret = _api.rknn_destroy_mem(0, self.mem)
             self.mem = NULL
+        # the descriptor is gone: what kept its memory alive may go too
+        self.owner = None
+        self._virt_pin = None
         check(ret, b"rknn_destroy_mem")
         return 0
 
@@ -447,6 +450,11 @@ cdef class TensorMem:
             buffer.internal = NULL
         self._exports -= 1
 
+    def __array__(self, dtype=None, copy=None):
+        """numpy's fallback when the buffer protocol fails: re-raise why (numpy would
+        otherwise wrap a closed mem in an object array)."""
+        return _array_fallback(self, dtype, copy)
+
     # -- DLPack --
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """Export the view as a DLPack capsule (zero-copy), for ``np.from_dlpack`` etc.
@@ -543,6 +551,17 @@ cdef class _RawBytes:
 
     def __releasebuffer__(self, Py_buffer* buffer):
         self.mem._exports -= 1
+
+
+cdef object _array_fallback(object exporter, object dtype, object copy):
+    """__array__ of the exporters: a view through memoryview (so a closed or released
+    exporter raises its BufferError instead of becoming a 0-d object array)."""
+    a = _np.asarray(memoryview(exporter))
+    if dtype is not None and a.dtype != _np.dtype(dtype):
+        if copy is False:
+            raise ValueError(f"converting {a.dtype} to {_np.dtype(dtype)} needs a copy")
+        return a.astype(dtype)
+    return a.copy() if copy else a
 
 
 # ---- allocation (module level: for ALLOC_NO_CONTEXT) ----------------------------------------

@@ -134,6 +134,10 @@ cdef class Output:
         """A numpy array viewing the buffer (zero-copy; same as ``np.asarray(self)``)."""
         return _np.asarray(self)
 
+    def __array__(self, dtype=None, copy=None):
+        """numpy's fallback when the buffer protocol fails: re-raise why."""
+        return _array_fallback(self, dtype, copy)
+
     def __repr__(self):
         state = "released" if self._group.outs == NULL else f"exports={self._exports}"
         return (f"<Output {self._i} {list(self.shape)} {self._layout.format.decode()} "
