@@ -246,7 +246,7 @@ cdef class Context:
             except TypeError:
                 raise TypeError(f"model must be a path (str/PathLike), bytes or a buffer, "
                                 f"got {type(model).__name__}") from None
-            except BufferError as e:
+            except (BufferError, ValueError) as e:
                 raise ValueError(f"model must be a C-contiguous buffer: {e}") from None
             have_view = True
             if view.len == 0 or view.len > 0xFFFFFFFF:
@@ -348,7 +348,8 @@ cdef class Context:
         RuntimeError
             While other open contexts share its weights (``share_weights_with``).
         RKNNError
-            If ``rknn_destroy`` fails (the handle is forgotten anyway).
+            If ``rknn_destroy`` fails; the context then stays open (its mems are closed
+            already) and ``close()`` may be retried.
 
         .. versionadded:: 0.1.0
         """
@@ -385,14 +386,29 @@ cdef class Context:
                 m._destroy()
             except RKNNError as e:
                 errors.append(e)
-            leftovers.append(desc)
+            else:
+                leftovers.append(desc)
+        if errors:
+            # a mem or output the runtime would not free: keep the context open (retry)
+            for desc in leftovers:
+                _warn(f"{desc} was still open when its Context closed; it was closed now "
+                      "(close mems before their context)", ResourceWarning, stacklevel=2)
+            raise errors[0]
         self._acquire()
         h = self.ctx
-        self.ctx = 0
         if h != 0 and _api.rknn_destroy != NULL:
             with nogil:
                 ret = _api.rknn_destroy(h)
+        if ret >= 0:
+            self.ctx = 0
         self._release()
+        if ret < 0:
+            # the runtime kept the context: it stays open (its mems are closed) and
+            # close() may be retried
+            for desc in leftovers:
+                _warn(f"{desc} was still open when its Context closed; it was closed now "
+                      "(close mems before their context)", ResourceWarning, stacklevel=2)
+            check(ret, b"rknn_destroy")
         if self._counted:
             self._counted = False
             _live_contexts -= 1
@@ -410,9 +426,6 @@ cdef class Context:
         for desc in leftovers:
             _warn(f"{desc} was still open when its Context closed; it was closed now "
                   "(close mems before their context)", ResourceWarning, stacklevel=2)
-        check(ret, b"rknn_destroy")
-        if errors:
-            raise errors[0]
 
     @property
     def closed(self):
@@ -904,7 +917,7 @@ cdef class Context:
                     raise TypeError(f"{label}: buf is None; expected a buffer (numpy array)")
                 try:
                     PyObject_GetBuffer(inp.buf, &views[k], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
-                except BufferError as e:
+                except (BufferError, ValueError) as e:
                     raise ValueError(f"{label} must be a C-contiguous buffer "
                                      f"(np.ascontiguousarray): {e}") from None
                 except TypeError:
@@ -1143,7 +1156,7 @@ cdef class Context:
                     try:
                         PyObject_GetBuffer(outs[i], &views[i],
                                            PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
-                    except BufferError as e:
+                    except (BufferError, ValueError) as e:
                         raise ValueError(f"{label} must be a writable C-contiguous buffer: {e}") \
                             from None
                     except TypeError:

@@ -139,18 +139,19 @@ cdef class TensorMem:
             h = c.ctx
             if h != 0:
                 ret = _api.rknn_destroy_mem(h, self.mem)
-            self.mem = NULL
+            if ret >= 0:
+                self.mem = NULL
             c._release()
-            if h == 0:
-                # cannot happen: a context closes its mems before itself
-                return 0
         else:
             ret = _api.rknn_destroy_mem(0, self.mem)
-            self.mem = NULL
+            if ret >= 0:
+                self.mem = NULL
+        # a failed destroy keeps the descriptor: close() may be retried (and __dealloc__
+        # tries once more); it stays unusable for runs (_dead)
+        check(ret, b"rknn_destroy_mem")
         # the descriptor is gone: what kept its memory alive may go too
         self.owner = None
         self._virt_pin = None
-        check(ret, b"rknn_destroy_mem")
         return 0
 
     def close(self):
@@ -162,7 +163,8 @@ cdef class TensorMem:
             While buffer views (numpy arrays, memoryviews, DLPack capsules) of it
             exist, or while an open Context uses it as its model buffer.
         RKNNError
-            If ``rknn_destroy_mem`` fails (the descriptor is forgotten anyway).
+            If ``rknn_destroy_mem`` fails; the mem then stays open (``close()`` may be
+            retried) but can no longer be used by a run.
 
         .. versionadded:: 0.1.0
         """

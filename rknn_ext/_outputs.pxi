@@ -35,10 +35,11 @@ cdef class _OutputGroup:
         c._acquire()
         if c.ctx != 0:
             ret = _api.rknn_outputs_release(c.ctx, self.n, self.outs)
-        free(self.outs)
-        self.outs = NULL
+        if ret >= 0:
+            free(self.outs)
+            self.outs = NULL
         c._release()
-        check(ret, b"rknn_outputs_release")
+        check(ret, b"rknn_outputs_release")       # on failure the buffers stay held: retry
         return 0
 
 
