@@ -7,6 +7,9 @@ from typing import Any, Iterator, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from rknnx.errors import (FlowError as FlowError, NotSupportedError as NotSupportedError,
+                          RKNNError as RKNNError, RuntimeNotFoundError as RuntimeNotFoundError)
+
 _Buffer = Any  # anything with the buffer protocol
 _Path = Union[str, "os.PathLike[str]"]
 
