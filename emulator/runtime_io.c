@@ -344,6 +344,7 @@ int rknn_wait(rknn_context context, rknn_run_extend *extend)
 {
     static const char fn[] = "rknn_wait";
     EMU_INJECT_INT("rknn_wait");
+    (void)extend;
     emu_ctx *c;
     int rc = emu_ctx_enter(context, fn, &c);   /* Table 3-1: unsupported everywhere */
     if (rc)

@@ -491,6 +491,9 @@ rknn_tensor_mem *rknn_create_mem_from_phys(rknn_context ctx, uint64_t phys_addr,
 rknn_tensor_mem *rknn_create_mem_from_mb_blk(rknn_context ctx, void *mb_blk, int32_t offset)
 {
     EMU_INJECT_PTR("rknn_create_mem_from_mb_blk");
+    (void)ctx;
+    (void)mb_blk;
+    (void)offset;
     EMU_ERR("rknn_create_mem_from_mb_blk", "not supported on any platform (V2.5.0)");
     return NULL;
 }

@@ -1,5 +1,6 @@
-"""Emulator runtime half: the matmul API (normal, transposed and native layouts, int8 and
-float16 types, quantization, dynamic shapes), against numpy."""
+"""Emulator runtime half: the matmul API (normal, transposed and native layouts, int8, int4
+and float16 types, per-layer / per-channel / per-group quantization, dynamic shapes, the
+K splitting of the native B layout), against numpy."""
 
 import ctypes as C
 
@@ -100,10 +101,11 @@ def operands(t, M, K, N, seed):
 
 
 class MM:
-    def __init__(self, t, M, K, N, B_layout=0, AC_layout=0, B_quant_type=0, shapes=None):
+    def __init__(self, t, M, K, N, B_layout=0, AC_layout=0, B_quant_type=0, shapes=None,
+                 group_size=0):
         self.lib = mlib()
         self.info = MatmulInfo(M=M, K=K, N=N, type=t, B_layout=B_layout, AC_layout=AC_layout,
-                               B_quant_type=B_quant_type)
+                               B_quant_type=B_quant_type, group_size=group_size)
         self.h = C.c_uint64()
         if shapes:
             self.io = (MMIOAttr * len(shapes))()
@@ -237,12 +239,12 @@ def test_matmul_errors(emu):
     lib = mlib()
     h = C.c_uint64()
     io = MMIOAttr()
-    info = MatmulInfo(M=4, K=32, N=32, type=7)                       # int4: not emulated
-    assert lib.rknn_matmul_create(C.byref(h), C.byref(info), C.byref(io)) == FAIL
+    info = MatmulInfo(M=4, K=32, N=32, type=13)                      # no such type
+    assert lib.rknn_matmul_create(C.byref(h), C.byref(info), C.byref(io)) == PARAM_INVALID
     info = MatmulInfo(M=0, K=32, N=32, type=1)
     assert lib.rknn_matmul_create(C.byref(h), C.byref(info), C.byref(io)) == PARAM_INVALID
-    info = MatmulInfo(M=4, K=32, N=32, type=1, B_quant_type=4)       # per group
-    assert lib.rknn_matmul_create(C.byref(h), C.byref(info), C.byref(io)) == FAIL
+    info = MatmulInfo(M=4, K=32, N=32, type=1, B_quant_type=4, group_size=32)   # fp16 B
+    assert lib.rknn_matmul_create(C.byref(h), C.byref(info), C.byref(io)) == PARAM_INVALID
     assert lib.rknn_matmul_create(None, C.byref(info), C.byref(io)) == PARAM_INVALID
     emu.set_platform("RV1106")
     info = MatmulInfo(M=4, K=32, N=32, type=1)
@@ -258,3 +260,368 @@ def test_matmul_errors(emu):
     assert lib.rknn_matmul_destroy(h.value) == SUCC
     assert lib.rknn_matmul_destroy(h.value) == CTX_INVALID
     assert lib.rknn_matmul_run(12345) == CTX_INVALID
+
+
+# ---- int4, per-group quantization, K splitting ----------------------------------------------
+#
+# The emulator's documented conventions (emulator/runtime_matmul.c): int4 elements are packed
+# two per byte in the tensor's layout order, the even element in the low nibble; per-group B
+# parameters are indexed n * (K / group_size) + k / group_size.
+
+# type -> (A kind, B kind, C dtype); kinds "f16", "i8", "i4"
+ALL_TYPES = {1: ("f16", "f16", np.float32), 2: ("i8", "i8", np.int32), 3: ("i8", "i8", np.int8),
+             4: ("f16", "f16", np.float16), 5: ("f16", "i8", np.float32),
+             6: ("f16", "i8", np.float16), 7: ("f16", "i4", np.float32),
+             8: ("f16", "i4", np.float16), 9: ("i8", "i8", np.float32),
+             10: ("i4", "i4", np.int16), 11: ("i8", "i4", np.int32), 12: ("f16", "i4", "bf16"),
+             15: ("i8", "i4", np.float16)}
+INT4_TYPES = [7, 8, 10, 11, 12, 15]
+GROUP_TYPES = [5, 6, 7, 8, 9, 12, 15]
+
+
+def pack_i4(v):
+    """int values -8..7 in layout order -> bytes, even element in the low nibble."""
+    v = np.asarray(v, np.int64).ravel() & 0xF
+    if v.size % 2:
+        v = np.append(v, 0)
+    return (v[0::2] | (v[1::2] << 4)).astype(np.uint8)
+
+
+def unpack_i4(b, n):
+    b = np.asarray(b, np.uint8)
+    v = np.empty(b.size * 2, np.int64)
+    v[0::2], v[1::2] = b & 0xF, b >> 4
+    v = v[:n]
+    return np.where(v >= 8, v - 16, v).astype(np.int8)
+
+
+def to_bytes(x, kind):
+    return pack_i4(x) if kind == "i4" else np.ascontiguousarray(x).view(np.uint8).ravel()
+
+
+def native_a(a, s):
+    M, K = a.shape
+    Kp = -(-K // s) * s
+    out = np.zeros((Kp // s, M, s), a.dtype)
+    ap = np.zeros((M, Kp), a.dtype)
+    ap[:, :K] = a
+    out[:] = ap.reshape(M, Kp // s, s).transpose(1, 0, 2)
+    return out
+
+
+def native_b(b, nn, kk, seg=0):
+    """(K, N) -> the native B element order, segment by segment along K when seg > 0."""
+    K, N = b.shape
+    Np = -(-N // nn) * nn
+    parts = []
+    for k0 in (range(0, K, seg) if seg and K > seg else [0]):
+        blk = b[k0:k0 + seg] if seg and K > seg else b
+        Ks = -(-blk.shape[0] // kk) * kk
+        p = np.zeros((Ks, Np), b.dtype)
+        p[:blk.shape[0], :N] = blk
+        parts.append(p.reshape(Ks // kk, kk, Np // nn, nn).transpose(2, 0, 3, 1).ravel())
+    return np.concatenate(parts)
+
+
+def from_native_c(c, M, N, sc):
+    return c.transpose(1, 0, 2).reshape(M, -1)[:, :N]
+
+
+def bf16(x):
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(np.asarray(x, np.float32))
+    r[nan] = ((u[nan] >> 16) | 0x40).astype(np.uint16)
+    return r
+
+
+def expand_b(vals, K, N, mode, gs, dtype):
+    """B quantization parameters (1, N or N*K/gs values) as a (K, N) array."""
+    v = np.asarray(vals, dtype).ravel()
+    if v.size == 1:
+        return np.full((K, N), v[0], dtype)
+    if mode == "channel":
+        return np.broadcast_to(v[None, :], (K, N)).astype(dtype)
+    return v.reshape(N, K // gs)[:, np.arange(K) // gs].T.astype(dtype)
+
+
+def reference(t, a, b, sa=1.0, za=0, sb=(1.0,), zb=(0,), sc=1.0, zc=0, mode="layer", gs=0):
+    """C = A x B as the emulator documents it (numpy, bit for bit)."""
+    ka, kb, tc = ALL_TYPES[t]
+    K, N = b.shape
+    gs = gs or K
+    sbk = expand_b(sb, K, N, mode, gs, np.float32)
+    zbk = expand_b(zb, K, N, mode, gs, np.int64)
+    if ka != "f16":
+        A = a.astype(np.int64) - za
+        B = b.astype(np.int64) - zbk
+        if tc in (np.int32, np.int16):
+            info = np.iinfo(tc)
+            return np.clip(A @ B, info.min, info.max).astype(tc)
+        if tc == np.int8:
+            mul = (np.float64(np.float32(sa)) * sbk[0].astype(np.float64)) / np.float64(np.float32(sc))
+            return np.clip(np.rint((A @ B) * mul) + zc, -128, 127).astype(np.int8)
+        f = np.zeros((a.shape[0], N), np.float64)
+        for k0 in range(0, K, gs):
+            acc = A[:, k0:k0 + gs] @ B[k0:k0 + gs]
+            f = f + (acc.astype(np.float64) * np.float64(np.float32(sa))) * sbk[k0].astype(np.float64)
+        f32 = f.astype(np.float32)
+        return f32.astype(np.float16) if tc == np.float16 else f32
+    af = a.astype(np.float32)
+    bf = b.astype(np.float32) if kb == "f16" else (b.astype(np.int64) - zbk).astype(np.float32) * sbk
+    out = np.zeros((a.shape[0], N), np.float32)
+    for k in range(K):
+        out += af[:, k:k + 1] * bf[k:k + 1, :]
+    if isinstance(tc, str):
+        return bf16(out)
+    return out.astype(tc)
+
+
+def rand_operand(kind, shape, rng):
+    if kind == "f16":
+        return rng.standard_normal(shape).astype(np.float16)
+    lim = 8 if kind == "i4" else 100
+    return rng.integers(-lim, lim, shape).astype(np.int8)
+
+
+def c_dtype(t):
+    tc = ALL_TYPES[t][2]
+    return np.uint16 if isinstance(tc, str) else tc
+
+
+def set_q(mm, name, scale, zp=None):
+    s = np.ascontiguousarray(scale, np.float32)
+    q = QuantParams(name=name, scale=s.ctypes.data_as(C.POINTER(C.c_float)), scale_len=s.size)
+    if zp is not None:
+        z = np.ascontiguousarray(zp, np.int32)
+        q.zp, q.zp_len = z.ctypes.data_as(C.POINTER(C.c_int32)), z.size
+    mm._keep = getattr(mm, "_keep", []) + [q]
+    return mm.lib.rknn_matmul_set_quant_params(mm.h.value, C.byref(q))
+
+
+def run_case(t, M, K, N, b_layout=0, ac_layout=0, mode="layer", gs=0, seed=0, quant=True):
+    """Create, fill (through the documented layouts), run; returns (got, expected, mm)."""
+    rng = np.random.default_rng(seed)
+    ka, kb, _ = ALL_TYPES[t]
+    qtype = {"layer": 1, "channel": 3, "group": 5}[mode]
+    mm = MM(t, M, K, N, B_layout=b_layout, AC_layout=ac_layout, B_quant_type=qtype, group_size=gs)
+    io = mm.io[0]
+    a, b = rand_operand(ka, (M, K), rng), rand_operand(kb, (K, N), rng)
+    kw = dict(mode=mode, gs=gs)
+    if quant and (ka != "f16" or kb != "f16"):
+        nq = {"layer": 1, "channel": N, "group": N * K // max(gs, 1)}[mode]
+        sb = rng.uniform(0.005, 0.05, nq).astype(np.float32)
+        zb = rng.integers(-3, 4, nq)
+        za = int(rng.integers(-3, 4)) if ka != "f16" else 0
+        kw.update(sa=0.03, za=za, sb=sb, zb=zb, sc=0.7, zc=2)
+        assert set_q(mm, b"B", sb, zb) == SUCC
+        assert set_q(mm, b"A", [0.03], [za]) == SUCC
+        assert set_q(mm, b"C", [0.7], [2]) == SUCC
+    # A
+    if ac_layout:
+        an = native_a(a, io.A.dims[2])
+        assert tuple(io.A.dims[:3]) == an.shape
+        abytes = to_bytes(an, ka)
+    else:
+        abytes = to_bytes(a, ka)
+    assert io.A.size == abytes.size
+    # B
+    if b_layout == 1:
+        bnorm = to_bytes(b, kb)
+        bbytes = np.zeros(io.B.size, np.uint8)
+        assert mm.lib.rknn_B_normal_layout_to_native_layout(
+            bnorm.ctypes.data, bbytes.ctypes.data, K, N, C.byref(mm.info)) == SUCC
+    elif b_layout == 2:
+        bbytes = to_bytes(np.ascontiguousarray(b.T), kb)
+    else:
+        bbytes = to_bytes(b, kb)
+    assert io.B.size == bbytes.size
+    ma, mb, mc = mm.mem(io.A.size), mm.mem(io.B.size), mm.mem(io.C.size)
+    mem_view(ma)[:abytes.size] = abytes
+    mem_view(mb)[:bbytes.size] = bbytes
+    for m, attr in ((ma, io.A), (mb, io.B), (mc, io.C)):
+        assert mm.lib.rknn_matmul_set_io_mem(mm.h.value, m, C.byref(attr)) == SUCC
+    assert mm.lib.rknn_matmul_run(mm.h.value) == SUCC
+    cd = c_dtype(t)
+    raw = mem_view(mc, io.C.size, cd).copy()
+    got = from_native_c(raw.reshape(tuple(io.C.dims[:3])), M, N, io.C.dims[2]) if ac_layout \
+        else raw.reshape(M, N)
+    exp = reference(t, a, b, **kw)
+    return got, exp, mm, (a, b, bbytes)
+
+
+def assert_same(got, exp):
+    if np.dtype(got.dtype).kind == "f":
+        np.testing.assert_array_equal(got.view(np.uint8), np.asarray(exp, got.dtype).view(np.uint8))
+    else:
+        np.testing.assert_array_equal(got, exp)
+
+
+@pytest.mark.parametrize("chip", ["RK3588", "RK3576"])
+@pytest.mark.parametrize("t", INT4_TYPES)
+@pytest.mark.parametrize("b_layout,ac_layout", [(0, 0), (2, 0), (1, 1)])
+def test_matmul_int4(emu, chip, t, b_layout, ac_layout):
+    emu.set_platform(chip)
+    mode = "channel" if ALL_TYPES[t][2] != np.int16 else "layer"
+    M, K, N = 3, 96, 72                      # N not a multiple of the int4 native block (64)
+    got, exp, mm, _ = run_case(t, M, K, N, b_layout, ac_layout, mode=mode, seed=t)
+    io = mm.io[0]
+    assert io.B.type == 10
+    if b_layout != 1:
+        assert io.B.size == (K * N + 1) // 2
+    if ALL_TYPES[t][0] == "i4":
+        assert io.A.type == 10
+        if ac_layout:
+            assert tuple(io.A.dims[:3]) == (3, M, 32)
+            sc = 8 if chip == "RK3588" else 4
+            assert tuple(io.C.dims[:3]) == (-(-N // sc), M, sc)
+    if b_layout == 1:
+        assert tuple(io.B.dims[:4]) == (2, 3, 64, 32) and io.B.size == 2 * 3 * 64 * 32 // 2
+    assert_same(got, exp)
+    mm.close()
+
+
+def test_int4_nibble_order(emu):
+    """INT4 x INT4 -> INT16 with hand-packed bytes: even elements in the low nibble."""
+    mm = MM(10, 1, 2, 2)
+    io = mm.io[0]
+    assert io.A.size == 1 and io.B.size == 2 and io.C.size == 4
+    ma, mb, mc = mm.mem(1), mm.mem(2), mm.mem(4)
+    mem_view(ma)[:] = [0x2F]                 # A = [[-1, 2]]
+    mem_view(mb)[:] = [0x13, 0x8F]           # B = [[3, 1], [-1, -8]]
+    for m, attr in ((ma, io.A), (mb, io.B), (mc, io.C)):
+        assert mm.lib.rknn_matmul_set_io_mem(mm.h.value, m, C.byref(attr)) == SUCC
+    assert mm.lib.rknn_matmul_run(mm.h.value) == SUCC
+    assert mem_view(mc, 4, np.int16).tolist() == [-3 - 2, -1 - 16]
+    mm.close()
+
+
+def test_int4_saturates_int16(emu):
+    M, K, N = 2, 2048, 64
+    mm = MM(10, M, K, N)
+    io = mm.io[0]
+    a = np.full((M, K), -8, np.int8)
+    b = np.full((K, N), -8, np.int8)
+    a[1] = 7
+    ma, mb, mc = mm.mem(io.A.size), mm.mem(io.B.size), mm.mem(io.C.size)
+    mem_view(ma)[:] = pack_i4(a)
+    mem_view(mb)[:] = pack_i4(b)
+    for m, attr in ((ma, io.A), (mb, io.B), (mc, io.C)):
+        assert mm.lib.rknn_matmul_set_io_mem(mm.h.value, m, C.byref(attr)) == SUCC
+    assert mm.lib.rknn_matmul_run(mm.h.value) == SUCC
+    got = mem_view(mc, io.C.size, np.int16).reshape(M, N)
+    assert (got[0] == 32767).all() and (got[1] == -32768).all()    # 131072 / -114688
+    mm.close()
+
+
+@pytest.mark.parametrize("t", GROUP_TYPES)
+@pytest.mark.parametrize("gs,b_layout", [(32, 0), (64, 2), (32, 1)])
+def test_matmul_per_group(emu, t, gs, b_layout):
+    M, K, N = 4, 128, 40
+    got, exp, mm, _ = run_case(t, M, K, N, b_layout, mode="group", gs=gs, seed=100 + t)
+    assert_same(got, exp)
+    q, est = QuantParams(), C.c_float()
+    assert mm.lib.rknn_matmul_get_quant_params(mm.h.value, C.byref(q), C.byref(est)) == SUCC
+    assert q.scale_len == N * K // gs and q.zp_len == N * K // gs and q.name == b"B"
+    mm.close()
+
+
+def test_per_group_is_not_per_channel(emu):
+    """Different scales per group change the result: the group index really is used."""
+    M, K, N, gs = 2, 64, 8, 32
+    got, exp, mm, (a, b, _) = run_case(7, M, K, N, mode="group", gs=gs, seed=5)
+    assert_same(got, exp)
+    ch = reference(7, a, b, sb=np.repeat(np.float32(0.01), N), zb=[0], mode="channel")
+    assert not np.array_equal(got, ch)
+    mm.close()
+
+
+def test_matmul_group_and_quant_errors(emu):
+    lib = mlib()
+    h, io = C.c_uint64(), MMIOAttr()
+
+    def create(**kw):
+        info = MatmulInfo(**dict(dict(M=2, K=64, N=32, type=7), **kw))
+        rc = lib.rknn_matmul_create(C.byref(h), C.byref(info), C.byref(io))
+        if rc == SUCC:
+            assert lib.rknn_matmul_destroy(h.value) == SUCC
+        return rc
+
+    assert create(B_quant_type=4, group_size=32) == SUCC
+    assert create(B_quant_type=4, group_size=0) == PARAM_INVALID
+    assert create(B_quant_type=4, group_size=48) == PARAM_INVALID        # not a multiple of 32
+    assert create(B_quant_type=5, group_size=128) == PARAM_INVALID       # does not divide K
+    assert create(type=2, B_quant_type=4, group_size=32) == PARAM_INVALID  # integer C
+    assert create(type=10, B_quant_type=5, group_size=32) == PARAM_INVALID
+    assert create(B_quant_type=6) == PARAM_INVALID
+    assert create(AC_quant_type=2) == PARAM_INVALID
+    assert create(M=65536, K=65536, N=65536) == PARAM_INVALID           # beyond 32-bit sizes
+    assert create(type=2, M=65536, K=4096, N=65536) == PARAM_INVALID
+    mm = MM(7, 2, 64, 32, B_quant_type=4, group_size=32)
+    assert set_q(mm, b"B", np.ones(32)) == PARAM_INVALID                 # needs N*K/gs = 64
+    assert set_q(mm, b"B", np.ones(64), np.zeros(3)) == PARAM_INVALID
+    assert set_q(mm, b"B", np.ones(64), np.zeros(64)) == SUCC
+    assert set_q(mm, b"B", np.ones(64), np.zeros(1)) == SUCC
+    assert set_q(mm, b"D", np.ones(1)) == PARAM_INVALID
+    assert set_q(mm, b"A", np.ones(2)) == PARAM_INVALID                  # per layer only
+    assert set_q(mm, b"A", [-1.0]) == PARAM_INVALID
+    assert mm.lib.rknn_matmul_set_quant_params(mm.h.value, None) == PARAM_INVALID
+    mm.close()
+
+
+@pytest.mark.parametrize("chip", ["RK3566", "RK3568", "RK3562", "RV1126B"])
+def test_int4_unsupported_chips(emu, chip):
+    emu.set_platform(chip)
+    lib = mlib()
+    h, io = C.c_uint64(), MMIOAttr()
+    for t in INT4_TYPES:
+        info = MatmulInfo(M=2, K=64, N=64, type=t)
+        assert lib.rknn_matmul_create(C.byref(h), C.byref(info), C.byref(io)) == PARAM_INVALID
+        src, dst = np.zeros(64 * 64, np.uint8), np.zeros(64 * 64, np.uint8)
+        assert lib.rknn_B_normal_layout_to_native_layout(src.ctypes.data, dst.ctypes.data, 64, 64,
+                                                          C.byref(info)) == PARAM_INVALID
+    info = MatmulInfo(M=2, K=64, N=64, type=5)             # int8 hybrids exist there
+    assert lib.rknn_matmul_create(C.byref(h), C.byref(info), C.byref(io)) == SUCC
+    assert lib.rknn_matmul_destroy(h.value) == SUCC
+
+
+@pytest.mark.parametrize("chip,t,K,seg", [("RK3576", 2, 4096 + 96, 4096),
+                                         ("RK3576", 8, 2 * 4096 + 32, 4096),
+                                         ("RK3588", 11, 8192 + 64, 8192),
+                                         ("RK3588", 1, 8192, 0)])
+def test_native_b_k_split(emu, chip, t, K, seg):
+    """Native B with K above the chip's limit is stored segment by segment along K."""
+    emu.set_platform(chip)
+    M, N = 2, 72                              # more than one N block for every type
+    got, exp, mm, (a, b, bbytes) = run_case(t, M, K, N, b_layout=1, seed=K, quant=False)
+    io = mm.io[0]
+    nn, kk = io.B.dims[2], io.B.dims[3]
+    assert tuple(io.B.dims[:4]) == (-(-N // nn), -(-K // kk), nn, kk)
+    ref = native_b(b, nn, kk, seg)
+    if ALL_TYPES[t][1] == "i4":
+        np.testing.assert_array_equal(unpack_i4(bbytes, ref.size), ref)
+    else:
+        np.testing.assert_array_equal(bbytes.view(ref.dtype), ref)
+    if seg:   # the split order differs from the plain one
+        assert not np.array_equal(ref, native_b(b, nn, kk, 0))
+    assert_same(got, exp)
+    mm.close()
+
+
+def test_dynamic_shape_quant_params_must_fit(emu):
+    """Per-channel B scales set for one N do not silently index past their end for another."""
+    shapes = [(2, 32, 16), (2, 32, 48)]
+    mm = MM(9, 0, 0, 0, B_quant_type=2, shapes=shapes)
+    lib, h = mm.lib, mm.h.value
+    ma, mb, mc = mm.mem(2 * 32), mm.mem(32 * 48), mm.mem(2 * 48 * 4)
+    assert set_q(mm, b"B", np.full(16, 0.1)) == SUCC
+    for m, attr in ((ma, mm.io[0].A), (mb, mm.io[0].B), (mc, mm.io[0].C)):
+        assert lib.rknn_matmul_set_io_mem(h, m, C.byref(attr)) == SUCC
+    assert lib.rknn_matmul_run(h) == SUCC
+    assert lib.rknn_matmul_set_dynamic_shape(h, C.byref(MMShape(2, 32, 48))) == SUCC
+    for m, attr in ((ma, mm.io[1].A), (mb, mm.io[1].B), (mc, mm.io[1].C)):
+        assert lib.rknn_matmul_set_io_mem(h, m, C.byref(attr)) == SUCC
+    assert lib.rknn_matmul_run(h) == PARAM_INVALID
+    assert set_q(mm, b"B", np.full(48, 0.1)) == SUCC
+    assert lib.rknn_matmul_run(h) == SUCC
+    mm.close()
