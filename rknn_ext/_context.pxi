@@ -1214,6 +1214,7 @@ cdef class Context:
             o = Output.__new__(Output)
             o._group = g
             o._i = i
+            o._want_float = wf
             o.attr = (<TensorAttr>self._out_attrs[i]).copy()
             items.append(o)
         result = Outputs.__new__(Outputs)
@@ -1488,7 +1489,9 @@ cdef class Context:
     cdef TensorMem _adopt(self, TensorMem t, rknn_tensor_mem* m, object owner, bint no_ctx):
         t.mem = m
         t.owner = owner
-        if not no_ctx:
+        if no_ctx:
+            _count_free_mem()
+        else:
             t.context = self
             self._mems.add(t)
         return t

@@ -19,6 +19,7 @@ cdef object _runtime_path = None             # where it came from (str)
 cdef object _runtime_source = None           # how it was chosen
 _load_lock = threading.Lock()
 cdef Py_ssize_t _live_contexts = 0           # kept by Context; blocks a runtime switch
+cdef Py_ssize_t _live_free_mems = 0          # open ALLOC_NO_CONTEXT mems; block it too
 
 _SYSTEM_CANDIDATES = ("librknnrt.so", "/usr/lib/librknnrt.so", "/usr/lib64/librknnrt.so",
                       "/vendor/lib64/librknnrt.so")
@@ -135,8 +136,9 @@ def load_runtime(path=None):
             target = emulator_path() if target == "emulator" else target
         if _handle != NULL and target is not None and target == _runtime_path:
             pass
-        elif _handle != NULL and _live_contexts:
+        elif _handle != NULL and (_live_contexts or _live_free_mems):
             raise RuntimeError(f"cannot switch the runtime while {_live_contexts} context(s) "
+                               f"and {_live_free_mems} context-free TensorMem(s) "
                                f"are open on {_runtime_path}; close them first")
         else:
             old_handle = _handle

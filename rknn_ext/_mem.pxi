@@ -44,16 +44,16 @@ cdef inline void* _mem_data(rknn_tensor_mem* m) noexcept nogil:
     return <char*>m.virt_addr + m.offset
 
 
-cdef TensorMem _new_mem(rknn_tensor_mem* m, Context ctx, object owner):
-    """Wrap a fresh descriptor.  The caller checked m != NULL."""
-    cdef TensorMem t = TensorMem.__new__(TensorMem)
-    t.mem = m
-    t.context = ctx
-    t.owner = owner
-    t._attr = None
-    if ctx is not None:
-        ctx._mems.add(t)
-    return t
+cdef void _count_free_mem() noexcept:
+    # a mem of no context must be destroyed by the runtime that made it: it blocks a
+    # runtime switch like an open context does
+    global _live_free_mems
+    _live_free_mems += 1
+
+
+cdef void _forget_free_mem() noexcept:
+    global _live_free_mems
+    _live_free_mems -= 1
 
 
 cdef object _view_pin(object obj, void** addr, Py_ssize_t* nbytes):
@@ -110,6 +110,7 @@ cdef class TensorMem:
             self.context._release()
         else:
             _api.rknn_destroy_mem(0, self.mem)
+            _forget_free_mem()
         self.mem = NULL
 
     cdef int _check_open(self, str what) except -1:
@@ -146,6 +147,7 @@ cdef class TensorMem:
             ret = _api.rknn_destroy_mem(0, self.mem)
             if ret >= 0:
                 self.mem = NULL
+                _forget_free_mem()
         # a failed destroy keeps the descriptor: close() may be retried (and __dealloc__
         # tries once more); it stays unusable for runs (_dead)
         check(ret, b"rknn_destroy_mem")
@@ -604,12 +606,15 @@ def create_mem2(size, flags=RKNN_MEM_FLAG_ALLOC_NO_CONTEXT, Context context=None
     require(<void*>_api.rknn_create_mem2, b"rknn_create_mem2")
     cdef uint64_t n = _mem_size(size, 0xFFFFFFFF)
     cdef rknn_tensor_mem* m
+    cdef TensorMem t = TensorMem.__new__(TensorMem)
     with nogil:
         m = _api.rknn_create_mem2(0, n, f)
     if m == NULL:
         raise RKNNError(f"rknn_create_mem2 returned NULL (size {n}, flags 0x{f:x})", None,
                         "rknn_create_mem2")
-    return _new_mem(m, None, None)
+    t.mem = m
+    _count_free_mem()
+    return t
 
 
 cdef uint64_t _mem_size(object size, uint64_t limit) except 0:

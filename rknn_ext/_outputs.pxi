@@ -57,6 +57,7 @@ cdef class Output:
     cdef uint32_t _i                         # slot in the group's array
     cdef _Layout _layout                     # what views export
     cdef Py_ssize_t _exports                 # live views of this output
+    cdef bint _want_float                    # asked for dequantized float32
     cdef readonly object attr                # TensorAttr of the output (copy)
 
     def __init__(self, *args, **kwargs):
@@ -75,7 +76,7 @@ cdef class Output:
     @property
     def want_float(self):
         """Whether the data is dequantized float32."""
-        return self._layout.format[0] == b"f" and self._layout.itemsize == 4
+        return self._want_float
 
     @property
     def size(self):

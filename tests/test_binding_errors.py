@@ -223,3 +223,96 @@ def test_messages_name_types(emu):
         rknnx.dtype_of(42)
     with pytest.raises(TypeError, match="float64 has no RKNN tensor type"):
         rknnx.type_of_dtype(np.float64)
+
+
+# ---- a runtime without some entry points ---------------------------------------------------------
+_PARTIAL_SRC = r"""
+#include <string.h>
+#include "rknn_api.h"
+/* an old runtime: init/destroy/query only, with one 1-input 1-output model */
+int rknn_init(rknn_context *c, void *m, uint32_t s, uint32_t f, rknn_init_extend *e)
+{ (void)m; (void)s; (void)f; (void)e; *c = 42; return 0; }
+int rknn_destroy(rknn_context c) { (void)c; return 0; }
+int rknn_query(rknn_context c, rknn_query_cmd q, void *info, uint32_t size)
+{
+    (void)c;
+    if (q == RKNN_QUERY_IN_OUT_NUM) {
+        rknn_input_output_num *n = info; n->n_input = 1; n->n_output = 1; return 0;
+    }
+    if (q == RKNN_QUERY_INPUT_ATTR || q == RKNN_QUERY_OUTPUT_ATTR) {
+        rknn_tensor_attr *a = info; uint32_t i = a->index;
+        memset(a, 0, size); a->index = i; a->n_dims = 1; a->dims[0] = 2; a->n_elems = 2;
+        a->size = 8; a->type = RKNN_TENSOR_FLOAT32; a->fmt = RKNN_TENSOR_UNDEFINED;
+        strcpy(a->name, q == RKNN_QUERY_INPUT_ATTR ? "x" : "y");
+        return 0;
+    }
+    return RKNN_ERR_PARAM_INVALID;
+}
+"""
+
+
+def test_missing_symbols_raise_not_supported_when_called(tmp_path):
+    import textwrap
+
+    from helpers import compile_c, run_python
+
+    src = tmp_path / "old.c"
+    src.write_text(_PARTIAL_SRC)
+    lib = compile_c([src], tmp_path / "librknnrt.so", shared=True)
+    code = textwrap.dedent(f"""
+        import numpy as np, rknnx
+        rknnx.load_runtime({str(lib)!r})
+        ctx = rknnx.Context(b"model")
+        assert ctx.n_input == 1 and ctx.input_attrs[0].name == "x"
+        calls = {{
+            "rknn_run": lambda: ctx.run(),
+            "rknn_inputs_set": lambda: ctx.inputs_set([np.float32([1, 2])]),
+            "rknn_outputs_get": lambda: ctx.outputs_get(),
+            "rknn_create_mem": lambda: ctx.create_mem(8),
+            "rknn_create_mem2": lambda: ctx.create_mem2(8),
+            "rknn_set_core_mask": lambda: ctx.set_core_mask(0),
+            "rknn_dup_context": lambda: ctx.dup(),
+            "rknn_wait": lambda: ctx.wait(),
+        }}
+        for name, call in calls.items():
+            try:
+                call()
+            except rknnx.NotSupportedError as e:
+                assert isinstance(e, NotImplementedError) and e.func == name, (name, e)
+                assert f"librknnrt at {lib} lacks {{name}}" in str(e), e
+            else:
+                raise AssertionError(name + " did not raise")
+        try:
+            rknnx.load_runtime("emulator")
+        except RuntimeError as e:
+            assert "1 context(s)" in str(e)
+        else:
+            raise AssertionError("switched the runtime under an open context")
+        ctx.close()
+        print(rknnx.load_runtime("emulator")["is_emulator"])
+    """)
+    proc = run_python(code, env={"RKNNX_RUNTIME": None})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "True"
+
+
+def test_context_free_mems_block_a_runtime_switch(track, emu, tmp_path):
+    import textwrap
+
+    from helpers import run_python
+
+    proc = run_python(textwrap.dedent("""
+        import rknnx
+        rknnx.load_runtime("emulator")
+        m = rknnx.create_mem2(64)
+        try:
+            rknnx.load_runtime("/nonexistent/librknnrt.so")
+        except RuntimeError as e:
+            assert "1 context-free TensorMem(s)" in str(e), e
+        else:
+            raise AssertionError("switched under a live mem")
+        m.close()
+        print("ok")
+    """), env={"RKNNX_RUNTIME": None})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
