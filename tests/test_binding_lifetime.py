@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import os
 import random
 import threading
 
@@ -313,5 +314,82 @@ def test_threads_racing_a_close_get_value_errors_not_crashes(track, bh, emu):
         errors = _run_threads(5, work)
         assert not errors, errors
         ctx.close()
+        gc.collect()
+    assert bh.live(emu) == base
+
+
+# ---- misuse: random sequences of calls never crash and never leak -----------------------------
+#: more seeds for a longer local hunt: RKNNX_MISUSE_SEEDS=200 pytest -k misuse
+MISUSE_SEEDS = int(os.environ.get("RKNNX_MISUSE_SEEDS", "6"))
+
+
+@pytest.mark.parametrize("seed", range(MISUSE_SEEDS))
+def test_random_misuse_never_crashes_or_leaks(emu, bh, seed):
+    import warnings
+
+    from rknnx import MemSyncMode, QueryCmd, TensorAttr, TensorFormat
+
+    rng = random.Random(seed)
+    model = bh.model_bytes("tiny_int8_add")
+    base = bh.live(emu)
+    ctxs, mems, views, outs = [], [], [], []
+    allowed = (ValueError, TypeError, BufferError, IndexError, RuntimeError, rknnx.RKNNError)
+
+    def pick(seq):
+        return seq[rng.randrange(len(seq))] if seq else None
+
+    def random_attr():
+        c = pick(ctxs)
+        if c is not None and not c.closed and rng.random() < 0.7:
+            a = pick(list(c.input_attrs + c.output_attrs))
+        else:
+            a = TensorAttr(rng.randrange(3), dims=[rng.randrange(0, 9) for _ in range(rng.randrange(6))])
+        a.type = rng.choice(list(TensorType))
+        a.fmt = rng.choice(list(TensorFormat))
+        a.w_stride = rng.choice([0, 3, 8, 17])
+        a.h_stride = rng.choice([0, 1, 9])
+        a.pass_through = rng.random() < 0.2
+        return a
+
+    ops = [
+        lambda: ctxs.append(Context(model)),
+        lambda: ctxs.append(pick(ctxs).dup()),
+        lambda: pick(ctxs).close(),
+        lambda: mems.append(pick(ctxs).create_mem(rng.choice([1, 64, 512, 2048]))),
+        lambda: mems.append(rknnx.create_mem2(rng.choice([8, 1024]))),
+        lambda: pick(mems).close(),
+        lambda: views.append(np.asarray(pick(mems))),
+        lambda: views.append(np.from_dlpack(pick(mems))),
+        lambda: views.append(memoryview(pick(mems))),
+        lambda: views.pop(rng.randrange(len(views))),
+        lambda: pick(mems).bind(random_attr()),
+        lambda: pick(mems).sync(rng.choice(list(MemSyncMode)), context=pick(ctxs)),
+        lambda: pick(ctxs).set_io_mem(pick(mems), random_attr()),
+        lambda: pick(ctxs).run(),
+        lambda: pick(ctxs).inputs_set([np.zeros(a.dims, np.uint8) for a in pick(ctxs).input_attrs]),
+        lambda: outs.append(pick(ctxs).outputs_get(want_float=rng.random() < 0.5)),
+        lambda: views.append(np.asarray(pick(outs)[0])),
+        lambda: pick(outs).release(),
+        lambda: pick(ctxs).query(rng.choice(list(QueryCmd)), rng.randrange(-1, 4)),
+        lambda: pick(ctxs).set_input_shapes([random_attr(), random_attr()]),
+        lambda: pick(ctxs).set_internal_mem(pick(mems)),
+        lambda: outs.pop(rng.randrange(len(outs))),
+        lambda: mems.pop(rng.randrange(len(mems))),
+        lambda: ctxs.pop(rng.randrange(len(ctxs))),
+        gc.collect,
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        for _ in range(400):
+            try:
+                rng.choice(ops)()
+            except allowed:
+                pass
+            except (AttributeError, IndexError, TypeError):
+                pass                                   # pick() found an empty list
+        views.clear()
+        outs.clear()
+        mems.clear()
+        ctxs.clear()
         gc.collect()
     assert bh.live(emu) == base
