@@ -94,6 +94,16 @@ const char *emu_model_op_type(const emu_model *m, uint32_t i);  /* "conv2d", ...
 int emu_model_op_attr(const emu_model *m, uint32_t i, const char *name, rknn_tensor_type *dtype,
                       uint32_t *n_elems, const void **data);
 
+/* 1 if op i is a custom op (its type is the model's op_type string), else 0. */
+int emu_model_op_is_custom(const emu_model *m, uint32_t i);
+/* The views of op i's inputs and outputs (at most 16 each) as a run at env->shape_set would
+   hand them to env->custom_op, resolved against inputs / outputs / env->weights /
+   env->internal; a base that is NULL (or a NULL array) gives NULL data.  Lets the runtime
+   call a custom op's init before any run.  0 on success. */
+int emu_model_op_views(const emu_model *m, uint32_t op_index, const void *const *inputs,
+                       void *const *outputs, const emu_run_env *env, emu_tensor_view *ins,
+                       uint32_t *n_in, emu_tensor_view *outs, uint32_t *n_out);
+
 /* Run the graph: inputs[i] holds input i packed in its model type and layout at the
    current shape set's dims; outputs[o] receives output o likewise.  Thread-safe for
    distinct env->internal buffers.  Returns RKNN_SUCC or a negative status. */

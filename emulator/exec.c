@@ -509,6 +509,26 @@ static tv view(const run_ctx *c, uint32_t id)
     return v;
 }
 
+/* Like view(), for callers outside a run: any base the caller does not have yet (NULL
+   inputs / outputs arrays, entries, weights or internal memory) gives a NULL pointer. */
+static uint8_t *view_ptr_or_null(const run_ctx *c, uint32_t id)
+{
+    const emu_model *m = c->m;
+    const emu_tensor *t = &m->tensors[id];
+    switch (t->role) {
+    case EMU_ROLE_CONST:
+        return c->env->weights ? (uint8_t *)(uintptr_t)(c->env->weights + t->w_offset) : NULL;
+    case EMU_ROLE_INPUT:
+        return c->inputs ? (uint8_t *)(uintptr_t)c->inputs[t->role_index] : NULL;
+    case EMU_ROLE_OUTPUT:
+        return c->outputs ? (uint8_t *)c->outputs[t->role_index] : NULL;
+    default:
+        return c->env->internal
+                   ? c->env->internal + m->set_offsets[(uint64_t)c->set * m->n_tensors + id]
+                   : NULL;
+    }
+}
+
 /* per output channel requantization multipliers: (x_scale * w_scale[c]) / y_scale */
 static inline double qmul(const emu_tensor *x, const emu_tensor *w, const emu_tensor *y, uint64_t c)
 {
@@ -836,7 +856,7 @@ static int k_convert(const run_ctx *c, const emu_op *op)
     return RKNN_SUCC;
 }
 
-static void fill_view_desc(const run_ctx *c, uint32_t id, emu_tensor_view *v)
+static void fill_view_desc(const run_ctx *c, uint32_t id, emu_tensor_view *v, int with_data)
 {
     const emu_tensor *t = &c->m->tensors[id];
     emu_io_desc *d = &v->desc;
@@ -853,7 +873,36 @@ static void fill_view_desc(const run_ctx *c, uint32_t id, emu_tensor_view *v)
     d->n_norm = t->n_norm;
     memcpy(d->mean, t->mean, sizeof d->mean);
     memcpy(d->std, t->std, sizeof d->std);
-    v->data = view(c, id).p;
+    v->data = with_data ? view(c, id).p : NULL;
+}
+
+int emu_model_op_is_custom(const emu_model *m, uint32_t i)
+{
+    return m && i < m->n_ops && m->ops[i].opcode == EMU_OP_CUSTOM;
+}
+
+int emu_model_op_views(const emu_model *m, uint32_t op_index, const void *const *inputs,
+                       void *const *outputs, const emu_run_env *env, emu_tensor_view *ins,
+                       uint32_t *n_in, emu_tensor_view *outs, uint32_t *n_out)
+{
+    if (!m || !env || op_index >= m->n_ops || !ins || !outs || !n_in || !n_out)
+        return RKNN_ERR_PARAM_INVALID;
+    uint32_t rows = m->n_sets ? m->n_sets : 1;
+    if (env->shape_set >= rows)
+        return RKNN_ERR_PARAM_INVALID;
+    const emu_op *op = &m->ops[op_index];
+    run_ctx c = {m, env, env->shape_set, inputs, outputs, NULL};
+    for (uint32_t k = 0; k < op->n_in; k++) {
+        fill_view_desc(&c, op->in[k], &ins[k], 0);
+        ins[k].data = view_ptr_or_null(&c, op->in[k]);
+    }
+    for (uint32_t k = 0; k < op->n_out; k++) {
+        fill_view_desc(&c, op->out[k], &outs[k], 0);
+        outs[k].data = view_ptr_or_null(&c, op->out[k]);
+    }
+    *n_in = op->n_in;
+    *n_out = op->n_out;
+    return RKNN_SUCC;
 }
 
 static int k_custom(const run_ctx *c, const emu_op *op, uint32_t op_index)
@@ -862,9 +911,9 @@ static int k_custom(const run_ctx *c, const emu_op *op, uint32_t op_index)
         return RKNN_ERR_FAIL;          /* no implementation registered for this op type */
     emu_tensor_view ins[EMU_MAX_OP_IO], outs[EMU_MAX_OP_IO];
     for (uint32_t k = 0; k < op->n_in; k++)
-        fill_view_desc(c, op->in[k], &ins[k]);
+        fill_view_desc(c, op->in[k], &ins[k], 1);
     for (uint32_t k = 0; k < op->n_out; k++)
-        fill_view_desc(c, op->out[k], &outs[k]);
+        fill_view_desc(c, op->out[k], &outs[k], 1);
     int rc = c->env->custom_op(c->env->custom_user, c->m, op_index, op->type, ins, op->n_in,
                                outs, op->n_out);
     return rc > 0 ? RKNN_SUCC : rc;

@@ -6,7 +6,8 @@
  *                      chip personalities, the handle registries (contexts and mems)
  *   runtime_layout.c   tensor attributes (normal / native / NHWC native), buffer layouts
  *                      and the element conversions between user and model forms
- *   runtime_context.c  rknn_init / dup / destroy / core masks / query / custom ops
+ *   runtime_context.c  rknn_init / dup / destroy / core masks / query
+ *   runtime_custom.c   custom operators (registration, callbacks, built-in fallbacks)
  *   runtime_io.c       inputs_set, run, wait, outputs_get/release, input shapes
  *   runtime_mem.c      the emulated DMA memory (memfd, phys space, cache emulation),
  *                      create/destroy mem, set_io/weight/internal_mem, mem_sync
@@ -231,7 +232,9 @@ typedef struct emu_custom_reg {
 
 typedef struct emu_node_state {  /* per custom node: the context handed to its callbacks */
     int reg;                     /* index into ctx->customs, -1 if none */
-    int inited;
+    int inited;                  /* init ran (or there is none): destroy is due */
+    int builtin;                 /* init returned RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE: the
+                                    runtime's own implementation of op_type runs instead */
     rknn_custom_op_context op_ctx;
 } emu_node_state;
 
@@ -281,7 +284,7 @@ typedef struct emu_ctx {
     /* custom ops */
     emu_custom_reg *customs;
     uint32_t n_customs;
-    emu_node_state *nodes;    /* n_ops entries, lazily allocated */
+    emu_node_state *nodes;    /* n_ops entries, allocated at the first registration */
     struct emu_mm *mm;        /* a matmul context (no model): runtime_matmul.c */
 } emu_ctx;
 
@@ -308,7 +311,13 @@ int emu_custom_hook(void *user, const emu_model *m, uint32_t op_index, const cha
                     uint32_t n_outputs);
 void emu_custom_destroy_all(emu_ctx *c);
 void emu_ctx_release_outputs(emu_ctx *c);
-void emu_custom_set_current(emu_ctx *c);      /* thread-local: the context running callbacks */
+/* Thread-local: the context whose custom-op callbacks this thread is running (NULL when
+   none); set returns the previous value so nested runs restore it. */
+emu_ctx *emu_custom_set_current(emu_ctx *c);
+emu_ctx *emu_custom_current(void);
+/* weights, internal memory and shape set of a run of c (custom_op / op_time left NULL);
+   a base the context does not have yet (memory allocated outside, not set) is NULL */
+void emu_ctx_base_env(const emu_ctx *c, emu_run_env *env);
 void emu_mm_free(struct emu_mm *mm);          /* runtime_matmul.c */
 emu_ctx *emu_ctx_alloc(const emu_platform *p, uint32_t flags);  /* bare context, refs 1 */
 

@@ -1,6 +1,6 @@
 /*
- * rknnx emulator, runtime half: contexts (init, dup, destroy, cores), rknn_query and
- * custom operators.
+ * rknnx emulator, runtime half: contexts (init, dup, destroy, cores) and rknn_query.
+ * Custom operators are in runtime_custom.c.
  *
  * Status conventions of the emulator (the vendor documents few of them):
  *   RKNN_ERR_CTX_INVALID      a context that was never created or is destroyed
@@ -700,214 +700,22 @@ out:
     return rc;
 }
 
-/* ---- custom operators ----------------------------------------------------------------------
- * rknn_register_custom_ops stores copies of the ops (CPU target only: the emulator has no
- * OpenCL).  When a run reaches a custom node, the op registered for its type is called:
- * init (once per node, at the node's first run -- the emulator knows a node's tensors only
- * then), prepare, compute; destroy at rknn_destroy for every node that was initialised.
- * rknn_custom_op_get_op_attr works from inside the callbacks (it finds the node through
- * the op_ctx it was given). */
-static _Thread_local emu_ctx *tl_ctx;
-
-void emu_custom_set_current(emu_ctx *c) { tl_ctx = c; }
-
-int rknn_register_custom_ops(rknn_context ctx, rknn_custom_op *op, uint32_t custom_op_num)
+/* ---- the run environment -------------------------------------------------------------------- */
+void emu_ctx_base_env(const emu_ctx *c, emu_run_env *env)
 {
-    static const char fn[] = "rknn_register_custom_ops";
-    EMU_INJECT_INT("rknn_register_custom_ops");
-    emu_ctx *c;
-    int rc = emu_ctx_enter(ctx, fn, &c);
-    if (rc)
-        return rc;
-    if (!op || custom_op_num == 0 || custom_op_num > 1024) {
-        EMU_ERR(fn, "invalid ops array (%p, %u)", (void *)op, custom_op_num);
-        rc = RKNN_ERR_PARAM_INVALID;
-        goto out;
+    memset(env, 0, sizeof *env);
+    if (c->weight_mem)
+        env->weights = c->weight_mem->dev;
+    else if (c->weights_from && emu_model_weight_size(c->weights_from->model))
+        env->weights = emu_model_weights(c->weights_from->model);
+    else if (!(c->flags & RKNN_FLAG_MEM_ALLOC_OUTSIDE) || !emu_model_weight_size(c->m))
+        env->weights = emu_model_weights(c->m);
+    if (c->internal_mem) {
+        env->internal = c->internal_mem->dev;
+        env->internal_size = c->internal_mem->size;
+    } else {
+        env->internal = c->internal;
+        env->internal_size = c->internal ? c->internal_size : 0;
     }
-    for (uint32_t i = 0; i < custom_op_num; i++) {
-        char t[RKNN_MAX_NAME_LEN];
-        memcpy(t, op[i].op_type, sizeof t);
-        t[sizeof t - 1] = '\0';
-        if (!t[0] || !op[i].compute) {
-            EMU_ERR(fn, "op %u: op_type and compute are required", i);
-            rc = RKNN_ERR_PARAM_INVALID;
-            goto out;
-        }
-        if (op[i].target != RKNN_TARGET_TYPE_CPU) {
-            EMU_ERR(fn, "op '%s': only RKNN_TARGET_TYPE_CPU custom ops are emulated (no OpenCL)", t);
-            rc = RKNN_ERR_FAIL;
-            goto out;
-        }
-        for (uint32_t k = 0; k < c->n_customs; k++)
-            if (strncmp(c->customs[k].op.op_type, t, sizeof t) == 0) {
-                EMU_ERR(fn, "op type '%s' is already registered", t);
-                rc = RKNN_ERR_PARAM_INVALID;
-                goto out;
-            }
-        for (uint32_t k = 0; k < i; k++)
-            if (strncmp(op[k].op_type, t, sizeof t) == 0) {
-                EMU_ERR(fn, "op type '%s' appears twice", t);
-                rc = RKNN_ERR_PARAM_INVALID;
-                goto out;
-            }
-        int found = 0;
-        for (uint32_t k = 0; k < emu_model_n_ops(c->m) && !found; k++)
-            found = strcmp(emu_model_op_type(c->m, k), t) == 0;
-        if (!found)
-            EMU_WARN(fn, "the model has no op of type '%s'", t);
-    }
-    emu_custom_reg *n = realloc(c->customs, (c->n_customs + custom_op_num) * sizeof *n);
-    if (!n) {
-        rc = RKNN_ERR_MALLOC_FAIL;
-        goto out;
-    }
-    c->customs = n;
-    for (uint32_t i = 0; i < custom_op_num; i++) {
-        memset(&c->customs[c->n_customs], 0, sizeof c->customs[0]);
-        c->customs[c->n_customs].op = op[i];
-        c->customs[c->n_customs].op.op_type[RKNN_MAX_NAME_LEN - 1] = '\0';
-        c->n_customs++;
-    }
-out:
-    emu_ctx_leave(c);
-    return rc;
-}
-
-static void view_to_tensor(const emu_tensor_view *v, uint32_t i, rknn_custom_op_tensor *t)
-{
-    memset(t, 0, sizeof *t);
-    const emu_io_desc *d = &v->desc;
-    rknn_tensor_attr *a = &t->attr;
-    a->index = i;
-    a->n_dims = d->n_dims;
-    memcpy(a->dims, d->dims, sizeof a->dims);
-    memcpy(a->name, d->name, sizeof a->name);
-    a->name[sizeof a->name - 1] = '\0';
-    a->n_elems = (uint32_t)dims_elems(d->dims, d->n_dims);
-    a->size = (uint32_t)(a->n_elems * emu_type_size(d->type));
-    a->fmt = d->fmt;
-    a->type = d->type;
-    a->qnt_type = d->qnt_type;
-    a->fl = d->fl;
-    a->zp = d->zp;
-    a->scale = d->scale;
-    a->size_with_stride = a->size;
-    t->mem.virt_addr = v->data;
-    t->mem.fd = -1;
-    t->mem.size = a->size;
-    t->mem.flags = RKNN_TENSOR_MEMORY_FLAGS_ALLOC_INSIDE;
-}
-
-int emu_custom_hook(void *user, const emu_model *m, uint32_t op_index, const char *op_type,
-                    emu_tensor_view *inputs, uint32_t n_inputs, emu_tensor_view *outputs,
-                    uint32_t n_outputs)
-{
-    static const char fn[] = "rknn_run";
-    emu_ctx *c = user;
-    int reg = -1;
-    for (uint32_t k = 0; k < c->n_customs; k++)
-        if (strcmp(c->customs[k].op.op_type, op_type) == 0)
-            reg = (int)k;
-    if (reg < 0) {
-        EMU_ERR(fn, "custom op '%s' (node %u) is not registered: call rknn_register_custom_ops",
-                op_type, op_index);
-        return RKNN_ERR_FAIL;
-    }
-    uint32_t n_ops = emu_model_n_ops(m);
-    if (op_index >= n_ops)
-        return RKNN_ERR_FAIL;
-    if (!c->nodes) {
-        c->nodes = calloc(n_ops, sizeof *c->nodes);
-        if (!c->nodes)
-            return RKNN_ERR_MALLOC_FAIL;
-    }
-    emu_node_state *node = &c->nodes[op_index];
-    rknn_custom_op *op = &c->customs[reg].op;
-    if (!node->inited) {
-        node->reg = reg;
-        node->op_ctx.target = RKNN_TARGET_TYPE_CPU;
-        node->op_ctx.internal_ctx = (rknn_custom_op_interal_context)op_index;
-    }
-    rknn_custom_op_tensor *ts = calloc((size_t)n_inputs + n_outputs + 1, sizeof *ts);
-    if (!ts)
-        return RKNN_ERR_MALLOC_FAIL;
-    for (uint32_t i = 0; i < n_inputs; i++)
-        view_to_tensor(&inputs[i], i, &ts[i]);
-    for (uint32_t o = 0; o < n_outputs; o++)
-        view_to_tensor(&outputs[o], o, &ts[n_inputs + o]);
-    rknn_custom_op_tensor *tin = ts, *tout = ts + n_inputs;
-    int rc = RKNN_SUCC;
-    emu_custom_set_current(c);
-    if (!node->inited) {
-        if (op->init) {
-            rc = op->init(&node->op_ctx, tin, n_inputs, tout, n_outputs);
-            if (rc == RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE) {
-                EMU_WARN(fn, "custom op '%s': init asked for the built-in implementation, "
-                         "which the emulator does not have; calling compute", op_type);
-                rc = RKNN_SUCC;
-            }
-        }
-        node->inited = rc == RKNN_SUCC;
-    }
-    if (rc == RKNN_SUCC && op->prepare)
-        rc = op->prepare(&node->op_ctx, tin, n_inputs, tout, n_outputs);
-    if (rc == RKNN_SUCC)
-        rc = op->compute(&node->op_ctx, tin, n_inputs, tout, n_outputs);
-    emu_custom_set_current(NULL);
-    free(ts);
-    if (rc != RKNN_SUCC) {
-        EMU_ERR(fn, "custom op '%s' (node %u) returned %d", op_type, op_index, rc);
-        return rc < 0 ? rc : RKNN_ERR_FAIL;
-    }
-    return RKNN_SUCC;
-}
-
-void emu_custom_destroy_all(emu_ctx *c)
-{
-    if (!c->nodes)
-        return;
-    emu_custom_set_current(c);
-    for (uint32_t i = 0; i < emu_model_n_ops(c->m); i++) {
-        emu_node_state *node = &c->nodes[i];
-        if (node->inited && node->reg >= 0 && (uint32_t)node->reg < c->n_customs &&
-            c->customs[node->reg].op.destroy)
-            c->customs[node->reg].op.destroy(&node->op_ctx);
-        node->inited = 0;
-    }
-    emu_custom_set_current(NULL);
-}
-
-void rknn_custom_op_get_op_attr(rknn_custom_op_context *op_ctx, const char *attr_name,
-                                rknn_custom_op_attr *op_attr)
-{
-    EMU_INJECT_VOID("rknn_custom_op_get_op_attr");
-    if (!op_attr)
-        return;
-    memset(op_attr, 0, sizeof *op_attr);
-    if (!attr_name)
-        return;
-    snprintf(op_attr->name, sizeof op_attr->name, "%s", attr_name);
-    emu_ctx *c = tl_ctx;
-    if (!op_ctx || !c || !c->nodes) {
-        EMU_ERR("rknn_custom_op_get_op_attr", "call it from a custom op callback with its op_ctx");
-        return;
-    }
-    uint32_t n_ops = emu_model_n_ops(c->m);
-    for (uint32_t i = 0; i < n_ops; i++) {
-        if (&c->nodes[i].op_ctx != op_ctx)
-            continue;
-        rknn_tensor_type t;
-        uint32_t n;
-        const void *data;
-        if (emu_model_op_attr(c->m, i, attr_name, &t, &n, &data) == RKNN_SUCC) {
-            op_attr->dtype = t;
-            op_attr->n_elems = n;
-            op_attr->data = (void *)data;
-        } else {
-            EMU_WARN("rknn_custom_op_get_op_attr", "node %u has no attribute '%s'", i, attr_name);
-        }
-        return;
-    }
-    EMU_ERR("rknn_custom_op_get_op_attr", "op_ctx %p is not a custom node of this run",
-            (void *)op_ctx);
+    env->shape_set = c->shape_set;
 }

@@ -560,6 +560,14 @@ int emu_ctx_enter(rknn_context h, const char *func, emu_ctx **out)
         emu_ctx_put(c);
         return RKNN_ERR_FAIL;
     }
+    if (emu_custom_current() == c) {
+        /* a custom-op callback calling back into its own context, which is locked by the
+           call running the callback: an error instead of a self-deadlock */
+        EMU_ERR(func, "called from a custom-op callback of context 0x%llx, which is busy",
+                (unsigned long long)h);
+        emu_ctx_put(c);
+        return RKNN_ERR_FAIL;
+    }
     pthread_mutex_lock(&c->lock);
     *out = c;
     return RKNN_SUCC;

@@ -263,21 +263,7 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
         outs[o] = c->out_buf[o];
 
     emu_run_env env;
-    memset(&env, 0, sizeof env);
-    if (c->weight_mem)
-        env.weights = c->weight_mem->dev;
-    else if (c->weights_from && emu_model_weight_size(c->weights_from->model))
-        env.weights = emu_model_weights(c->weights_from->model);
-    else
-        env.weights = emu_model_weights(c->m);
-    if (c->internal_mem) {
-        env.internal = c->internal_mem->dev;
-        env.internal_size = c->internal_mem->size;
-    } else {
-        env.internal = c->internal;
-        env.internal_size = c->internal_size;
-    }
-    env.shape_set = c->shape_set;
+    emu_ctx_base_env(c, &env);
     env.custom_op = emu_custom_hook;
     env.custom_user = c;
     if (c->flags & RKNN_FLAG_COLLECT_PERF_MASK) {
