@@ -5,6 +5,8 @@ pattern: one computation two ways, compared).  Also: strided zero-copy views
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -269,6 +271,128 @@ def test_dynamic_shapes_follow_set_input_shapes(track, bh, general_platform):
         x = np.random.default_rng(s).integers(0, 256, size=dims, dtype=np.uint8)
         got = run_general(ctx, [x], True)
         assert_same(got, expected_outputs(model, [x], True, shape_set=s), exact=False)
+
+
+def test_deprecated_set_input_shape_single_input(track, bh, general_platform):
+    """rknn_set_input_shape (deprecated, one attr): same effect as set_input_shapes, no
+    warning (filterwarnings=error would fail the test), checked before C."""
+    from rknnx.emulator.samples import DYNAMIC_SETS
+
+    ctx = track.model("dynamic", general_platform)
+    model = bh.model_bytes("dynamic", general_platform)
+    for s, dims in enumerate(reversed(DYNAMIC_SETS)):
+        s = len(DYNAMIC_SETS) - 1 - s
+        a = ctx.input_attrs[0]
+        a.dims = tuple(dims)
+        ctx.set_input_shape(a)
+        assert ctx.input_attrs[0].dims == tuple(dims)
+        x = np.random.default_rng(s).integers(0, 256, size=tuple(dims), dtype=np.uint8)
+        got = run_general(ctx, [x], True)
+        assert_same(got, expected_outputs(model, [x], True, shape_set=s), exact=False)
+    bad = ctx.input_attrs[0]
+    bad.index = 1
+    with pytest.raises(IndexError, match="input index 1 out of range"):
+        ctx.set_input_shape(bad)
+    with pytest.raises(TypeError):
+        ctx.set_input_shape((1, 2, 3))
+    bad = ctx.input_attrs[0]
+    bad.dims = (1, 65, 64, 3)                               # not one of the model's shapes
+    with pytest.raises(rknnx.RKNNError) as ei:
+        ctx.set_input_shape(bad)
+    assert ei.value.func == "rknn_set_input_shape"
+    ctx.close()
+    with pytest.raises(ValueError, match="set_input_shape on closed Context"):
+        ctx.set_input_shape(bad)
+
+
+class _PyBuffer(ctypes.Structure):
+    _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.py_object), ("len", ctypes.c_ssize_t),
+                ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int), ("ndim", ctypes.c_int),
+                ("format", ctypes.c_char_p), ("shape", ctypes.POINTER(ctypes.c_ssize_t)),
+                ("strides", ctypes.POINTER(ctypes.c_ssize_t)),
+                ("suboffsets", ctypes.POINTER(ctypes.c_ssize_t)), ("internal", ctypes.c_void_p)]
+
+
+_get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+_get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
+_get_buffer.restype = ctypes.c_int
+_release_buffer = ctypes.pythonapi.PyBuffer_Release
+_release_buffer.argtypes = [ctypes.POINTER(_PyBuffer)]
+_release_buffer.restype = None
+PYBUF_WRITABLE, PYBUF_FORMAT, PYBUF_ND, PYBUF_STRIDES = 0x1, 0x4, 0x8, 0x18
+
+
+@pytest.mark.parametrize("flags", [0, PYBUF_WRITABLE, PYBUF_FORMAT, PYBUF_ND,
+                                   PYBUF_ND | PYBUF_FORMAT | PYBUF_WRITABLE])
+def test_strided_mem_requests_without_strides_get_the_raw_bytes(track, flags):
+    """A consumer that cannot take strides (no PyBUF_STRIDES) gets the contiguous raw bytes
+    of the whole region (format "B", padding included), zero-copy and counted, instead of
+    a BufferError; a strided request still gets the typed tensor."""
+    track.ctl.set_platform("RK3588")
+    ctx = track.context(strided_model("RK3588"))
+    attr = ctx.input_attrs[0]
+    attr.type = TensorType.UINT8
+    mem = track.mem(ctx.create_mem(attr.size_with_stride))
+    ctx.set_io_mem(mem, attr)
+    assert attr.w_stride > 13 and mem.shape == (1, 5, 13, 3)
+    view = _PyBuffer()
+    assert _get_buffer(mem, ctypes.byref(view), flags) == 0
+    try:
+        assert view.buf == mem.virt_addr + mem.offset and view.len == mem.size == attr.size_with_stride
+        assert view.itemsize == 1 and view.ndim == 1 and view.readonly == 0
+        assert view.format == (b"B" if flags & PYBUF_FORMAT else None)
+        if flags & PYBUF_ND:
+            assert view.shape[0] == mem.size
+        else:
+            assert not view.shape
+        assert not view.strides
+        assert mem.exports == 1
+        with pytest.raises(BufferError, match="still exported"):
+            mem.close()
+    finally:
+        _release_buffer(ctypes.byref(view))
+    assert mem.exports == 0
+    assert _get_buffer(mem, ctypes.byref(view), PYBUF_STRIDES | PYBUF_FORMAT) == 0
+    try:
+        assert view.ndim == 4 and view.format == b"B" and view.len == 5 * 13 * 3
+        assert [view.strides[i] for i in range(4)] == [5 * attr.w_stride * 3, attr.w_stride * 3, 3, 1]
+    finally:
+        _release_buffer(ctypes.byref(view))
+
+
+def test_frombuffer_of_a_strided_mem_goes_through_raw(track):
+    """np.frombuffer(mem) works on unbound and contiguous bound mems.  On a strided bound mem
+    numpy wraps the exporter in a memoryview (a strided request) and then asks it for
+    contiguous bytes, which the memoryview refuses: np.frombuffer(mem.raw(), dtype) is the
+    zero-copy raw view (documented in TensorMem)."""
+    track.ctl.set_platform("RK3588")
+    ctx = track.context(strided_model("RK3588"))
+    attr = ctx.input_attrs[0]
+    attr.type = TensorType.UINT8
+    mem = track.mem(ctx.create_mem(attr.size_with_stride))
+    flat = np.frombuffer(mem, np.uint16)                    # unbound: raw bytes
+    assert flat.size == mem.size // 2 and flat.ctypes.data == mem.virt_addr + mem.offset
+    del flat
+    ctx.set_io_mem(mem, attr)
+    with pytest.raises(BufferError, match="not C-contiguous"):
+        np.frombuffer(mem, np.uint8)
+    assert mem.exports == 0
+    raw = np.frombuffer(mem.raw(), np.uint16)
+    assert raw.size == mem.size // 2 and raw.flags.writeable
+    view = np.asarray(mem)
+    assert np.shares_memory(raw, view) and mem.exports == 2
+    raw[:] = 0x0101
+    assert (view == 1).all()
+    del raw, view
+    assert mem.exports == 0
+    # a contiguous bound tensor: np.frombuffer is the raw bytes again
+    out_attr = ctx.output_attrs[0]
+    out_attr.type = TensorType.FLOAT32
+    om = track.mem(ctx.create_mem(out_attr.nbytes_with_stride))
+    ctx.set_io_mem(om, out_attr)
+    f = np.frombuffer(om, np.float32)
+    assert f.size == om.size // 4 and np.shares_memory(f, np.asarray(om))
+    del f
 
 
 # ---- inputs_set variants ----------------------------------------------------------------------

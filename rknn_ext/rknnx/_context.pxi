@@ -777,6 +777,52 @@ cdef class Context:
             self._weights_from._weight_borrowers += 1
         return c
 
+    def set_input_shape(self, TensorAttr attr not None):
+        """Choose the shape of one input of a dynamic-shape model (``rknn_set_input_shape``).
+
+        The single-input form of :meth:`set_input_shapes`, kept for code ported from
+        older runtimes.
+
+        Parameters
+        ----------
+        attr : TensorAttr
+            The input (``index``, ``name``, ``fmt``, ``dims`` set; the dims one of the
+            shapes of :class:`InputRange` for that input).
+
+        Raises
+        ------
+        ValueError, IndexError
+            Closed context, an index the model does not have.
+        NotSupportedError
+            If the loaded runtime lacks ``rknn_set_input_shape``.
+        RKNNError
+            The subclass of the status (a shape the model does not list ...).
+
+        Notes
+        -----
+        The vendor marks ``rknn_set_input_shape`` deprecated in favour of
+        ``rknn_set_input_shapes``, which sets every input at once; prefer
+        :meth:`set_input_shapes` in new code.  No warning is issued.  As with
+        :meth:`set_input_shapes`, :attr:`input_attrs`/:attr:`output_attrs` then follow
+        the current shape, and :meth:`set_io_mem` bindings must be redone.
+
+        .. versionadded:: 0.1.0
+        """
+        cdef rknn_tensor_attr c
+        cdef int ret
+        self._check_open(b"set_input_shape")
+        self._check_index(attr.c.index, False)
+        require(<void*>_api.rknn_set_input_shape, b"rknn_set_input_shape")
+        c = attr.c
+        self._enter(b"set_input_shape")
+        with nogil:
+            ret = _api.rknn_set_input_shape(self.ctx, &c)
+        if ret >= 0:
+            self._shapes_set = True
+        self._release()
+        self._in_attrs = self._out_attrs = None
+        check(ret, b"rknn_set_input_shape")
+
     def set_input_shapes(self, attrs):
         """Choose the input shapes of a dynamic-shape model (``rknn_set_input_shapes``).
 

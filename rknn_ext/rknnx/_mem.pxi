@@ -84,7 +84,17 @@ cdef class TensorMem:
     :meth:`Context.set_io_mem`) a typed, shaped view of the tensor, with the padding of
     ``w_stride``/``h_stride`` expressed as strides.  ``np.asarray(mem)``,
     ``memoryview(mem)`` and ``np.from_dlpack(mem)`` are views, never copies; consumers
-    asking for a simple buffer (``np.frombuffer``, ``file.write``) get the raw bytes.
+    asking for a simple or shape-only buffer (no ``PyBUF_STRIDES``: ``file.write``,
+    ``hashlib``) get the raw bytes of the whole region (``size`` bytes, format ``"B"``,
+    padding included).
+
+    ``np.frombuffer(mem, dtype)`` is a zero-copy view of the raw bytes when the mem is
+    unbound or bound to a contiguous tensor.  For a strided (padded) bound tensor numpy
+    cannot get there: it first wraps any exporter that counts its views in a
+    ``memoryview`` (a strided request, answered with the strided tensor) and then asks
+    that memoryview for contiguous bytes, which it refuses with ``BufferError``
+    ("underlying buffer is not C-contiguous").  Use ``np.frombuffer(mem.raw(), dtype)``:
+    the same raw bytes, zero-copy, counted as a view.
 
     ``close()`` (or ``with``, or garbage collection) calls ``rknn_destroy_mem`` once.
     It raises :class:`BufferError` while a view exists.  Memory imported from an fd or a
@@ -395,8 +405,14 @@ cdef class TensorMem:
         buffer.suboffsets = NULL
         buffer.internal = NULL
         if (not self._bound or (flags & PyBUF_ND) != PyBUF_ND
-                or (flags & PyBUF_FORMAT) != PyBUF_FORMAT):
-            # the raw bytes: what simple consumers (np.frombuffer, file.write) ask for
+                or (flags & PyBUF_FORMAT) != PyBUF_FORMAT
+                or (not self._layout.c_contiguous
+                    and (flags & PyBUF_STRIDES) != PyBUF_STRIDES)):
+            # The raw bytes of the whole region (format "B"): what simple consumers
+            # (file.write, hashlib, PyBUF_SIMPLE / PyBUF_ND requests) ask for.  A strided
+            # (padded) bound tensor cannot be described without strides, so a request
+            # that has no room for them gets the contiguous bytes, padding included,
+            # instead of a BufferError.
             buffer.len = self.mem.size
             buffer.itemsize = 1
             buffer.ndim = 1
@@ -421,9 +437,7 @@ cdef class TensorMem:
             want_f = (flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS
             want_any = (flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS
             if not lay.c_contiguous:
-                if (flags & PyBUF_STRIDES) != PyBUF_STRIDES:
-                    raise BufferError("the bound tensor is strided (w_stride/h_stride "
-                                      "padding); request a strided buffer")
+                # (a request without PyBUF_STRIDES got the raw bytes above)
                 if want_c or want_f or want_any:
                     raise BufferError("the bound tensor is not contiguous (w_stride/h_stride "
                                       "padding)")
