@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "runtime.h"
 
@@ -283,6 +284,13 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
             return RKNN_ERR_PARAM_INVALID;
         }
         map_len = (size_t)extend->real_model_offset + extend->real_model_size;
+        struct stat st;
+        if (fstat(extend->model_buffer_fd, &st) != 0 || (st.st_size > 0 && (uint64_t)st.st_size < map_len)) {
+            /* mapping past the end of the file would fault on the first read */
+            EMU_ERR(fn, "model_buffer_fd %d: real_model_offset + real_model_size (%zu) exceeds "
+                    "the buffer", extend->model_buffer_fd, map_len);
+            return RKNN_ERR_PARAM_INVALID;
+        }
         map = mmap(NULL, map_len, PROT_READ, MAP_SHARED, extend->model_buffer_fd, 0);
         if (map == MAP_FAILED) {
             EMU_ERR(fn, "model_buffer_fd %d cannot be mapped: %s", extend->model_buffer_fd,
