@@ -139,6 +139,7 @@ typedef struct emu_buf {
 } emu_buf;
 
 #define EMU_MEM_MAGIC 0x4d454d58u  /* "XMEM" */
+#define EMU_DMA_ALIGN 16u          /* weight / internal memory the graph computes in */
 
 typedef struct emu_mem {
     rknn_tensor_mem pub;      /* what the user sees; first member */

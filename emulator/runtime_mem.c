@@ -18,6 +18,9 @@
  *    at virt_addr + offset, which is file offset `offset`.
  *  - rknn_create_mem_from_phys resolves only addresses the emulator handed out.
  *  - rknn_create_mem_from_mb_blk is unsupported (NULL) on every chip, as in V2.5.0.
+ *  - rknn_set_weight_mem / rknn_set_internal_mem need the data (virt_addr + offset, i.e. the
+ *    fd offset or physical address) aligned to EMU_DMA_ALIGN (16) bytes, as NPU DMA does:
+ *    the graph computes in place in that memory; a misaligned mem is RKNN_ERR_PARAM_INVALID.
  *  - rknn_destroy_mem frees only what the runtime owns (its memfd and mappings); a mem
  *    still bound to a context stays allocated until unbound, but a run that meets it
  *    fails (it was destroyed by the user).
@@ -581,6 +584,12 @@ int rknn_set_weight_mem(rknn_context ctx, rknn_tensor_mem *pub)
         return RKNN_ERR_PARAM_INVALID;
     }
     uint64_t need = emu_model_weight_size(c->m);
+    if ((uintptr_t)m->dev % EMU_DMA_ALIGN) {
+        EMU_ERR(fn, "mem data (offset %d) is not %u-byte aligned", m->pub.offset, EMU_DMA_ALIGN);
+        emu_mem_put(m);
+        emu_ctx_leave(c);
+        return RKNN_ERR_PARAM_INVALID;
+    }
     if (m->size < need) {
         EMU_ERR(fn, "mem of %llu bytes is smaller than the weight size %llu (RKNN_QUERY_MEM_SIZE)",
                 (unsigned long long)m->size, (unsigned long long)need);
@@ -615,6 +624,12 @@ int rknn_set_internal_mem(rknn_context ctx, rknn_tensor_mem *pub)
         return RKNN_ERR_PARAM_INVALID;
     }
     uint64_t need = emu_model_internal_size(c->m);
+    if ((uintptr_t)m->dev % EMU_DMA_ALIGN) {
+        EMU_ERR(fn, "mem data (offset %d) is not %u-byte aligned", m->pub.offset, EMU_DMA_ALIGN);
+        emu_mem_put(m);
+        emu_ctx_leave(c);
+        return RKNN_ERR_PARAM_INVALID;
+    }
     if (m->size < need) {
         EMU_ERR(fn, "mem of %llu bytes is smaller than the internal size %llu (RKNN_QUERY_MEM_SIZE)",
                 (unsigned long long)m->size, (unsigned long long)need);

@@ -8,6 +8,8 @@ cannot be loaded into a non-ASan Python without LD_PRELOAD tricks):
   exported rknn_* function with NULL pointers, zero / garbage / destroyed / wrong-kind
   contexts, huge sizes, bad indices and enum values, corrupted and truncated models, plus
   valid flows; each call's status is checked, and leaks are reported by LeakSanitizer.
+  Then a seeded random walk over the API (well-formed and malformed calls in random
+  orders) with the sanitizers and the live counters as the oracle.
 * tests/c/emu_threads.c under -fsanitize=thread: parallel contexts, one shared context,
   destroy / destroy_mem racing with runs, dup while running, custom ops and matmul on
   several threads, controls changed during runs.
@@ -98,6 +100,8 @@ def test_malformed_calls_under_asan_ubsan(tmp_path, model_dir):
     assert r.returncode == 0, _report(r)
     m = re.search(rb"abuse: (\d+) checks, 0 failed", r.stdout)
     assert m and int(m.group(1)) > 2000, _report(r)
+    walk = re.search(rb"random walk: (\d+) steps, (\d+) runs", r.stdout)
+    assert walk and int(walk.group(2)) > 100, _report(r)    # the walk reaches real runs
 
 
 def test_concurrency_under_tsan(tmp_path, model_dir):

@@ -6,8 +6,8 @@
  * sanitizer report fails the test; so does a call that returns success where the vendor
  * API must fail (every check below is counted; mismatches are listed on stderr).
  *
- * usage: emu_abuse <model dir>   (relu.rknn, custom.rknn, allops.rknn, relu_RK3566.rknn,
- *                                 relu_RV1106.rknn, written by the test)
+ * usage: emu_abuse <model dir> [random steps]   (relu.rknn, custom.rknn, allops.rknn,
+ *        relu_RK3566.rknn, relu_RV1106.rknn, written by the test; 60000 steps by default)
  * Prints "abuse: N checks, M failed" and exits 0 when M == 0.
  */
 #define _GNU_SOURCE
@@ -418,6 +418,15 @@ static void mem_abuse(rknn_context c, rknn_context other)
     CHECK(v != NULL);
     if (v)
         RC(rknn_destroy_mem(c, v), RKNN_SUCC);
+    rknn_tensor_mem *mis = rknn_create_mem_from_fd(c, m->fd, NULL, 64, 8);
+    rknn_tensor_mem *al = rknn_create_mem_from_fd(c, m->fd, NULL, 64, 16);
+    CHECK(mis && al);
+    /* (on `other`, which is not run again: a destroyed internal mem fails its runs) */
+    RC(rknn_set_internal_mem(other, mis), RKNN_ERR_PARAM_INVALID);    /* not 16-byte aligned */
+    RC(rknn_set_weight_mem(other, mis), RKNN_ERR_PARAM_INVALID);
+    RC(rknn_set_internal_mem(other, al), RKNN_SUCC);
+    RC(rknn_destroy_mem(c, mis), RKNN_SUCC);
+    RC(rknn_destroy_mem(c, al), RKNN_SUCC);
     IS_NULL(rknn_create_mem_from_phys(c, 0, NULL, 16));
     IS_NULL(rknn_create_mem_from_phys(c, 0x1234, NULL, 16));
     IS_NULL(rknn_create_mem_from_phys(c, m->phys_addr, NULL, 0));
@@ -904,6 +913,423 @@ static void dynamic_flows(uint8_t *model, uint32_t n)
     RC(rknn_destroy(c), RKNN_SUCC);
 }
 
+/* ---- a seeded random walk over the API ------------------------------------------------------
+ * Mixes valid and invalid handles, mems, indices, types, formats and sizes in random orders
+ * (bind / destroy / reshape / run / dup / register / matmul ...).  Statuses are not
+ * predicted; the sanitizers and the final live counters are the oracle.  Buffers handed to
+ * the API are always as large as the sizes passed with them (the API cannot check that). */
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(uint32_t n)
+{
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return n ? (uint32_t)(g_rng % n) : 0;
+}
+
+#define WALK_CTX 6
+#define WALK_MEM 12
+#define WALK_BUF 65536
+
+static rknn_context w_ctx[WALK_CTX];
+static rknn_tensor_mem *w_mem[WALK_MEM];
+static rknn_context w_mem_owner[WALK_MEM];
+static rknn_matmul_ctx w_mm;
+static rknn_matmul_io_attr w_mm_io;
+static uint8_t w_buf[WALK_BUF], w_out[WALK_BUF];
+
+static rknn_context pick_ctx(void)
+{
+    switch (rnd(8)) {
+    case 0: return 0;
+    case 1: return (rknn_context)rnd(0xffffffffu) | ((rknn_context)1 << 30);
+    case 2: return w_mm;
+    default: return w_ctx[rnd(WALK_CTX)];
+    }
+}
+
+static int pick_mem_slot(void) { return (int)rnd(WALK_MEM); }
+
+static int add1(rknn_custom_op_context *op_ctx, rknn_custom_op_tensor *ins, uint32_t n_in,
+                rknn_custom_op_tensor *outs, uint32_t n_out);
+
+static void walk_destroy_mem(int k)
+{
+    if (!w_mem[k])
+        return;
+    int rc = rknn_destroy_mem(w_mem_owner[k], w_mem[k]);
+    if (rc == RKNN_ERR_CTX_INVALID) {          /* owner gone: any live context frees it */
+        for (int i = 0; i < WALK_CTX && rc != RKNN_SUCC; i++)
+            if (w_ctx[i])
+                rc = rknn_destroy_mem(w_ctx[i], w_mem[k]);
+    }
+    CHECK(rc == RKNN_SUCC || rc == RKNN_ERR_CTX_INVALID);
+    if (rc == RKNN_SUCC)
+        w_mem[k] = NULL;
+}
+
+static void random_walk(uint8_t *const *models, const uint32_t *sizes, int n_models, int steps)
+{
+    rknn_emu_set_npu_time_us(0);
+    for (int step = 0; step < steps; step++) {
+        int op = (int)rnd(20);
+        rknn_context c = pick_ctx();
+        switch (op) {
+        case 0: {                                     /* init into a free (or freed) slot */
+            int k = (int)rnd(WALK_CTX);
+            if (w_ctx[k])
+                rknn_destroy(w_ctx[k]);
+            static const uint32_t fl[] = {0, RKNN_FLAG_ASYNC_MASK, RKNN_FLAG_COLLECT_PERF_MASK,
+                                          RKNN_FLAG_MEM_ALLOC_OUTSIDE, RKNN_FLAG_INTERNAL_ALLOC_OUTSIDE,
+                                          RKNN_FLAG_COLLECT_MODEL_INFO_ONLY,
+                                          RKNN_FLAG_DISABLE_FLUSH_INPUT_MEM_CACHE |
+                                              RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE};
+            int m = (int)rnd((uint32_t)n_models);
+            w_ctx[k] = 0;
+            if (rknn_init(&w_ctx[k], models[m], sizes[m], fl[rnd(7)], NULL) != RKNN_SUCC)
+                w_ctx[k] = 0;
+            break;
+        }
+        case 1:
+            if (rnd(4) == 0) {
+                int k = (int)rnd(WALK_CTX);
+                if (w_ctx[k] && rknn_destroy(w_ctx[k]) == RKNN_SUCC)
+                    w_ctx[k] = 0;
+            } else {
+                rknn_destroy(pick_ctx() | ((rknn_context)1 << 41));
+            }
+            break;
+        case 2: {
+            int k = (int)rnd(WALK_CTX);
+            rknn_context in = c, out = 0;
+            if (rknn_dup_context(&in, &out) == RKNN_SUCC) {
+                if (w_ctx[k])
+                    rknn_destroy(w_ctx[k]);
+                w_ctx[k] = out;
+            }
+            break;
+        }
+        case 3: {
+            static union {
+                rknn_tensor_attr a;
+                rknn_input_range r;
+                uint8_t raw[sizeof(rknn_input_range)];
+            } q;
+            int cmd = (int)rnd(20);
+            memset(&q, 0, sizeof q);
+            q.a.index = rnd(4) ? rnd(4) : rnd(0xffffffffu);
+            uint32_t sz = cmd == RKNN_QUERY_INPUT_DYNAMIC_RANGE ? sizeof q.r : sizeof q.a;
+            static const uint32_t small[] = {8, 4, 16, 512, 64, 1024, sizeof(rknn_tensor_mem)};
+            if (cmd == 0 || (cmd >= 3 && cmd <= 7) || cmd == 12)
+                sz = small[rnd(7)];
+            rknn_query(c, (rknn_query_cmd)cmd, &q, rnd(10) ? sz : rnd(sizeof q));
+            break;
+        }
+        case 4: {
+            rknn_input in[3];
+            uint32_t n = 1 + rnd(3);
+            if (rnd(2)) {                             /* a well-formed call */
+                rknn_input_output_num io;
+                if (rknn_query(c, RKNN_QUERY_IN_OUT_NUM, &io, sizeof io) != RKNN_SUCC || io.n_input > 3)
+                    break;
+                uint32_t off = 0;
+                for (uint32_t i = 0; i < io.n_input; i++) {
+                    rknn_tensor_attr a;
+                    memset(&a, 0, sizeof a);
+                    a.index = i;
+                    if (rknn_query(c, RKNN_QUERY_CURRENT_INPUT_ATTR, &a, sizeof a) != RKNN_SUCC &&
+                        rknn_query(c, RKNN_QUERY_INPUT_ATTR, &a, sizeof a) != RKNN_SUCC)
+                        break;
+                    int u8 = a.n_dims == 4 && rnd(2);
+                    uint32_t bytes = a.n_elems * (u8 ? 1 : 4);
+                    if (off + bytes > WALK_BUF)
+                        break;
+                    in[i] = (rknn_input){.index = i, .buf = w_buf + off, .size = bytes,
+                                         .type = u8 ? RKNN_TENSOR_UINT8 : RKNN_TENSOR_FLOAT32,
+                                         .fmt = a.fmt};
+                    off += (bytes + 7) & ~7u;
+                }
+                rknn_inputs_set(c, io.n_input, in);
+                break;
+            }
+            for (uint32_t i = 0; i < n; i++) {
+                in[i].index = rnd(5) ? rnd(3) : rnd(0xffffffffu);
+                in[i].buf = rnd(20) ? w_buf : NULL;
+                in[i].size = rnd(WALK_BUF + 1);
+                in[i].pass_through = (uint8_t)(rnd(4) == 0);
+                in[i].type = (rknn_tensor_type)rnd(13);
+                in[i].fmt = (rknn_tensor_format)rnd(5);
+            }
+            rknn_inputs_set(c, n, in);
+            break;
+        }
+        case 5:
+        case 6: {
+            rknn_run_extend e;
+            memset(&e, 0, sizeof e);
+            e.non_block = rnd(10) == 0;
+            rknn_run(c, rnd(2) ? &e : NULL);
+            break;
+        }
+        case 7: {
+            rknn_output o[3];
+            memset(o, 0, sizeof o);
+            uint32_t n = 1 + rnd(3);
+            for (uint32_t i = 0; i < n; i++) {
+                o[i].index = rnd(5) ? rnd(3) : rnd(0xffffffffu);
+                o[i].want_float = (uint8_t)rnd(2);
+                o[i].is_prealloc = (uint8_t)rnd(2);
+                if (o[i].is_prealloc) {
+                    o[i].buf = w_out + i * (WALK_BUF / 4);
+                    o[i].size = rnd(WALK_BUF / 4 + 1);
+                }
+            }
+            rknn_output_extend oe;
+            if (rknn_outputs_get(c, n, o, rnd(2) ? &oe : NULL) == RKNN_SUCC && rnd(8))
+                rknn_outputs_release(c, n, o);
+            break;
+        }
+        case 8: {
+            int k = pick_mem_slot();
+            walk_destroy_mem(k);
+            if (w_mem[k])
+                break;
+            rknn_context owner = w_ctx[rnd(WALK_CTX)];
+            static const uint64_t fl[] = {0, RKNN_FLAG_MEMORY_NON_CACHEABLE,
+                                          RKNN_FLAG_MEMORY_TRY_ALLOC_SRAM, RKNN_MEM_FLAG_ALLOC_NO_CONTEXT};
+            uint32_t size = 1 + rnd(WALK_BUF);
+            w_mem[k] = rnd(2) ? rknn_create_mem(owner, size) : rknn_create_mem2(owner, size, fl[rnd(4)]);
+            w_mem_owner[k] = owner;
+            if (w_mem[k] && rnd(2))
+                memset(w_mem[k]->virt_addr, (int)rnd(256), w_mem[k]->size);
+            break;
+        }
+        case 9: {
+            int k = pick_mem_slot();
+            if (rnd(3) == 0)
+                walk_destroy_mem(k);
+            int j = pick_mem_slot();             /* a view of an existing mem */
+            if (w_mem[k] && !w_mem[j]) {
+                rknn_tensor_mem *v = rnd(2) ? rknn_create_mem_from_fd(c, w_mem[k]->fd, NULL,
+                                                                      1 + rnd(w_mem[k]->size), (int32_t)rnd(64))
+                                            : rknn_create_mem_from_phys(c, w_mem[k]->phys_addr + rnd(64), NULL,
+                                                                        1 + rnd(w_mem[k]->size));
+                w_mem[j] = v;
+                w_mem_owner[j] = c;
+            }
+            break;
+        }
+        case 10: {
+            rknn_tensor_attr a;
+            memset(&a, 0, sizeof a);
+            a.index = rnd(3);
+            if (rnd(2)) {                             /* a well-formed binding */
+                int out = (int)rnd(2);
+                if (rknn_query(c, out ? (rnd(2) ? RKNN_QUERY_NATIVE_OUTPUT_ATTR : RKNN_QUERY_OUTPUT_ATTR)
+                                      : (rnd(2) ? RKNN_QUERY_NATIVE_INPUT_ATTR : RKNN_QUERY_INPUT_ATTR),
+                               &a, sizeof a) != RKNN_SUCC)
+                    break;
+                int k = pick_mem_slot();
+                walk_destroy_mem(k);
+                if (w_mem[k])
+                    break;
+                w_mem[k] = rknn_create_mem(c, a.size_with_stride + 64);
+                w_mem_owner[k] = c;
+                rknn_set_io_mem(c, w_mem[k], &a);
+                break;
+            }
+            static const int kinds[] = {RKNN_QUERY_INPUT_ATTR, RKNN_QUERY_OUTPUT_ATTR,
+                                        RKNN_QUERY_NATIVE_INPUT_ATTR, RKNN_QUERY_NATIVE_OUTPUT_ATTR,
+                                        RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR, RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR,
+                                        RKNN_QUERY_CURRENT_INPUT_ATTR, RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR};
+            rknn_query(c, (rknn_query_cmd)kinds[rnd(8)], &a, sizeof a);
+            if (rnd(3) == 0)
+                a.type = (rknn_tensor_type)rnd(13);
+            if (rnd(3) == 0)
+                a.fmt = (rknn_tensor_format)rnd(5);
+            if (rnd(4) == 0)
+                a.pass_through = 1;
+            if (rnd(6) == 0)
+                a.h_stride = rnd(4096);
+            if (rnd(8) == 0)
+                a.name[0] = '\0';
+            int k = pick_mem_slot();
+            rknn_set_io_mem(c, w_mem[k], &a);
+            break;
+        }
+        case 11: {
+            int k = pick_mem_slot();
+            rknn_mem_sync(c, w_mem[k], (rknn_mem_sync_mode)rnd(5));
+            break;
+        }
+        case 12: {
+            rknn_tensor_attr a[3];
+            memset(a, 0, sizeof a);
+            static rknn_input_range r;
+            for (uint32_t i = 0; i < 3; i++) {
+                a[i].index = i;
+                rknn_query(c, RKNN_QUERY_INPUT_ATTR, &a[i], sizeof a[i]);
+                r.index = i;
+                if (rknn_query(c, RKNN_QUERY_INPUT_DYNAMIC_RANGE, &r, sizeof r) == RKNN_SUCC &&
+                    r.shape_number)
+                    memcpy(a[i].dims, r.dyn_range[rnd(r.shape_number + 1) % 512], sizeof a[i].dims);
+                if (rnd(6) == 0)
+                    a[i].dims[rnd(4)] = rnd(0xffffffffu);
+            }
+            if (rnd(2))
+                rknn_set_input_shapes(c, 1 + rnd(3), a);
+            else
+                rknn_set_input_shape(c, &a[rnd(3)]);
+            break;
+        }
+        case 13: {
+            int k = pick_mem_slot();
+            if (rnd(2))
+                rknn_set_internal_mem(c, w_mem[k]);
+            else
+                rknn_set_weight_mem(c, w_mem[k]);
+            break;
+        }
+        case 14: {
+            rknn_custom_op ops[2];
+            memset(ops, 0, sizeof ops);
+            strcpy(ops[0].op_type, rnd(2) ? "cstAddOne" : "cstSigmoid");
+            strcpy(ops[1].op_type, "cstAddOne");
+            ops[0].target = ops[1].target = RKNN_TARGET_TYPE_CPU;
+            ops[0].compute = ops[1].compute = add1;
+            rknn_register_custom_ops(c, ops, 1 + rnd(2));
+            break;
+        }
+        case 15:
+            if (rnd(2))
+                rknn_set_core_mask(c, (rknn_core_mask)(rnd(3) ? rnd(8) : rnd(0xffffffffu)));
+            else
+                rknn_set_batch_core_num(c, (int)rnd(5) - 1);
+            break;
+        case 16: {                                    /* a matmul context */
+            if (w_mm && rnd(3) == 0) {
+                rknn_matmul_destroy(w_mm);
+                w_mm = 0;
+            }
+            if (w_mm)
+                break;
+            rknn_matmul_info info;
+            rknn_matmul_io_attr io;
+            memset(&info, 0, sizeof info);
+            static const int types[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 15};
+            info.type = (rknn_matmul_type)types[rnd(13)];
+            info.M = 1 + (int32_t)rnd(8);
+            info.K = 32 * (1 + (int32_t)rnd(4));
+            info.N = 1 + (int32_t)rnd(80);
+            info.B_layout = (int16_t)rnd(3);
+            info.AC_layout = (int16_t)rnd(2);
+            info.B_quant_type = (int16_t)rnd(6);
+            info.group_size = (int16_t)(32 * rnd(3));
+            if (rknn_matmul_create(&w_mm, &info, &io) != RKNN_SUCC)
+                w_mm = 0;
+            else
+                w_mm_io = io;
+            break;
+        }
+        case 17: {
+            static const char *names[] = {"A", "B", "C", "D"};
+            if (w_mm && rnd(2)) {                     /* bind A, B and C well-formed */
+                const rknn_matmul_tensor_attr *ts[3] = {&w_mm_io.A, &w_mm_io.B, &w_mm_io.C};
+                for (int i = 0; i < 3; i++) {
+                    int k = pick_mem_slot();
+                    walk_destroy_mem(k);
+                    if (w_mem[k])
+                        continue;
+                    w_mem[k] = rknn_create_mem(w_mm, ts[i]->size);
+                    w_mem_owner[k] = w_mm;
+                    if (w_mem[k]) {
+                        memset(w_mem[k]->virt_addr, (int)rnd(256), ts[i]->size);
+                        rknn_matmul_set_io_mem(w_mm, w_mem[k], (rknn_matmul_tensor_attr *)ts[i]);
+                    }
+                }
+                break;
+            }
+            rknn_matmul_tensor_attr t;
+            memset(&t, 0, sizeof t);
+            strcpy(t.name, names[rnd(4)]);
+            int k = pick_mem_slot();
+            rknn_matmul_set_io_mem(w_mm, w_mem[k], &t);
+            float sc[512];
+            int32_t zp[512];
+            for (int i = 0; i < 512; i++) {
+                sc[i] = 0.01f * (float)(1 + rnd(100));
+                zp[i] = (int32_t)rnd(7) - 3;
+            }
+            rknn_quant_params q;
+            memset(&q, 0, sizeof q);
+            strcpy(q.name, names[rnd(4)]);
+            q.scale = sc;
+            q.scale_len = rnd(3) ? 1 : (int32_t)rnd(513);
+            q.zp = zp;
+            q.zp_len = rnd(2) ? 0 : (rnd(2) ? 1 : q.scale_len);
+            rknn_matmul_set_quant_params(w_mm, &q);
+            break;
+        }
+        case 18:
+            rknn_matmul_run(rnd(4) ? w_mm : c);
+            break;
+        default: {
+            int k = pick_mem_slot();
+            if (rnd(2))
+                walk_destroy_mem(k);
+            else if (w_mem[k] && rnd(2))
+                RC(rknn_destroy_mem(pick_ctx(), (rknn_tensor_mem *)w_buf), RKNN_ERR_PARAM_INVALID);
+            else if (w_mem[k] && rknn_destroy_mem(pick_ctx(), w_mem[k]) == RKNN_SUCC)
+                w_mem[k] = NULL;
+            break;
+        }
+        }
+    }
+    /* tear down: every mem (whatever its owner), every context */
+    for (int k = 0; k < WALK_MEM; k++) {
+        if (!w_mem[k])
+            continue;
+        rknn_context any = 0;
+        for (int i = 0; i < WALK_CTX && !any; i++)
+            any = w_ctx[i];
+        int rc = rknn_destroy_mem(w_mem_owner[k], w_mem[k]);
+        if (rc == RKNN_ERR_CTX_INVALID && any)
+            rc = rknn_destroy_mem(any, w_mem[k]);
+        if (rc == RKNN_ERR_CTX_INVALID) {             /* no live context left: make one */
+            rknn_context tmp = init_ok(models[0], sizes[0], 0);
+            rc = rknn_destroy_mem(tmp, w_mem[k]);
+            rknn_destroy(tmp);
+        }
+        CHECK(rc == RKNN_SUCC || rc == RKNN_ERR_PARAM_INVALID);  /* PARAM: already destroyed */
+        w_mem[k] = NULL;
+    }
+    for (int i = 0; i < WALK_CTX; i++)
+        if (w_ctx[i]) {
+            rknn_destroy(w_ctx[i]);
+            w_ctx[i] = 0;
+        }
+    if (w_mm)
+        RC(rknn_matmul_destroy(w_mm), RKNN_SUCC);
+    w_mm = 0;
+}
+
+static int add1(rknn_custom_op_context *op_ctx, rknn_custom_op_tensor *ins, uint32_t n_in,
+                rknn_custom_op_tensor *outs, uint32_t n_out)
+{
+    (void)op_ctx;
+    if (n_in < 1 || n_out < 1 || !ins[0].mem.virt_addr || !outs[0].mem.virt_addr)
+        return -1;
+    uint32_t n = outs[0].attr.n_elems < ins[0].attr.n_elems ? outs[0].attr.n_elems : ins[0].attr.n_elems;
+    if (ins[0].attr.type != RKNN_TENSOR_FLOAT32 || outs[0].attr.type != RKNN_TENSOR_FLOAT32)
+        return -1;
+    const float *x = (const float *)((uint8_t *)ins[0].mem.virt_addr + ins[0].mem.offset);
+    float *y = (float *)((uint8_t *)outs[0].mem.virt_addr + outs[0].mem.offset);
+    for (uint32_t i = 0; i < n; i++)
+        y[i] = x[i] + 1.0f;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -934,6 +1360,15 @@ int main(int argc, char **argv)
     controls_abuse(live);
     personality_abuse("RK3566", relu66, n_r66);
     personality_abuse("RV1106", relu06, n_r06);
+    uint8_t *walk_models[] = {relu, custom, allops};
+    const uint32_t walk_sizes[] = {n_relu, n_custom, n_all};
+    int steps = argc > 2 ? atoi(argv[2]) : 60000;
+    if (argc > 3)
+        g_rng = strtoull(argv[3], NULL, 0) * 2 + 1;
+    rknn_emu_reset_counters();
+    random_walk(walk_models, walk_sizes, 3, steps);
+    printf("random walk: %d steps, %lld runs, %lld mems\n", steps,
+           (long long)rknn_emu_counter_value(8), (long long)rknn_emu_counter_value(12));
     /* a context destroyed with mems still alive: the mems stay destroyable (vendor: by any
        context for NO_CONTEXT ones; here the owner is gone, so only the handle check fails) */
     RC(rknn_destroy_mem(live, some), RKNN_SUCC);
