@@ -95,6 +95,16 @@ class Tracker:
         self.ctl.set_platform(platform)
         return self.context(model_bytes(name, platform), flags, **kw)
 
+    def matmul(self, *args, platform=None, **kw):
+        """A MatmulContext (on `platform`'s personality when given), closed at teardown."""
+        from rknnx import MatmulContext
+
+        if platform is not None:
+            self.ctl.set_platform(platform)
+        mm = MatmulContext(*args, **kw)
+        self.contexts.append(mm)
+        return mm
+
     def mem(self, mem):
         self.mems.append(mem)
         return mem

@@ -117,6 +117,34 @@ class MemSyncMode(enum.IntEnum):
     FROM_DEVICE = 2
     BIDIRECTIONAL = 3
 
+class MatmulType(enum.IntEnum):
+    FLOAT16_MM_FLOAT16_TO_FLOAT32 = 1
+    INT8_MM_INT8_TO_INT32 = 2
+    INT8_MM_INT8_TO_INT8 = 3
+    FLOAT16_MM_FLOAT16_TO_FLOAT16 = 4
+    FLOAT16_MM_INT8_TO_FLOAT32 = 5
+    FLOAT16_MM_INT8_TO_FLOAT16 = 6
+    FLOAT16_MM_INT4_TO_FLOAT32 = 7
+    FLOAT16_MM_INT4_TO_FLOAT16 = 8
+    INT8_MM_INT8_TO_FLOAT32 = 9
+    INT4_MM_INT4_TO_INT16 = 10
+    INT8_MM_INT4_TO_INT32 = 11
+    FLOAT16_MM_INT4_TO_BFLOAT16 = 12
+    INT8_MM_INT4_TO_FLOAT16 = 15
+
+class MatmulLayout(enum.IntEnum):
+    NORM = 0
+    NATIVE = 1
+    TP_NORM = 2
+
+class MatmulQuantType(enum.IntEnum):
+    PER_LAYER_SYM = 0
+    PER_LAYER_ASYM = 1
+    PER_CHANNEL_SYM = 2
+    PER_CHANNEL_ASYM = 3
+    PER_GROUP_SYM = 4
+    PER_GROUP_ASYM = 5
+
 # the vendor names as plain ints
 RKNN_FLAG_ASYNC_MASK: int
 RKNN_FLAG_COLLECT_MODEL_INFO_ONLY: int
@@ -199,6 +227,28 @@ RKNN_TENSOR_UINT16: int
 RKNN_TENSOR_UINT32: int
 RKNN_TENSOR_UINT8: int
 RKNN_TENSOR_UNDEFINED: int
+RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT32: int
+RKNN_INT8_MM_INT8_TO_INT32: int
+RKNN_INT8_MM_INT8_TO_INT8: int
+RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT16: int
+RKNN_FLOAT16_MM_INT8_TO_FLOAT32: int
+RKNN_FLOAT16_MM_INT8_TO_FLOAT16: int
+RKNN_FLOAT16_MM_INT4_TO_FLOAT32: int
+RKNN_FLOAT16_MM_INT4_TO_FLOAT16: int
+RKNN_INT8_MM_INT8_TO_FLOAT32: int
+RKNN_INT4_MM_INT4_TO_INT16: int
+RKNN_INT8_MM_INT4_TO_INT32: int
+RKNN_FLOAT16_MM_INT4_TO_BFLOAT16: int
+RKNN_INT8_MM_INT4_TO_FLOAT16: int
+RKNN_MM_LAYOUT_NORM: int
+RKNN_MM_LAYOUT_NATIVE: int
+RKNN_MM_LAYOUT_TP_NORM: int
+RKNN_QUANT_TYPE_PER_LAYER_SYM: int
+RKNN_QUANT_TYPE_PER_LAYER_ASYM: int
+RKNN_QUANT_TYPE_PER_CHANNEL_SYM: int
+RKNN_QUANT_TYPE_PER_CHANNEL_ASYM: int
+RKNN_QUANT_TYPE_PER_GROUP_SYM: int
+RKNN_QUANT_TYPE_PER_GROUP_ASYM: int
 
 # ---- typed query results -----------------------------------------------------------------
 class InOutNum(NamedTuple):
@@ -287,7 +337,7 @@ class TensorAttr:
 
 class TensorMem:
     @property
-    def context(self) -> Optional[Context]: ...
+    def context(self) -> Optional[Union[Context, MatmulContext]]: ...
     @property
     def owner(self) -> Any: ...
     def close(self) -> None: ...
@@ -321,11 +371,13 @@ class TensorMem:
     def dtype(self) -> np.dtype: ...
     def bind(self, attr: TensorAttr) -> TensorMem: ...
     def unbind(self) -> None: ...
-    def sync(self, mode: Union[MemSyncMode, int] = ..., context: Optional[Context] = ...) -> None: ...
+    def sync(self, mode: Union[MemSyncMode, int] = ...,
+             context: Optional[Union[Context, MatmulContext]] = ...) -> None: ...
     def __buffer__(self, flags: int) -> memoryview: ...
     def __dlpack__(self, *, stream: None = ..., max_version: Optional[Tuple[int, int]] = ...,
                    dl_device: Optional[Tuple[int, int]] = ..., copy: Optional[bool] = ...) -> Any: ...
     def __dlpack_device__(self) -> Tuple[int, int]: ...
+    def raw(self) -> memoryview: ...
 
 def create_mem2(size: int, flags: Union[MemAllocFlag, int] = ...,
                 context: Optional[Context] = ...) -> TensorMem: ...
@@ -419,3 +471,97 @@ class Context:
     def create_mem_from_phys(self, phys_addr: int, size: int, virt_addr: Any = ..., *,
                              owner: Any = ...) -> TensorMem: ...
     def create_mem_from_mb_blk(self, mb_blk: int, offset: int = ..., *, owner: Any = ...) -> TensorMem: ...
+
+# ---- matmul --------------------------------------------------------------------------------
+class MatmulInfo(NamedTuple):
+    M: int
+    K: int
+    N: int
+    type: MatmulType
+    B_layout: MatmulLayout
+    AC_layout: MatmulLayout
+    B_quant_type: MatmulQuantType
+    AC_quant_type: MatmulQuantType
+    group_size: int
+    iommu_domain_id: int
+
+class MatmulShape(NamedTuple):
+    M: int
+    K: int
+    N: int
+
+class MatmulTensorAttr:
+    @property
+    def name(self) -> str: ...
+    @property
+    def n_dims(self) -> int: ...
+    @property
+    def dims(self) -> Tuple[int, ...]: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def type(self) -> Union[TensorType, int]: ...
+    @property
+    def packed(self) -> bool: ...
+    @property
+    def dtype(self) -> np.dtype: ...
+    @property
+    def shape(self) -> Tuple[int, ...]: ...
+    def copy(self) -> MatmulTensorAttr: ...
+    def __eq__(self, other: object) -> bool: ...
+
+class MatmulIOAttr(NamedTuple):
+    A: MatmulTensorAttr
+    B: MatmulTensorAttr
+    C: MatmulTensorAttr
+
+class QuantParams(NamedTuple):
+    name: str
+    scale: np.ndarray
+    zp: np.ndarray
+
+_MatmulTensor = Union[str, MatmulTensorAttr]
+
+class MatmulContext:
+    def __init__(self, M: Optional[int] = ..., K: Optional[int] = ..., N: Optional[int] = ...,
+                 type: Optional[Union[MatmulType, int]] = ...,
+                 B_layout: Union[MatmulLayout, int] = ..., AC_layout: Union[MatmulLayout, int] = ...,
+                 B_quant_type: Union[MatmulQuantType, int] = ...,
+                 AC_quant_type: Union[MatmulQuantType, int] = ..., group_size: int = ...,
+                 iommu_domain_id: int = ..., *,
+                 shapes: Optional[Sequence[Tuple[int, int, int]]] = ...) -> None: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    def __enter__(self) -> MatmulContext: ...
+    def __exit__(self, *exc: Any) -> None: ...
+    @property
+    def handle(self) -> int: ...
+    @property
+    def mems(self) -> list[TensorMem]: ...
+    @property
+    def bindings(self) -> dict[Any, TensorMem]: ...
+    @property
+    def info(self) -> MatmulInfo: ...
+    @property
+    def shapes(self) -> Tuple[MatmulShape, ...]: ...
+    @property
+    def shape(self) -> MatmulShape: ...
+    @property
+    def dynamic(self) -> bool: ...
+    @property
+    def io_attr(self) -> MatmulIOAttr: ...
+    @property
+    def io_attrs(self) -> Tuple[MatmulIOAttr, ...]: ...
+    def create_mem(self, size: Union[int, _MatmulTensor]) -> TensorMem: ...
+    def set_io_mem(self, mem: TensorMem, which: _MatmulTensor) -> None: ...
+    def set_core_mask(self, mask: Union[CoreMask, int]) -> None: ...
+    def set_quant_params(self, name: str, scale: Any, zp: Any = ...) -> None: ...
+    def get_quant_params(self) -> Tuple[QuantParams, float]: ...
+    def set_dynamic_shape(self, shape: Tuple[int, int, int]) -> None: ...
+    def run(self) -> None: ...
+
+def b_normal_layout_to_native_layout(B: Any, K: int, N: int,
+                                     info: Union[MatmulContext, MatmulType, int]) -> np.ndarray: ...
+def pack_int4(values: Any) -> np.ndarray: ...
+def unpack_int4(packed: Any, count: Optional[int] = ...) -> np.ndarray: ...

@@ -21,6 +21,11 @@ import warnings as _warnings
 from cpython.pythread cimport (PyThread_allocate_lock, PyThread_free_lock,
                                PyThread_acquire_lock, PyThread_release_lock,
                                NOWAIT_LOCK, WAIT_LOCK)
+from libc.stdlib cimport realloc
+
+cdef extern from "pythread.h" nogil:
+    # safe without the GIL (CPython reads the OS thread id); Cython declares it with
+    unsigned long PyThread_get_thread_ident()
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from libc.stdlib cimport calloc
 
@@ -106,9 +111,164 @@ cdef str _shape_str(shape):
     return "(" + ", ".join(str(x) for x in shape) + ")"
 
 
+# Re-entry.  Python code can run while a thread holds a context's lock: custom-op
+# callbacks run inside rknn_run / rknn_register_custom_ops / rknn_destroy, and a garbage
+# collection or a finalizer may run inside them.  The lock is not re-entrant, so that
+# thread must never wait for it: _enter / _check_not_busy raise RuntimeError instead
+# (calling the context from its own callback), and the destructors of its mems and output
+# buffers, which cannot raise, defer their C call (_defer) to the moment the lock is
+# released (_release), when the runtime is no longer busy with the context.  _owner is
+# written only by the thread holding the lock, so a thread reading its own ident there
+# knows it holds it.
+@cython.no_gc_clear
+cdef class _ContextBase:
+    """What :class:`Context` and :class:`MatmulContext` share (internal)."""
+
+    def __cinit__(self, *args, **kwargs):
+        self.ctx = 0
+        self._owner = 0
+        self._lock = PyThread_allocate_lock()
+        if self._lock == NULL:
+            raise MemoryError("cannot allocate the context lock")
+        self._slots = {}
+        self._bound = []
+        self._mems = _weakref.WeakSet()
+        self._deferred = NULL
+        self._n_deferred = 0
+        self._cap_deferred = 0
+
+    def __dealloc__(self):
+        # Only frees.  Nothing is deferred here (the lock is free; _release flushed), but
+        # never leak an array if it were.
+        cdef Py_ssize_t i
+        if self._deferred != NULL:
+            for i in range(self._n_deferred):
+                free(self._deferred[i].outs)
+            free(self._deferred)
+            self._deferred = NULL
+        if self._lock != NULL:
+            PyThread_free_lock(self._lock)
+            self._lock = NULL
+
+    # -- locking ------------------------------------------------------------------------------
+    cdef void _acquire(self) noexcept:
+        # Try without blocking first (the common, uncontended case costs no GIL switch);
+        # else wait with the GIL released, so the holder can finish its call.
+        if not PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
+            with nogil:
+                PyThread_acquire_lock(self._lock, WAIT_LOCK)
+        self._owner = PyThread_get_thread_ident()
+
+    cdef void _release(self) noexcept nogil:
+        # first the C calls owed while the lock was ours (the runtime is free again)
+        cdef Py_ssize_t i
+        cdef _Deferred* d
+        if self._n_deferred:
+            for i in range(self._n_deferred):
+                d = &self._deferred[i]
+                if self.ctx != 0:
+                    if d.mem != NULL and _api.rknn_destroy_mem != NULL:
+                        _api.rknn_destroy_mem(self.ctx, d.mem)
+                    if d.outs != NULL and _api.rknn_outputs_release != NULL:
+                        _api.rknn_outputs_release(self.ctx, d.n, d.outs)
+                free(d.outs)
+            self._n_deferred = 0
+        self._owner = 0
+        PyThread_release_lock(self._lock)
+
+    cdef bint _held_here(self) noexcept nogil:
+        """True when the calling thread holds the lock (so it must not wait for it)."""
+        return self._owner != 0 and self._owner == PyThread_get_thread_ident()
+
+    cdef bint _defer(self, rknn_tensor_mem* mem, rknn_output* outs, uint32_t n) noexcept nogil:
+        """Owe a destroy_mem / outputs_release until the lock is released (the caller
+        holds it, on this thread); False if no memory for the note (then it leaks)."""
+        cdef _Deferred* grown
+        cdef Py_ssize_t cap
+        if self._n_deferred == self._cap_deferred:
+            cap = 8 if self._cap_deferred == 0 else 2 * self._cap_deferred
+            grown = <_Deferred*>realloc(self._deferred, cap * sizeof(_Deferred))
+            if grown == NULL:
+                return False
+            self._deferred = grown
+            self._cap_deferred = cap
+        self._deferred[self._n_deferred].mem = mem
+        self._deferred[self._n_deferred].outs = outs
+        self._deferred[self._n_deferred].n = n
+        self._n_deferred += 1
+        return True
+
+    cdef int _check_not_busy(self, str what) except -1:
+        if self._held_here():
+            raise RuntimeError(
+                f"{what}: the {type(self).__name__} is busy in this thread (a call on it is "
+                "running a custom op callback, which is where this was called from); a "
+                "callback cannot call back into its own context")
+        return 0
+
+    cdef int _enter(self, const char* what) except -1:
+        """Take the lock; raise ValueError (lock released) if the context is closed."""
+        self._check_not_busy(what.decode())
+        self._acquire()
+        if self.ctx == 0:
+            self._release()
+            raise ValueError(f"{what.decode()} on closed {type(self).__name__}")
+        return 0
+
+    cdef int _check_open(self, const char* what) except -1:
+        if self.ctx == 0:
+            raise ValueError(f"{what.decode()} on closed {type(self).__name__}")
+        return 0
+
+    cdef int _raise_dead_binding(self) except -1:
+        for key, m in self._slots.items():
+            if (<TensorMem>m)._dead:
+                raise ValueError(f"the TensorMem bound as {key!r} was closed; bind another one "
+                                 "(set_io_mem/set_weight_mem/set_internal_mem) before run()")
+        raise ValueError("a bound TensorMem was closed")  # pragma: no cover
+
+    cdef int _set_slot(self, object key, TensorMem mem) except -1:
+        self._slots[key] = mem
+        self._bound = list(self._slots.values())
+        if mem._bound_to is None:
+            mem._bound_to = _weakref.WeakSet()
+        mem._bound_to.add(self)
+        return 0
+
+    cdef TensorMem _adopt(self, TensorMem t, rknn_tensor_mem* m, object owner, bint no_ctx):
+        t.mem = m
+        t.owner = owner
+        if no_ctx:
+            _count_free_mem()
+        else:
+            t.context = self
+            self._mems.add(t)
+        return t
+
+    @property
+    def closed(self):
+        """True once :meth:`close` ran."""
+        return self.ctx == 0
+
+    @property
+    def handle(self):
+        """The context handle (int; 0 once closed)."""
+        return self.ctx
+
+    @property
+    def mems(self):
+        """The open :class:`TensorMem` objects this context created."""
+        return [m for m in self._mems if (<TensorMem>m).mem != NULL]
+
+    @property
+    def bindings(self):
+        """What the ``set_*_mem`` calls bound: a dict from the slot to the mem."""
+        return dict(self._slots)
+
+
 @cython.no_gc_clear
 @cython.auto_pickle(False)
-cdef class Context:
+cdef class Context(_ContextBase):
     """An RKNN context: one loaded model (``rknn_context``) and every call on it.
 
     Parameters
@@ -163,15 +323,8 @@ cdef class Context:
     """
 
     def __cinit__(self, *args, **kwargs):
-        self.ctx = 0
-        self._lock = PyThread_allocate_lock()
-        if self._lock == NULL:
-            raise MemoryError("cannot allocate the context lock")
         self._flow = _FLOW_NONE
         self._flow_set_by = NULL
-        self._slots = {}
-        self._bound = []
-        self._mems = _weakref.WeakSet()
         self._out_groups = _weakref.WeakSet()
         self._in_attrs = None
         self._out_attrs = None
@@ -293,33 +446,6 @@ cdef class Context:
                 self._model_mem._pins -= 1
             if self._weights_from is not None:
                 self._weights_from._weight_borrowers -= 1
-        if self._lock != NULL:
-            PyThread_free_lock(self._lock)
-            self._lock = NULL
-
-    # -- locking ------------------------------------------------------------------------------
-    cdef void _acquire(self) noexcept:
-        # Try without blocking first (the common, uncontended case costs no GIL switch);
-        # else wait with the GIL released, so the holder can finish its call.
-        if not PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
-            with nogil:
-                PyThread_acquire_lock(self._lock, WAIT_LOCK)
-
-    cdef void _release(self) noexcept nogil:
-        PyThread_release_lock(self._lock)
-
-    cdef int _enter(self, const char* what) except -1:
-        """Take the lock; raise ValueError (lock released) if the context is closed."""
-        self._acquire()
-        if self.ctx == 0:
-            self._release()
-            raise ValueError(f"{what.decode()} on closed Context")
-        return 0
-
-    cdef int _check_open(self, const char* what) except -1:
-        if self.ctx == 0:
-            raise ValueError(f"{what.decode()} on closed Context")
-        return 0
 
     cdef int _flow_error(self, int flow, const char* fn) except -1:
         """Raise FlowError for a call of `flow` on a context in the other flow."""
@@ -360,6 +486,7 @@ cdef class Context:
         cdef int ret = 0
         if self.ctx == 0:
             return
+        self._check_not_busy("close")
         if self._weight_borrowers > 0:
             raise RuntimeError(f"Context lends its weights to {self._weight_borrowers} open "
                                "Context(s) (share_weights_with); close them first")
@@ -427,11 +554,6 @@ cdef class Context:
             _warn(f"{desc} was still open when its Context closed; it was closed now "
                   "(close mems before their context)", ResourceWarning, stacklevel=2)
 
-    @property
-    def closed(self):
-        """True once :meth:`close` ran."""
-        return self.ctx == 0
-
     def __enter__(self):
         self._check_open(b"__enter__")
         return self
@@ -440,25 +562,9 @@ cdef class Context:
         self.close()
 
     @property
-    def handle(self):
-        """The ``rknn_context`` value (int; 0 once closed)."""
-        return self.ctx
-
-    @property
     def flow(self):
         """``"none"``, ``"general"`` or ``"zero-copy"``: the flow the first I/O call chose."""
         return _FLOW_NAMES[self._flow]
-
-    @property
-    def mems(self):
-        """The open :class:`TensorMem` objects this context created."""
-        return [m for m in self._mems if (<TensorMem>m).mem != NULL]
-
-    @property
-    def bindings(self):
-        """What ``set_io_mem``/``set_weight_mem``/``set_internal_mem`` bound: a dict from
-        ``("input", i)``, ``("output", i)``, ``"weight"``, ``"internal"`` to the mem."""
-        return dict(self._slots)
 
     def __repr__(self):
         if self.ctx == 0:
@@ -1079,13 +1185,6 @@ cdef class Context:
         check(ret, b"rknn_run")
         return ext.frame_id
 
-    cdef int _raise_dead_binding(self) except -1:
-        for key, m in self._slots.items():
-            if (<TensorMem>m)._dead:
-                raise ValueError(f"the TensorMem bound as {key!r} was closed; bind another one "
-                                 "(set_io_mem/set_weight_mem/set_internal_mem) before run()")
-        raise ValueError("a bound TensorMem was closed")  # pragma: no cover
-
     def wait(self, *, timeout_ms=0):
         """Wait for a non-blocking run (``rknn_wait``), with the GIL released.
 
@@ -1350,14 +1449,6 @@ cdef class Context:
                          f"attr.name to an input or output name (attributes from query() "
                          "carry it)")
 
-    cdef int _set_slot(self, object key, TensorMem mem) except -1:
-        self._slots[key] = mem
-        self._bound = list(self._slots.values())
-        if mem._bound_to is None:
-            mem._bound_to = _weakref.WeakSet()
-        mem._bound_to.add(self)
-        return 0
-
     def set_io_mem(self, TensorMem mem not None, TensorAttr attr not None):
         """Bind NPU memory to an input or output (``rknn_set_io_mem``).
 
@@ -1531,16 +1622,6 @@ cdef class Context:
         if m == NULL:
             raise RKNNError(f"rknn_create_mem returned NULL (size {n})", None, "rknn_create_mem")
         return self._adopt(t, m, None, False)
-
-    cdef TensorMem _adopt(self, TensorMem t, rknn_tensor_mem* m, object owner, bint no_ctx):
-        t.mem = m
-        t.owner = owner
-        if no_ctx:
-            _count_free_mem()
-        else:
-            t.context = self
-            self._mems.add(t)
-        return t
 
     def create_mem2(self, size, flags=0):
         """Allocate NPU memory with allocation flags (``rknn_create_mem2``), GIL released.

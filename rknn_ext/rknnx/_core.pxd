@@ -8,7 +8,8 @@ from cpython.pythread cimport PyThread_type_lock
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 
 from librknn cimport (rknnx_api, rknn_context, rknn_tensor_attr, rknn_tensor_mem,
-                      rknn_output, rknn_query_cmd)
+                      rknn_output, rknn_query_cmd, rknn_matmul_info, rknn_matmul_shape,
+                      rknn_matmul_io_attr)
 
 cdef rknnx_api _api                          # the resolved entry points
 
@@ -30,7 +31,8 @@ cdef struct _Layout:
     bint c_contiguous                        # strides are the packed C order
 
 
-cdef class Context                           # forward declaration
+cdef class _ContextBase                      # forward declarations
+cdef class Context
 
 
 cdef class TensorAttr:
@@ -39,7 +41,7 @@ cdef class TensorAttr:
 
 cdef class TensorMem:
     cdef rknn_tensor_mem* mem                # the runtime's descriptor; NULL once destroyed
-    cdef readonly Context context            # creating context (None: ALLOC_NO_CONTEXT)
+    cdef readonly _ContextBase context       # creating (matmul) context; None: ALLOC_NO_CONTEXT
     cdef readonly object owner               # keeps an imported fd / mapping alive
     cdef object _virt_pin                    # memoryview pinning a caller's virt buffer
     cdef Py_ssize_t _exports                 # live buffer / DLPack exports (exact count)
@@ -56,39 +58,61 @@ cdef class TensorMem:
     cdef int _current_layout(self, _Layout* lay) except -1
 
 
-cdef class Context:
+# A C call the context owes the runtime, made once its lock is free (see _ContextBase).
+cdef struct _Deferred:
+    rknn_tensor_mem* mem                     # rknn_destroy_mem(ctx, mem), or NULL
+    rknn_output* outs                        # rknn_outputs_release(ctx, n, outs) + free, or NULL
+    uint32_t n                               # length of outs
+
+
+# What a Context and a MatmulContext share: the handle, the per-context lock (with the
+# thread holding it, to refuse re-entry instead of deadlocking), the mems it created and
+# the mems bound to it.
+cdef class _ContextBase:
     cdef rknn_context ctx                    # the runtime's handle; 0 once destroyed
     cdef PyThread_type_lock _lock            # per-context lock, held across C calls
+    cdef unsigned long _owner                # thread ident holding _lock; 0 when free
+    cdef bint _counted                       # counted in _live_contexts
+    cdef object _mems                        # WeakSet of TensorMem created here
+    cdef dict _slots                         # set_*_mem bindings: key -> TensorMem
+    cdef list _bound                         # the values of _slots, for the run() check
+    cdef _Deferred* _deferred                # frees owed while the lock was ours (malloc'd)
+    cdef Py_ssize_t _n_deferred              # used entries of _deferred
+    cdef Py_ssize_t _cap_deferred            # allocated entries of _deferred
+    cdef object __weakref__                  # WeakSets of mems/contexts refer to it
+
+    cdef void _acquire(self) noexcept
+    cdef void _release(self) noexcept nogil
+    cdef bint _held_here(self) noexcept nogil
+    cdef bint _defer(self, rknn_tensor_mem* mem, rknn_output* outs, uint32_t n) noexcept nogil
+    cdef int _check_not_busy(self, str what) except -1
+    cdef int _enter(self, const char* what) except -1
+    cdef int _check_open(self, const char* what) except -1
+    cdef int _raise_dead_binding(self) except -1
+    cdef int _set_slot(self, object key, TensorMem mem) except -1
+    cdef TensorMem _adopt(self, TensorMem t, rknn_tensor_mem* m, object owner, bint no_ctx)
+
+
+cdef class Context(_ContextBase):
     cdef readonly uint32_t flags             # rknn_init flags it was created with
     cdef int _flow                           # 0 none, 1 general, 2 zero-copy
     cdef const char* _flow_set_by            # the C call that chose the flow
-    cdef bint _counted                       # counted in _live_contexts
-    cdef object _mems                        # WeakSet of TensorMem created here
     cdef object _out_groups                  # WeakSet of unreleased _OutputGroup
-    cdef dict _slots                         # set_*_mem bindings: key -> TensorMem
-    cdef list _bound                         # the values of _slots, for the run() check
     cdef TensorMem _model_mem                # MODEL_BUFFER_ZERO_COPY buffer, pinned
     cdef Context _weights_from               # SHARE_WEIGHT_MEM source, kept open
     cdef int _weight_borrowers               # open contexts using our weights
     cdef bint _shapes_set                    # set_input_shapes done: attrs are CURRENT_*
     cdef object _in_attrs                    # cached input attrs (tuple) or None
     cdef object _out_attrs                   # cached output attrs (tuple) or None
-    cdef object __weakref__                  # WeakSets of mems/contexts refer to it
+    cdef object _custom                      # _CustomOpSet of registered custom ops, or None
 
-    cdef void _acquire(self) noexcept
-    cdef void _release(self) noexcept nogil
-    cdef int _enter(self, const char* what) except -1
-    cdef int _check_open(self, const char* what) except -1
     cdef int _flow_error(self, int flow, const char* fn) except -1
     cdef int _load_attrs(self) except -1
     cdef int _query_into(self, rknn_query_cmd cmd, void* info, uint32_t size) except -1
     cdef int _check_index(self, long long idx, bint output) except -1
-    cdef int _raise_dead_binding(self) except -1
     cdef int _output_layout(self, TensorAttr a, bint want_float, _Layout* lay) except -1
     cdef tuple _which_tensor(self, TensorAttr attr)
-    cdef int _set_slot(self, object key, TensorMem mem) except -1
     cdef int _set_whole_mem(self, TensorMem mem, const char* what, bint weight) except -1
-    cdef TensorMem _adopt(self, TensorMem t, rknn_tensor_mem* m, object owner, bint no_ctx)
 
 
 cdef class _OutputGroup:
@@ -100,3 +124,16 @@ cdef class _OutputGroup:
     cdef object __weakref__                  # Context tracks unreleased groups
 
     cdef int _release_c(self) except -1
+
+
+cdef class MatmulContext(_ContextBase):
+    cdef rknn_matmul_info _info              # what it was created with (M/K/N: shape 0)
+    cdef rknn_matmul_shape* _shapes          # _n_shapes shapes (calloc'd)
+    cdef rknn_matmul_io_attr* _io            # their io attrs, one per shape (calloc'd)
+    cdef int _n_shapes                       # entries of _shapes / _io
+    cdef int _cur                            # index of the current shape
+    cdef bint _dynamic                       # made by rknn_matmul_create_dynamic_shape
+    cdef dict _quant                         # name -> (scale, zp) arrays given to the runtime
+
+    cdef object _tensor(self, object which)
+    cdef Py_ssize_t _scales_wanted(self, int w) except -1

@@ -12,11 +12,14 @@ DLPack exporter), :class:`Input`, :class:`Outputs`/:class:`Output` (the general 
 and the vendor constants as enums (:class:`InitFlag`, :class:`QueryCmd`,
 :class:`TensorType`, :class:`TensorFormat`, :class:`QntType`, :class:`CoreMask`,
 :class:`MemFlag`, :class:`MemAllocFlag`, :class:`MemSyncMode`) and as plain ints with
-their vendor names.
+their vendor names.  The matmul API: :class:`MatmulContext` (``rknn_matmul_ctx``),
+:class:`MatmulTensorAttr`, :func:`b_normal_layout_to_native_layout`, the int4 packing
+helpers :func:`pack_int4`/:func:`unpack_int4` and the enums :class:`MatmulType`,
+:class:`MatmulLayout`, :class:`MatmulQuantType`.
 """
 
 cimport cython
-from libc.stdint cimport int8_t, int32_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, uint8_t, uint32_t, uint64_t
 
 from librknn cimport *
 from rknnx.errors import (RKNNError, NotSupportedError, RuntimeNotFoundError, FlowError,
@@ -29,3 +32,4 @@ include "_dlpack.pxi"
 include "_mem.pxi"
 include "_outputs.pxi"
 include "_context.pxi"
+include "_matmul.pxi"

@@ -113,11 +113,16 @@ cdef class TensorMem:
         if self.mem == NULL or _api.rknn_destroy_mem == NULL:
             return
         if self.context is not None:
-            self.context._acquire()
-            h = self.context.ctx
-            if h != 0:
-                _api.rknn_destroy_mem(h, self.mem)
-            self.context._release()
+            if self.context._held_here():
+                # freed inside a call on its own context (a custom op callback, a gc
+                # run there): waiting for the lock would deadlock; owe the call instead
+                self.context._defer(self.mem, NULL, 0)
+            else:
+                self.context._acquire()
+                h = self.context.ctx
+                if h != 0:
+                    _api.rknn_destroy_mem(h, self.mem)
+                self.context._release()
         else:
             _api.rknn_destroy_mem(0, self.mem)
             _forget_free_mem()
@@ -132,13 +137,17 @@ cdef class TensorMem:
         """rknn_destroy_mem, once.  Bindings on other contexts are marked dead first,
         each under that context's lock, so no run can be using the memory when it is
         destroyed and no later run starts with it."""
-        cdef Context c
+        cdef _ContextBase c
         cdef int ret = 0
         cdef rknn_context h
         if self.mem == NULL:
             return 0
         require(<void*>_api.rknn_destroy_mem, b"rknn_destroy_mem")
+        if self.context is not None:
+            self.context._check_not_busy("TensorMem.close")
         if self._bound_to is not None:
+            for c in list(self._bound_to):
+                c._check_not_busy("TensorMem.close")
             for c in list(self._bound_to):
                 c._acquire()
                 self._dead = True
@@ -277,9 +286,9 @@ cdef class TensorMem:
     @property
     def dtype(self):
         """numpy dtype of the view (uint8 when unbound)."""
-        if self._attr is None:
+        if not self._bound:
             return _np.dtype(_np.uint8)
-        return dtype_of(self._attr.c.type)
+        return _np.dtype(self._layout.format.decode("ascii"))
 
     cdef int _current_layout(self, _Layout* lay) except -1:
         if self._bound:
@@ -346,7 +355,7 @@ cdef class TensorMem:
         return memoryview(r)
 
     # -- cache maintenance --
-    def sync(self, mode=RKNN_MEMORY_SYNC_BIDIRECTIONAL, Context context=None):
+    def sync(self, mode=RKNN_MEMORY_SYNC_BIDIRECTIONAL, _ContextBase context=None):
         """Synchronize the CPU and device views of cacheable memory (``rknn_mem_sync``).
 
         Parameters
@@ -354,7 +363,7 @@ cdef class TensorMem:
         mode : MemSyncMode, default BIDIRECTIONAL
             ``TO_DEVICE`` after the CPU wrote (inputs), ``FROM_DEVICE`` before the CPU
             reads what the NPU wrote (outputs), or both.
-        context : Context, optional
+        context : Context or MatmulContext, optional
             The context to sync through; default the mem's own.  Needed for memory
             created with ``ALLOC_NO_CONTEXT``.
 

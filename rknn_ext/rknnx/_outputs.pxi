@@ -15,6 +15,13 @@ cdef class _OutputGroup:
         # Only frees.  No view exists (each holds a reference to an Output holding us).
         if self.outs == NULL:
             return
+        if self.context is not None and self.context._held_here():
+            # freed inside a call on its own context (a custom op callback): owe the
+            # release (the note owns the array) instead of waiting for the lock
+            if not self.context._defer(NULL, self.outs, self.n):
+                free(self.outs)              # no memory for the note: the buffers leak
+            self.outs = NULL
+            return
         if self.context is not None and _api.rknn_outputs_release != NULL:
             self.context._acquire()
             if self.context.ctx != 0:
@@ -32,6 +39,7 @@ cdef class _OutputGroup:
             raise BufferError(f"{self._exports} buffer view(s) still exported; "
                               "delete the numpy arrays first")
         require(<void*>_api.rknn_outputs_release, b"rknn_outputs_release")
+        c._check_not_busy("release")
         c._acquire()
         if c.ctx != 0:
             ret = _api.rknn_outputs_release(c.ctx, self.n, self.outs)

@@ -1,0 +1,1081 @@
+# The matmul API (rknn_matmul_api.h): C = A x B on the NPU, one rknn_matmul_ctx per
+# MatmulContext.
+#
+# A matmul context is a context for the memory calls: its buffers come from
+# rknn_create_mem(matmul_ctx, size) and go back with rknn_destroy_mem(matmul_ctx, mem), so
+# MatmulContext shares _ContextBase with Context (the handle, the per-context lock, the
+# tracked mems, the bindings) and TensorMem works unchanged with it: a mem keeps its
+# MatmulContext alive, close() refuses while views exist, leftovers are closed with a
+# ResourceWarning when the context closes.
+#
+# Views.  set_io_mem binds the mem to the tensor's rknn_matmul_tensor_attr, so
+# np.asarray(mem) is the matrix in the layout the runtime reported: normal (M, K) /
+# (K, N) / (M, N), transposed B (N, K), or the native blocked shapes exactly as io_attr
+# dims say (e.g. A (K/s, M, s), B (N/n, K/k, n, k), C (N/c, M, c)).  Two element types
+# have no numpy dtype: INT4 operands are exposed as their packed bytes (uint8, shape
+# (size,)), BFLOAT16 results as their bit patterns (uint16, the dims' shape).
+#
+# Quantization arrays.  rknn_matmul_set_quant_params takes pointers to the caller's scale
+# and zero-point arrays; the documents do not say whether the runtime copies them, so the
+# context keeps the arrays it passed (per tensor name) until they are replaced or it
+# closes -- they can never dangle.
+
+import collections as _mm_collections
+
+MatmulType = _make_enum(_enum.IntEnum, "MatmulType", [
+    ("FLOAT16_MM_FLOAT16_TO_FLOAT32", "RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT32", RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT32),
+    ("INT8_MM_INT8_TO_INT32", "RKNN_INT8_MM_INT8_TO_INT32", RKNN_INT8_MM_INT8_TO_INT32),
+    ("INT8_MM_INT8_TO_INT8", "RKNN_INT8_MM_INT8_TO_INT8", RKNN_INT8_MM_INT8_TO_INT8),
+    ("FLOAT16_MM_FLOAT16_TO_FLOAT16", "RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT16", RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT16),
+    ("FLOAT16_MM_INT8_TO_FLOAT32", "RKNN_FLOAT16_MM_INT8_TO_FLOAT32", RKNN_FLOAT16_MM_INT8_TO_FLOAT32),
+    ("FLOAT16_MM_INT8_TO_FLOAT16", "RKNN_FLOAT16_MM_INT8_TO_FLOAT16", RKNN_FLOAT16_MM_INT8_TO_FLOAT16),
+    ("FLOAT16_MM_INT4_TO_FLOAT32", "RKNN_FLOAT16_MM_INT4_TO_FLOAT32", RKNN_FLOAT16_MM_INT4_TO_FLOAT32),
+    ("FLOAT16_MM_INT4_TO_FLOAT16", "RKNN_FLOAT16_MM_INT4_TO_FLOAT16", RKNN_FLOAT16_MM_INT4_TO_FLOAT16),
+    ("INT8_MM_INT8_TO_FLOAT32", "RKNN_INT8_MM_INT8_TO_FLOAT32", RKNN_INT8_MM_INT8_TO_FLOAT32),
+    ("INT4_MM_INT4_TO_INT16", "RKNN_INT4_MM_INT4_TO_INT16", RKNN_INT4_MM_INT4_TO_INT16),
+    ("INT8_MM_INT4_TO_INT32", "RKNN_INT8_MM_INT4_TO_INT32", RKNN_INT8_MM_INT4_TO_INT32),
+    ("FLOAT16_MM_INT4_TO_BFLOAT16", "RKNN_FLOAT16_MM_INT4_TO_BFLOAT16", RKNN_FLOAT16_MM_INT4_TO_BFLOAT16),
+    ("INT8_MM_INT4_TO_FLOAT16", "RKNN_INT8_MM_INT4_TO_FLOAT16", RKNN_INT8_MM_INT4_TO_FLOAT16),
+], "Operand and result types of a matmul (``rknn_matmul_type``): A x B -> C.")
+
+MatmulLayout = _make_enum(_enum.IntEnum, "MatmulLayout", [
+    ("NORM", "RKNN_MM_LAYOUT_NORM", RKNN_MM_LAYOUT_NORM),
+    ("NATIVE", "RKNN_MM_LAYOUT_NATIVE", RKNN_MM_LAYOUT_NATIVE),
+    ("TP_NORM", "RKNN_MM_LAYOUT_TP_NORM", RKNN_MM_LAYOUT_TP_NORM),
+], "Matrix layouts (``rknn_matmul_layout``): row-major, the NPU's blocked layout, or B "
+   "transposed (N x K).")
+
+MatmulQuantType = _make_enum(_enum.IntEnum, "MatmulQuantType", [
+    ("PER_LAYER_SYM", "RKNN_QUANT_TYPE_PER_LAYER_SYM", RKNN_QUANT_TYPE_PER_LAYER_SYM),
+    ("PER_LAYER_ASYM", "RKNN_QUANT_TYPE_PER_LAYER_ASYM", RKNN_QUANT_TYPE_PER_LAYER_ASYM),
+    ("PER_CHANNEL_SYM", "RKNN_QUANT_TYPE_PER_CHANNEL_SYM", RKNN_QUANT_TYPE_PER_CHANNEL_SYM),
+    ("PER_CHANNEL_ASYM", "RKNN_QUANT_TYPE_PER_CHANNEL_ASYM", RKNN_QUANT_TYPE_PER_CHANNEL_ASYM),
+    ("PER_GROUP_SYM", "RKNN_QUANT_TYPE_PER_GROUP_SYM", RKNN_QUANT_TYPE_PER_GROUP_SYM),
+    ("PER_GROUP_ASYM", "RKNN_QUANT_TYPE_PER_GROUP_ASYM", RKNN_QUANT_TYPE_PER_GROUP_ASYM),
+], "Quantization granularity of B (``rknn_matmul_quant_type``); A and C are per layer.")
+
+globals().update(_VENDOR_NAMES)
+
+MatmulInfo = _namedtuple("MatmulInfo", "M K N type B_layout AC_layout B_quant_type "
+                         "AC_quant_type group_size iommu_domain_id",
+                         "The ``rknn_matmul_info`` a :class:`MatmulContext` was created with "
+                         "(M/K/N: the first shape).")
+MatmulShape = _namedtuple("MatmulShape", "M K N", "One matmul shape (``rknn_matmul_shape``).")
+MatmulIOAttr = _namedtuple("MatmulIOAttr", "A B C",
+                           "The three :class:`MatmulTensorAttr` of one shape "
+                           "(``rknn_matmul_io_attr``).")
+QuantParams = _namedtuple("QuantParams", "name scale zp",
+                          "Quantization parameters of one matmul tensor: ``scale`` (float32 "
+                          "array) and ``zp`` (int32 array, possibly empty).")
+
+_MM_NAMES = ("A", "B", "C")
+
+
+cdef int _mm_layout(const rknn_matmul_tensor_attr* a, _Layout* lay) except -1:
+    """The view of a matmul tensor: packed C order over dims; INT4 as its packed bytes,
+    BFLOAT16 as uint16 bit patterns."""
+    cdef int t = a.type
+    cdef uint32_t nd = a.n_dims
+    cdef Py_ssize_t span, i
+    if nd > RKNN_MAX_DIMS:
+        raise ValueError(f"n_dims is {nd}; expected at most {RKNN_MAX_DIMS}")
+    if t == RKNN_TENSOR_INT4:
+        _layout_raw(lay, a.size)
+        return 0
+    if not _type_known(t):
+        raise ValueError(f"matmul tensor type {t} is not a TensorType")
+    memset(lay, 0, sizeof(_Layout))
+    lay.ndim = nd
+    if t == RKNN_TENSOR_BFLOAT16:
+        lay.itemsize = 2
+        lay.format = b"H"
+        lay.dl_code = 1
+    else:
+        lay.itemsize = _ITEMSIZE[t]
+        lay.format = _FORMAT[t]
+        lay.dl_code = _DLCODE[t]
+    span = lay.itemsize
+    for i in range(<Py_ssize_t>nd - 1, -1, -1):
+        lay.shape[i] = a.dims[i]
+        lay.strides[i] = span
+        span *= a.dims[i]
+    lay.nbytes = span
+    lay.extent = span
+    lay.c_contiguous = True
+    if lay.nbytes > a.size:
+        raise ValueError(f"matmul tensor {_cstr(a.name, RKNN_MAX_NAME_LEN)!r}: dims "
+                         f"{[a.dims[i] for i in range(nd)]} need {lay.nbytes} bytes, "
+                         f"more than its size {a.size}")
+    return 0
+
+
+@cython.final
+cdef class MatmulTensorAttr:
+    """One tensor of a matmul (``rknn_matmul_tensor_attr``): A, B or C of one shape.
+
+    From :attr:`MatmulContext.io_attr` / :attr:`MatmulContext.io_attrs`; pass it to
+    :meth:`MatmulContext.set_io_mem` / :meth:`MatmulContext.create_mem`.
+
+    .. versionadded:: 0.1.0
+    """
+    cdef rknn_matmul_tensor_attr c           # the vendor struct, by value
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("MatmulTensorAttr objects come from MatmulContext.io_attr")
+
+    @property
+    def name(self):
+        """``"A"``, ``"B"`` or ``"C"`` (the name the runtime gave it)."""
+        return _cstr(self.c.name, sizeof(self.c.name))
+
+    @property
+    def n_dims(self):
+        """Number of valid dims."""
+        return self.c.n_dims
+
+    @property
+    def dims(self):
+        """The shape in elements, in the tensor's layout (blocked for native layouts)."""
+        return tuple([self.c.dims[i] for i in range(min(self.c.n_dims, <uint32_t>RKNN_MAX_DIMS))])
+
+    @property
+    def size(self):
+        """Bytes to allocate (INT4: two elements per byte)."""
+        return self.c.size
+
+    @property
+    def type(self):
+        """Element type (:class:`TensorType`)."""
+        try:
+            return TensorType(self.c.type)
+        except ValueError:
+            return int(self.c.type)
+
+    @property
+    def packed(self):
+        """True for INT4 tensors: views are the packed bytes, see :func:`pack_int4`."""
+        return self.c.type == RKNN_TENSOR_INT4
+
+    @property
+    def dtype(self):
+        """numpy dtype of a view: the element type, uint8 for INT4 (packed bytes), uint16
+        for BFLOAT16 (bit patterns)."""
+        cdef _Layout lay
+        _mm_layout(&self.c, &lay)
+        return _np.dtype(lay.format.decode("ascii"))
+
+    @property
+    def shape(self):
+        """Shape of a view: :attr:`dims`, or ``(size,)`` for INT4 (packed bytes)."""
+        cdef _Layout lay
+        _mm_layout(&self.c, &lay)
+        return _layout_shape(&lay)
+
+    def copy(self):
+        """An independent copy."""
+        return _mm_attr(&self.c)
+
+    def __eq__(self, other):
+        if not isinstance(other, MatmulTensorAttr):
+            return NotImplemented
+        o = <MatmulTensorAttr>other
+        return (self.name, self.dims, self.size, self.c.type) == (o.name, o.dims, o.size, o.c.type)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return (f"MatmulTensorAttr(name={self.name!r}, dims={list(self.dims)}, "
+                f"type={_type_name(self.c.type)}, size={self.c.size})")
+
+
+cdef MatmulTensorAttr _mm_attr(const rknn_matmul_tensor_attr* c):
+    cdef MatmulTensorAttr a = MatmulTensorAttr.__new__(MatmulTensorAttr)
+    a.c = c[0]
+    return a
+
+
+cdef object _mm_io(const rknn_matmul_io_attr* io):
+    return MatmulIOAttr(_mm_attr(&io.A), _mm_attr(&io.B), _mm_attr(&io.C))
+
+
+cdef int _mm_int(object v, str what, long long lo, long long hi) except? -1:
+    cdef long long x
+    try:
+        x = v.__index__()
+    except (AttributeError, TypeError):
+        raise TypeError(f"{what} must be an int, got {type(v).__name__}") from None
+    except OverflowError:
+        raise ValueError(f"{what} must be in {lo}..{hi}, got {v}") from None
+    if not lo <= x <= hi:
+        raise ValueError(f"{what} must be in {lo}..{hi}, got {x}")
+    return <int>x
+
+
+cdef int _mm_enum(object v, object enum_cls, str what) except? -1:
+    cdef int x = _mm_int(v, what, -0x80000000, 0x7FFFFFFF)
+    try:
+        enum_cls(x)
+    except ValueError:
+        raise ValueError(f"{what} {v!r} is not a {enum_cls.__name__}; expected one of "
+                         f"{[f'{m.name} ({m.value})' for m in enum_cls]}") from None
+    return x
+
+
+cdef int _mm_check_mask(object mask) except -1:
+    cdef long long v
+    try:
+        v = mask
+    except (TypeError, OverflowError):
+        raise TypeError(f"mask must be a CoreMask or int, got {mask!r}") from None
+    if not 0 <= v <= RKNN_NPU_CORE_UNDEFINED:
+        raise ValueError(f"mask 0x{v:x} is not a core mask; expected a CoreMask "
+                         f"(0..0x{RKNN_NPU_CORE_UNDEFINED:x})")
+    return <int>v
+
+
+cdef int _mm_fill_info(rknn_matmul_info* info, object type, object B_layout, object AC_layout,
+                       object B_quant_type, object AC_quant_type, object group_size,
+                       object iommu_domain_id) except -1:
+    memset(info, 0, sizeof(rknn_matmul_info))
+    if type is None:
+        raise TypeError("a matmul needs type= (a MatmulType, e.g. "
+                        "MatmulType.FLOAT16_MM_FLOAT16_TO_FLOAT32)")
+    info.type = <rknn_matmul_type>_mm_enum(type, MatmulType, "type")
+    info.B_layout = <int16_t>_mm_enum(B_layout, MatmulLayout, "B_layout")
+    info.AC_layout = <int16_t>_mm_enum(AC_layout, MatmulLayout, "AC_layout")
+    if info.AC_layout == RKNN_MM_LAYOUT_TP_NORM:
+        raise ValueError("AC_layout must be NORM (0) or NATIVE (1); TP_NORM applies to B only")
+    info.B_quant_type = <int16_t>_mm_enum(B_quant_type, MatmulQuantType, "B_quant_type")
+    info.AC_quant_type = <int16_t>_mm_enum(AC_quant_type, MatmulQuantType, "AC_quant_type")
+    if info.AC_quant_type > RKNN_QUANT_TYPE_PER_LAYER_ASYM:
+        raise ValueError("AC_quant_type must be PER_LAYER_SYM (0) or PER_LAYER_ASYM (1): A and C "
+                         "are quantized per layer only")
+    info.group_size = <int16_t>_mm_int(group_size, "group_size", 0, 0x7FFF)
+    if info.B_quant_type >= RKNN_QUANT_TYPE_PER_GROUP_SYM and info.group_size <= 0:
+        raise ValueError("per-group quantization (B_quant_type PER_GROUP_*) needs group_size > 0")
+    info.iommu_domain_id = _mm_int(iommu_domain_id, "iommu_domain_id", 0, 0x7FFFFFFF)
+    return 0
+
+
+cdef int _mm_check_shape(const rknn_matmul_info* info, int M, int K, int N) except -1:
+    if info.B_quant_type >= RKNN_QUANT_TYPE_PER_GROUP_SYM and K % info.group_size != 0:
+        raise ValueError(f"K {K} is not a multiple of group_size {info.group_size} "
+                         "(per-group quantization)")
+    return 0
+
+
+@cython.no_gc_clear
+@cython.auto_pickle(False)
+cdef class MatmulContext(_ContextBase):
+    """A matmul on the NPU, C = A x B (``rknn_matmul_ctx``).
+
+    Parameters
+    ----------
+    M, K, N : int
+        A is M x K, B is K x N, C is M x N.  Omit them with ``shapes``.
+    type : MatmulType
+        Operand and result types, e.g. ``FLOAT16_MM_FLOAT16_TO_FLOAT32``,
+        ``INT8_MM_INT8_TO_INT32``; the int4 types exist on RK3588/RK3576 only.
+    B_layout : MatmulLayout, default NORM
+        ``NORM`` (K x N), ``NATIVE`` (blocked; see
+        :func:`b_normal_layout_to_native_layout`) or ``TP_NORM`` (N x K).
+    AC_layout : MatmulLayout, default NORM
+        ``NORM`` or ``NATIVE`` for A and C.
+    B_quant_type : MatmulQuantType, default PER_LAYER_SYM
+        Per layer, per channel (N scales) or per group (N x K / group_size scales).
+    AC_quant_type : MatmulQuantType, default PER_LAYER_SYM
+        Per layer only.
+    group_size : int, default 0
+        Elements of K per group (per-group quantization).
+    iommu_domain_id : int, default 0
+        The IOMMU domain (4 GB each) of the buffers.
+    shapes : sequence of (M, K, N), optional
+        Several shapes for one context (``rknn_matmul_create_dynamic_shape``); the first
+        is current.  Switch with :meth:`set_dynamic_shape`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Bad arguments (checked before the runtime is called; the message says what was
+        expected).
+    RKNNError
+        The subclass of the status ``rknn_matmul_create`` returned (e.g. a chip without
+        the matmul API, or an int4 type on a chip without int4).
+
+    Notes
+    -----
+    Buffers come from :meth:`create_mem` and are bound with :meth:`set_io_mem`; each
+    mem keeps the context alive, and :meth:`close` refuses (``BufferError``) while one
+    is viewed.  :meth:`run` releases the GIL and holds the context's lock.
+
+    Examples
+    --------
+    >>> with MatmulContext(4, 64, 32, MatmulType.FLOAT16_MM_FLOAT16_TO_FLOAT32) as mm:
+    ...     a, b, c = (mm.create_mem(name) for name in "ABC")
+    ...     for mem, name in zip((a, b, c), "ABC"):
+    ...         mm.set_io_mem(mem, name)
+    ...     np.asarray(a)[...] = A; np.asarray(b)[...] = B
+    ...     mm.run()
+    ...     result = np.asarray(c).copy()
+
+    .. versionadded:: 0.1.0
+    """
+    def __cinit__(self, *args, **kwargs):
+        self._shapes = NULL
+        self._io = NULL
+        self._n_shapes = 0
+        self._cur = 0
+        self._quant = {}
+
+    def __init__(self, M=None, K=None, N=None, type=None, B_layout=0, AC_layout=0,
+                 B_quant_type=0, AC_quant_type=0, group_size=0, iommu_domain_id=0, *,
+                 shapes=None):
+        global _live_contexts
+        cdef rknn_matmul_info info
+        cdef rknn_matmul_ctx h = 0
+        cdef int ret, n, i
+        if self.ctx != 0 or self._shapes != NULL:
+            raise RuntimeError("MatmulContext is already initialized")
+        _mm_fill_info(&info, type, B_layout, AC_layout, B_quant_type, AC_quant_type,
+                      group_size, iommu_domain_id)
+        if shapes is None:
+            if M is None or K is None or N is None:
+                raise TypeError("MatmulContext needs M, K and N (or shapes=[(M, K, N), ...])")
+            triples = [(M, K, N)]
+        else:
+            if M is not None or K is not None or N is not None:
+                raise TypeError("pass either M, K, N or shapes=, not both")
+            triples = list(shapes)
+            if not triples:
+                raise ValueError("shapes must hold at least one (M, K, N)")
+        n = len(triples)
+        if n > 0x7FFFFFFF:
+            raise ValueError("too many shapes")
+        ensure_runtime()
+        require(<void*>(_api.rknn_matmul_create_dynamic_shape if shapes is not None
+                        else _api.rknn_matmul_create),
+                b"rknn_matmul_create_dynamic_shape" if shapes is not None
+                else b"rknn_matmul_create")
+        self._shapes = <rknn_matmul_shape*>calloc(n, sizeof(rknn_matmul_shape))
+        self._io = <rknn_matmul_io_attr*>calloc(n, sizeof(rknn_matmul_io_attr))
+        if self._shapes == NULL or self._io == NULL:
+            raise MemoryError()
+        seen = set()
+        for i in range(n):
+            try:
+                m_, k_, n_ = triples[i]
+            except (TypeError, ValueError):
+                raise TypeError(f"shape {i} must be an (M, K, N) triple, got {triples[i]!r}") \
+                    from None
+            self._shapes[i].M = _mm_int(m_, "M", 1, 0x7FFFFFFF)
+            self._shapes[i].K = _mm_int(k_, "K", 1, 0x7FFFFFFF)
+            self._shapes[i].N = _mm_int(n_, "N", 1, 0x7FFFFFFF)
+            _mm_check_shape(&info, self._shapes[i].M, self._shapes[i].K, self._shapes[i].N)
+            key = (self._shapes[i].M, self._shapes[i].K, self._shapes[i].N)
+            if key in seen:
+                raise ValueError(f"shape {key} is given twice")
+            seen.add(key)
+        info.M = self._shapes[0].M
+        info.K = self._shapes[0].K
+        info.N = self._shapes[0].N
+        with nogil:
+            if shapes is None:
+                ret = _api.rknn_matmul_create(&h, &info, self._io)
+            else:
+                ret = _api.rknn_matmul_create_dynamic_shape(&h, &info, n, self._shapes, self._io)
+        if ret < 0 and h != 0 and _api.rknn_matmul_destroy != NULL:
+            _api.rknn_matmul_destroy(h)
+            h = 0
+        check(ret, b"rknn_matmul_create_dynamic_shape" if shapes is not None
+              else b"rknn_matmul_create")
+        if h == 0:
+            raise RKNNError("rknn_matmul_create succeeded but returned a NULL context", None,
+                            "rknn_matmul_create")
+        self.ctx = h
+        self._info = info
+        self._n_shapes = n
+        self._dynamic = shapes is not None
+        self._counted = True
+        _live_contexts += 1
+
+    def __dealloc__(self):
+        # Only frees (STYLE rule 8): no mem is alive (each holds a reference to us).
+        global _live_contexts
+        if self.ctx != 0:
+            if _api.rknn_matmul_destroy != NULL:
+                _api.rknn_matmul_destroy(self.ctx)
+            self.ctx = 0
+        if self._counted:
+            self._counted = False
+            _live_contexts -= 1
+        free(self._shapes)
+        free(self._io)
+        self._shapes = NULL
+        self._io = NULL
+
+    # -- lifetime ---------------------------------------------------------------------------
+    def close(self):
+        """Destroy the matmul context (``rknn_matmul_destroy``); a second call does nothing.
+
+        Mems it created that are still open are closed first, each with a
+        ``ResourceWarning``; bindings and quantization arrays are dropped.
+
+        Raises
+        ------
+        BufferError
+            While buffer views of its mems exist (nothing is closed then).
+        RKNNError
+            If ``rknn_matmul_destroy`` fails; the context then stays open (its mems are
+            closed already) and ``close()`` may be retried.
+
+        .. versionadded:: 0.1.0
+        """
+        global _live_contexts
+        cdef TensorMem m
+        cdef int ret = 0
+        cdef rknn_context h
+        if self.ctx == 0:
+            return
+        self._check_not_busy("close")
+        mems = [m for m in self._mems if m.mem != NULL]
+        viewed = sum([m._exports for m in mems])
+        if viewed:
+            raise BufferError(f"{viewed} buffer view(s) still exported; delete the numpy "
+                              "arrays first")
+        errors = []
+        leftovers = []
+        for m in mems:
+            desc = repr(m)
+            try:
+                m._destroy()
+            except RKNNError as e:
+                errors.append(e)
+            else:
+                leftovers.append(desc)
+        if not errors:
+            require(<void*>_api.rknn_matmul_destroy, b"rknn_matmul_destroy")
+            self._acquire()
+            h = self.ctx
+            if h != 0:
+                with nogil:
+                    ret = _api.rknn_matmul_destroy(h)
+            if ret >= 0:
+                self.ctx = 0
+            self._release()
+        if errors or ret < 0:
+            # a mem or the context the runtime would not free: it stays open (retry)
+            for desc in leftovers:
+                _warn(f"{desc} was still open when its MatmulContext closed; it was closed "
+                      "now (close mems before their context)", ResourceWarning, stacklevel=2)
+            if errors:
+                raise errors[0]
+            check(ret, b"rknn_matmul_destroy")
+        if self._counted:
+            self._counted = False
+            _live_contexts -= 1
+        slots, self._slots, self._bound, self._quant = self._slots, {}, [], {}
+        del slots
+        for desc in leftovers:
+            _warn(f"{desc} was still open when its MatmulContext closed; it was closed now "
+                  "(close mems before their context)", ResourceWarning, stacklevel=2)
+
+    def __enter__(self):
+        self._check_open(b"__enter__")
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        if self.ctx == 0:
+            return "<MatmulContext closed>"
+        s = self._shapes[self._cur]
+        return (f"<MatmulContext handle=0x{self.ctx:x} {MatmulType(self._info.type).name} "
+                f"M={s.M} K={s.K} N={s.N} shape {self._cur + 1}/{self._n_shapes}>")
+
+    # -- description -------------------------------------------------------------------------
+    @property
+    def info(self):
+        """The :class:`MatmulInfo` it was created with."""
+        cdef rknn_matmul_info* i = &self._info
+        return MatmulInfo(i.M, i.K, i.N, MatmulType(i.type), MatmulLayout(i.B_layout),
+                          MatmulLayout(i.AC_layout), MatmulQuantType(i.B_quant_type),
+                          MatmulQuantType(i.AC_quant_type), i.group_size, i.iommu_domain_id)
+
+    @property
+    def shapes(self):
+        """Every shape of the context (one unless created with ``shapes=``)."""
+        return tuple([MatmulShape(self._shapes[i].M, self._shapes[i].K, self._shapes[i].N)
+                      for i in range(self._n_shapes)])
+
+    @property
+    def shape(self):
+        """The current :class:`MatmulShape`."""
+        self._check_open(b"shape")
+        return MatmulShape(self._shapes[self._cur].M, self._shapes[self._cur].K,
+                           self._shapes[self._cur].N)
+
+    @property
+    def dynamic(self):
+        """True when created with ``shapes=`` (``rknn_matmul_create_dynamic_shape``)."""
+        return self._dynamic
+
+    @property
+    def io_attr(self):
+        """The :class:`MatmulIOAttr` (A, B, C) of the current shape."""
+        self._check_open(b"io_attr")
+        return _mm_io(&self._io[self._cur])
+
+    @property
+    def io_attrs(self):
+        """The :class:`MatmulIOAttr` of every shape, in the order of :attr:`shapes`."""
+        self._check_open(b"io_attrs")
+        return tuple([_mm_io(&self._io[i]) for i in range(self._n_shapes)])
+
+    cdef object _tensor(self, object which):
+        """The attr `which` names: "A"/"B"/"C" (current shape) or a MatmulTensorAttr."""
+        if isinstance(which, MatmulTensorAttr):
+            if (<MatmulTensorAttr>which).name not in _MM_NAMES:
+                raise ValueError(f"MatmulTensorAttr {which!r} is not A, B or C")
+            return which
+        if isinstance(which, str) and which in _MM_NAMES:
+            io = self.io_attr
+            return io[_MM_NAMES.index(which)]
+        raise ValueError(f"expected 'A', 'B', 'C' or a MatmulTensorAttr from io_attr, "
+                         f"got {which!r}")
+
+    # -- memory ------------------------------------------------------------------------------
+    def create_mem(self, size):
+        """Allocate NPU memory for a matrix (``rknn_create_mem`` on the matmul context).
+
+        Parameters
+        ----------
+        size : int, str or MatmulTensorAttr
+            Bytes; or ``"A"``/``"B"``/``"C"`` (the current shape's ``io_attr`` size) or a
+            :class:`MatmulTensorAttr` -- then the mem is also bound to it, so
+            ``np.asarray(mem)`` is the matrix before :meth:`set_io_mem`.  For dynamic
+            shapes allocate the largest size and bind per shape.
+
+        Returns
+        -------
+        TensorMem
+            Owned: ``close()`` destroys it; the context closes it if left open.
+
+        Raises
+        ------
+        ValueError
+            Bad size, closed context.
+        RKNNError
+            If the runtime returns NULL.
+
+        .. versionadded:: 0.1.0
+        """
+        cdef MatmulTensorAttr attr = None
+        cdef uint64_t n
+        cdef rknn_tensor_mem* m
+        cdef TensorMem t = TensorMem.__new__(TensorMem)
+        cdef _Layout lay
+        self._check_open(b"create_mem")
+        if isinstance(size, (str, MatmulTensorAttr)):
+            attr = self._tensor(size)
+            _mm_layout(&attr.c, &lay)
+            n = max(attr.c.size, 1)
+        else:
+            n = _mem_size(size, 0xFFFFFFFF)
+        require(<void*>_api.rknn_create_mem, b"rknn_create_mem")
+        self._enter(b"create_mem")
+        with nogil:
+            m = _api.rknn_create_mem(self.ctx, <uint32_t>n)
+        self._release()
+        if m == NULL:
+            raise RKNNError(f"rknn_create_mem returned NULL (size {n})", None, "rknn_create_mem")
+        self._adopt(t, m, None, False)
+        if attr is not None:
+            _mm_bind(t, attr, &lay)
+        return t
+
+    def set_io_mem(self, TensorMem mem not None, which):
+        """Bind memory to A, B or C (``rknn_matmul_set_io_mem``).
+
+        Parameters
+        ----------
+        mem : TensorMem
+            At least the tensor's ``size`` bytes (from :meth:`create_mem`).
+        which : str or MatmulTensorAttr
+            ``"A"``, ``"B"``, ``"C"`` (the current shape's attrs) or an attr of
+            :attr:`io_attrs`.
+
+        Notes
+        -----
+        The mem becomes a typed view of the matrix (``np.asarray(mem)``: the dtype and
+        the dims of the attr, blocked shapes for native layouts; INT4 as packed bytes),
+        and the context keeps a reference to it until rebound or closed.  With dynamic
+        shapes, call :meth:`set_dynamic_shape` first, then rebind A and C (and a
+        transposed B) for the new shape.
+
+        Raises
+        ------
+        ValueError
+            Closed context or mem, ``which`` naming no tensor, a mem smaller than it.
+        RKNNError
+            The subclass of the status ``rknn_matmul_set_io_mem`` returned.
+
+        .. versionadded:: 0.1.0
+        """
+        cdef MatmulTensorAttr attr
+        cdef _Layout lay
+        cdef int ret
+        self._check_open(b"set_io_mem")
+        mem._check_open("set_io_mem")
+        attr = self._tensor(which)
+        _mm_layout(&attr.c, &lay)
+        if mem.mem.size < attr.c.size:
+            raise ValueError(f"TensorMem of {mem.mem.size} bytes is too small for matmul "
+                             f"tensor {attr.name} {list(attr.dims)} {_type_name(attr.c.type)}: "
+                             f"expected at least {attr.c.size} bytes")
+        require(<void*>_api.rknn_matmul_set_io_mem, b"rknn_matmul_set_io_mem")
+        self._enter(b"set_io_mem")
+        if mem.mem == NULL:
+            self._release()
+            raise ValueError("set_io_mem on closed TensorMem")
+        ret = _api.rknn_matmul_set_io_mem(self.ctx, mem.mem, &attr.c)
+        self._release()
+        check(ret, b"rknn_matmul_set_io_mem")
+        self._set_slot(attr.name, mem)
+        _mm_bind(mem, attr, &lay)
+
+    # -- configuration ---------------------------------------------------------------------
+    def set_core_mask(self, mask):
+        """Choose the NPU cores (``rknn_matmul_set_core_mask``).
+
+        Raises
+        ------
+        ValueError
+            A value outside the mask range, a closed context.
+        RKNNError
+            The subclass of the status (masks the chip does not have).
+
+        .. versionadded:: 0.1.0
+        """
+        cdef int v = _mm_check_mask(mask)
+        cdef int ret
+        require(<void*>_api.rknn_matmul_set_core_mask, b"rknn_matmul_set_core_mask")
+        self._enter(b"set_core_mask")
+        ret = _api.rknn_matmul_set_core_mask(self.ctx, <rknn_core_mask>v)
+        self._release()
+        check(ret, b"rknn_matmul_set_core_mask")
+
+    cdef Py_ssize_t _scales_wanted(self, int w) except -1:
+        cdef rknn_matmul_shape* s = &self._shapes[self._cur]
+        if w != 1:
+            return 1
+        if self._info.B_quant_type in (RKNN_QUANT_TYPE_PER_CHANNEL_SYM,
+                                      RKNN_QUANT_TYPE_PER_CHANNEL_ASYM):
+            return s.N
+        if self._info.B_quant_type in (RKNN_QUANT_TYPE_PER_GROUP_SYM,
+                                      RKNN_QUANT_TYPE_PER_GROUP_ASYM):
+            return <Py_ssize_t>s.N * (s.K // self._info.group_size)
+        return 1
+
+    def set_quant_params(self, name, scale, zp=None):
+        """Set the quantization of A, B or C (``rknn_matmul_set_quant_params``).
+
+        Parameters
+        ----------
+        name : str
+            ``"A"``, ``"B"`` or ``"C"``.
+        scale : float or sequence of float
+            Positive, finite.  A and C: one.  B: one (per layer), N (per channel) or
+            N x K / group_size (per group, the groups of column n contiguous) for the
+            current shape.
+        zp : int or sequence of int, optional
+            Zero points: none, one shared, or one per scale.
+
+        Raises
+        ------
+        ValueError
+            A bad name, a count that does not fit the quantization type and shape, a
+            scale that is not positive and finite, a closed context.
+        RKNNError
+            The subclass of the status the runtime returned.
+
+        Notes
+        -----
+        Set them before the first run; never set, the runtime uses scale 1 and zero
+        point 0.  The context keeps the arrays it passed until they are replaced.
+
+        .. versionadded:: 0.1.0
+        """
+        cdef rknn_quant_params p
+        cdef int ret, w
+        cdef Py_ssize_t want
+        cdef float[::1] sv
+        cdef int32_t[::1] zv
+        if name not in _MM_NAMES:
+            raise ValueError(f"name must be 'A', 'B' or 'C' (the io_attr names), got {name!r}")
+        self._check_open(b"set_quant_params")
+        w = _MM_NAMES.index(name)
+        want = self._scales_wanted(w)
+        sc = _np.ascontiguousarray(_np.atleast_1d(_np.asarray(scale, dtype=_np.float64)).ravel(),
+                                   dtype=_np.float32)
+        if sc.size != want:
+            kind = ("per layer" if w != 1 else
+                    MatmulQuantType(self._info.B_quant_type).name.lower())
+            raise ValueError(f"{name} ({kind}) needs {want} scale(s) for the current shape "
+                             f"{tuple(self.shape)}, got {sc.size}")
+        if not (_np.isfinite(sc).all() and (sc > 0).all()):
+            raise ValueError(f"{name}: every scale must be positive and finite")
+        if zp is None:
+            zpa = _np.zeros(0, dtype=_np.int32)
+        else:
+            zpa = _np.atleast_1d(_np.asarray(zp)).ravel()
+            if zpa.dtype.kind not in "iu":
+                raise TypeError(f"{name}: zero points must be integers, got {zpa.dtype}")
+            if zpa.size and (zpa.min() < -0x80000000 or zpa.max() > 0x7FFFFFFF):
+                raise ValueError(f"{name}: zero points must fit int32")
+            zpa = _np.ascontiguousarray(zpa, dtype=_np.int32)
+            if zpa.size not in (0, 1, want):
+                raise ValueError(f"{name} needs 0, 1 or {want} zero point(s), got {zpa.size}")
+        memset(&p, 0, sizeof(p))
+        p.name[0] = <char>ord(name)
+        sv = sc
+        p.scale = &sv[0]
+        p.scale_len = <int32_t>sc.size
+        if zpa.size:
+            zv = zpa
+            p.zp = &zv[0]
+        p.zp_len = <int32_t>zpa.size
+        require(<void*>_api.rknn_matmul_set_quant_params, b"rknn_matmul_set_quant_params")
+        self._enter(b"set_quant_params")
+        ret = _api.rknn_matmul_set_quant_params(self.ctx, &p)
+        self._release()
+        check(ret, b"rknn_matmul_set_quant_params")
+        self._quant[name] = (sc, zpa)
+
+    def get_quant_params(self):
+        """B's quantization and the estimated scale of C (``rknn_matmul_get_quant_params``).
+
+        Returns
+        -------
+        (QuantParams, float)
+            B's parameters as the runtime holds them (copies: ``scale`` float32,
+            ``zp`` int32, empty when never set), and A's scale times B's (first) scale,
+            the runtime's estimate of C's scale for int8 -> int32.
+
+        Raises
+        ------
+        ValueError
+            A closed context.
+        RKNNError
+            The subclass of the status the runtime returned.
+
+        .. versionadded:: 0.1.0
+        """
+        cdef rknn_quant_params p
+        cdef float c_scale = 0
+        cdef int ret
+        cdef int32_t i
+        require(<void*>_api.rknn_matmul_get_quant_params, b"rknn_matmul_get_quant_params")
+        memset(&p, 0, sizeof(p))
+        sc = zp = None
+        self._enter(b"get_quant_params")
+        ret = _api.rknn_matmul_get_quant_params(self.ctx, &p, &c_scale)
+        if ret >= 0:
+            # the arrays are the runtime's: copy them while the context cannot change them
+            sc = [p.scale[i] for i in range(p.scale_len)] if p.scale != NULL else []
+            zp = [p.zp[i] for i in range(p.zp_len)] if p.zp != NULL else []
+        self._release()
+        check(ret, b"rknn_matmul_get_quant_params")
+        return (QuantParams(_cstr(p.name, sizeof(p.name)), _np.array(sc, dtype=_np.float32),
+                            _np.array(zp, dtype=_np.int32)), float(c_scale))
+
+    def set_dynamic_shape(self, shape):
+        """Make one of the context's shapes current (``rknn_matmul_set_dynamic_shape``).
+
+        Parameters
+        ----------
+        shape : (M, K, N)
+            One of :attr:`shapes`.
+
+        Notes
+        -----
+        :attr:`io_attr` follows.  Rebind A and C (and a transposed B) with
+        :meth:`set_io_mem` for the new shape before :meth:`run`; per-channel and
+        per-group quantization of B must fit the new N (and K).
+
+        Raises
+        ------
+        ValueError
+            A shape the context was not created with, a closed context.
+        RKNNError
+            The subclass of the status the runtime returned.
+
+        .. versionadded:: 0.1.0
+        """
+        cdef rknn_matmul_shape s
+        cdef int ret, i, found = -1
+        self._check_open(b"set_dynamic_shape")
+        try:
+            m_, k_, n_ = shape
+        except (TypeError, ValueError):
+            raise TypeError(f"shape must be an (M, K, N) triple, got {shape!r}") from None
+        s.M = _mm_int(m_, "M", 1, 0x7FFFFFFF)
+        s.K = _mm_int(k_, "K", 1, 0x7FFFFFFF)
+        s.N = _mm_int(n_, "N", 1, 0x7FFFFFFF)
+        for i in range(self._n_shapes):
+            if (self._shapes[i].M, self._shapes[i].K, self._shapes[i].N) == (s.M, s.K, s.N):
+                found = i
+                break
+        if found < 0:
+            raise ValueError(f"shape {(s.M, s.K, s.N)} is not one of the context's shapes "
+                             f"{[tuple(x) for x in self.shapes]}")
+        require(<void*>_api.rknn_matmul_set_dynamic_shape, b"rknn_matmul_set_dynamic_shape")
+        self._enter(b"set_dynamic_shape")
+        ret = _api.rknn_matmul_set_dynamic_shape(self.ctx, &s)
+        if ret >= 0:
+            self._cur = found
+        self._release()
+        check(ret, b"rknn_matmul_set_dynamic_shape")
+
+    def run(self):
+        """Compute C = A x B (``rknn_matmul_run``), with the GIL released.
+
+        Raises
+        ------
+        ValueError
+            A closed context, A/B/C not bound, or a bound mem closed since.
+        RKNNError
+            The subclass of the status ``rknn_matmul_run`` returned.
+
+        .. versionadded:: 0.1.0
+        """
+        cdef int ret
+        cdef TensorMem m
+        self._check_open(b"run")
+        missing = [n for n in _MM_NAMES if n not in self._slots]
+        if missing:
+            raise ValueError(f"run() needs A, B and C bound with set_io_mem; missing "
+                             f"{', '.join(missing)}")
+        require(<void*>_api.rknn_matmul_run, b"rknn_matmul_run")
+        self._enter(b"run")
+        for m in self._bound:
+            if m._dead:
+                self._release()
+                self._raise_dead_binding()
+        with nogil:
+            ret = _api.rknn_matmul_run(self.ctx)
+        self._release()
+        check(ret, b"rknn_matmul_run")
+
+
+cdef int _mm_bind(TensorMem mem, MatmulTensorAttr attr, _Layout* lay) except -1:
+    """Make views of `mem` the matrix `attr` describes (mem.attr: an equivalent TensorAttr)."""
+    cdef TensorAttr ta = TensorAttr.__new__(TensorAttr)
+    cdef uint32_t i
+    cdef uint64_t n = 1
+    memset(&ta.c, 0, sizeof(ta.c))
+    memcpy(ta.c.name, attr.c.name, sizeof(ta.c.name))
+    ta.c.n_dims = attr.c.n_dims
+    for i in range(min(attr.c.n_dims, <uint32_t>RKNN_MAX_DIMS)):
+        ta.c.dims[i] = attr.c.dims[i]
+        n *= attr.c.dims[i]
+    ta.c.n_elems = <uint32_t>n
+    ta.c.size = attr.c.size
+    ta.c.size_with_stride = attr.c.size
+    ta.c.type = attr.c.type
+    ta.c.fmt = RKNN_TENSOR_UNDEFINED
+    mem._layout = lay[0]
+    mem._attr = ta
+    mem._bound = True
+    return 0
+
+
+# ---- int4 packing ------------------------------------------------------------------------
+def pack_int4(values):
+    """Pack int4 values (-8..7) two per byte, as the matmul API stores INT4 tensors.
+
+    Element ``i`` of the flattened (C-order) input goes to byte ``i // 2``: even elements
+    in the LOW nibble (bits 0-3), odd ones in the high nibble (bits 4-7), two's
+    complement.  This is the order of the vendor's matmul demo and of the rknnx emulator
+    (``emulator/runtime_matmul.c``), in whatever layout the tensor uses (normal,
+    transposed or native: flatten in that layout's order first).  An odd count leaves
+    the last high nibble 0.
+
+    Parameters
+    ----------
+    values : array_like of int
+        Values in -8..7.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8, ``(values.size + 1) // 2`` bytes.
+
+    Raises
+    ------
+    TypeError
+        Non-integer input.
+    ValueError
+        A value outside -8..7.
+
+    .. versionadded:: 0.1.0
+    """
+    v = _np.asarray(values)
+    if v.dtype.kind not in "iu":
+        raise TypeError(f"int4 values must be integers, got dtype {v.dtype}")
+    flat = v.ravel()
+    if flat.size and (flat.min() < -8 or flat.max() > 7):
+        raise ValueError("int4 values must be in -8..7")
+    u = (flat.astype(_np.int16) & 0x0F).astype(_np.uint8)
+    if u.size % 2:
+        u = _np.append(u, _np.uint8(0))
+    return (u[0::2] | (u[1::2] << 4)).astype(_np.uint8)
+
+
+def unpack_int4(packed, count=None):
+    """The int4 values of packed bytes (the inverse of :func:`pack_int4`).
+
+    Parameters
+    ----------
+    packed : buffer or array of uint8/int8
+        Packed bytes (e.g. ``np.asarray(mem)`` of an INT4 matmul tensor).
+    count : int, optional
+        Number of values (default: two per byte).
+
+    Returns
+    -------
+    numpy.ndarray
+        int8 values in -8..7, flat.
+
+    .. versionadded:: 0.1.0
+    """
+    b = _np.asarray(packed)
+    if b.dtype not in (_np.dtype(_np.uint8), _np.dtype(_np.int8)):
+        b = _np.frombuffer(memoryview(packed).cast("B"), dtype=_np.uint8)
+    b = b.view(_np.uint8).ravel()
+    out = _np.empty(2 * b.size, dtype=_np.int8)
+    out[0::2] = (b & 0x0F).astype(_np.int8)
+    out[1::2] = (b >> 4).astype(_np.int8)
+    out = ((out ^ 8) - 8).astype(_np.int8)
+    if count is not None:
+        if not 0 <= count <= out.size:
+            raise ValueError(f"count must be 0..{out.size} for {b.size} bytes, got {count}")
+        out = out[:count]
+    return out
+
+
+# ---- B layout conversion -------------------------------------------------------------------
+def b_normal_layout_to_native_layout(B, K, N, info):
+    """B (K x N, normal layout) in the native blocked layout
+    (``rknn_B_normal_layout_to_native_layout``), for ``B_layout=NATIVE``.
+
+    Parameters
+    ----------
+    B : numpy.ndarray or buffer
+        C-contiguous K x N matrix of B's type (int8 or float16); for INT4 types, its
+        packed bytes (``pack_int4(B)``, ``(K * N + 1) // 2`` bytes).
+    K, N : int
+        Its shape.
+    info : MatmulContext or MatmulType
+        The matmul it is for (its type decides B's type and blocks).
+
+    Returns
+    -------
+    numpy.ndarray
+        A new array in native B layout: B's dtype with the blocked shape
+        ``(N/n, K/k, n, k)`` the runtime reports for it, or packed uint8 bytes for INT4.
+        Its bytes are what a B mem of a ``B_layout=NATIVE`` context expects.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A wrong dtype, size or shape of ``B``, bad K/N, an unknown type.
+    RKNNError
+        If the runtime refuses (e.g. a chip without the matmul API).
+
+    Notes
+    -----
+    The native shape is read from the runtime: a short-lived matmul context with
+    ``B_layout=NATIVE`` is created for (1, K, N) and destroyed again (unless ``info`` is
+    a native-B context of that K and N already).  The GIL is released during the
+    conversion.
+
+    .. versionadded:: 0.1.0
+    """
+    cdef rknn_matmul_info ci
+    cdef rknn_matmul_io_attr io
+    cdef rknn_matmul_tensor_attr battr
+    cdef rknn_matmul_ctx h = 0
+    cdef int ret, k, n
+    cdef MatmulContext mc
+    cdef Py_buffer view
+    cdef void* outp
+    cdef bint found = False
+    cdef int i
+    k = _mm_int(K, "K", 1, 0x7FFFFFFF)
+    n = _mm_int(N, "N", 1, 0x7FFFFFFF)
+    ensure_runtime()
+    if isinstance(info, MatmulContext):
+        mc = info
+        mc._check_open(b"b_normal_layout_to_native_layout")
+        ci = mc._info
+        if mc._info.B_layout == RKNN_MM_LAYOUT_NATIVE:
+            for i in range(mc._n_shapes):
+                if mc._shapes[i].K == k and mc._shapes[i].N == n:
+                    battr = mc._io[i].B
+                    found = True
+                    break
+    else:
+        memset(&ci, 0, sizeof(ci))
+        ci.type = <rknn_matmul_type>_mm_enum(info, MatmulType, "info")
+    require(<void*>_api.rknn_B_normal_layout_to_native_layout,
+            b"rknn_B_normal_layout_to_native_layout")
+    ci.B_layout = RKNN_MM_LAYOUT_NATIVE
+    ci.AC_layout = RKNN_MM_LAYOUT_NORM
+    if not found:
+        require(<void*>_api.rknn_matmul_create, b"rknn_matmul_create")
+        ci.M = 1
+        ci.K = k
+        ci.N = n
+        ci.B_quant_type = RKNN_QUANT_TYPE_PER_LAYER_SYM
+        ci.group_size = 0
+        with nogil:
+            ret = _api.rknn_matmul_create(&h, &ci, &io)
+            if h != 0 and _api.rknn_matmul_destroy != NULL:
+                _api.rknn_matmul_destroy(h)
+        check(ret, b"rknn_matmul_create")
+        battr = io.B
+    packed = battr.type == RKNN_TENSOR_INT4
+    if packed:
+        want_dtype = _np.dtype(_np.uint8)
+        want_bytes = (<Py_ssize_t>k * n + 1) // 2
+    else:
+        want_dtype = dtype_of(battr.type)
+        want_bytes = <Py_ssize_t>k * n * want_dtype.itemsize
+    src = _np.asarray(B)
+    if packed:
+        if src.dtype not in (_np.dtype(_np.uint8), _np.dtype(_np.int8)):
+            raise TypeError(f"B of an INT4 matmul must be its packed bytes (uint8, "
+                            f"pack_int4(B)), got dtype {src.dtype}")
+    elif src.dtype != want_dtype:
+        raise TypeError(f"B must be {want_dtype} for {MatmulType(ci.type).name}, got {src.dtype}")
+    if not packed and src.ndim == 2 and src.shape != (k, n):
+        raise ValueError(f"B must have shape ({k}, {n}), got {src.shape}")
+    if src.nbytes != want_bytes:
+        raise ValueError(f"B must hold {want_bytes} bytes (K={k} x N={n} "
+                         f"{'int4, packed' if packed else want_dtype}), got {src.nbytes}")
+    if not src.flags.c_contiguous:
+        raise ValueError("B must be C-contiguous (np.ascontiguousarray)")
+    out = _np.zeros(max(battr.size, 1), dtype=_np.uint8)
+    outp = <void*><size_t>out.ctypes.data
+    PyObject_GetBuffer(src, &view, PyBUF_SIMPLE)
+    try:
+        with nogil:
+            ret = _api.rknn_B_normal_layout_to_native_layout(view.buf, outp, k, n, &ci)
+    finally:
+        PyBuffer_Release(&view)
+    check(ret, b"rknn_B_normal_layout_to_native_layout")
+    out = out[:battr.size]
+    if packed:
+        return out
+    return out.view(want_dtype).reshape(tuple([battr.dims[i] for i in range(battr.n_dims)]))
