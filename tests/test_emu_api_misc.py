@@ -1,5 +1,7 @@
 """Emulator runtime half: dynamic shapes, async, dup, weight sharing, threads, controls,
-error injection, custom ops, matmul placeholders (issue 3 points 9, 10, 11)."""
+error injection, custom ops (issue 3 points 9, 10, 11).  The custom-op lifecycle is in
+test_emu_api_custom.py, matmul in test_emu_api_matmul.py, sanitizer runs in
+test_emu_sanitizers.py."""
 
 import ctypes as C
 import json
