@@ -62,6 +62,10 @@ from rknnx._core import (
     b_normal_layout_to_native_layout,
     pack_int4,
     unpack_int4,
+    CustomOp,
+    CustomOpContext,
+    TargetType,
+    SKIP_CUSTOM_OP_COMPUTE,
 )
 
 __version__ = "0.1.0"
@@ -113,5 +117,9 @@ __all__ = [
     "b_normal_layout_to_native_layout",
     "pack_int4",
     "unpack_int4",
+    "CustomOp",
+    "CustomOpContext",
+    "TargetType",
+    "SKIP_CUSTOM_OP_COMPUTE",
     "__version__",
 ]

@@ -435,6 +435,9 @@ cdef class Context(_ContextBase):
         # Only frees (STYLE rule 8): no mem, output group or borrower is alive (each holds
         # a reference to us), so nothing else can use the handle.
         global _live_contexts
+        if self._custom is not None:
+            # no Python code from a destructor: destroy callbacks return at once
+            (<_CustomOpSet>self._custom)._kill()
         if self.ctx != 0:
             if _api.rknn_destroy != NULL:
                 _api.rknn_destroy(self.ctx)
@@ -492,7 +495,8 @@ cdef class Context(_ContextBase):
                                "Context(s) (share_weights_with); close them first")
         mems = [m for m in self._mems if m.mem != NULL]
         groups = [g for g in self._out_groups if g.outs != NULL]
-        viewed = sum([m._exports for m in mems]) + sum([g._exports for g in groups])
+        viewed = (sum([m._exports for m in mems]) + sum([g._exports for g in groups])
+                  + self._cb_views)
         if viewed:
             raise BufferError(f"{viewed} buffer view(s) still exported; delete the numpy "
                               "arrays first")
@@ -548,11 +552,20 @@ cdef class Context(_ContextBase):
         slots, self._slots, self._bound = self._slots, {}, []
         model_mem, self._model_mem = self._model_mem, None
         weights_from, self._weights_from = self._weights_from, None
-        del slots, model_mem, weights_from
+        custom, self._custom = self._custom, None
+        destroy_error = None
+        if custom is not None:
+            # the destroy callbacks ran inside rknn_destroy: the C records may go now
+            destroy_error = (<_CustomOpSet>custom)._take_error()
+            (<_CustomOpSet>custom)._free_c()
+        del slots, model_mem, weights_from, custom
         self._in_attrs = self._out_attrs = None
         for desc in leftovers:
             _warn(f"{desc} was still open when its Context closed; it was closed now "
                   "(close mems before their context)", ResourceWarning, stacklevel=2)
+        if destroy_error is not None:
+            # the context is closed; what a destroy callback raised is still reported
+            raise destroy_error
 
     def __enter__(self):
         self._check_open(b"__enter__")
@@ -990,6 +1003,114 @@ cdef class Context(_ContextBase):
         self._in_attrs = self._out_attrs = None
         check(ret, b"rknn_set_input_shapes")
 
+    # -- custom operators --------------------------------------------------------------------
+    def register_custom_ops(self, ops):
+        """Register custom operators implemented in Python (``rknn_register_custom_ops``).
+
+        Parameters
+        ----------
+        ops : sequence of CustomOp
+            CPU ops, each of an op type not registered yet.  Each op is registered with
+            its own ``rknn_register_custom_ops`` call (see Notes); its ``init`` runs now,
+            once per node of that type in the model.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Not CustomOp objects, an empty or repeated op type, a closed context.
+        NotSupportedError
+            For a GPU op (OpenCL kernels cannot be written in Python), or a runtime
+            lacking the function.
+        RuntimeError
+            Called from a callback of this context.
+        Exception
+            Whatever an ``init`` callback raised, chained from the :class:`RKNNError` of
+            the failed registration.
+        RKNNError
+            The subclass of the status the runtime returned.
+
+        Notes
+        -----
+        The callbacks carry no user pointer, so the binding tells ops apart by
+        registering them one per call (the op being registered is the one whose ``init``
+        runs).  If a later op of ``ops`` fails, the earlier ones stay registered.  The ops
+        and their C structures live until the context is closed (the runtime keeps the
+        pointers); ``destroy`` callbacks run in :meth:`close`.
+
+        Examples
+        --------
+        >>> def sigmoid(op_ctx, inputs, outputs):
+        ...     np.divide(1.0, 1.0 + np.exp(-inputs[0]), out=outputs[0])
+        >>> ctx.register_custom_ops([CustomOp("cstSigmoid", compute=sigmoid)])
+
+        .. versionadded:: 0.1.0
+        """
+        global _registering
+        cdef CustomOp op
+        cdef _CustomOpSet opset
+        cdef rknn_custom_op* cop
+        cdef _OpReg reg
+        cdef int ret
+        cdef bytes b
+        self._check_open(b"register_custom_ops")
+        self._check_not_busy("register_custom_ops")
+        items = list(ops) if not isinstance(ops, CustomOp) else [ops]
+        if not items:
+            raise ValueError("register_custom_ops needs at least one CustomOp")
+        seen = set() if self._custom is None else {o.op_type for o in (<_CustomOpSet>self._custom).ops}
+        for o in items:
+            if not isinstance(o, CustomOp):
+                raise TypeError(f"register_custom_ops takes CustomOp objects, got {type(o).__name__}")
+            if (<CustomOp>o).target != RKNN_TARGET_TYPE_CPU:
+                raise NotSupportedError(
+                    f"custom op {(<CustomOp>o).op_type!r} targets the GPU: rknnx runs custom ops "
+                    "in Python on the CPU only (an OpenCL op needs its kernel in C)", None,
+                    "rknn_register_custom_ops")
+            if (<CustomOp>o).op_type in seen:
+                raise ValueError(f"op type {(<CustomOp>o).op_type!r} is registered already or "
+                                 "given twice")
+            seen.add((<CustomOp>o).op_type)
+        require(<void*>_api.rknn_register_custom_ops, b"rknn_register_custom_ops")
+        if self._custom is None:
+            self._custom = _CustomOpSet.__new__(_CustomOpSet)
+        opset = self._custom
+        for o in items:
+            op = o
+            cop = opset._new_cop()
+            cop.version = op.version
+            cop.target = RKNN_TARGET_TYPE_CPU
+            b = op.op_type.encode("utf-8")
+            memcpy(cop.op_type, <const char*>b, len(b))
+            cop.init = _tramp_init
+            if op.prepare is not None:
+                cop.prepare = _tramp_prepare
+            cop.compute = _tramp_compute
+            if op.destroy is not None:
+                cop.destroy = _tramp_destroy
+            reg = _OpReg.__new__(_OpReg)
+            reg.op = op
+            reg.opset = opset
+            reg.context = self
+            with _register_lock:
+                prev = _registering
+                _registering = reg
+                try:
+                    self._enter(b"register_custom_ops")
+                    with nogil:
+                        ret = _api.rknn_register_custom_ops(self.ctx, cop, 1)
+                    self._release()
+                finally:
+                    _registering = prev
+            if ret < 0:
+                _check_custom(ret, b"rknn_register_custom_ops", opset)
+            check(ret, b"rknn_register_custom_ops")
+            opset.ops.append(op)
+
+    @property
+    def custom_ops(self):
+        """The :class:`CustomOp` objects registered on this context."""
+        return [] if self._custom is None else list((<_CustomOpSet>self._custom).ops)
+
     # -- general flow ------------------------------------------------------------------------
     def inputs_set(self, inputs):
         """Hand input data to the runtime, which converts it (``rknn_inputs_set``).
@@ -1182,6 +1303,8 @@ cdef class Context(_ContextBase):
         with nogil:
             ret = _api.rknn_run(self.ctx, &ext)
         self._release()
+        if ret < 0 and self._custom is not None:
+            _check_custom(ret, b"rknn_run", <_CustomOpSet>self._custom)
         check(ret, b"rknn_run")
         return ext.frame_id
 

@@ -105,6 +105,7 @@ cdef class Context(_ContextBase):
     cdef object _in_attrs                    # cached input attrs (tuple) or None
     cdef object _out_attrs                   # cached output attrs (tuple) or None
     cdef object _custom                      # _CustomOpSet of registered custom ops, or None
+    cdef Py_ssize_t _cb_views                # live views handed to custom op callbacks
 
     cdef int _flow_error(self, int flow, const char* fn) except -1
     cdef int _load_attrs(self) except -1

@@ -15,7 +15,8 @@ and the vendor constants as enums (:class:`InitFlag`, :class:`QueryCmd`,
 their vendor names.  The matmul API: :class:`MatmulContext` (``rknn_matmul_ctx``),
 :class:`MatmulTensorAttr`, :func:`b_normal_layout_to_native_layout`, the int4 packing
 helpers :func:`pack_int4`/:func:`unpack_int4` and the enums :class:`MatmulType`,
-:class:`MatmulLayout`, :class:`MatmulQuantType`.
+:class:`MatmulLayout`, :class:`MatmulQuantType`.  Custom operators in Python:
+:class:`CustomOp`, :class:`CustomOpContext`, :meth:`Context.register_custom_ops`.
 """
 
 cimport cython
@@ -33,3 +34,4 @@ include "_mem.pxi"
 include "_outputs.pxi"
 include "_context.pxi"
 include "_matmul.pxi"
+include "_custom.pxi"
