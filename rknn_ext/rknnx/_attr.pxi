@@ -154,18 +154,48 @@ cdef int _layout_raw(_Layout* lay, Py_ssize_t nbytes) noexcept nogil:
     return 0
 
 
-cdef int _layout_of_attr(const rknn_tensor_attr* a, _Layout* lay) except -1:
+# Layout arithmetic is checked: dims are user-editable u32s, so products can exceed
+# Py_ssize_t.  An overflowed product must never become a small extent (a view reaching
+# past the buffer) nor a zero divisor.
+cdef extern from *:
+    bint _mul_overflow "__builtin_mul_overflow"(Py_ssize_t a, Py_ssize_t b, Py_ssize_t* r) noexcept nogil
+
+# Largest extent a layout may span: rknn sizes are uint32_t.
+cdef Py_ssize_t _LAYOUT_MAX = 0xFFFFFFFF
+
+
+cdef inline bint _mul_into(Py_ssize_t* acc, Py_ssize_t b) noexcept nogil:
+    """acc *= b; True on overflow (acc is then meaningless)."""
+    return _mul_overflow(acc[0], b, acc)
+
+
+cdef int _too_big(const rknn_tensor_attr* a) except -1:
+    cdef uint32_t i
+    raise ValueError(f"tensor {_cstr(a.name, RKNN_MAX_NAME_LEN)!r} dims "
+                     f"{[a.dims[i] for i in range(min(a.n_dims, <uint32_t>RKNN_MAX_DIMS))]} "
+                     f"{_type_name(a.type)} {_fmt_name(a.fmt)} spans more than "
+                     f"{_LAYOUT_MAX} bytes (padding included); expected a tensor of at most "
+                     f"{_LAYOUT_MAX} bytes")
+
+
+cdef int _layout_of_attr(const rknn_tensor_attr* a, _Layout* lay, int native_type) except -1:
     """The typed, shaped, strided layout of the tensor `a` describes.
 
     fmt NHWC (4-D): rows are ``w_stride`` pixels apart (when ``w_stride`` > W), batches
-    ``h_stride`` rows apart (when ``h_stride`` > H), and pixels are ``Cs`` elements apart,
-    where Cs > C when ``size_with_stride`` says the channels are padded (native NHWC
-    tensors pad C to a multiple of C2).  fmt NC1HWC2 (5-D): blocked, rows ``w_stride``
-    pixels apart.  NCHW and everything else: packed in the order of ``dims``.
+    ``h_stride`` rows apart (when ``h_stride`` > H), and pixels are ``Cs`` elements apart.
+    Cs > C only when the tensor is in its native type (``a.type == native_type``; -1:
+    ``a.type``) and ``size_with_stride`` (bytes of that type) counts more than C
+    channels per pixel (native NHWC tensors pad C to a multiple of C2); a converted type
+    is packed in C.  fmt NC1HWC2 (5-D): blocked, rows ``w_stride`` pixels apart.  NCHW
+    and everything else: packed in the order of ``dims``.
+
+    Raises ValueError when the layout spans more than 2**32 - 1 bytes (or a product
+    overflows), TypeError for a type numpy cannot view.
     """
     cdef int t = a.type
     cdef uint32_t nd = a.n_dims
-    cdef Py_ssize_t es, ws, hs, cs, i, n_, h_, w_, c_, span
+    cdef Py_ssize_t es, ws, hs, cs, i, n_, h_, w_, c_, span, pix, elems
+    cdef bint ovf = False
     if not _type_known(t) or _FORMAT[t] == NULL:
         raise TypeError(f"tensor {_cstr(a.name, RKNN_MAX_NAME_LEN)!r} has type "
                         f"{_type_name(t)}, which numpy cannot view; expected one of "
@@ -173,6 +203,8 @@ cdef int _layout_of_attr(const rknn_tensor_attr* a, _Layout* lay) except -1:
                         "(use the plain byte view)")
     if nd > RKNN_MAX_DIMS:
         raise ValueError(f"n_dims is {nd}; expected at most {RKNN_MAX_DIMS}")
+    if native_type < 0:
+        native_type = t
     memset(lay, 0, sizeof(_Layout))
     es = _ITEMSIZE[t]
     lay.ndim = nd
@@ -186,36 +218,52 @@ cdef int _layout_of_attr(const rknn_tensor_attr* a, _Layout* lay) except -1:
         ws = a.w_stride if a.w_stride > w_ else w_
         hs = a.h_stride if a.h_stride > h_ else h_
         cs = c_
-        # padded channels: size_with_stride counts Cs channels per pixel
-        if n_ > 0 and h_ > 0 and ws > 0 and a.size_with_stride % (n_ * h_ * ws * es) == 0:
-            span = a.size_with_stride // (n_ * h_ * ws * es)
-            if span > c_:
-                cs = span
-        lay.strides[3] = es
-        lay.strides[2] = cs * es
-        lay.strides[1] = ws * cs * es
-        lay.strides[0] = hs * ws * cs * es
+        if t == native_type and a.size_with_stride and _ITEMSIZE[native_type]:
+            # padded channels: size_with_stride counts Cs channels per pixel
+            pix = n_
+            if (not _mul_into(&pix, h_) and not _mul_into(&pix, ws) and pix > 0
+                    and a.size_with_stride % _ITEMSIZE[native_type] == 0):
+                elems = a.size_with_stride // _ITEMSIZE[native_type]
+                if elems % pix == 0 and elems // pix > c_:
+                    cs = elems // pix
+        span = es
+        lay.strides[3] = span
+        ovf |= _mul_into(&span, cs)
+        lay.strides[2] = span
+        ovf |= _mul_into(&span, ws)
+        lay.strides[1] = span
+        ovf |= _mul_into(&span, hs)
+        lay.strides[0] = span
     elif nd == 5 and a.fmt == RKNN_TENSOR_NC1HWC2:
         ws = a.w_stride if a.w_stride > a.dims[3] else a.dims[3]
-        lay.strides[4] = es
-        lay.strides[3] = a.dims[4] * es
-        lay.strides[2] = ws * a.dims[4] * es
-        lay.strides[1] = a.dims[2] * lay.strides[2]
-        lay.strides[0] = a.dims[1] * lay.strides[1]
+        span = es
+        lay.strides[4] = span
+        ovf |= _mul_into(&span, a.dims[4])
+        lay.strides[3] = span
+        ovf |= _mul_into(&span, ws)
+        lay.strides[2] = span
+        ovf |= _mul_into(&span, a.dims[2])
+        lay.strides[1] = span
+        ovf |= _mul_into(&span, a.dims[1])
+        lay.strides[0] = span
     else:
         span = es
         for i in range(<Py_ssize_t>nd - 1, -1, -1):
             lay.strides[i] = span
-            span *= a.dims[i]
+            if i > 0:
+                ovf |= _mul_into(&span, a.dims[i])
     lay.nbytes = es
     for i in range(nd):
-        lay.nbytes *= lay.shape[i]
+        ovf |= _mul_into(&lay.nbytes, lay.shape[i])
     if nd == 0:
         lay.extent = es
-    elif lay.nbytes == 0:
+    elif lay.nbytes == 0 and not ovf:
         lay.extent = 0
     else:
-        lay.extent = lay.shape[0] * lay.strides[0]
+        lay.extent = lay.shape[0]
+        ovf |= _mul_into(&lay.extent, lay.strides[0])
+    if ovf or lay.extent > _LAYOUT_MAX or lay.nbytes > _LAYOUT_MAX:
+        _too_big(a)
     lay.c_contiguous = lay.extent == lay.nbytes
     return 0
 
@@ -490,14 +538,14 @@ cdef class TensorAttr:
         padded channels) included: what a :class:`TensorMem` bound to this attribute
         exports."""
         cdef _Layout lay
-        _layout_of_attr(&self.c, &lay)
+        _layout_of_attr(&self.c, &lay, -1)
         return _layout_strides(&lay)
 
     @property
     def nbytes_with_stride(self):
         """Bytes a buffer holding this tensor must have (the layout's full extent)."""
         cdef _Layout lay
-        _layout_of_attr(&self.c, &lay)
+        _layout_of_attr(&self.c, &lay, -1)
         return lay.extent
 
     # -- copying, comparing, showing --

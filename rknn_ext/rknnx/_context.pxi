@@ -1353,7 +1353,7 @@ cdef class Context(_ContextBase):
         if not _type_known(c.type) or _FORMAT[<int>c.type] == NULL:
             _layout_raw(lay, 0)
             return 0
-        _layout_of_attr(&c, lay)
+        _layout_of_attr(&c, lay, -1)
         return 0
 
     def outputs_get(self, want_float=False, out=None):
@@ -1614,7 +1614,7 @@ cdef class Context(_ContextBase):
         if _FORMAT[<int>attr.c.type] == NULL:
             typed = False
         else:
-            _layout_of_attr(&attr.c, &lay)
+            _layout_of_attr(&attr.c, &lay, -1)
             if lay.extent > mem.mem.size:
                 raise ValueError(f"TensorMem of {mem.mem.size} bytes is too small for {kind} "
                                  f"{idx} ({model_attr.name!r}) as {_type_name(attr.c.type)} "

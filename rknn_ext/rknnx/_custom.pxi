@@ -284,7 +284,7 @@ cdef object _tensor_views(Context ctx, rknn_custom_op_tensor* ts, uint32_t n, bi
         v.data = <char*>ts[i].mem.virt_addr + ts[i].mem.offset
         v.readonly = readonly
         try:
-            _layout_of_attr(&ts[i].attr, &v.layout)
+            _layout_of_attr(&ts[i].attr, &v.layout, -1)
             if not v.layout.c_contiguous or v.layout.nbytes > ts[i].mem.size:
                 _layout_raw(&v.layout, ts[i].mem.size)
         except (TypeError, ValueError):

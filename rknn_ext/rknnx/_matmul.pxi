@@ -98,7 +98,10 @@ cdef int _mm_layout(const rknn_matmul_tensor_attr* a, _Layout* lay) except -1:
     for i in range(<Py_ssize_t>nd - 1, -1, -1):
         lay.shape[i] = a.dims[i]
         lay.strides[i] = span
-        span *= a.dims[i]
+        if _mul_into(&span, a.dims[i]) or span > _LAYOUT_MAX:
+            raise ValueError(f"matmul tensor {_cstr(a.name, RKNN_MAX_NAME_LEN)!r}: dims "
+                             f"{[a.dims[i] for i in range(nd)]} span more than "
+                             f"{_LAYOUT_MAX} bytes")
     lay.nbytes = span
     lay.extent = span
     lay.c_contiguous = True
