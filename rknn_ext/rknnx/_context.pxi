@@ -619,6 +619,7 @@ cdef class Context(_ContextBase):
 
     cdef int _query_into(self, rknn_query_cmd cmd, void* info, uint32_t size) except -1:
         cdef int ret
+        self._check_open(b"query")
         require(<void*>_api.rknn_query, b"rknn_query")
         self._enter(b"query")
         ret = _api.rknn_query(self.ctx, cmd, info, size)
@@ -820,6 +821,7 @@ cdef class Context(_ContextBase):
         if not 0 <= v <= RKNN_NPU_CORE_UNDEFINED:
             raise ValueError(f"mask 0x{v:x} is not a core mask; expected a CoreMask "
                              f"(0..0x{RKNN_NPU_CORE_UNDEFINED:x})")
+        self._check_open(b"set_core_mask")
         require(<void*>_api.rknn_set_core_mask, b"rknn_set_core_mask")
         self._enter(b"set_core_mask")
         ret = _api.rknn_set_core_mask(self.ctx, <rknn_core_mask>v)
@@ -846,6 +848,7 @@ cdef class Context(_ContextBase):
             raise TypeError(f"core_num must be an int, got {core_num!r}") from None
         if not 1 <= v <= 0x7FFFFFFF:
             raise ValueError(f"core_num must be a positive number of cores, got {v}")
+        self._check_open(b"set_batch_core_num")
         require(<void*>_api.rknn_set_batch_core_num, b"rknn_set_batch_core_num")
         self._enter(b"set_batch_core_num")
         ret = _api.rknn_set_batch_core_num(self.ctx, <int>v)
@@ -873,6 +876,7 @@ cdef class Context(_ContextBase):
         cdef rknn_context src, out = 0
         cdef int ret
         cdef Context c = Context.__new__(Context)
+        self._check_open(b"dup")
         require(<void*>_api.rknn_dup_context, b"rknn_dup_context")
         self._enter(b"dup")
         src = self.ctx
@@ -1061,6 +1065,9 @@ cdef class Context(_ContextBase):
         for o in items:
             if not isinstance(o, CustomOp):
                 raise TypeError(f"register_custom_ops takes CustomOp objects, got {type(o).__name__}")
+            if (<CustomOp>o).op_type is None or (<CustomOp>o).compute is None:
+                raise TypeError("a CustomOp made without __init__ (no op_type/compute) cannot "
+                                "be registered; create it with CustomOp(op_type, compute)")
             if (<CustomOp>o).target != RKNN_TARGET_TYPE_CPU:
                 raise NotSupportedError(
                     f"custom op {(<CustomOp>o).op_type!r} targets the GPU: rknnx runs custom ops "
@@ -1292,6 +1299,7 @@ cdef class Context(_ContextBase):
             ext.non_block = 1
         if timeout_ms:
             ext.timeout_ms = timeout_ms
+        self._check_open(b"run")
         require(<void*>_api.rknn_run, b"rknn_run")
         self._enter(b"run")
         # zero-copy: refuse to run with memory the user destroyed (checked under the lock:
@@ -1329,6 +1337,7 @@ cdef class Context(_ContextBase):
         cdef int ret
         memset(&ext, 0, sizeof(ext))
         ext.timeout_ms = timeout_ms
+        self._check_open(b"wait")
         require(<void*>_api.rknn_wait, b"rknn_wait")
         self._enter(b"wait")
         with nogil:
@@ -1737,6 +1746,7 @@ cdef class Context(_ContextBase):
         cdef uint64_t n = _mem_size(size, 0xFFFFFFFF)
         cdef rknn_tensor_mem* m
         cdef TensorMem t = TensorMem.__new__(TensorMem)
+        self._check_open(b"create_mem")
         require(<void*>_api.rknn_create_mem, b"rknn_create_mem")
         self._enter(b"create_mem")
         with nogil:
@@ -1774,6 +1784,7 @@ cdef class Context(_ContextBase):
         cdef uint64_t n = _mem_size(size, 0xFFFFFFFF)
         cdef rknn_tensor_mem* m
         cdef TensorMem t = TensorMem.__new__(TensorMem)
+        self._check_open(b"create_mem2")
         require(<void*>_api.rknn_create_mem2, b"rknn_create_mem2")
         self._enter(b"create_mem2")
         with nogil:
@@ -1848,6 +1859,7 @@ cdef class Context(_ContextBase):
                 if <uint64_t>vlen < <uint64_t>coff + n:
                     raise ValueError(f"virt_addr buffer of {vlen} bytes is smaller than "
                                      f"offset + size ({coff + n})")
+        self._check_open(b"create_mem_from_fd")
         require(<void*>_api.rknn_create_mem_from_fd, b"rknn_create_mem_from_fd")
         self._enter(b"create_mem_from_fd")
         with nogil:
@@ -1905,6 +1917,7 @@ cdef class Context(_ContextBase):
                 pin = _view_pin(virt_addr, &virt, &vlen)
                 if <uint64_t>vlen < n:
                     raise ValueError(f"virt_addr buffer of {vlen} bytes is smaller than size {n}")
+        self._check_open(b"create_mem_from_phys")
         require(<void*>_api.rknn_create_mem_from_phys, b"rknn_create_mem_from_phys")
         self._enter(b"create_mem_from_phys")
         with nogil:
@@ -1949,6 +1962,7 @@ cdef class Context(_ContextBase):
             raise ValueError("mb_blk must be a non-NULL MB_BLK handle")
         if not 0 <= coff <= 0x7FFFFFFF:
             raise ValueError(f"offset must be 0..2147483647, got {coff}")
+        self._check_open(b"create_mem_from_mb_blk")
         require(<void*>_api.rknn_create_mem_from_mb_blk, b"rknn_create_mem_from_mb_blk")
         self._enter(b"create_mem_from_mb_blk")
         with nogil:

@@ -168,13 +168,13 @@ cdef class CustomOpContext:
 
     @property
     def op_type(self):
-        """The op type."""
-        return self.op.op_type
+        """The op type (None for an object not made by the runtime)."""
+        return None if self.op is None else self.op.op_type
 
     @property
     def target(self):
-        """:class:`TargetType` of the node."""
-        return self.op.target
+        """:class:`TargetType` of the node (None for an object not made by the runtime)."""
+        return None if self.op is None else self.op.target
 
     def get_op_attr(self, name):
         """An attribute of the node in the model (``rknn_custom_op_get_op_attr``).
@@ -220,10 +220,11 @@ cdef class CustomOpContext:
         return _np.frombuffer((<char*>a.data)[:nbytes], dtype=dt).copy()
 
     def __repr__(self):
-        return f"<CustomOpContext {self.op.op_type!r} {'active' if self._active else 'idle'}>"
+        return f"<CustomOpContext {self.op_type!r} {'active' if self._active else 'idle'}>"
 
 
 @cython.final
+@cython.no_gc_clear
 cdef class _OpTensorView:
     """Exports one callback tensor (zero-copy; pins its Context, see the top comment)."""
     cdef Context context                     # keeps the runtime's memory alive
@@ -233,6 +234,8 @@ cdef class _OpTensorView:
     cdef Py_ssize_t _exports                 # live views of it
 
     def __getbuffer__(self, Py_buffer* buffer, int flags):
+        if self.context is None:
+            raise BufferError("not created by a custom op callback")
         if self.context.ctx == 0:
             raise _ClosedViewError("cannot export a view: operation on closed Context")
         if self.readonly and (flags & PyBUF_WRITABLE) == PyBUF_WRITABLE:
@@ -265,7 +268,8 @@ cdef class _OpTensorView:
 
     def __releasebuffer__(self, Py_buffer* buffer):
         self._exports -= 1
-        self.context._cb_views -= 1
+        if self.context is not None:
+            self.context._cb_views -= 1
 
 
 cdef object _tensor_views(Context ctx, rknn_custom_op_tensor* ts, uint32_t n, bint readonly,

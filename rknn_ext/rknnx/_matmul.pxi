@@ -662,6 +662,7 @@ cdef class MatmulContext(_ContextBase):
         """
         cdef int v = _mm_check_mask(mask)
         cdef int ret
+        self._check_open(b"set_core_mask")
         require(<void*>_api.rknn_matmul_set_core_mask, b"rknn_matmul_set_core_mask")
         self._enter(b"set_core_mask")
         ret = _api.rknn_matmul_set_core_mask(self.ctx, <rknn_core_mask>v)
@@ -778,6 +779,7 @@ cdef class MatmulContext(_ContextBase):
         cdef float c_scale = 0
         cdef int ret
         cdef int32_t i
+        self._check_open(b"get_quant_params")
         require(<void*>_api.rknn_matmul_get_quant_params, b"rknn_matmul_get_quant_params")
         memset(&p, 0, sizeof(p))
         sc = zp = None

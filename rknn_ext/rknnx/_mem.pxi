@@ -541,6 +541,7 @@ cdef class TensorMem:
 
 
 @cython.final
+@cython.no_gc_clear
 cdef class _RawBytes:
     """Exports the raw bytes of a TensorMem (see TensorMem.raw)."""
     cdef TensorMem mem                       # the exporter whose bytes we show
@@ -550,6 +551,8 @@ cdef class _RawBytes:
     def __getbuffer__(self, Py_buffer* buffer, int flags):
         cdef TensorMem m = self.mem
         cdef Py_buffer inner
+        if m is None:
+            raise BufferError("not created by TensorMem.raw()")
         if m.mem == NULL:
             raise _ClosedViewError("cannot export a view: operation on closed TensorMem")
         # the mem's own simple export: raw bytes, counted in its _exports
@@ -577,7 +580,8 @@ cdef class _RawBytes:
         m._exports += 1
 
     def __releasebuffer__(self, Py_buffer* buffer):
-        self.mem._exports -= 1
+        if self.mem is not None:
+            self.mem._exports -= 1
 
 
 cdef object _array_fallback(object exporter, object dtype, object copy):

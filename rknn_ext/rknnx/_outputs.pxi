@@ -51,7 +51,16 @@ cdef class _OutputGroup:
         return 0
 
 
+# Output, Outputs and the other exporters below are no_gc_clear: their __releasebuffer__
+# (or __dealloc__) follows a Python-object field, which the garbage collector's tp_clear
+# would otherwise have set to None first (then the decrement lands in None's memory).
+# Each also survives ``cls.__new__(cls)`` without __init__: every field it follows is
+# checked for None.
+_NOT_FROM_RUNTIME = "not created by the runtime: {} objects come from Context.outputs_get()"
+
+
 @cython.final
+@cython.no_gc_clear
 cdef class Output:
     """One output of :meth:`Context.outputs_get`, in a runtime-owned buffer.
 
@@ -68,6 +77,9 @@ cdef class Output:
     cdef bint _want_float                    # asked for dequantized float32
     cdef readonly object attr                # TensorAttr of the output (copy)
 
+    def __cinit__(self, *args, **kwargs):
+        _layout_raw(&self._layout, 0)
+
     def __init__(self, *args, **kwargs):
         raise TypeError("Output objects come from Context.outputs_get()")
 
@@ -79,7 +91,7 @@ cdef class Output:
     @property
     def released(self):
         """True once the buffers went back to the runtime."""
-        return self._group.outs == NULL
+        return self._group is None or self._group.outs == NULL
 
     @property
     def want_float(self):
@@ -89,6 +101,8 @@ cdef class Output:
     @property
     def size(self):
         """Bytes the runtime returned."""
+        if self._group is None:
+            raise ValueError(_NOT_FROM_RUNTIME.format("Output"))
         if self._group.outs == NULL:
             raise ValueError("size on released outputs")
         return self._group.outs[self._i].size
@@ -105,6 +119,8 @@ cdef class Output:
 
     def __getbuffer__(self, Py_buffer* buffer, int flags):
         cdef _OutputGroup g = self._group
+        if g is None:
+            raise BufferError(_NOT_FROM_RUNTIME.format("Output"))
         if g.outs == NULL:
             raise _ClosedViewError("cannot export a view: operation on released outputs")
         buffer.buf = g.outs[self._i].buf
@@ -138,7 +154,8 @@ cdef class Output:
 
     def __releasebuffer__(self, Py_buffer* buffer):
         self._exports -= 1
-        self._group._exports -= 1
+        if self._group is not None:
+            self._group._exports -= 1
 
     def numpy(self):
         """A numpy array viewing the buffer (zero-copy; same as ``np.asarray(self)``)."""
@@ -149,12 +166,13 @@ cdef class Output:
         return _array_fallback(self, dtype, copy)
 
     def __repr__(self):
-        state = "released" if self._group.outs == NULL else f"exports={self._exports}"
+        state = "released" if self.released else f"exports={self._exports}"
         return (f"<Output {self._i} {list(self.shape)} {self._layout.format.decode()} "
                 f"{state}>")
 
 
 @cython.final
+@cython.no_gc_clear
 cdef class Outputs:
     """The outputs of one :meth:`Context.outputs_get` call: a sequence of :class:`Output`.
 
@@ -171,6 +189,9 @@ cdef class Outputs:
     cdef _OutputGroup _group                 # owner of the buffers
     cdef tuple _items                        # the Output objects
 
+    def __cinit__(self, *args, **kwargs):
+        self._items = ()
+
     def __init__(self, *args, **kwargs):
         raise TypeError("Outputs objects come from Context.outputs_get()")
 
@@ -186,12 +207,12 @@ cdef class Outputs:
     @property
     def frame_id(self):
         """Frame the outputs belong to (``rknn_output_extend.frame_id``; async mode)."""
-        return self._group.frame_id
+        return 0 if self._group is None else self._group.frame_id
 
     @property
     def released(self):
         """True once :meth:`release` ran (or the context closed)."""
-        return self._group.outs == NULL
+        return self._group is None or self._group.outs == NULL
 
     def release(self):
         """Give the buffers back to the runtime (``rknn_outputs_release``); idempotent.
@@ -205,7 +226,8 @@ cdef class Outputs:
 
         .. versionadded:: 0.1.0
         """
-        self._group._release_c()
+        if self._group is not None:
+            self._group._release_c()
 
     def numpy(self):
         """The outputs as a list of numpy arrays viewing the runtime's buffers."""
@@ -218,5 +240,5 @@ cdef class Outputs:
         self.release()
 
     def __repr__(self):
-        return f"<Outputs n={len(self._items)} frame_id={self._group.frame_id} " \
-               f"{'released' if self._group.outs == NULL else 'held'}>"
+        return f"<Outputs n={len(self._items)} frame_id={self.frame_id} " \
+               f"{'released' if self.released else 'held'}>"
