@@ -200,3 +200,77 @@ def test_uninitialized_custom_op_is_refused(track):
     ctx = track.model("tiny_relu")
     with pytest.raises(TypeError, match="made without __init__"):
         ctx.register_custom_ops([rknnx.CustomOp.__new__(rknnx.CustomOp)])
+
+
+# ---- close() racing other threads (findings 1 and 2) ----------------------------------------
+def test_close_racing_outputs_get_never_leaves_outputs_dangling(emu, bh):
+    import threading
+    import time
+
+    model = bh.model_bytes("detector")
+    base = bh.live(emu)
+    x = np.zeros((1, 640, 640, 3), np.uint8)
+    outcomes = set()
+    for i in range(40):
+        ctx = rknnx.Context(model)
+        ctx.inputs_set([x])
+        ctx.run()
+        res = {}
+
+        def get():
+            try:
+                res["outs"] = ctx.outputs_get(want_float=True)
+            except ValueError as e:
+                res["err"] = str(e)
+
+        t = threading.Thread(target=get)
+        t.start()
+        time.sleep(0.00003 * (i % 20))
+        ctx.close()
+        t.join()
+        assert ctx.closed
+        if "err" in res:
+            assert res["err"] == "outputs_get on closed Context"
+            outcomes.add("refused")
+        else:
+            # got its outputs before close(): close() released them, views are refused
+            assert res["outs"].released, f"iteration {i}: outputs outlived their Context"
+            with pytest.raises(BufferError, match="released outputs"):
+                memoryview(res["outs"][0])
+            outcomes.add("released")
+        del res
+    assert bh.live(emu) == base
+
+
+def test_mems_created_while_closing_are_closed_with_the_context(emu, bh):
+    import threading
+    import time
+    import warnings
+
+    model = bh.model_bytes("tiny_relu")
+    base = bh.live(emu)
+    for i in range(40):
+        ctx = rknnx.Context(model)
+        made = []
+        go = threading.Event()
+
+        def alloc():
+            go.set()
+            for _ in range(50):
+                try:
+                    made.append(ctx.create_mem(1 << 16))
+                except ValueError as e:
+                    assert str(e) == "create_mem on closed Context"
+                    return
+
+        t = threading.Thread(target=alloc)
+        t.start()
+        go.wait()
+        time.sleep(0.0002 * (i % 10))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            ctx.close()
+        t.join()
+        assert all(m.closed for m in made), f"iteration {i}: a mem outlived its Context"
+        made.clear()
+    assert bh.live(emu) == base

@@ -210,13 +210,13 @@ cdef class _ContextBase:
         """Take the lock; raise ValueError (lock released) if the context is closed."""
         self._check_not_busy(what.decode())
         self._acquire()
-        if self.ctx == 0:
+        if self.ctx == 0 or self._closing:
             self._release()
             raise ValueError(f"{what.decode()} on closed {type(self).__name__}")
         return 0
 
     cdef int _check_open(self, const char* what) except -1:
-        if self.ctx == 0:
+        if self.ctx == 0 or self._closing:
             raise ValueError(f"{what.decode()} on closed {type(self).__name__}")
         return 0
 
@@ -264,6 +264,21 @@ cdef class _ContextBase:
     def bindings(self):
         """What the ``set_*_mem`` calls bound: a dict from the slot to the mem."""
         return dict(self._slots)
+
+
+cdef bint _open_children(object mems, object groups):
+    """Whether a mem or an output group of a context is still open (called with its lock
+    held: allocates nothing)."""
+    cdef TensorMem m
+    cdef _OutputGroup g
+    for m in mems:
+        if m.mem != NULL:
+            return True
+    if groups is not None:
+        for g in groups:
+            if g.outs != NULL:
+                return True
+    return False
 
 
 @cython.no_gc_clear
@@ -493,45 +508,73 @@ cdef class Context(_ContextBase):
         if self._weight_borrowers > 0:
             raise RuntimeError(f"Context lends its weights to {self._weight_borrowers} open "
                                "Context(s) (share_weights_with); close them first")
+        # Under the lock: mark the context closing (every new call is refused from now on,
+        # so no mem or output group can appear behind our back) and take the lists.  A
+        # call in flight in another thread holds the lock, so it has finished and
+        # registered what it made before we look.
+        self._acquire()
+        if self.ctx == 0 or self._closing:
+            self._release()
+            return
+        self._closing = True
         mems = [m for m in self._mems if m.mem != NULL]
         groups = [g for g in self._out_groups if g.outs != NULL]
-        viewed = (sum([m._exports for m in mems]) + sum([g._exports for g in groups])
-                  + self._cb_views)
-        if viewed:
-            raise BufferError(f"{viewed} buffer view(s) still exported; delete the numpy "
-                              "arrays first")
-        for m in mems:
-            if m._pins:
-                raise BufferError(f"{m!r} is the model buffer of an open Context; close that "
-                                  "Context first")
+        self._release()
+        try:
+            viewed = (sum([m._exports for m in mems]) + sum([g._exports for g in groups])
+                      + self._cb_views)
+            if viewed:
+                raise BufferError(f"{viewed} buffer view(s) still exported; delete the numpy "
+                                  "arrays first")
+            for m in mems:
+                if m._pins:
+                    raise BufferError(f"{m!r} is the model buffer of an open Context; close "
+                                      "that Context first")
+        except BufferError:
+            self._closing = False
+            raise
         errors = []
-        for g in groups:
-            try:
-                g._release_c()
-            except RKNNError as e:
-                errors.append(e)
         leftovers = []
-        for m in mems:
-            desc = repr(m)
-            try:
-                m._destroy()
-            except RKNNError as e:
-                errors.append(e)
-            else:
-                leftovers.append(desc)
+        try:
+            for g in groups:
+                try:
+                    g._release_c()
+                except RKNNError as e:
+                    errors.append(e)
+            for m in mems:
+                desc = repr(m)
+                try:
+                    m._destroy()
+                except RKNNError as e:
+                    errors.append(e)
+                else:
+                    leftovers.append(desc)
+        except BaseException:
+            # e.g. a view made in another thread since the check: stay open
+            self._closing = False
+            raise
         if errors:
             # a mem or output the runtime would not free: keep the context open (retry)
+            self._closing = False
             for desc in leftovers:
                 _warn(f"{desc} was still open when its Context closed; it was closed now "
                       "(close mems before their context)", ResourceWarning, stacklevel=2)
             raise errors[0]
         self._acquire()
         h = self.ctx
+        if _open_children(self._mems, self._out_groups):
+            # cannot happen (new calls are refused while closing); never destroy the
+            # context under a buffer that would then dangle
+            self._closing = False
+            self._release()
+            raise BufferError("a TensorMem or outputs were created while the Context was "
+                              "closing; close() again")
         if h != 0 and _api.rknn_destroy != NULL:
             with nogil:
                 ret = _api.rknn_destroy(h)
         if ret >= 0:
             self.ctx = 0
+        self._closing = False
         self._release()
         if ret < 0:
             # the runtime kept the context: it stays open (its mems are closed) and
@@ -1751,10 +1794,14 @@ cdef class Context(_ContextBase):
         self._enter(b"create_mem")
         with nogil:
             m = _api.rknn_create_mem(self.ctx, <uint32_t>n)
+        if m != NULL:
+            # registered under the lock: a close() in another thread
+            # either refused this call or will find the mem
+            self._adopt(t, m, None, False)
         self._release()
         if m == NULL:
             raise RKNNError(f"rknn_create_mem returned NULL (size {n})", None, "rknn_create_mem")
-        return self._adopt(t, m, None, False)
+        return t
 
     def create_mem2(self, size, flags=0):
         """Allocate NPU memory with allocation flags (``rknn_create_mem2``), GIL released.
@@ -1789,11 +1836,15 @@ cdef class Context(_ContextBase):
         self._enter(b"create_mem2")
         with nogil:
             m = _api.rknn_create_mem2(self.ctx, n, f)
+        if m != NULL:
+            # registered under the lock: a close() in another thread
+            # either refused this call or will find the mem
+            self._adopt(t, m, None, (f & RKNN_MEM_FLAG_ALLOC_NO_CONTEXT) != 0)
         self._release()
         if m == NULL:
             raise RKNNError(f"rknn_create_mem2 returned NULL (size {n}, flags 0x{f:x})", None,
                             "rknn_create_mem2")
-        return self._adopt(t, m, None, (f & RKNN_MEM_FLAG_ALLOC_NO_CONTEXT) != 0)
+        return t
 
     def create_mem_from_fd(self, fd, size, offset=0, virt_addr=None, *, owner=None):
         """Wrap memory behind a file descriptor (``rknn_create_mem_from_fd``).
@@ -1865,12 +1916,16 @@ cdef class Context(_ContextBase):
         with nogil:
             m = _api.rknn_create_mem_from_fd(self.ctx, <int32_t>cfd, virt, <uint32_t>n,
                                              <int32_t>coff)
+        if m != NULL:
+            # registered under the lock: a close() in another thread
+            # either refused this call or will find the mem
+            self._adopt(t, m, owner, False)
         self._release()
         if m == NULL:
             raise RKNNError(f"rknn_create_mem_from_fd returned NULL (fd {cfd}, size {n}, "
                             f"offset {coff})", None, "rknn_create_mem_from_fd")
         t._virt_pin = pin
-        return self._adopt(t, m, owner, False)
+        return t
 
     def create_mem_from_phys(self, phys_addr, size, virt_addr=None, *, owner=None):
         """Wrap memory at a physical address (``rknn_create_mem_from_phys``).
@@ -1922,12 +1977,16 @@ cdef class Context(_ContextBase):
         self._enter(b"create_mem_from_phys")
         with nogil:
             m = _api.rknn_create_mem_from_phys(self.ctx, phys, virt, <uint32_t>n)
+        if m != NULL:
+            # registered under the lock: a close() in another thread
+            # either refused this call or will find the mem
+            self._adopt(t, m, owner, False)
         self._release()
         if m == NULL:
             raise RKNNError(f"rknn_create_mem_from_phys returned NULL (phys 0x{phys:x}, "
                             f"size {n})", None, "rknn_create_mem_from_phys")
         t._virt_pin = pin
-        return self._adopt(t, m, owner, False)
+        return t
 
     def create_mem_from_mb_blk(self, mb_blk, offset=0, *, owner=None):
         """Wrap an RK MPI ``MB_BLK`` buffer (``rknn_create_mem_from_mb_blk``).
@@ -1967,11 +2026,15 @@ cdef class Context(_ContextBase):
         self._enter(b"create_mem_from_mb_blk")
         with nogil:
             m = _api.rknn_create_mem_from_mb_blk(self.ctx, <void*>blk, <int32_t>coff)
+        if m != NULL:
+            # registered under the lock: a close() in another thread
+            # either refused this call or will find the mem
+            self._adopt(t, m, owner, False)
         self._release()
         if m == NULL:
             raise RKNNError("rknn_create_mem_from_mb_blk returned NULL (unsupported by this "
                             "runtime or platform)", None, "rknn_create_mem_from_mb_blk")
-        return self._adopt(t, m, owner, False)
+        return t
 
 
 def live_contexts():

@@ -73,6 +73,7 @@ cdef class _ContextBase:
     cdef PyThread_type_lock _lock            # per-context lock, held across C calls
     cdef unsigned long _owner                # thread ident holding _lock; 0 when free
     cdef bint _counted                       # counted in _live_contexts
+    cdef bint _closing                       # close() in progress: new calls are refused
     cdef object _mems                        # WeakSet of TensorMem created here
     cdef dict _slots                         # set_*_mem bindings: key -> TensorMem
     cdef list _bound                         # the values of _slots, for the run() check

@@ -440,31 +440,49 @@ cdef class MatmulContext(_ContextBase):
         if self.ctx == 0:
             return
         self._check_not_busy("close")
+        # as Context.close: closing is marked and the list taken under the lock
+        self._acquire()
+        if self.ctx == 0 or self._closing:
+            self._release()
+            return
+        self._closing = True
         mems = [m for m in self._mems if m.mem != NULL]
+        self._release()
         viewed = sum([m._exports for m in mems])
         if viewed:
+            self._closing = False
             raise BufferError(f"{viewed} buffer view(s) still exported; delete the numpy "
                               "arrays first")
         errors = []
         leftovers = []
-        for m in mems:
-            desc = repr(m)
-            try:
-                m._destroy()
-            except RKNNError as e:
-                errors.append(e)
-            else:
-                leftovers.append(desc)
+        try:
+            for m in mems:
+                desc = repr(m)
+                try:
+                    m._destroy()
+                except RKNNError as e:
+                    errors.append(e)
+                else:
+                    leftovers.append(desc)
+        except BaseException:
+            self._closing = False
+            raise
         if not errors:
             require(<void*>_api.rknn_matmul_destroy, b"rknn_matmul_destroy")
             self._acquire()
             h = self.ctx
+            if _open_children(self._mems, None):
+                self._closing = False
+                self._release()
+                raise BufferError("a TensorMem was created while the MatmulContext was "
+                                  "closing; close() again")
             if h != 0:
                 with nogil:
                     ret = _api.rknn_matmul_destroy(h)
             if ret >= 0:
                 self.ctx = 0
             self._release()
+        self._closing = False
         if errors or ret < 0:
             # a mem or the context the runtime would not free: it stays open (retry)
             for desc in leftovers:
@@ -589,10 +607,13 @@ cdef class MatmulContext(_ContextBase):
         self._enter(b"create_mem")
         with nogil:
             m = _api.rknn_create_mem(self.ctx, <uint32_t>n)
+        if m != NULL:
+            # registered under the lock: a close() in another thread
+            # either refused this call or will find the mem
+            self._adopt(t, m, None, False)
         self._release()
         if m == NULL:
             raise RKNNError(f"rknn_create_mem returned NULL (size {n})", None, "rknn_create_mem")
-        self._adopt(t, m, None, False)
         if attr is not None:
             _mm_bind(t, attr, &lay)
         return t
