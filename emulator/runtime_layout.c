@@ -26,11 +26,18 @@
  *  - rknn_inputs_set, pass_through 1: the model type in the native layout of fmt:
  *    NHWC = rows of w_stride pixels of Cs channels, NC1HWC2 = blocked, NCHW/UNDEFINED packed;
  *  - rknn_set_io_mem inputs (any pass_through): NHWC = rows of w_stride pixels of Cs
- *    channels, batches of max(h_stride, H) rows; NC1HWC2 = blocked (model type only);
- *    NCHW / UNDEFINED packed;
+ *    channels when the type is the model type, of C channels when it is converted (the
+ *    channel padding exists only in the native type), batches of max(h_stride, H) rows;
+ *    NC1HWC2 = blocked (model type only); NCHW / UNDEFINED packed;
  *  - outputs (rknn_outputs_get: always NCHW; rknn_set_io_mem: the attr's fmt): NCHW packed;
  *    NHWC with Cp channels per pixel when the type is the model type (native), else C;
  *    NC1HWC2 blocked (model type only).
+ *
+ * One rule for inputs and outputs, shared with the Python binding (which sees only the
+ * attribute): channels are padded only in the model's own type; a buffer of a converted
+ * type (attr.type edited to FLOAT32/FLOAT16 ...) is packed in C, its rows still w_stride
+ * pixels apart for zero-copy NHWC inputs.  size_with_stride stays in bytes of the model
+ * type.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -266,7 +273,8 @@ int emu_layout_user(const emu_platform *p, const emu_io_desc *d, const uint32_t 
             lay_nhwc(l, l->W, l->H, (t == d->type) ? Cp : l->C);
         } else if (zero_copy || pass_through) {
             uint64_t hs = h_stride > l->H ? h_stride : l->H;
-            lay_nhwc(l, align_up(l->W, p->w_align), zero_copy ? hs : l->H, Cs);
+            lay_nhwc(l, align_up(l->W, p->w_align), zero_copy ? hs : l->H,
+                     t == d->type ? Cs : l->C);
         } else {
             lay_nhwc(l, l->W, l->H, l->C);
         }

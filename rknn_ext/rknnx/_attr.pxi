@@ -280,6 +280,20 @@ cdef tuple _layout_strides(const _Layout* lay):
 cdef TensorAttr _attr_from_c(const rknn_tensor_attr* c):
     cdef TensorAttr a = TensorAttr.__new__(TensorAttr)
     a.c = c[0]
+    a._ntype = c.type
+    return a
+
+
+cdef TensorAttr _attr_copy(TensorAttr src):
+    cdef TensorAttr a = _attr_from_c(&src.c)
+    a._ntype = src._ntype
+    return a
+
+
+def _attr_restore(data, native_type):
+    """Unpickle a TensorAttr (its struct bytes and the native type it remembers)."""
+    cdef TensorAttr a = TensorAttr.from_bytes(data)
+    a._ntype = native_type
     return a
 
 
@@ -324,6 +338,7 @@ cdef class TensorAttr:
             if key not in _ATTR_FIELDS:
                 raise TypeError(f"TensorAttr has no field {key!r}; expected one of {_ATTR_FIELDS}")
             setattr(self, key, value)
+        self._ntype = self.c.type
 
     # -- the vendor fields --
     @property
@@ -415,7 +430,14 @@ cdef class TensorAttr:
 
     @property
     def type(self):
-        """Element type (:class:`TensorType`)."""
+        """Element type (:class:`TensorType`).
+
+        Editing it (the zero-copy demos' FLOAT32/FLOAT16 inputs) keeps the type the
+        runtime reported (or the constructor was given) as the *native* type: channel
+        padding (a native NHWC tensor's C rounded up to C2, counted by
+        ``size_with_stride`` in bytes of the native type) exists only in the native
+        type; a converted type is packed in C.
+        """
         try:
             return TensorType(self.c.type)
         except ValueError:
@@ -538,26 +560,26 @@ cdef class TensorAttr:
         padded channels) included: what a :class:`TensorMem` bound to this attribute
         exports."""
         cdef _Layout lay
-        _layout_of_attr(&self.c, &lay, -1)
+        _layout_of_attr(&self.c, &lay, self._ntype)
         return _layout_strides(&lay)
 
     @property
     def nbytes_with_stride(self):
         """Bytes a buffer holding this tensor must have (the layout's full extent)."""
         cdef _Layout lay
-        _layout_of_attr(&self.c, &lay, -1)
+        _layout_of_attr(&self.c, &lay, self._ntype)
         return lay.extent
 
     # -- copying, comparing, showing --
     def copy(self):
         """An independent copy (editing it leaves this one unchanged)."""
-        return _attr_from_c(&self.c)
+        return _attr_copy(self)
 
     def __copy__(self):
-        return _attr_from_c(&self.c)
+        return _attr_copy(self)
 
     def __deepcopy__(self, memo):
-        return _attr_from_c(&self.c)
+        return _attr_copy(self)
 
     def to_bytes(self):
         """The raw ``rknn_tensor_attr`` struct (376 bytes on LP64)."""
@@ -585,7 +607,7 @@ cdef class TensorAttr:
         return a
 
     def __reduce__(self):
-        return (TensorAttr.from_bytes, (self.to_bytes(),))
+        return (_attr_restore, (self.to_bytes(), self._ntype))
 
     def as_dict(self):
         """Every field by name (a plain dict)."""

@@ -1663,10 +1663,16 @@ cdef class Context(_ContextBase):
                              f"type {_type_name(model_attr.c.type)}, got {_type_name(attr.c.type)}")
         if not _type_known(attr.c.type):
             raise ValueError(f"attr.type {attr.c.type} is not a TensorType")
+        if attr.c.fmt == RKNN_TENSOR_NC1HWC2 and attr.c.type != model_attr.c.type:
+            raise ValueError(f"{kind} {idx} ({model_attr.name!r}): NC1HWC2 is the native layout, "
+                             f"in the model type {_type_name(model_attr.c.type)} only; got "
+                             f"{_type_name(attr.c.type)} (use NHWC or NCHW for a converted type)")
         if _FORMAT[<int>attr.c.type] == NULL:
             typed = False
         else:
-            _layout_of_attr(&attr.c, &lay, -1)
+            # channel padding exists only in the model's own type (the emulator's rule,
+            # emulator/runtime_layout.c)
+            _layout_of_attr(&attr.c, &lay, model_attr.c.type)
             if lay.extent > mem.mem.size:
                 raise ValueError(f"TensorMem of {mem.mem.size} bytes is too small for {kind} "
                                  f"{idx} ({model_attr.name!r}) as {_type_name(attr.c.type)} "
@@ -1689,6 +1695,7 @@ cdef class Context(_ContextBase):
         if typed:
             mem._layout = lay
             mem._attr = attr.copy()
+            (<TensorAttr>mem._attr)._ntype = model_attr.c.type
             mem._bound = True
         else:
             mem._bound = False

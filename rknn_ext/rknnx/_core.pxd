@@ -37,6 +37,7 @@ cdef class Context
 
 cdef class TensorAttr:
     cdef rknn_tensor_attr c                  # the vendor struct, by value (no handle)
+    cdef int _ntype                          # type the runtime reported (or the constructor's)
 
 
 cdef class TensorMem:
