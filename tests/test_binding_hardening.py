@@ -77,7 +77,7 @@ def test_bind_and_set_io_mem_refuse_overflowing_layouts(track, kw):
     assert mem.shape == (64,)
     a = ctx.input_attrs[0]
     a.dims, a.fmt = kw["dims"], kw.get("fmt", TensorFormat.NCHW)   # type: the model's
-    with pytest.raises(ValueError, match="spans more than 4294967295 bytes"):
+    with pytest.raises(ValueError, match="spans more than|do not match the model's"):
         ctx.set_io_mem(mem, a)
     assert ctx.flow == "none" and mem.shape == (64,)
 
@@ -389,3 +389,31 @@ def test_tensor_attr_remembers_its_native_type():
         assert b.strides == (80, 40, 20, 4)              # converted: packed C
         b.type = TensorType.INT8
         assert b.strides == (64, 32, 16, 1)
+
+
+# ---- set_io_mem checks the shape (finding 9) -------------------------------------------------
+def test_set_io_mem_refuses_dims_that_are_not_the_models(track):
+    ctx = track.model("tiny_relu")
+    mem = track.mem(ctx.create_mem(64))
+    a = ctx.input_attrs[0]
+    a.dims = [1, 1]
+    with pytest.raises(ValueError, match=r"input 0 \('x'\): attr.dims \[1, 1\] do not match "
+                                         r"the model's \[1, 2\]"):
+        ctx.set_io_mem(mem, a)
+    assert ctx.flow == "none"
+    ctx.set_io_mem(mem, ctx.input_attrs[0])
+    assert np.asarray(mem).shape == (1, 2)
+
+
+def test_set_io_mem_dims_in_the_attrs_layout(track):
+    from rknnx import QueryCmd
+
+    ctx = track.model("classifier")
+    a = ctx.query(QueryCmd.NATIVE_NHWC_INPUT_ATTR, 0)
+    mem = track.mem(ctx.create_mem(a.nbytes_with_stride + 64))
+    n, h, w, c = a.dims
+    swapped = a.copy()
+    swapped.dims = [n, w, h, c] if h != w else [n, h, w, c + 1]
+    with pytest.raises(ValueError, match="do not match the model's"):
+        ctx.set_io_mem(mem, swapped)
+    ctx.set_io_mem(mem, a)

@@ -1663,6 +1663,21 @@ cdef class Context(_ContextBase):
                              f"type {_type_name(model_attr.c.type)}, got {_type_name(attr.c.type)}")
         if not _type_known(attr.c.type):
             raise ValueError(f"attr.type {attr.c.type} is not a TensorType")
+        # the shape must be the model's (the current one of a dynamic model), in attr.fmt
+        if attr.c.fmt == RKNN_TENSOR_NC1HWC2:
+            if is_out:
+                ncmd = (RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR if self._shapes_set
+                        else RKNN_QUERY_NATIVE_OUTPUT_ATTR)
+            else:
+                ncmd = (RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR if self._shapes_set
+                        else RKNN_QUERY_NATIVE_INPUT_ATTR)
+            expected = self.query(ncmd, idx).dims
+        else:
+            expected = _dims_in_fmt(model_attr, attr.c.fmt)
+        if attr.dims != expected:
+            raise ValueError(f"{kind} {idx} ({model_attr.name!r}): attr.dims {list(attr.dims)} "
+                             f"do not match the model's {list(expected)} ({attr.layout}); "
+                             "expected the dims of the queried attribute")
         if attr.c.fmt == RKNN_TENSOR_NC1HWC2 and attr.c.type != model_attr.c.type:
             raise ValueError(f"{kind} {idx} ({model_attr.name!r}): NC1HWC2 is the native layout, "
                              f"in the model type {_type_name(model_attr.c.type)} only; got "
