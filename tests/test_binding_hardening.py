@@ -417,3 +417,55 @@ def test_set_io_mem_dims_in_the_attrs_layout(track):
     with pytest.raises(ValueError, match="do not match the model's"):
         ctx.set_io_mem(mem, swapped)
     ctx.set_io_mem(mem, a)
+
+
+# ---- a runtime switch racing Context() (finding 7) ------------------------------------------
+def test_runtime_switch_never_strands_a_context_in_the_other_library(tmp_path):
+    import shutil
+
+    other = tmp_path / "librknnrt.so"
+    shutil.copy(rknnx.emulator_path(), other)
+    out = probe(f"""
+        import time
+        from rknnx.emulator.control import EmulatorControl
+        p1, p2 = C.emulator_path(), {str(other)!r}
+        ctls = [EmulatorControl(p1), EmulatorControl(p2)]
+        M = samples.classifier()
+        stop = False
+        errors, made = [], []
+        def creator():
+            while not stop:
+                try:
+                    made.append(C.Context(M))
+                    made.append(C.create_mem2(64))
+                except Exception as e:
+                    errors.append(repr(e))
+        def switcher():
+            i = 0
+            while not stop:
+                try:
+                    C.load_runtime(p2 if i % 2 else p1)
+                    i += 1
+                except RuntimeError:
+                    pass
+                time.sleep(0.0005)
+        ts = [threading.Thread(target=creator), threading.Thread(target=switcher)]
+        for t in ts:
+            t.start()
+        t0 = time.time()
+        while time.time() - t0 < 2:
+            while made:
+                try:
+                    made.pop().close()
+                except Exception as e:
+                    errors.append("close " + repr(e))
+            time.sleep(0.0005)
+        stop = True
+        for t in ts:
+            t.join()
+        for m in made:
+            m.close()
+        print(errors[:3], [c.counters()["live_contexts"] for c in ctls],
+              [c.counters()["live_mems"] for c in ctls], C.live_contexts())
+    """)
+    assert out.strip() == "[] [0, 0] [0, 0] 0", out

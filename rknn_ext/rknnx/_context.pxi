@@ -423,22 +423,31 @@ cdef class Context(_ContextBase):
                                  "(an empty buffer would be read as a file path)")
             ptr = view.buf
             size = <uint32_t>view.len
+        # Counted before rknn_init runs (GIL released): a load_runtime() switch in another
+        # thread then refuses, instead of leaving this context in the old library.  Under
+        # the loader lock, so no switch is half-done; undone if the init fails.
+        with _load_lock:
+            _live_contexts += 1
+        ret = RKNN_ERR_FAIL
         try:
+            if _api.rknn_init == NULL:       # the runtime was switched since the check
+                require(<void*>_api.rknn_init, b"rknn_init")
             with nogil:
                 ret = _api.rknn_init(&h, ptr, size, cflags, pext)
         finally:
             if have_view:
                 PyBuffer_Release(&view)
-        if ret < 0 and h != 0 and _api.rknn_destroy != NULL:
-            _api.rknn_destroy(h)
-            h = 0
+            if ret < 0 or h == 0:
+                if h != 0 and _api.rknn_destroy != NULL:
+                    _api.rknn_destroy(h)
+                    h = 0
+                _live_contexts -= 1
         check(ret, b"rknn_init")
         if h == 0:
             raise RKNNError("rknn_init succeeded but returned a NULL context", None, "rknn_init")
         self.ctx = h
         self.flags = cflags
         self._counted = True
-        _live_contexts += 1
         if mm is not None:
             self._model_mem = mm
             mm._pins += 1
