@@ -166,7 +166,7 @@ def test_inputs_set_accepts_nchw_with_fmt_and_shape_without_batch(track, emu):
 @pytest.mark.parametrize("out, exc, msg", [
     ([np.zeros((1, 8, 4, 8), np.float32)] * 2, ValueError, "one buffer per output: expected 1, got 2"),
     ([np.zeros((1, 8, 4, 8), np.float64)], ValueError, "must be float32 for want_float=True"),
-    ([np.zeros((1, 8, 4, 7), np.float32)], ValueError, r"needs 1024 bytes \(\(1, 8, 4, 8\) float32\), got 896"),
+    ([np.zeros((1, 8, 4, 7), np.float32)], ValueError, r"needs exactly 1024 bytes \(\(1, 8, 4, 8\) float32\), got 896"),
     ([np.zeros((1, 4, 8, 8), np.float32)], ValueError, r"must have shape \(1, 8, 4, 8\), got \(1, 4, 8, 8\)"),
     ([np.zeros((1, 8, 4, 8), np.float32)[..., ::1].T], ValueError, "writable C-contiguous"),
     ([b"\0" * 1024], ValueError, "writable C-contiguous"),

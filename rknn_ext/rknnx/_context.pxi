@@ -16,6 +16,7 @@
 # __dealloc__ still finds the context handle.
 
 import os as _os
+import stat as _stat
 import warnings as _warnings
 
 from cpython.pythread cimport (PyThread_allocate_lock, PyThread_free_lock,
@@ -87,6 +88,29 @@ cdef class Input:
     def __repr__(self):
         return (f"Input(index={self.index!r}, type={self.type!r}, fmt={self.fmt!r}, "
                 f"pass_through={self.pass_through}, buf={type(self.buf).__name__})")
+
+
+cdef object _py_int(object v, str what):
+    try:
+        return v.__index__()
+    except AttributeError:
+        raise TypeError(f"{what} must be an int, got {type(v).__name__}") from None
+
+
+cdef int _py_enum(object v, str what, str enum) except? -1:
+    """An enum-like argument as a C int: TypeError naming `what` for a non-int, ValueError
+    for one outside the int range (the caller checks the enum's range)."""
+    cdef object i = _py_int(v, what)
+    if not -0x80000000 <= i <= 0x7FFFFFFF:
+        raise ValueError(f"{what} {v!r} is not a {enum}")
+    return i
+
+
+cdef uint32_t _timeout(object v) except? 0xFFFFFFFF:
+    cdef object i = _py_int(v, "timeout_ms")
+    if not 0 <= i <= 0xFFFFFFFF:
+        raise ValueError(f"timeout_ms must be 0..4294967295 (milliseconds), got {i}")
+    return i
 
 
 cdef tuple _strip_ones(tuple shape):
@@ -1236,10 +1260,11 @@ cdef class Context(_ContextBase):
             for k in range(n):
                 item = items[k]
                 inp = item if isinstance(item, Input) else Input(item)
-                idx = k if inp.index is None else inp.index
-                if not 0 <= idx < len(self._in_attrs):
-                    raise IndexError(f"input index {idx} out of range: the model has "
+                pyidx = k if inp.index is None else _py_int(inp.index, "Input.index")
+                if not 0 <= pyidx < len(self._in_attrs):
+                    raise IndexError(f"input index {pyidx} out of range: the model has "
                                      f"{len(self._in_attrs)} input(s)")
+                idx = pyidx
                 if idx in seen:
                     raise ValueError(f"input index {idx} given twice")
                 seen.add(idx)
@@ -1264,10 +1289,11 @@ cdef class Context(_ContextBase):
                                         "RKNN tensor type; expected uint8, int8, float16 or "
                                         "float32 (or pass Input(type=...))")
                 else:
-                    t = inp.type
+                    t = _py_enum(inp.type, f"{label}: Input.type", "TensorType")
                     if not _type_known(t):
                         raise ValueError(f"{label}: type {inp.type!r} is not a TensorType")
-                f = a.c.fmt if inp.fmt is None else inp.fmt
+                f = a.c.fmt if inp.fmt is None else _py_enum(inp.fmt, f"{label}: Input.fmt",
+                                                             "TensorFormat")
                 if not 0 <= f < RKNN_TENSOR_FORMAT_MAX:
                     raise ValueError(f"{label}: fmt {inp.fmt!r} is not a TensorFormat")
                 if inp.pass_through:
@@ -1350,7 +1376,7 @@ cdef class Context(_ContextBase):
         if non_block:
             ext.non_block = 1
         if timeout_ms:
-            ext.timeout_ms = timeout_ms
+            ext.timeout_ms = _timeout(timeout_ms)
         self._check_open(b"run")
         require(<void*>_api.rknn_run, b"rknn_run")
         self._enter(b"run")
@@ -1388,7 +1414,7 @@ cdef class Context(_ContextBase):
         cdef rknn_run_extend ext
         cdef int ret
         memset(&ext, 0, sizeof(ext))
-        ext.timeout_ms = timeout_ms
+        ext.timeout_ms = _timeout(timeout_ms)
         self._check_open(b"wait")
         require(<void*>_api.rknn_wait, b"rknn_wait")
         self._enter(b"wait")
@@ -1424,8 +1450,9 @@ cdef class Context(_ContextBase):
         ----------
         want_float : bool, default False
             True: float32, dequantized, NCHW.  False: the model's type.
-        out : sequence of writable buffers, optional
-            One per output, C-contiguous, of the right dtype and size: the runtime
+        out : list or tuple of writable buffers, optional
+            One per output (a single array is refused, even for one output),
+            C-contiguous, of the right dtype and exactly the output's size: the runtime
             writes into them (``is_prealloc = 1``) and they are returned.  Without it,
             the runtime allocates the buffers (``is_prealloc = 0``).
 
@@ -1468,6 +1495,9 @@ cdef class Context(_ContextBase):
         n = len(self._out_attrs)
         memset(&oext, 0, sizeof(oext))
         if out is not None:
+            if not isinstance(out, (list, tuple)):
+                raise TypeError(f"out must be a sequence (list or tuple) of buffers, one per "
+                                f"output ({n}), got {type(out).__name__}")
             outs = list(out)
             if len(outs) != n:
                 raise ValueError(f"out must hold one buffer per output: expected {n}, "
@@ -1498,8 +1528,8 @@ cdef class Context(_ContextBase):
                         raise ValueError(f"{label} must be {dtype_of(t)} for "
                                          f"want_float={wf}, got buffer format "
                                          f"{views[i].format.decode('ascii', 'replace')!r}")
-                    if views[i].len < lay.nbytes or views[i].len > 0xFFFFFFFF:
-                        raise ValueError(f"{label} needs {lay.nbytes} bytes "
+                    if views[i].len != lay.nbytes:
+                        raise ValueError(f"{label} needs exactly {lay.nbytes} bytes "
                                          f"({_shape_str(_layout_shape(&lay))} {dtype_of(t)}), "
                                          f"got {views[i].len}")
                     if views[i].ndim > 1:
@@ -1891,6 +1921,8 @@ cdef class Context(_ContextBase):
         virt_addr : None, int or writable buffer, optional
             The CPU mapping of the fd (from its start): None lets the runtime map it; an
             int is an address; a buffer (e.g. an ``mmap``) is pinned while the mem lives.
+            An int is an unchecked escape hatch: nothing verifies that it is mapped, large
+            enough or kept alive, and views of the mem read and write there.
         owner : object, optional
             Kept referenced while the mem lives (default: ``fd`` itself when it is an
             object), so the fd stays open.
@@ -1904,9 +1936,18 @@ cdef class Context(_ContextBase):
         Raises
         ------
         ValueError, TypeError
-            Bad fd, size, offset or virt_addr; closed context.
+            Bad fd (not open), size, offset or virt_addr; ``offset + size`` beyond the
+            end of a regular file or memfd (``os.fstat``; dma-bufs may report size 0 and
+            are not checked); closed context.
         RKNNError
             If the runtime returns NULL.
+
+        Notes
+        -----
+        The memory is a mapping of the fd: if the file is truncated while the mem (or a
+        view of it) is in use, touching the lost pages raises SIGBUS and kills the
+        process.  This is inherent to ``mmap`` and cannot be checked; keep the file's
+        size while the mem lives.
 
         .. versionadded:: 0.1.0
         """
@@ -1929,6 +1970,14 @@ cdef class Context(_ContextBase):
         coff = offset
         if not 0 <= coff <= 0x7FFFFFFF:
             raise ValueError(f"offset must be 0..2147483647, got {coff}")
+        try:
+            st = _os.fstat(cfd)
+        except OSError as e:
+            raise ValueError(f"fd {cfd} is not an open file descriptor ({e.strerror})") from None
+        # a regular file (or memfd) knows its size; a dma-buf may report 0: not checked
+        if _stat.S_ISREG(st.st_mode) and coff + n > st.st_size:
+            raise ValueError(f"offset + size ({coff} + {n}) is beyond the end of fd {cfd} "
+                             f"({st.st_size} bytes)")
         pin = None
         if virt_addr is not None:
             if isinstance(virt_addr, int):

@@ -518,7 +518,14 @@ cdef class TensorMem:
             raise BufferError("TensorMem has no CPU mapping (virt_addr is NULL)")
         cdef _Layout lay
         self._current_layout(&lay)
-        cdef bint versioned = max_version is not None and tuple(max_version)[0] >= 1
+        if max_version is not None:
+            try:
+                major, minor = max_version
+                major, minor = major.__index__(), minor.__index__()
+            except (TypeError, ValueError, AttributeError):
+                raise TypeError(f"max_version must be a (major, minor) tuple of ints, got "
+                                f"{max_version!r}") from None
+        cdef bint versioned = max_version is not None and major >= 1
         return _dlpack_export(self, _mem_data(self.mem) if self.mem.size else <void*>_EMPTY,
                               &lay, versioned, &self._exports)
 
@@ -654,6 +661,8 @@ def create_mem2(size, flags=RKNN_MEM_FLAG_ALLOC_NO_CONTEXT, Context context=None
 
 cdef uint64_t _mem_size(object size, uint64_t limit) except 0:
     cdef object v
+    if isinstance(size, bool):
+        raise TypeError(f"size must be an integer number of bytes, got bool ({size!r})")
     try:
         v = size.__index__()
     except AttributeError:
@@ -668,7 +677,10 @@ cdef uint64_t _alloc_flags(object flags) except? 0xFFFFFFFFFFFFFFFF:
     cdef object v = int(flags)
     cdef object known = (RKNN_FLAG_MEMORY_CACHEABLE | RKNN_FLAG_MEMORY_NON_CACHEABLE |
                          RKNN_FLAG_MEMORY_TRY_ALLOC_SRAM | RKNN_MEM_FLAG_ALLOC_NO_CONTEXT)
-    if v < 0 or v & ~known:
+    if v < 0:
+        raise ValueError(f"flags must be a non-negative combination of MemAllocFlag values "
+                         f"(CACHEABLE, NON_CACHEABLE, TRY_ALLOC_SRAM, ALLOC_NO_CONTEXT), got {v}")
+    if v & ~known:
         raise ValueError(f"flags 0x{v:x} has unknown bits; expected MemAllocFlag values "
                          f"(CACHEABLE, NON_CACHEABLE, TRY_ALLOC_SRAM, ALLOC_NO_CONTEXT)")
     if (v & RKNN_FLAG_MEMORY_CACHEABLE) and (v & RKNN_FLAG_MEMORY_NON_CACHEABLE):
