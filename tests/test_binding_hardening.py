@@ -519,3 +519,38 @@ def test_create_mem_from_fd_checks_the_file(track, tmp_path):
         m = track.mem(ctx.create_mem_from_fd(f, 16, 48))
         assert m.size == 16
         m.close()
+
+
+# ---- close() of a mem being synced through another context (finding 12) ---------------------
+def test_close_never_destroys_a_mem_under_a_sync(track, emu):
+    import threading
+
+    ctx = track.model("tiny_relu")
+    seen = set()
+    for _ in range(20):
+        mem = rknnx.create_mem2(1 << 20)             # ALLOC_NO_CONTEXT: no lock of its own
+        stop = threading.Event()
+
+        def syncer():
+            while not stop.is_set():
+                try:
+                    mem.sync(context=ctx)
+                except ValueError as e:
+                    assert str(e) == "sync on closed TensorMem"
+                    return
+
+        t = threading.Thread(target=syncer)
+        t.start()
+        for _ in range(50):
+            try:
+                mem.close()
+            except BufferError as e:
+                assert "being synced (rknn_mem_sync) in another thread" in str(e)
+                seen.add("refused")
+            if mem.closed:
+                break
+        stop.set()
+        t.join()
+        mem.close()
+        assert mem.closed
+    assert "refused" in seen

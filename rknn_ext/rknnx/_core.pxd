@@ -47,6 +47,7 @@ cdef class TensorMem:
     cdef object _virt_pin                    # memoryview pinning a caller's virt buffer
     cdef Py_ssize_t _exports                 # live buffer / DLPack exports (exact count)
     cdef int _pins                           # open contexts using it as their model buffer
+    cdef int _syncing                        # rknn_mem_sync calls in flight on it
     cdef bint _dead                          # destroyed or being destroyed: never run with it
     cdef bint _bound                         # _layout is a typed tensor layout
     cdef _Layout _layout                     # what a view exports when bound

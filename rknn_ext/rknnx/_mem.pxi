@@ -142,6 +142,12 @@ cdef class TensorMem:
         cdef rknn_context h
         if self.mem == NULL:
             return 0
+        if self._syncing:
+            # sync() runs rknn_mem_sync with the GIL released, possibly under another
+            # context's lock (or none): never destroy the descriptor under it.  Checked
+            # and destroyed with the GIL held, as sync() counts itself before releasing it.
+            raise BufferError("TensorMem is being synced (rknn_mem_sync) in another thread; "
+                              "close it once sync() returned")
         require(<void*>_api.rknn_destroy_mem, b"rknn_destroy_mem")
         if self.context is not None:
             self.context._check_not_busy("TensorMem.close")
@@ -393,8 +399,10 @@ cdef class TensorMem:
         if self.mem == NULL:
             context._release()
             raise ValueError("sync on closed TensorMem")
+        self._syncing += 1
         with nogil:
             ret = _api.rknn_mem_sync(context.ctx, self.mem, <rknn_mem_sync_mode>m)
+        self._syncing -= 1
         context._release()
         check(ret, b"rknn_mem_sync")
 
