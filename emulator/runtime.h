@@ -115,6 +115,8 @@ uint32_t emu_platform_count(void);
 const emu_platform *emu_platform_at(uint32_t i);
 int emu_platform_supports_func(const emu_platform *p, const char *func);
 int emu_platform_supports_query(const emu_platform *p, int cmd);
+/* Whether core mask m is valid on p: AUTO, ALL, 0, 1, 0_1; plus 2 and 0_1_2 on 3 cores. */
+int emu_core_mask_valid(const emu_platform *p, uint32_t m);
 int64_t emu_npu_time_us(void);
 
 /* ---- memory ------------------------------------------------------------------------------

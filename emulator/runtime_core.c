@@ -397,6 +397,14 @@ int emu_platform_supports_func(const emu_platform *p, const char *func)
     return 1;
 }
 
+int emu_core_mask_valid(const emu_platform *p, uint32_t m)
+{
+    if (m == RKNN_NPU_CORE_AUTO || m == RKNN_NPU_CORE_ALL || m == RKNN_NPU_CORE_0 ||
+        m == RKNN_NPU_CORE_1 || m == RKNN_NPU_CORE_0_1)
+        return 1;
+    return p->n_cores >= 3 && (m == RKNN_NPU_CORE_2 || m == RKNN_NPU_CORE_0_1_2);
+}
+
 /* ---- Table 3-2: queries per column (RK356X, RK3588, RV1106+RK2118) ----------------------- */
 int emu_platform_supports_query(const emu_platform *p, int cmd)
 {

@@ -564,11 +564,7 @@ int rknn_matmul_set_core_mask(rknn_matmul_ctx context, rknn_core_mask core_mask)
     if (rc)
         return rc;
     uint32_t m = (uint32_t)core_mask;
-    int ok = m == RKNN_NPU_CORE_AUTO || m == RKNN_NPU_CORE_ALL || m == RKNN_NPU_CORE_0 ||
-             m == RKNN_NPU_CORE_1 || m == RKNN_NPU_CORE_0_1;
-    if (c->plat->n_cores >= 3)
-        ok = ok || m == RKNN_NPU_CORE_2 || m == RKNN_NPU_CORE_0_1_2;
-    if (!ok) {
+    if (!emu_core_mask_valid(c->plat, m)) {
         EMU_ERR(fn, "core mask 0x%x is not valid on %s", m, c->plat->name);
         rc = RKNN_ERR_PARAM_INVALID;
     } else {

@@ -569,10 +569,16 @@ int rknn_mem_sync(rknn_context ctx, rknn_tensor_mem *pub, rknn_mem_sync_mode mod
 }
 
 /* ---- exported: binding -------------------------------------------------------------------- */
-int rknn_set_weight_mem(rknn_context ctx, rknn_tensor_mem *pub)
+/*
+ * What rknn_set_weight_mem and rknn_set_internal_mem share: enter the context, look up the
+ * mem, and check it is aligned and at least `need_of(model)` bytes (RKNN_QUERY_MEM_SIZE).
+ * On success the context is entered and the mem referenced; the caller stores it and
+ * leaves the context.
+ */
+static int take_model_mem(rknn_context ctx, rknn_tensor_mem *pub, const char *fn,
+                          const char *what, uint64_t (*need_of)(const emu_model *),
+                          emu_ctx **cp, emu_mem **mp)
 {
-    static const char fn[] = "rknn_set_weight_mem";
-    EMU_INJECT_INT("rknn_set_weight_mem");
     emu_ctx *c;
     int rc = emu_ctx_enter(ctx, fn, &c);
     if (rc)
@@ -583,21 +589,36 @@ int rknn_set_weight_mem(rknn_context ctx, rknn_tensor_mem *pub)
         emu_ctx_leave(c);
         return RKNN_ERR_PARAM_INVALID;
     }
-    uint64_t need = emu_model_weight_size(c->m);
+    uint64_t need = need_of(c->m);
     if ((uintptr_t)m->dev % EMU_DMA_ALIGN) {
         EMU_ERR(fn, "mem data (offset %d) is not %u-byte aligned", m->pub.offset, EMU_DMA_ALIGN);
+        rc = RKNN_ERR_PARAM_INVALID;
+    } else if (m->size < need) {
+        EMU_ERR(fn, "mem of %llu bytes is smaller than the %s size %llu (RKNN_QUERY_MEM_SIZE)",
+                (unsigned long long)m->size, what, (unsigned long long)need);
+        rc = RKNN_ERR_PARAM_INVALID;
+    }
+    if (rc) {
         emu_mem_put(m);
         emu_ctx_leave(c);
-        return RKNN_ERR_PARAM_INVALID;
+        return rc;
     }
-    if (m->size < need) {
-        EMU_ERR(fn, "mem of %llu bytes is smaller than the weight size %llu (RKNN_QUERY_MEM_SIZE)",
-                (unsigned long long)m->size, (unsigned long long)need);
-        emu_mem_put(m);
-        emu_ctx_leave(c);
-        return RKNN_ERR_PARAM_INVALID;
-    }
+    *cp = c;
+    *mp = m;
+    return RKNN_SUCC;
+}
+
+int rknn_set_weight_mem(rknn_context ctx, rknn_tensor_mem *pub)
+{
+    EMU_INJECT_INT("rknn_set_weight_mem");
+    emu_ctx *c;
+    emu_mem *m;
+    int rc = take_model_mem(ctx, pub, "rknn_set_weight_mem", "weight", emu_model_weight_size,
+                            &c, &m);
+    if (rc)
+        return rc;
     /* the runtime loads the weights into the buffer: both views hold them afterwards */
+    uint64_t need = emu_model_weight_size(c->m);
     if (need) {
         memcpy(m->dev, emu_model_weights(c->m), (size_t)need);
         if (!emu_mem_coherent(m))
@@ -611,32 +632,13 @@ int rknn_set_weight_mem(rknn_context ctx, rknn_tensor_mem *pub)
 
 int rknn_set_internal_mem(rknn_context ctx, rknn_tensor_mem *pub)
 {
-    static const char fn[] = "rknn_set_internal_mem";
     EMU_INJECT_INT("rknn_set_internal_mem");
     emu_ctx *c;
-    int rc = emu_ctx_enter(ctx, fn, &c);
+    emu_mem *m;
+    int rc = take_model_mem(ctx, pub, "rknn_set_internal_mem", "internal",
+                            emu_model_internal_size, &c, &m);
     if (rc)
         return rc;
-    emu_mem *m = emu_mem_get(pub);
-    if (!m) {
-        EMU_ERR(fn, "unknown or destroyed mem %p", (void *)pub);
-        emu_ctx_leave(c);
-        return RKNN_ERR_PARAM_INVALID;
-    }
-    uint64_t need = emu_model_internal_size(c->m);
-    if ((uintptr_t)m->dev % EMU_DMA_ALIGN) {
-        EMU_ERR(fn, "mem data (offset %d) is not %u-byte aligned", m->pub.offset, EMU_DMA_ALIGN);
-        emu_mem_put(m);
-        emu_ctx_leave(c);
-        return RKNN_ERR_PARAM_INVALID;
-    }
-    if (m->size < need) {
-        EMU_ERR(fn, "mem of %llu bytes is smaller than the internal size %llu (RKNN_QUERY_MEM_SIZE)",
-                (unsigned long long)m->size, (unsigned long long)need);
-        emu_mem_put(m);
-        emu_ctx_leave(c);
-        return RKNN_ERR_PARAM_INVALID;
-    }
     emu_mem_put(c->internal_mem);
     c->internal_mem = m;
     emu_ctx_leave(c);

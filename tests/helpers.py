@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -46,3 +48,22 @@ def run_python(code: str, env=None, timeout=120) -> subprocess.CompletedProcess:
                 full_env[k] = v
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=full_env, timeout=timeout)
+
+
+def load_emulator_package():
+    """rknnx.emulator (pure Python: builder, reference, samples, control), imported on its
+    own from the source tree when the compiled extension is not built, so the emulator's
+    tests can run against a library built by CMake alone."""
+    try:
+        return importlib.import_module("rknnx.emulator")
+    except ImportError:
+        path = REPO / "python" / "rknnx" / "emulator"
+        name = "_rknnx_emulator_standalone"
+        if name in sys.modules:
+            return sys.modules[name]
+        spec = importlib.util.spec_from_file_location(name, path / "__init__.py",
+                                                      submodule_search_locations=[str(path)])
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+        return mod

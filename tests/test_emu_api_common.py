@@ -10,36 +10,19 @@ from __future__ import annotations
 
 import ctypes as C
 import importlib
-import importlib.util
-import os
 import pathlib
-import sys
 
 import numpy as np
 import pytest
+
+from helpers import load_emulator_package
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # ---- the pure-Python emulator package, without importing the compiled extension ----------
 
 
-def _load_emulator_package():
-    try:
-        return importlib.import_module("rknnx.emulator")
-    except ImportError:
-        path = ROOT / "python" / "rknnx" / "emulator"
-        name = "_rknnx_emulator_standalone"
-        if name in sys.modules:
-            return sys.modules[name]
-        spec = importlib.util.spec_from_file_location(name, path / "__init__.py",
-                                                      submodule_search_locations=[str(path)])
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-        return mod
-
-
-E = _load_emulator_package()
+E = load_emulator_package()
 control = importlib.import_module(E.__name__ + ".control")
 samples, reference, ModelBuilder = E.samples, E.reference, E.ModelBuilder
 
