@@ -29,6 +29,8 @@ cdef extern from "pythread.h" nogil:
     unsigned long PyThread_get_thread_ident()
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from libc.stdlib cimport calloc
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
 cdef object _warn = _warnings.warn            # bound at import: usable at interpreter teardown
 
@@ -133,6 +135,57 @@ cdef tuple _dims_in_fmt(TensorAttr a, int fmt):
 
 cdef str _shape_str(shape):
     return "(" + ", ".join(str(x) for x in shape) + ")"
+
+
+# -- the fast path of inputs_set -------------------------------------------------------------
+# A list or tuple of plain buffers at their positions, each C-contiguous with an accepted
+# type, the exact size and a matching shape, is checked in C against the facts cached in
+# an _IOSpecs (built once per attribute set: _load_attrs makes a new _in_attrs tuple after
+# set_input_shape(s) and close(), and the specs follow its identity).  Anything else, or
+# any check that fails, goes to the general path, which checks everything again and
+# raises its own errors: the fast path decides only "accept", never an error message.
+cdef enum:
+    _FAST_MAX = 16                           # inputs the fast path takes (stack arrays)
+
+cdef int _FAST_TYPE[128]                     # one-character buffer format -> type, or -1
+for _k in range(128):
+    _FAST_TYPE[_k] = -1
+for _s, _t in _FORMAT_TO_TYPE.items():
+    if len(_s) == 1 and ord(_s) < 128:
+        _FAST_TYPE[ord(_s)] = _t
+del _k, _s, _t
+
+
+cdef inline int _fast_type(const char* f) noexcept:
+    """_type_of_format in C: the type of a buffer format, or -1 (then the general path)."""
+    if f == NULL:
+        return RKNN_TENSOR_UINT8
+    if (f[0] == b"@" or f[0] == b"=" or f[0] == b"<") and f[1] != 0 and f[2] == 0:
+        f += 1
+    if f[0] != 0 and f[1] == 0 and <unsigned char>f[0] < 128:
+        return _FAST_TYPE[<unsigned char>f[0]]
+    return -1
+
+
+cdef inline Py_ssize_t _strip_start(const Py_ssize_t* d, Py_ssize_t n) noexcept:
+    """Where _strip_ones starts: leading ones dropped, the last dim always kept."""
+    cdef Py_ssize_t i = 0
+    while i < n - 1 and d[i] == 1:
+        i += 1
+    return i
+
+
+@cython.final
+cdef class _IOSpecs:
+    """The cached per-tensor facts of one attribute set of a Context (internal)."""
+
+    def __cinit__(self):
+        self.ins = NULL
+        self.outs = NULL
+
+    def __dealloc__(self):
+        free(self.ins)
+        free(self.outs)
 
 
 # Re-entry.  Python code can run while a thread holds a context's lock: custom-op
@@ -367,6 +420,7 @@ cdef class Context(_ContextBase):
         self._out_groups = _weakref.WeakSet()
         self._in_attrs = None
         self._out_attrs = None
+        self._specs = None
 
     def __init__(self, model=None, flags=0, *, share_weights_with=None, model_mem=None,
                  model_offset=0, model_size=None):
@@ -1195,6 +1249,122 @@ cdef class Context(_ContextBase):
         return [] if self._custom is None else list((<_CustomOpSet>self._custom).ops)
 
     # -- general flow ------------------------------------------------------------------------
+    cdef _IOSpecs _current_specs(self):
+        """The _IOSpecs of the cached attributes (built now if they changed)."""
+        cdef _IOSpecs sp = self._specs
+        cdef TensorAttr a
+        cdef _InputSpec* s
+        cdef Py_ssize_t i, j, n, t, start
+        cdef Py_ssize_t d[16]
+        self._load_attrs()
+        if sp is not None and sp.src is self._in_attrs:
+            return sp
+        sp = _IOSpecs.__new__(_IOSpecs)
+        sp.src = self._in_attrs
+        sp.n_in = n = len(self._in_attrs)
+        sp.ins = <_InputSpec*>calloc(max(n, 1), sizeof(_InputSpec))
+        if sp.ins == NULL:
+            raise MemoryError()
+        for i in range(n):
+            a = self._in_attrs[i]
+            s = &sp.ins[i]
+            s.n_elems = a.c.n_elems
+            s.fmt = a.c.fmt
+            s.fast = (0 <= s.fmt < RKNN_TENSOR_FORMAT_MAX and s.fmt != RKNN_TENSOR_NC1HWC2
+                      and a.c.n_dims <= RKNN_MAX_DIMS)
+            for t in range(RKNN_TENSOR_TYPE_MAX):
+                if _ITEMSIZE[t] != 0 and (t in _CONVERTIBLE_INPUT_TYPES or t == <int>a.c.type):
+                    s.types |= (<uint32_t>1) << t
+            if s.fast:
+                for j in range(a.c.n_dims):
+                    d[j] = a.c.dims[j]
+                start = _strip_start(d, a.c.n_dims)
+                s.ndims = <int>(a.c.n_dims - start)
+                for j in range(s.ndims):
+                    s.dims[j] = d[start + j]
+        sp.n_out = n = len(self._out_attrs)
+        sp.outs = <_Layout*>calloc(max(2 * n, 1), sizeof(_Layout))
+        if sp.outs == NULL:
+            raise MemoryError()
+        try:
+            for i in range(n):
+                self._output_layout(self._out_attrs[i], False, &sp.outs[i])
+                self._output_layout(self._out_attrs[i], True, &sp.outs[n + i])
+        except Exception:
+            # outputs_get computes them per call then, and raises there as it always did
+            free(sp.outs)
+            sp.outs = NULL
+        self._specs = sp
+        return sp
+
+    cdef int _inputs_set_fast(self, tuple items) except -1:
+        """inputs_set of plain buffers at their positions if every one passes the checks
+        in C: 1 when done (C called), 0 when the general path must take over (nothing
+        done, every view released)."""
+        cdef _IOSpecs sp = self._current_specs()   # kept: user code may replace _specs
+        cdef Py_ssize_t n = len(items), k, i, nviews = 0, start
+        cdef rknn_input arr[_FAST_MAX]
+        cdef Py_buffer views[_FAST_MAX]
+        cdef _InputSpec* s
+        cdef Py_buffer* v
+        cdef int t, ret = 0
+        cdef bint ok = True
+        if n == 0 or n > sp.n_in or n > _FAST_MAX:
+            return 0
+        try:
+            for k in range(n):
+                item = items[k]
+                s = &sp.ins[k]
+                if not s.fast or item is None or isinstance(item, Input):
+                    ok = False
+                    break
+                v = &views[k]
+                try:
+                    PyObject_GetBuffer(item, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
+                except (BufferError, ValueError, TypeError):
+                    # the general path asks again and words the error
+                    ok = False
+                    break
+                nviews += 1
+                t = _fast_type(v.format)
+                if t < 0 or not (s.types >> t) & 1 or v.len != s.n_elems * _ITEMSIZE[t]:
+                    ok = False
+                    break
+                if v.ndim > 1 and v.itemsize == _ITEMSIZE[t]:
+                    start = _strip_start(v.shape, v.ndim)
+                    if v.ndim - start != s.ndims:
+                        ok = False
+                        break
+                    for i in range(s.ndims):
+                        if v.shape[start + i] != s.dims[i]:
+                            ok = False
+                            break
+                    if not ok:
+                        break
+                arr[k].index = <uint32_t>k
+                arr[k].buf = v.buf
+                arr[k].size = <uint32_t>v.len
+                arr[k].pass_through = 0
+                arr[k].type = <rknn_tensor_type>t
+                arr[k].fmt = <rknn_tensor_format>s.fmt
+            if not ok:
+                return 0
+            self._enter(b"inputs_set")
+            if self._flow == _FLOW_ZERO_COPY:
+                self._release()
+                self._flow_error(_FLOW_GENERAL, b"rknn_inputs_set")
+            with nogil:
+                ret = _api.rknn_inputs_set(self.ctx, <uint32_t>n, arr)
+            if ret >= 0 and self._flow == _FLOW_NONE:
+                self._flow = _FLOW_GENERAL
+                self._flow_set_by = b"inputs_set()"
+            self._release()
+        finally:
+            for k in range(nviews):
+                PyBuffer_Release(&views[k])
+        check(ret, b"rknn_inputs_set")
+        return 1
+
     def inputs_set(self, inputs):
         """Hand input data to the runtime, which converts it (``rknn_inputs_set``).
 
@@ -1238,6 +1408,12 @@ cdef class Context(_ContextBase):
             self._flow_error(_FLOW_GENERAL, b"rknn_inputs_set")
         require(<void*>_api.rknn_inputs_set, b"rknn_inputs_set")
         self._load_attrs()
+        if type(inputs) is tuple:
+            if self._inputs_set_fast(<tuple>inputs):
+                return
+        elif type(inputs) is list:
+            if self._inputs_set_fast(tuple(<list>inputs)):
+                return
         if isinstance(inputs, (list, tuple)):
             items = list(inputs)
         else:
@@ -1486,6 +1662,8 @@ cdef class Context(_ContextBase):
         cdef TensorAttr a
         cdef _Layout lay
         cdef bint wf = bool(want_float)
+        cdef _IOSpecs sp
+        cdef tuple items
         self._check_open(b"outputs_get")
         if self._flow == _FLOW_ZERO_COPY:
             self._flow_error(_FLOW_GENERAL, b"rknn_outputs_get")
@@ -1566,19 +1744,21 @@ cdef class Context(_ContextBase):
 
         # runtime-allocated buffers: everything that can fail in Python is made first,
         # so the runtime's buffers always end up owned by the group
+        sp = self._current_specs()
         g = _OutputGroup.__new__(_OutputGroup)
         g.context = self
-        items = []
+        items = PyTuple_New(n)
         for i in range(n):
             o = Output.__new__(Output)
             o._group = g
             o._i = i
             o._want_float = wf
-            o.attr = (<TensorAttr>self._out_attrs[i]).copy()
-            items.append(o)
+            o._src = self._out_attrs[i]        # copied when .attr is first read
+            Py_INCREF(o)
+            PyTuple_SET_ITEM(items, i, o)
         result = Outputs.__new__(Outputs)
         (<Outputs>result)._group = g
-        (<Outputs>result)._items = tuple(items)
+        (<Outputs>result)._items = items
         self._out_groups.add(g)
         arr = <rknn_output*>calloc(max(n, 1), sizeof(rknn_output))
         if arr == NULL:
@@ -1607,7 +1787,10 @@ cdef class Context(_ContextBase):
             check(ret, b"rknn_outputs_get")
         for i in range(n):
             o = items[i]
-            self._output_layout(self._out_attrs[i], wf, &o._layout)
+            if sp.outs != NULL and sp.n_out == n:
+                o._layout = sp.outs[i + n if wf else i]
+            else:
+                self._output_layout(self._out_attrs[i], wf, &o._layout)
             # never let a view reach past what the runtime returned
             if arr[i].buf == NULL:
                 _layout_raw(&o._layout, 0)

@@ -96,6 +96,27 @@ cdef class _ContextBase:
     cdef TensorMem _adopt(self, TensorMem t, rknn_tensor_mem* m, object owner, bint no_ctx)
 
 
+# What inputs_set checks for one plain buffer at a position (no Input): the facts of the
+# input attribute the general path reads, computed once per attribute set.
+cdef struct _InputSpec:
+    uint32_t n_elems                         # elements of the tensor
+    uint32_t types                           # bit t: data of type t is accepted as is
+    int fmt                                  # the input's layout (the default fmt)
+    int ndims                                # dims after stripping leading ones
+    Py_ssize_t dims[16]                      # those dims
+    bint fast                                # False: the general path decides (and raises)
+
+
+# The per-attribute-set caches of the general flow, immutable once built (a call keeps
+# a reference while user code may replace the context's).
+cdef class _IOSpecs:
+    cdef object src                          # the _in_attrs tuple they were computed from
+    cdef Py_ssize_t n_in                     # entries of ins
+    cdef _InputSpec* ins                     # one per input (malloc'd)
+    cdef Py_ssize_t n_out                    # outputs of the model
+    cdef _Layout* outs                       # 2 * n_out layouts (want_float 0, then 1), or NULL
+
+
 cdef class Context(_ContextBase):
     cdef readonly uint32_t flags             # rknn_init flags it was created with
     cdef int _flow                           # 0 none, 1 general, 2 zero-copy
@@ -107,6 +128,7 @@ cdef class Context(_ContextBase):
     cdef bint _shapes_set                    # set_input_shapes done: attrs are CURRENT_*
     cdef object _in_attrs                    # cached input attrs (tuple) or None
     cdef object _out_attrs                   # cached output attrs (tuple) or None
+    cdef _IOSpecs _specs                     # fast-path caches of _in_attrs, or None
     cdef object _custom                      # _CustomOpSet of registered custom ops, or None
     cdef Py_ssize_t _cb_views                # live views handed to custom op callbacks
 
@@ -117,6 +139,8 @@ cdef class Context(_ContextBase):
     cdef int _output_layout(self, TensorAttr a, bint want_float, _Layout* lay) except -1
     cdef tuple _which_tensor(self, TensorAttr attr)
     cdef int _set_whole_mem(self, TensorMem mem, const char* what, bint weight) except -1
+    cdef _IOSpecs _current_specs(self)
+    cdef int _inputs_set_fast(self, tuple items) except -1
 
 
 cdef class _OutputGroup:

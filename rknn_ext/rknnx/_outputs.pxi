@@ -75,13 +75,21 @@ cdef class Output:
     cdef _Layout _layout                     # what views export
     cdef Py_ssize_t _exports                 # live views of this output
     cdef bint _want_float                    # asked for dequantized float32
-    cdef readonly object attr                # TensorAttr of the output (copy)
+    cdef TensorAttr _src                     # the context's attribute (never handed out)
+    cdef TensorAttr _attr                    # its copy, made when .attr is first read
 
     def __cinit__(self, *args, **kwargs):
         _layout_raw(&self._layout, 0)
 
     def __init__(self, *args, **kwargs):
         raise TypeError("Output objects come from Context.outputs_get()")
+
+    @property
+    def attr(self):
+        """TensorAttr of the output (a copy; the same object on every read)."""
+        if self._attr is None and self._src is not None:
+            self._attr = self._src.copy()
+        return self._attr
 
     @property
     def index(self):
