@@ -343,18 +343,13 @@ cdef class _ContextBase:
         return dict(self._slots)
 
 
-cdef bint _open_children(object mems, object groups):
-    """Whether a mem or an output group of a context is still open (called with its lock
-    held: allocates nothing)."""
+cdef bint _open_children(object mems):
+    """Whether a mem of a context is still open (called with its lock held: allocates
+    nothing)."""
     cdef TensorMem m
-    cdef _OutputGroup g
     for m in mems:
         if m.mem != NULL:
             return True
-    if groups is not None:
-        for g in groups:
-            if g.outs != NULL:
-                return True
     return False
 
 
@@ -417,7 +412,7 @@ cdef class Context(_ContextBase):
     def __cinit__(self, *args, **kwargs):
         self._flow = _FLOW_NONE
         self._flow_set_by = NULL
-        self._out_groups = _weakref.WeakSet()
+        self._groups = NULL
         self._in_attrs = None
         self._out_attrs = None
         self._specs = None
@@ -587,6 +582,7 @@ cdef class Context(_ContextBase):
         global _live_contexts
         cdef TensorMem m
         cdef _OutputGroup g
+        cdef PyObject* p
         cdef rknn_context h
         cdef int ret = 0
         if self.ctx == 0:
@@ -605,7 +601,13 @@ cdef class Context(_ContextBase):
             return
         self._closing = True
         mems = [m for m in self._mems if m.mem != NULL]
-        groups = [g for g in self._out_groups if g.outs != NULL]
+        groups = []
+        p = self._groups
+        while p != NULL:
+            g = <_OutputGroup>p
+            if g.outs != NULL:
+                groups.append(g)
+            p = g._next                      # read after append: a collection may unlink
         self._release()
         try:
             viewed = (sum([m._exports for m in mems]) + sum([g._exports for g in groups])
@@ -649,7 +651,7 @@ cdef class Context(_ContextBase):
             raise errors[0]
         self._acquire()
         h = self.ctx
-        if _open_children(self._mems, self._out_groups):
+        if _open_children(self._mems) or self._groups_open():
             # cannot happen (new calls are refused while closing); never destroy the
             # context under a buffer that would then dangle
             self._closing = False
@@ -1249,6 +1251,15 @@ cdef class Context(_ContextBase):
         return [] if self._custom is None else list((<_CustomOpSet>self._custom).ops)
 
     # -- general flow ------------------------------------------------------------------------
+    cdef bint _groups_open(self) noexcept:
+        """Whether an output group of ours still holds runtime buffers (allocates nothing)."""
+        cdef PyObject* p = self._groups
+        while p != NULL:
+            if (<_OutputGroup>p).outs != NULL:
+                return True
+            p = (<_OutputGroup>p)._next
+        return False
+
     cdef _IOSpecs _current_specs(self):
         """The _IOSpecs of the cached attributes (built now if they changed)."""
         cdef _IOSpecs sp = self._specs
@@ -1759,7 +1770,11 @@ cdef class Context(_ContextBase):
         result = Outputs.__new__(Outputs)
         (<Outputs>result)._group = g
         (<Outputs>result)._items = items
-        self._out_groups.add(g)
+        g._next = self._groups
+        if self._groups != NULL:
+            (<_OutputGroup>self._groups)._prev = <PyObject*>g
+        self._groups = <PyObject*>g
+        g._linked = True
         arr = <rknn_output*>calloc(max(n, 1), sizeof(rknn_output))
         if arr == NULL:
             raise MemoryError()

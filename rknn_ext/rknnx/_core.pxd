@@ -5,6 +5,7 @@
 # children hold strong references to their parents (rule 6).
 
 from cpython.pythread cimport PyThread_type_lock
+from cpython.object cimport PyObject
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 
 from librknn cimport (rknnx_api, rknn_context, rknn_tensor_attr, rknn_tensor_mem,
@@ -121,7 +122,7 @@ cdef class Context(_ContextBase):
     cdef readonly uint32_t flags             # rknn_init flags it was created with
     cdef int _flow                           # 0 none, 1 general, 2 zero-copy
     cdef const char* _flow_set_by            # the C call that chose the flow
-    cdef object _out_groups                  # WeakSet of unreleased _OutputGroup
+    cdef PyObject* _groups                   # first _OutputGroup of its list (borrowed) or NULL
     cdef TensorMem _model_mem                # MODEL_BUFFER_ZERO_COPY buffer, pinned
     cdef Context _weights_from               # SHARE_WEIGHT_MEM source, kept open
     cdef int _weight_borrowers               # open contexts using our weights
@@ -139,6 +140,7 @@ cdef class Context(_ContextBase):
     cdef int _output_layout(self, TensorAttr a, bint want_float, _Layout* lay) except -1
     cdef tuple _which_tensor(self, TensorAttr attr)
     cdef int _set_whole_mem(self, TensorMem mem, const char* what, bint weight) except -1
+    cdef bint _groups_open(self) noexcept
     cdef _IOSpecs _current_specs(self)
     cdef int _inputs_set_fast(self, tuple items) except -1
 
@@ -149,9 +151,12 @@ cdef class _OutputGroup:
     cdef uint32_t n                          # its length
     cdef Py_ssize_t _exports                 # buffer views of any of its outputs
     cdef uint64_t frame_id                   # rknn_output_extend.frame_id
-    cdef object __weakref__                  # Context tracks unreleased groups
+    cdef PyObject* _prev                     # neighbours in the context's list of groups
+    cdef PyObject* _next                     #   (borrowed; NULL at the ends)
+    cdef bint _linked                        # in that list (alive, not released)
 
     cdef int _release_c(self) except -1
+    cdef void _unlink(self) noexcept
 
 
 cdef class MatmulContext(_ContextBase):

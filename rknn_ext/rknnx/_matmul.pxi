@@ -471,7 +471,7 @@ cdef class MatmulContext(_ContextBase):
             require(<void*>_api.rknn_matmul_destroy, b"rknn_matmul_destroy")
             self._acquire()
             h = self.ctx
-            if _open_children(self._mems, None):
+            if _open_children(self._mems):
                 self._closing = False
                 self._release()
                 raise BufferError("a TensorMem was created while the MatmulContext was "

@@ -13,6 +13,7 @@ cdef class _OutputGroup:
 
     def __dealloc__(self):
         # Only frees.  No view exists (each holds a reference to an Output holding us).
+        self._unlink()
         if self.outs == NULL:
             return
         if self.context is not None and self.context._held_here():
@@ -30,6 +31,25 @@ cdef class _OutputGroup:
         free(self.outs)
         self.outs = NULL
 
+    # The context finds its unreleased groups (to release them in close()) through a list
+    # threaded through the groups themselves: borrowed pointers, since each group holds
+    # its context and leaves the list when released or freed, so every pointer in the
+    # list is to a live group.  Cheaper per outputs_get than a WeakSet (no weakref, no
+    # callback when the group dies).  Linked and unlinked with the GIL held.
+    cdef void _unlink(self) noexcept:
+        cdef Context c = self.context
+        if not self._linked:
+            return
+        if self._prev != NULL:
+            (<_OutputGroup>self._prev)._next = self._next
+        else:
+            c._groups = self._next
+        if self._next != NULL:
+            (<_OutputGroup>self._next)._prev = self._prev
+        self._prev = NULL
+        self._next = NULL
+        self._linked = False
+
     cdef int _release_c(self) except -1:
         cdef int ret = 0
         cdef Context c = self.context
@@ -46,6 +66,7 @@ cdef class _OutputGroup:
         if ret >= 0:
             free(self.outs)
             self.outs = NULL
+            self._unlink()
         c._release()
         check(ret, b"rknn_outputs_release")       # on failure the buffers stay held: retry
         return 0
