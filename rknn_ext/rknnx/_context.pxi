@@ -285,7 +285,8 @@ cdef class _ContextBase:
 
     cdef int _enter(self, const char* what) except -1:
         """Take the lock; raise ValueError (lock released) if the context is closed."""
-        self._check_not_busy(what.decode())
+        if self._held_here():                # the name is decoded only to raise
+            self._check_not_busy(what.decode())
         self._acquire()
         if self.ctx == 0 or self._closing:
             self._release()
