@@ -157,3 +157,25 @@ def test_emulator_word_loads_the_bundled_emulator_with_every_function():
     assert info["is_emulator"] is True
     assert info["missing"] == []
     assert sorted(info["functions"]) == sorted(FUNCTIONS)
+
+
+def test_runtime_info_with_a_model_reports_versions_and_platform():
+    out = run("""
+        import json, rknnx
+        from rknnx.emulator import samples
+        info = rknnx.runtime_info()
+        assert "sdk_version" not in info and info["platform"] == "RK3566"
+        info = rknnx.runtime_info(samples.tiny_relu(target="RK3566"))
+        assert rknnx._core.live_contexts() == 0      # the probe context is closed again
+        try:
+            rknnx.runtime_info(b"not a model")
+        except rknnx.errors.ModelInvalidError as e:
+            print("bad model:", e.func)
+        print(json.dumps(info))
+    """, RKNNX_RUNTIME="emulator", RKNN_EMU_PLATFORM="RK3566")
+    first, second = out.strip().splitlines()
+    assert first == "bad model: rknn_init"
+    info = json.loads(second)
+    assert info["sdk_version"].startswith("2.5.0") and "emulator" in info["sdk_version"]
+    assert info["driver_version"].endswith("RK3566)")
+    assert info["platform"] == "RK3566"

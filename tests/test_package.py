@@ -61,6 +61,8 @@ def test_cli_doctor_falls_back_to_the_emulator_without_a_board():
     assert proc.returncode == 0, proc.stderr
     assert "no NPU runtime found on this machine" in proc.stdout
     assert "(CPU emulator, chosen by load_runtime())" in proc.stdout
+    assert "functions: 35 of 35 RKNN API entry points" in proc.stdout
+    assert "sdk:       2.5.0 (rknnx-emulator" in proc.stdout
     strict = run_python("import sys; from rknnx.__main__ import main; sys.exit(main(['doctor', '--strict']))",
                         env={"RKNNX_RUNTIME": None, "LD_LIBRARY_PATH": ""})
     assert strict.returncode == 1 and "no RKNN runtime (librknnrt) could be loaded" in strict.stderr

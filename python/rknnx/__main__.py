@@ -23,6 +23,13 @@ def _doctor(args) -> int:
             return 1
         fallback = str(exc).splitlines()
         info = rknnx.load_runtime("emulator")
+    model = args.model
+    if model is None and info["is_emulator"]:
+        from rknnx.emulator import samples
+
+        model = samples.tiny_relu(target=info.get("platform", "RK3588"))
+    if model is not None:
+        info = rknnx.runtime_info(model)
     print(f"rknnx {rknnx.__version__}")
     if fallback:
         print("no NPU runtime found on this machine:")
@@ -35,9 +42,12 @@ def _doctor(args) -> int:
           "RKNN API entry points")
     if info["missing"]:
         print(f"missing:   {', '.join(info['missing'])}")
-    for key in ("sdk_version", "driver_version", "platform"):
+    for key, label in (("sdk_version", "sdk:      "), ("driver_version", "driver:   "),
+                       ("platform", "platform: ")):
         if info.get(key):
-            print(f"{key.replace('_', ' ')}: {info[key]}")
+            print(f"{label} {info[key]}")
+    if model is None:
+        print("(pass --model FILE.rknn to read the runtime and driver versions)")
     return 0
 
 
@@ -47,6 +57,8 @@ def main(argv=None) -> int:
     doctor = sub.add_parser("doctor", aliases=["info"], help="show the runtime rknnx uses")
     doctor.add_argument("--strict", action="store_true",
                         help="fail instead of falling back to the emulator")
+    doctor.add_argument("--model", metavar="FILE",
+                        help="a model to open, to read the runtime and driver versions")
     doctor.set_defaults(func=_doctor)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -158,19 +158,30 @@ cdef void _api_restore(rknnx_api table):
     _api = table
 
 
-def runtime_info():
+def runtime_info(model=None):
     """Describe the loaded runtime, loading it first if needed.
+
+    Parameters
+    ----------
+    model : str, os.PathLike or buffer, optional
+        A model the runtime can load.  The runtime reports its own version only through
+        ``rknn_query(RKNN_QUERY_SDK_VERSION)`` on a context, so with a model this opens a
+        context on it, reads the versions and closes it again.
 
     Returns
     -------
     dict
         ``path`` (the library), ``source`` (how it was chosen), ``is_emulator``,
-        ``functions`` (the API names it provides) and ``missing`` (those it lacks).
+        ``functions`` (the API names it provides) and ``missing`` (those it lacks); with
+        ``model``, also ``sdk_version`` and ``driver_version``; on the emulator, also
+        ``platform`` (the chip personality new contexts get).
 
     Raises
     ------
     RuntimeNotFoundError
         If no runtime can be loaded.
+    RKNNError
+        If ``model`` is given and the runtime cannot open it.
 
     .. versionadded:: 0.1.0
     """
@@ -180,13 +191,25 @@ def runtime_info():
     for i in range(RKNNX_API_COUNT):
         (provided if rknnx_api_has(&_api, i) else missing).append(rknnx_api_names[i].decode())
     cdef void* emu_probe = dlsym(_handle, b"rknn_emu_get_counters")
-    return {
+    cdef void* emu_platform = dlsym(_handle, b"rknn_emu_get_platform")
+    info = {
         "path": _runtime_path,
         "source": _runtime_source,
         "is_emulator": emu_probe != NULL,
         "functions": provided,
         "missing": missing,
     }
+    cdef const char* plat
+    if emu_platform != NULL:
+        plat = (<const char* (*)() noexcept nogil>emu_platform)()
+        if plat != NULL:
+            info["platform"] = plat.decode("utf-8", "replace")
+    if model is not None:
+        with Context(model) as ctx:
+            version = ctx.query(RKNN_QUERY_SDK_VERSION)
+        info["sdk_version"] = version.api_version
+        info["driver_version"] = version.drv_version
+    return info
 
 
 def api_function_names():
