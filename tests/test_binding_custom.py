@@ -282,6 +282,70 @@ def test_escaped_views_pin_the_context(track, emu):
     assert live(emu) == base
 
 
+def test_escaped_views_pin_the_callers_internal_mem(track, emu):
+    # the op's output lies in the internal memory the caller bound: a view kept past the
+    # callback must keep that TensorMem from being freed, even after another is bound
+    b = ModelBuilder("RK3588", "keep")
+    x = b.input("x", (1, 64), "float32")
+    (s,) = b.custom("cstKeep", [b.relu(x)], [{"shape": (1, 64), "dtype": "float32"}], {},
+                    name="keep")
+    b.output(b.relu(s, out="y"))
+    ctx = track.context(b.build(), rknnx.InitFlag.INTERNAL_ALLOC_OUTSIDE)
+    kept = []
+
+    def compute(op, inputs, outputs):
+        kept.append(outputs[0])
+        outputs[0][...] = inputs[0]
+
+    ctx.register_custom_ops([CustomOp("cstKeep", compute)])
+    size = ctx.query(rknnx.QueryCmd.MEM_SIZE).total_internal_size
+    first = track.mem(ctx.create_mem(size))
+    ctx.set_internal_mem(first)
+    x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 64)
+    np.testing.assert_array_equal(run_general(ctx, x), np.maximum(x, 0))
+    ctx.set_internal_mem(track.mem(ctx.create_mem(size)))   # rebinding is fine
+    with pytest.raises(BufferError, match="1 buffer view"):
+        first.close()                                       # but not freeing under the view
+    assert not first.closed
+    np.testing.assert_array_equal(kept[0], np.maximum(x, 0))
+    kept.clear()
+    first.close()                                           # the view is gone: it may go
+    assert first.closed
+
+
+def test_registering_from_a_callback_while_another_thread_registers_does_not_deadlock():
+    # thread 1 registers on A; A's init waits for thread 2 to be inside B.run() and then
+    # calls B; thread 2's compute on B registers ops on C.  A process-wide registration
+    # lock held across the C call would deadlock these two (lock-order inversion).
+    code = """
+import threading, numpy as np, rknnx
+from rknnx import Context, CustomOp
+from rknnx.emulator import samples
+m = samples.custom_op_model()
+A, B, C = Context(m), Context(m), Context(m)
+sig = lambda op, i, o: np.divide(1.0, 1.0 + np.exp(-i[0]), out=o[0])
+inside = threading.Event()
+def compute_b(op, i, o):
+    inside.set()
+    C.register_custom_ops([CustomOp("cstSigmoid", sig)])
+    sig(op, i, o)
+B.register_custom_ops([CustomOp("cstSigmoid", compute_b)])
+def init_a(op, i, o):
+    inside.wait(10)
+    B.query(rknnx.QueryCmd.IN_OUT_NUM)
+t1 = threading.Thread(target=lambda: A.register_custom_ops([CustomOp("cstSigmoid", sig, init=init_a)]))
+t2 = threading.Thread(target=lambda: (B.inputs_set([np.zeros((1, 16), np.float32)]), B.run()))
+t1.start(); t2.start(); t1.join(20); t2.join(20)
+print("alive", t1.is_alive(), t2.is_alive())
+import os; os._exit(0)
+"""
+    from helpers import run_python
+
+    proc = run_python(code, env={"RKNNX_RUNTIME": "emulator"}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "alive False False"
+
+
 def track_model_bytes():
     from conftest import model_bytes
 

@@ -1182,7 +1182,6 @@ cdef class Context(_ContextBase):
 
         .. versionadded:: 0.1.0
         """
-        global _registering
         cdef CustomOp op
         cdef _CustomOpSet opset
         cdef rknn_custom_op* cop
@@ -1231,16 +1230,15 @@ cdef class Context(_ContextBase):
             reg.op = op
             reg.opset = opset
             reg.context = self
-            with _register_lock:
-                prev = _registering
-                _registering = reg
-                try:
-                    self._enter(b"register_custom_ops")
-                    with nogil:
-                        ret = _api.rknn_register_custom_ops(self.ctx, cop, 1)
-                    self._release()
-                finally:
-                    _registering = prev
+            prev = getattr(_registering, "reg", None)
+            _registering.reg = reg
+            try:
+                self._enter(b"register_custom_ops")
+                with nogil:
+                    ret = _api.rknn_register_custom_ops(self.ctx, cop, 1)
+                self._release()
+            finally:
+                _registering.reg = prev
             if ret < 0:
                 _check_custom(ret, b"rknn_register_custom_ops", opset)
             check(ret, b"rknn_register_custom_ops")

@@ -3,9 +3,11 @@
 # How a C callback finds its Python op.  The vendor callbacks carry no user pointer, only
 # the node's rknn_custom_op_context, whose priv_data is "the op's own state" (the vendor
 # demos set it in init and read it in compute).  So every op is registered with its own
-# rknn_register_custom_ops call, during which a module-level variable names the op being
-# registered (under _register_lock, saved and restored so an init that registers ops on
-# another context nests); the init trampoline -- always installed, even without a Python
+# rknn_register_custom_ops call, during which a thread-local slot names the op being
+# registered (saved and restored, so an init that registers ops on another context nests;
+# per thread, because init runs on the registering thread inside that call, and a
+# process-wide lock held across the call would deadlock against a context lock held by a
+# run whose callback registers ops); the init trampoline -- always installed, even without a Python
 # init -- makes one CustomOpContext per model node, and stores a pointer to a C record
 # (_CNode) of it in op_ctx.priv_data.  prepare / compute / destroy read it back.
 #
@@ -27,14 +29,18 @@
 #
 # Views of the tensors (the choice the issue asks for).  Callbacks get zero-copy numpy
 # views of the runtime's tensor memory (virt_addr + offset), typed and shaped by the
-# tensor attribute -- copies would defeat the point of running an op in place.  That
-# memory belongs to the runtime until rknn_destroy, so a view that escapes the callback
-# (stored in a global, say) must not outlive the context: each view is exported by an
-# object that references the Context and counts in its _cb_views, so the Context stays
-# alive while one exists and Context.close() refuses with BufferError, exactly like the
-# views of its TensorMems.  (Between runs the memory may be overwritten -- it is the
-# runtime's scratch -- but it is never freed under a view.)  Inputs are read-only
-# views.  get_op_attr returns a copy: attribute values are small and constant.
+# tensor attribute -- copies would defeat the point of running an op in place.  A view
+# that escapes the callback (stored in a global, say) must not outlive the memory under
+# it: each view is exported by an object that references the Context and counts in its
+# _cb_views, so the Context stays alive while one exists and Context.close() refuses with
+# BufferError, exactly like the views of its TensorMems.  The tensor may also lie in
+# memory the caller bound (set_internal_mem / set_weight_mem / set_io_mem), and the
+# runtime's tensor descriptor does not say which (an emulator or driver may hand a device
+# mapping, fd -1): so a view pins every TensorMem bound to the context when the view was
+# made -- it counts in their exports and mem.close() refuses while it lives (rebinding
+# another mem is fine: the old one stays allocated under the view).  (Between
+# runs the memory may be overwritten -- it is the runtime's scratch -- but it is never
+# freed under a view.)  Inputs are read-only views.  get_op_attr returns a copy: attribute values are small and constant.
 
 import threading as _threading
 
@@ -60,8 +66,7 @@ cdef struct _CNode:
     PyObject* node                           # the CustomOpContext (borrowed; owned by the op set)
     bint dead                                # set before rknn_destroy from __dealloc__
 
-_register_lock = _threading.RLock()
-cdef object _registering = None              # the _OpReg being registered (under the lock)
+_registering = _threading.local()            # .reg: the _OpReg this thread is registering
 cdef unsigned long long _error_seq = 0       # orders stored callback exceptions
 
 
@@ -228,6 +233,7 @@ cdef class CustomOpContext:
 cdef class _OpTensorView:
     """Exports one callback tensor (zero-copy; pins its Context, see the top comment)."""
     cdef Context context                     # keeps the runtime's memory alive
+    cdef tuple mems                          # the caller's mems bound when it was made
     cdef void* data                          # mem.virt_addr + mem.offset
     cdef _Layout layout                      # typed shape, or the raw bytes
     cdef bint readonly                       # inputs
@@ -240,6 +246,10 @@ cdef class _OpTensorView:
             raise _ClosedViewError("cannot export a view: operation on closed Context")
         if self.readonly and (flags & PyBUF_WRITABLE) == PyBUF_WRITABLE:
             raise BufferError("custom op inputs are read-only views")
+        cdef TensorMem m
+        for m in self.mems:
+            if m.mem == NULL:
+                raise _ClosedViewError("cannot export a view: operation on closed TensorMem")
         buffer.buf = self.data if self.layout.nbytes else <void*>_EMPTY
         buffer.len = self.layout.nbytes
         buffer.itemsize = self.layout.itemsize
@@ -265,11 +275,23 @@ cdef class _OpTensorView:
         buffer.obj = self
         self._exports += 1
         self.context._cb_views += 1
+        for m in self.mems:
+            m._exports += 1
 
     def __releasebuffer__(self, Py_buffer* buffer):
         self._exports -= 1
         if self.context is not None:
             self.context._cb_views -= 1
+        cdef TensorMem m
+        if self.mems is not None:
+            for m in self.mems:
+                m._exports -= 1
+
+
+cdef tuple _bound_mems(Context ctx):
+    """The open TensorMems bound to ctx (io, weight, internal)."""
+    return tuple([m for m in ctx._slots.values()
+                  if isinstance(m, TensorMem) and (<TensorMem>m).mem != NULL])
 
 
 cdef object _tensor_views(Context ctx, rknn_custom_op_tensor* ts, uint32_t n, bint readonly,
@@ -278,6 +300,7 @@ cdef object _tensor_views(Context ctx, rknn_custom_op_tensor* ts, uint32_t n, bi
     cdef uint32_t i
     cdef _OpTensorView v
     views = []
+    mems = _bound_mems(ctx)
     for i in range(n):
         attrs.append(_attr_from_c(&ts[i].attr))
         if ts[i].mem.virt_addr == NULL:
@@ -286,6 +309,7 @@ cdef object _tensor_views(Context ctx, rknn_custom_op_tensor* ts, uint32_t n, bi
         v = _OpTensorView.__new__(_OpTensorView)
         v.context = ctx
         v.data = <char*>ts[i].mem.virt_addr + ts[i].mem.offset
+        v.mems = mems
         v.readonly = readonly
         try:
             _layout_of_attr(&ts[i].attr, &v.layout, -1)
@@ -381,9 +405,10 @@ cdef int _trampoline(int kind, rknn_custom_op_context* op_ctx, rknn_custom_op_te
     node = None
     try:
         if kind == _CB_INIT:
-            if _registering is None:
+            reg_obj = getattr(_registering, "reg", None)
+            if reg_obj is None:
                 return RKNN_ERR_FAIL                   # init outside a registration
-            reg = _registering
+            reg = reg_obj
             node = CustomOpContext.__new__(CustomOpContext)
             node.c = op_ctx
             node.op = reg.op
