@@ -728,26 +728,33 @@ cdef class Context(_ContextBase):
         cdef uint32_t i
         cdef rknn_query_cmd qi = RKNN_QUERY_INPUT_ATTR
         cdef rknn_query_cmd qo = RKNN_QUERY_OUTPUT_ATTR
-        if self._in_attrs is not None:
+        cdef unsigned long long g
+        if self._in_attrs is not None and self._attrs_gen == self._shape_gen:
             return 0
-        if self._shapes_set:
-            qi = RKNN_QUERY_CURRENT_INPUT_ATTR
-            qo = RKNN_QUERY_CURRENT_OUTPUT_ATTR
-        self._query_into(RKNN_QUERY_IN_OUT_NUM, &io, sizeof(io))
-        ins = []
-        outs = []
-        for i in range(io.n_input):
-            memset(&a, 0, sizeof(a))
-            a.index = i
-            self._query_into(qi, &a, sizeof(a))
-            ins.append(_attr_from_c(&a))
-        for i in range(io.n_output):
-            memset(&a, 0, sizeof(a))
-            a.index = i
-            self._query_into(qo, &a, sizeof(a))
-            outs.append(_attr_from_c(&a))
+        while True:
+            # queried in several lock holds: keep them only if no shape change came between
+            g = self._shape_gen
+            if self._shapes_set:
+                qi = RKNN_QUERY_CURRENT_INPUT_ATTR
+                qo = RKNN_QUERY_CURRENT_OUTPUT_ATTR
+            self._query_into(RKNN_QUERY_IN_OUT_NUM, &io, sizeof(io))
+            ins = []
+            outs = []
+            for i in range(io.n_input):
+                memset(&a, 0, sizeof(a))
+                a.index = i
+                self._query_into(qi, &a, sizeof(a))
+                ins.append(_attr_from_c(&a))
+            for i in range(io.n_output):
+                memset(&a, 0, sizeof(a))
+                a.index = i
+                self._query_into(qo, &a, sizeof(a))
+                outs.append(_attr_from_c(&a))
+            if self._shape_gen == g:
+                break
         self._in_attrs = tuple(ins)
         self._out_attrs = tuple(outs)
+        self._attrs_gen = g
         return 0
 
     cdef int _query_into(self, rknn_query_cmd cmd, void* info, uint32_t size) except -1:
@@ -1075,8 +1082,9 @@ cdef class Context(_ContextBase):
             ret = _api.rknn_set_input_shape(self.ctx, &c)
         if ret >= 0:
             self._shapes_set = True
+            self._in_attrs = self._out_attrs = None
+            self._shape_gen += 1
         self._release()
-        self._in_attrs = self._out_attrs = None
         check(ret, b"rknn_set_input_shape")
 
     def set_input_shapes(self, attrs):
@@ -1099,6 +1107,9 @@ cdef class Context(_ContextBase):
         -----
         :attr:`input_attrs`/:attr:`output_attrs` follow (``CURRENT_*`` queries).
         Bindings made with :meth:`set_io_mem` must be redone with the current attributes.
+        An :meth:`inputs_set` whose checks a concurrent shape change overtook checks
+        again or raises ValueError (never passes buffers of the old shapes to the
+        runtime).
 
         .. versionadded:: 0.1.0
         """
@@ -1133,11 +1144,14 @@ cdef class Context(_ContextBase):
             with nogil:
                 ret = _api.rknn_set_input_shapes(self.ctx, n, arr)
             if ret >= 0:
+                # attrs and the generation change together, under the lock: a check made
+                # against the old attrs sees the new generation once it holds the lock
                 self._shapes_set = True
+                self._in_attrs = self._out_attrs = None
+                self._shape_gen += 1
             self._release()
         finally:
             PyMem_Free(arr)
-        self._in_attrs = self._out_attrs = None
         check(ret, b"rknn_set_input_shapes")
 
     # -- custom operators --------------------------------------------------------------------
@@ -1312,6 +1326,7 @@ cdef class Context(_ContextBase):
         in C: 1 when done (C called), 0 when the general path must take over (nothing
         done, every view released)."""
         cdef _IOSpecs sp = self._current_specs()   # kept: user code may replace _specs
+        cdef unsigned long long gen = self._attrs_gen   # the shapes sp was made for
         cdef Py_ssize_t n = len(items), k, i, nviews = 0, start
         cdef rknn_input arr[_FAST_MAX]
         cdef Py_buffer views[_FAST_MAX]
@@ -1360,6 +1375,10 @@ cdef class Context(_ContextBase):
             if not ok:
                 return 0
             self._enter(b"inputs_set")
+            if self._shape_gen != gen:
+                # set_input_shapes came after the checks: the general path checks again
+                self._release()
+                return 0
             if self._flow == _FLOW_ZERO_COPY:
                 self._release()
                 self._flow_error(_FLOW_GENERAL, b"rknn_inputs_set")
@@ -1391,7 +1410,8 @@ cdef class Context(_ContextBase):
             For an input index the model does not have.
         ValueError
             Repeated index, wrong size or shape, non-contiguous buffer, a type the
-            runtime cannot convert from, a closed context.
+            runtime cannot convert from, a closed context, input shapes changed by
+            :meth:`set_input_shapes` (on another thread) after the buffers were checked.
         TypeError
             If a buffer's element type has no RKNN tensor type.
         FlowError
@@ -1413,6 +1433,7 @@ cdef class Context(_ContextBase):
         cdef Input inp
         cdef long long idx
         cdef Py_ssize_t need
+        cdef unsigned long long gen
         self._check_open(b"inputs_set")
         if self._flow == _FLOW_ZERO_COPY:
             self._flow_error(_FLOW_GENERAL, b"rknn_inputs_set")
@@ -1424,6 +1445,10 @@ cdef class Context(_ContextBase):
         elif type(inputs) is list:
             if self._inputs_set_fast(tuple(<list>inputs)):
                 return
+        # the attrs checked against, and the shapes they are of (compared under the lock)
+        self._load_attrs()
+        gen = self._attrs_gen
+        ins = self._in_attrs
         if isinstance(inputs, (list, tuple)):
             items = list(inputs)
         else:
@@ -1431,9 +1456,9 @@ cdef class Context(_ContextBase):
         n = len(items)
         if n == 0:
             raise ValueError(f"inputs_set needs at least one input (the model has "
-                             f"{len(self._in_attrs)})")
-        if n > len(self._in_attrs):
-            raise ValueError(f"{n} inputs given; the model has {len(self._in_attrs)}")
+                             f"{len(ins)})")
+        if n > len(ins):
+            raise ValueError(f"{n} inputs given; the model has {len(ins)}")
         arr = <rknn_input*>PyMem_Malloc(n * sizeof(rknn_input))
         views = <Py_buffer*>PyMem_Malloc(n * sizeof(Py_buffer))
         if arr == NULL or views == NULL:
@@ -1447,14 +1472,14 @@ cdef class Context(_ContextBase):
                 item = items[k]
                 inp = item if isinstance(item, Input) else Input(item)
                 pyidx = k if inp.index is None else _py_int(inp.index, "Input.index")
-                if not 0 <= pyidx < len(self._in_attrs):
+                if not 0 <= pyidx < len(ins):
                     raise IndexError(f"input index {pyidx} out of range: the model has "
-                                     f"{len(self._in_attrs)} input(s)")
+                                     f"{len(ins)} input(s)")
                 idx = pyidx
                 if idx in seen:
                     raise ValueError(f"input index {idx} given twice")
                 seen.add(idx)
-                a = self._in_attrs[idx]
+                a = ins[idx]
                 label = f"input {idx} ({a.name!r})"
                 if inp.buf is None:
                     raise TypeError(f"{label}: buf is None; expected a buffer (numpy array)")
@@ -1515,6 +1540,11 @@ cdef class Context(_ContextBase):
                 arr[k].type = <rknn_tensor_type>t
                 arr[k].fmt = <rknn_tensor_format>f
             self._enter(b"inputs_set")
+            if self._shape_gen != gen:
+                self._release()
+                raise ValueError("inputs_set: the input shapes changed (set_input_shapes, "
+                                 "concurrently) while the inputs were checked; call inputs_set "
+                                 "again with buffers of the current input_attrs")
             if self._flow == _FLOW_ZERO_COPY:
                 self._release()
                 self._flow_error(_FLOW_GENERAL, b"rknn_inputs_set")

@@ -132,6 +132,8 @@ cdef class Context(_ContextBase):
     cdef _IOSpecs _specs                     # fast-path caches of _in_attrs, or None
     cdef object _custom                      # _CustomOpSet of registered custom ops, or None
     cdef Py_ssize_t _cb_views                # live views handed to custom op callbacks
+    cdef unsigned long long _shape_gen       # +1 (under the lock) per successful set_input_shape(s)
+    cdef unsigned long long _attrs_gen       # the _shape_gen _in_attrs/_out_attrs were queried at
 
     cdef int _flow_error(self, int flow, const char* fn) except -1
     cdef int _load_attrs(self) except -1

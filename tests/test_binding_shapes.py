@@ -1,0 +1,37 @@
+"""Shape switches (set_input_shapes, MatmulContext.set_dynamic_shape) never let the
+runtime use a buffer, a binding or an output of another shape silently."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rknnx import Input, TensorType
+
+
+def _shape(ctx, h, w):
+    a = ctx.input_attrs[0]
+    a.dims = (1, h, w, 3)
+    ctx.set_input_shapes([a])
+
+
+def test_inputs_set_refuses_shapes_changed_after_the_check(track):
+    """F1: the buffer was checked against 128x160; a set_input_shapes before the C call
+    (here from the type's __index__, as another thread could) must not let the runtime
+    read it as 64x64."""
+    ctx = track.model("dynamic")
+    _shape(ctx, 128, 160)
+    x = np.zeros((1, 128, 160, 3), np.uint8)
+
+    class SwitchingType:
+        def __index__(self):
+            _shape(ctx, 64, 64)
+            return int(TensorType.UINT8)
+
+    with pytest.raises(ValueError, match=r"input shapes changed"):
+        ctx.inputs_set([Input(x, type=SwitchingType())])
+    # the fresh attrs apply: the 128x160 buffer is refused, a 64x64 one accepted
+    with pytest.raises(ValueError, match=r"expects"):
+        ctx.inputs_set([x])
+    ctx.inputs_set([np.zeros((1, 64, 64, 3), np.uint8)])
+    ctx.run()
