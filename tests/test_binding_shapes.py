@@ -35,3 +35,33 @@ def test_inputs_set_refuses_shapes_changed_after_the_check(track):
         ctx.inputs_set([x])
     ctx.inputs_set([np.zeros((1, 64, 64, 3), np.uint8)])
     ctx.run()
+
+
+def test_run_refuses_io_mem_bound_for_another_shape(track):
+    """F3: set_io_mem bindings made for 64x64 are not used after a switch to 128x160."""
+    ctx = track.model("dynamic")
+    _shape(ctx, 64, 64)
+
+    def bind_all():
+        mems = []
+        for a in ctx.input_attrs + ctx.output_attrs:
+            m = track.mem(ctx.create_mem(128 * 160 * 3 * 4))
+            ctx.set_io_mem(m, a)
+            mems.append(m)
+        return mems
+
+    bind_all()
+    ctx.run()
+    _shape(ctx, 128, 160)
+    with pytest.raises(ValueError, match=r"input 0 .*set_io_mem"):
+        ctx.run()
+    with pytest.raises(ValueError, match=r"bind it again with set_io_mem"):
+        ctx.run()
+    bind_all()
+    ctx.run()
+    # back to the shape of other bindings than the current ones: refused again
+    _shape(ctx, 64, 64)
+    with pytest.raises(ValueError, match=r"set_io_mem"):
+        ctx.run()
+    bind_all()
+    ctx.run()

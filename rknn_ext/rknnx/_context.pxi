@@ -417,6 +417,7 @@ cdef class Context(_ContextBase):
         self._in_attrs = None
         self._out_attrs = None
         self._specs = None
+        self._io_dims = {}
 
     def __init__(self, model=None, flags=0, *, share_weights_with=None, model_mem=None,
                  model_offset=0, model_size=None):
@@ -683,6 +684,7 @@ cdef class Context(_ContextBase):
         # drop references only now, outside the lock (a mem freed here takes its
         # own context's lock)
         slots, self._slots, self._bound = self._slots, {}, []
+        self._io_dims = {}
         model_mem, self._model_mem = self._model_mem, None
         weights_from, self._weights_from = self._weights_from, None
         custom, self._custom = self._custom, None
@@ -1106,10 +1108,11 @@ cdef class Context(_ContextBase):
         Notes
         -----
         :attr:`input_attrs`/:attr:`output_attrs` follow (``CURRENT_*`` queries).
-        Bindings made with :meth:`set_io_mem` must be redone with the current attributes.
-        An :meth:`inputs_set` whose checks a concurrent shape change overtook checks
-        again or raises ValueError (never passes buffers of the old shapes to the
-        runtime).
+        Bindings made with :meth:`set_io_mem` must be redone with the current attributes:
+        :meth:`run` raises ValueError for one made for other dims.  An
+        :meth:`inputs_set` or :meth:`set_io_mem` whose checks a concurrent shape change
+        overtook checks again or raises ValueError (never passes buffers of the old
+        shapes to the runtime).
 
         .. versionadded:: 0.1.0
         """
@@ -1579,9 +1582,16 @@ cdef class Context(_ContextBase):
         Raises
         ------
         ValueError
-            If the context is closed, or a mem bound with ``set_*_mem`` was closed.
+            If the context is closed, a mem bound with ``set_*_mem`` was closed, or a
+            :meth:`set_io_mem` binding was made for other dims than the current ones
+            (after :meth:`set_input_shapes`: bind again with the current attributes).
         RKNNError
             The subclass of the status ``rknn_run`` returned.
+
+        Notes
+        -----
+        The bindings are compared with the current attributes once per shape change;
+        the usual call costs no check.
 
         .. versionadded:: 0.1.0
         """
@@ -1595,7 +1605,14 @@ cdef class Context(_ContextBase):
             ext.timeout_ms = _timeout(timeout_ms)
         self._check_open(b"run")
         require(<void*>_api.rknn_run, b"rknn_run")
-        self._enter(b"run")
+        while True:
+            # set_io_mem bindings are checked again only after a shape change
+            if self._io_gen != self._shape_gen:
+                self._check_io_dims()
+            self._enter(b"run")
+            if self._io_gen == self._shape_gen:
+                break
+            self._release()
         # zero-copy: refuse to run with memory the user destroyed (checked under the lock:
         # TensorMem.close marks its bindings dead under this same lock)
         for m in self._bound:
@@ -1609,6 +1626,24 @@ cdef class Context(_ContextBase):
             _check_custom(ret, b"rknn_run", <_CustomOpSet>self._custom)
         check(ret, b"rknn_run")
         return ext.frame_id
+
+    cdef int _check_io_dims(self) except -1:
+        """Raise ValueError if a set_io_mem binding was made for other dims than the
+        current attributes'; else note the shapes as checked (run() skips this then)."""
+        cdef unsigned long long gen
+        self._load_attrs()
+        gen = self._attrs_gen
+        ins, outs = self._in_attrs, self._out_attrs
+        for key, dims in list(self._io_dims.items()):
+            kind, idx = key
+            a = (outs if kind == "output" else ins)[idx]
+            if a.dims != dims:
+                raise ValueError(f"{kind} {idx} ({a.name!r}) is bound with set_io_mem for dims "
+                                 f"{list(dims)}, but the input shapes changed and its current "
+                                 f"dims are {list(a.dims)}; bind it again with set_io_mem using "
+                                 f"the current attributes (input_attrs/output_attrs) before run()")
+        self._io_gen = gen
+        return 0
 
     def wait(self, *, timeout_ms=0):
         """Wait for a non-blocking run (``rknn_wait``), with the GIL released.
@@ -1904,7 +1939,14 @@ cdef class Context(_ContextBase):
         ValueError
             Closed context or mem, an attr naming no tensor, a mem smaller than the
             tensor's extent (``w_stride``/``h_stride`` padding included), pass_through
-            with a type other than the model's.
+            with a type other than the model's, input shapes changed concurrently.
+
+        Notes
+        -----
+        The binding is for the tensor's current dims.  After :meth:`set_input_shapes`
+        bind again with the new attributes (the vendor rebinds after each shape switch):
+        :meth:`run` raises ValueError for a binding whose dims are no longer the
+        model's.
         FlowError
             If the context is in the general flow.
         RKNNError
@@ -1916,12 +1958,14 @@ cdef class Context(_ContextBase):
         cdef bint typed = True
         cdef int ret
         cdef TensorAttr model_attr
+        cdef unsigned long long gen
         self._check_open(b"set_io_mem")
         mem._check_open("set_io_mem")
         if self._flow == _FLOW_GENERAL:
             self._flow_error(_FLOW_ZERO_COPY, b"rknn_set_io_mem")
         require(<void*>_api.rknn_set_io_mem, b"rknn_set_io_mem")
         is_out, idx = self._which_tensor(attr)
+        gen = self._attrs_gen                  # the shapes model_attr is of
         model_attr = (self._out_attrs if is_out else self._in_attrs)[idx]
         kind = "output" if is_out else "input"
         if not is_out and attr.c.pass_through and attr.c.type != model_attr.c.type:
@@ -1960,6 +2004,11 @@ cdef class Context(_ContextBase):
                                  f"{attr.layout} {list(attr.dims)}: expected at least "
                                  f"{lay.extent} bytes (w_stride/h_stride padding included)")
         self._enter(b"set_io_mem")
+        if self._shape_gen != gen:
+            self._release()
+            raise ValueError("set_io_mem: the input shapes changed (set_input_shapes, "
+                             "concurrently) while the binding was checked; bind again with "
+                             "the current attributes")
         if self._flow == _FLOW_GENERAL:
             self._release()
             self._flow_error(_FLOW_ZERO_COPY, b"rknn_set_io_mem")
@@ -1967,6 +2016,9 @@ cdef class Context(_ContextBase):
             self._release()
             raise ValueError("set_io_mem on closed TensorMem")
         ret = _api.rknn_set_io_mem(self.ctx, mem.mem, &attr.c)
+        if ret >= 0:
+            # what run() compares with the current dims after a shape change
+            self._io_dims[(kind, idx)] = model_attr.dims
         if ret >= 0 and self._flow == _FLOW_NONE:
             self._flow = _FLOW_ZERO_COPY
             self._flow_set_by = b"set_io_mem()"

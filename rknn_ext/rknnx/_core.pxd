@@ -134,6 +134,8 @@ cdef class Context(_ContextBase):
     cdef Py_ssize_t _cb_views                # live views handed to custom op callbacks
     cdef unsigned long long _shape_gen       # +1 (under the lock) per successful set_input_shape(s)
     cdef unsigned long long _attrs_gen       # the _shape_gen _in_attrs/_out_attrs were queried at
+    cdef unsigned long long _io_gen          # the _shape_gen _io_dims were last checked against
+    cdef dict _io_dims                       # set_io_mem: (kind, idx) -> model dims bound for
 
     cdef int _flow_error(self, int flow, const char* fn) except -1
     cdef int _load_attrs(self) except -1
@@ -145,6 +147,7 @@ cdef class Context(_ContextBase):
     cdef bint _groups_open(self) noexcept
     cdef _IOSpecs _current_specs(self)
     cdef int _inputs_set_fast(self, tuple items) except -1
+    cdef int _check_io_dims(self) except -1
 
 
 cdef class _OutputGroup:
