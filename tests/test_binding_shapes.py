@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rknnx import Input, TensorType
+from rknnx import Input, MatmulType, TensorType
 
 
 def _shape(ctx, h, w):
@@ -65,3 +65,35 @@ def test_run_refuses_io_mem_bound_for_another_shape(track):
         ctx.run()
     bind_all()
     ctx.run()
+
+
+def test_matmul_run_refuses_bindings_of_another_shape(track):
+    """F4: after set_dynamic_shape, B (dims changed) and C must be rebound; A (same dims)
+    stays valid."""
+    t = MatmulType.FLOAT16_MM_FLOAT16_TO_FLOAT32
+    mm = track.matmul(type=t, shapes=[(4, 32, 32), (4, 32, 64)])
+    a = track.mem(mm.create_mem(4 * 32 * 2))
+    b = track.mem(mm.create_mem(32 * 64 * 2))
+    c = track.mem(mm.create_mem(4 * 64 * 4))
+    for m, w in ((a, "A"), (b, "B"), (c, "C")):
+        mm.set_io_mem(m, w)
+    mm.run()
+    mm.set_dynamic_shape((4, 32, 64))
+    with pytest.raises(ValueError, match=r"\bB\b.*set_io_mem"):
+        mm.run()
+    mm.set_io_mem(b, "B")
+    with pytest.raises(ValueError, match=r"\bC\b.*set_io_mem"):
+        mm.run()
+    mm.set_io_mem(c, "C")
+    rng = np.random.default_rng(0)
+    av = rng.standard_normal((4, 32)).astype(np.float16)
+    bv = rng.standard_normal((32, 64)).astype(np.float16)
+    np.asarray(a)[...] = av
+    np.asarray(b)[...] = bv
+    mm.run()
+    np.testing.assert_allclose(np.asarray(c), av.astype(np.float32) @ bv.astype(np.float32),
+                               atol=1e-2)
+    # binding the other shape's attr while this one is current is refused at run() too
+    mm.set_io_mem(c, mm.io_attrs[0].C)
+    with pytest.raises(ValueError, match=r"\bC\b"):
+        mm.run()

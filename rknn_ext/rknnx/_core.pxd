@@ -172,6 +172,8 @@ cdef class MatmulContext(_ContextBase):
     cdef int _cur                            # index of the current shape
     cdef bint _dynamic                       # made by rknn_matmul_create_dynamic_shape
     cdef dict _quant                         # name -> (scale, zp) arrays given to the runtime
+    cdef rknn_matmul_io_attr _bound_io       # the attr each of A/B/C was bound with (set_io_mem)
 
     cdef object _tensor(self, object which)
     cdef Py_ssize_t _scales_wanted(self, int w) except -1
+    cdef int _raise_stale_binding(self, int w) except -1

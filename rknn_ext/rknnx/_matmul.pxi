@@ -648,10 +648,11 @@ cdef class MatmulContext(_ContextBase):
         """
         cdef MatmulTensorAttr attr
         cdef _Layout lay
-        cdef int ret
+        cdef int ret, w
         self._check_open(b"set_io_mem")
         mem._check_open("set_io_mem")
         attr = self._tensor(which)
+        w = _MM_NAMES.index(attr.name)
         _mm_layout(&attr.c, &lay)
         if mem.mem.size < attr.c.size:
             raise ValueError(f"TensorMem of {mem.mem.size} bytes is too small for matmul "
@@ -663,6 +664,14 @@ cdef class MatmulContext(_ContextBase):
             self._release()
             raise ValueError("set_io_mem on closed TensorMem")
         ret = _api.rknn_matmul_set_io_mem(self.ctx, mem.mem, &attr.c)
+        if ret >= 0:
+            # what run() compares with the current shape's attr
+            if w == 0:
+                self._bound_io.A = attr.c
+            elif w == 1:
+                self._bound_io.B = attr.c
+            else:
+                self._bound_io.C = attr.c
         self._release()
         check(ret, b"rknn_matmul_set_io_mem")
         self._set_slot(attr.name, mem)
@@ -827,7 +836,10 @@ cdef class MatmulContext(_ContextBase):
         -----
         :attr:`io_attr` follows.  Rebind A and C (and a transposed B) with
         :meth:`set_io_mem` for the new shape before :meth:`run`; per-channel and
-        per-group quantization of B must fit the new N (and K).
+        per-group quantization of B must fit the new N (and K).  :meth:`run` raises
+        ValueError for a tensor bound with an attr (dims, size, type) other than the
+        current shape's; one whose attr does not change (B bound once for a fixed K and
+        N) stays valid.
 
         Raises
         ------
@@ -869,14 +881,16 @@ cdef class MatmulContext(_ContextBase):
         Raises
         ------
         ValueError
-            A closed context, A/B/C not bound, or a bound mem closed since.
+            A closed context, A/B/C not bound, a bound mem closed since, or a tensor
+            bound for another shape's attr (after :meth:`set_dynamic_shape`).
         RKNNError
             The subclass of the status ``rknn_matmul_run`` returned.
 
         .. versionadded:: 0.1.0
         """
-        cdef int ret
+        cdef int ret, bad
         cdef TensorMem m
+        cdef rknn_matmul_io_attr* cur
         self._check_open(b"run")
         missing = [n for n in _MM_NAMES if n not in self._slots]
         if missing:
@@ -888,10 +902,40 @@ cdef class MatmulContext(_ContextBase):
             if m._dead:
                 self._release()
                 self._raise_dead_binding()
+        cur = &self._io[self._cur]
+        bad = (0 if not _mm_same(&self._bound_io.A, &cur.A) else
+               1 if not _mm_same(&self._bound_io.B, &cur.B) else
+               2 if not _mm_same(&self._bound_io.C, &cur.C) else -1)
+        if bad >= 0:
+            self._release()
+            self._raise_stale_binding(bad)
         with nogil:
             ret = _api.rknn_matmul_run(self.ctx)
         self._release()
         check(ret, b"rknn_matmul_run")
+
+
+    cdef int _raise_stale_binding(self, int w) except -1:
+        cdef rknn_matmul_io_attr* b = &self._bound_io
+        cdef rknn_matmul_io_attr* c = &self._io[self._cur]
+        was = _mm_attr(&b.A if w == 0 else &b.B if w == 1 else &b.C)
+        now = _mm_attr(&c.A if w == 0 else &c.B if w == 1 else &c.C)
+        name = _MM_NAMES[w]
+        raise ValueError(f"matmul tensor {name} is bound with set_io_mem for dims "
+                         f"{list(was.dims)} ({was.size} bytes), but the current shape "
+                         f"{tuple(self.shape)} needs dims {list(now.dims)} ({now.size} bytes); "
+                         f"bind it again with set_io_mem(mem, {name!r}) after set_dynamic_shape")
+
+
+cdef bint _mm_same(const rknn_matmul_tensor_attr* a, const rknn_matmul_tensor_attr* b) noexcept nogil:
+    """Whether a binding made for `a` fits the tensor `b` (dims, size and type alike)."""
+    cdef uint32_t i
+    if a.n_dims != b.n_dims or a.size != b.size or a.type != b.type or a.n_dims > 16:
+        return False
+    for i in range(a.n_dims):
+        if a.dims[i] != b.dims[i]:
+            return False
+    return True
 
 
 cdef int _mm_bind(TensorMem mem, MatmulTensorAttr attr, _Layout* lay) except -1:
