@@ -97,3 +97,24 @@ def test_matmul_run_refuses_bindings_of_another_shape(track):
     mm.set_io_mem(c, mm.io_attrs[0].C)
     with pytest.raises(ValueError, match=r"\bC\b"):
         mm.run()
+
+
+@pytest.mark.parametrize("flags", [0, 4])                 # 4: RKNN_FLAG_ASYNC_MASK
+def test_outputs_get_refuses_outputs_of_another_shape(track, flags):
+    """F2: outputs_get after set_input_shapes without a new run() is refused (runtime
+    buffers and out= buffers alike)."""
+    ctx = track.model("dynamic", flags=flags)
+    _shape(ctx, 128, 160)
+    ctx.inputs_set([np.zeros((1, 128, 160, 3), np.uint8)])
+    ctx.run()
+    _shape(ctx, 64, 64)
+    with pytest.raises(ValueError, match=r"run\(\) again before outputs_get"):
+        ctx.outputs_get(want_float=True)
+    outs = [np.zeros(a.dims if len(a.dims) != 4 else (a.dims[0], a.dims[3], a.dims[1],
+                                                      a.dims[2]), np.float32)
+            for a in ctx.output_attrs]
+    with pytest.raises(ValueError, match=r"input shapes changed since the last run\(\)"):
+        ctx.outputs_get(want_float=True, out=outs)
+    ctx.inputs_set([np.zeros((1, 64, 64, 3), np.uint8)])
+    ctx.run()
+    ctx.outputs_get(want_float=True).release()

@@ -133,6 +133,10 @@ cdef tuple _dims_in_fmt(TensorAttr a, int fmt):
     return d
 
 
+cdef str _STALE_OUTPUTS = ("outputs_get: the input shapes changed since the last run() "
+                           "(set_input_shapes); run() again before outputs_get")
+
+
 cdef str _shape_str(shape):
     return "(" + ", ".join(str(x) for x in shape) + ")"
 
@@ -1069,7 +1073,8 @@ cdef class Context(_ContextBase):
         ``rknn_set_input_shapes``, which sets every input at once; prefer
         :meth:`set_input_shapes` in new code.  No warning is issued.  As with
         :meth:`set_input_shapes`, :attr:`input_attrs`/:attr:`output_attrs` then follow
-        the current shape, and :meth:`set_io_mem` bindings must be redone.
+        the current shape, :meth:`set_io_mem` bindings must be redone and
+        :meth:`outputs_get` needs a :meth:`run` at the new shape first.
 
         .. versionadded:: 0.1.0
         """
@@ -1109,7 +1114,8 @@ cdef class Context(_ContextBase):
         -----
         :attr:`input_attrs`/:attr:`output_attrs` follow (``CURRENT_*`` queries).
         Bindings made with :meth:`set_io_mem` must be redone with the current attributes:
-        :meth:`run` raises ValueError for one made for other dims.  An
+        :meth:`run` raises ValueError for one made for other dims.  :meth:`outputs_get`
+        raises ValueError until :meth:`run` ran at the new shapes, and an
         :meth:`inputs_set` or :meth:`set_io_mem` whose checks a concurrent shape change
         overtook checks again or raises ValueError (never passes buffers of the old
         shapes to the runtime).
@@ -1621,6 +1627,8 @@ cdef class Context(_ContextBase):
                 self._raise_dead_binding()
         with nogil:
             ret = _api.rknn_run(self.ctx, &ext)
+        if ret >= 0:
+            self._run_gen = self._shape_gen
         self._release()
         if ret < 0 and self._custom is not None:
             _check_custom(ret, b"rknn_run", <_CustomOpSet>self._custom)
@@ -1718,7 +1726,9 @@ cdef class Context(_ContextBase):
         ------
         ValueError, TypeError
             Wrong number, dtype, size or shape of ``out`` buffers, read-only or
-            non-contiguous buffers, a closed context.
+            non-contiguous buffers, a closed context; input shapes changed by
+            :meth:`set_input_shapes` since the last successful :meth:`run` (the runtime
+            would return that run's outputs; run again first), also in async mode.
         FlowError
             If the context is in the zero-copy flow.
         RKNNError
@@ -1739,12 +1749,16 @@ cdef class Context(_ContextBase):
         cdef bint wf = bool(want_float)
         cdef _IOSpecs sp
         cdef tuple items
+        cdef unsigned long long gen
         self._check_open(b"outputs_get")
         if self._flow == _FLOW_ZERO_COPY:
             self._flow_error(_FLOW_GENERAL, b"rknn_outputs_get")
         require(<void*>_api.rknn_outputs_get, b"rknn_outputs_get")
         require(<void*>_api.rknn_outputs_release, b"rknn_outputs_release")
         self._load_attrs()
+        gen = self._attrs_gen
+        if self._run_gen != gen:
+            raise ValueError(_STALE_OUTPUTS)
         n = len(self._out_attrs)
         memset(&oext, 0, sizeof(oext))
         if out is not None:
@@ -1797,6 +1811,9 @@ cdef class Context(_ContextBase):
                     arr[i].buf = views[i].buf
                     arr[i].size = <uint32_t>views[i].len
                 self._enter(b"outputs_get")
+                if self._shape_gen != gen or self._run_gen != gen:
+                    self._release()
+                    raise ValueError(_STALE_OUTPUTS)
                 if self._flow == _FLOW_ZERO_COPY:
                     self._release()
                     self._flow_error(_FLOW_GENERAL, b"rknn_outputs_get")
@@ -1847,6 +1864,10 @@ cdef class Context(_ContextBase):
             arr[i].is_prealloc = 0
             arr[i].index = i
         self._enter(b"outputs_get")
+        if self._shape_gen != gen or self._run_gen != gen:
+            self._release()
+            free(arr)
+            raise ValueError(_STALE_OUTPUTS)
         if self._flow == _FLOW_ZERO_COPY:
             self._release()
             free(arr)

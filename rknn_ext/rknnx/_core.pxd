@@ -135,6 +135,7 @@ cdef class Context(_ContextBase):
     cdef unsigned long long _shape_gen       # +1 (under the lock) per successful set_input_shape(s)
     cdef unsigned long long _attrs_gen       # the _shape_gen _in_attrs/_out_attrs were queried at
     cdef unsigned long long _io_gen          # the _shape_gen _io_dims were last checked against
+    cdef unsigned long long _run_gen         # the _shape_gen of the last successful run()
     cdef dict _io_dims                       # set_io_mem: (kind, idx) -> model dims bound for
 
     cdef int _flow_error(self, int flow, const char* fn) except -1
