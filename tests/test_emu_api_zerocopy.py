@@ -343,11 +343,47 @@ def test_create_mem_from_phys(emu, make_ctx):
     assert not lib.rknn_create_mem_from_mb_blk(c.h, None, 0)
 
 
+def _dma_heap_alloc(heap: str, size: int) -> int:
+    """A dma-buf fd of `size` bytes from a Linux dma-heap (DMA_HEAP_IOCTL_ALLOC)."""
+    import fcntl
+    import struct
+
+    # struct dma_heap_allocation_data { __u64 len; __u32 fd; __u32 fd_flags; __u64 heap_flags; }
+    # DMA_HEAP_IOCTL_ALLOC = _IOWR('H', 0x0, that struct): dir 3, size 24, type 'H', nr 0
+    ioctl_alloc = (3 << 30) | (24 << 16) | (ord("H") << 8) | 0
+    req = bytearray(struct.pack("=QIIQ", size, 0, os.O_RDWR | os.O_CLOEXEC, 0))
+    hfd = os.open(heap, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        fcntl.ioctl(hfd, ioctl_alloc, req, True)
+    finally:
+        os.close(hfd)
+    return struct.unpack("=QIIQ", bytes(req))[1]
+
+
 def test_dma_heap(emu, make_ctx):
+    """A buffer from a real dma-heap (what camera/RGA pipelines hand over), imported by fd."""
     heap = "/dev/dma_heap/system"
     if not os.path.exists(heap):
-        pytest.skip("no dma-heap on this machine")
-    pytest.skip("dma-heap allocation needs an ioctl; covered by memfd")
+        pytest.skip("no dma-heap on this machine (the same import path is tested with memfd)")
+    c, ia, oa = simple_ctx(make_ctx)
+    lib = api()
+    fd = _dma_heap_alloc(heap, 2 * 4096)
+    buf = mmap.mmap(fd, 2 * 4096)
+    x = np.frombuffer(buf, np.float32)
+    x[0:2] = [-2, 5]
+    im = lib.rknn_create_mem_from_fd(c.h, fd, None, 8, 0)
+    om = lib.rknn_create_mem_from_fd(c.h, fd, None, 8, 4096)
+    assert im and om and im.contents.fd == fd and om.contents.offset == 4096
+    c.mems += [im, om]
+    assert c.set_io_mem(im, ia) == SUCC and c.set_io_mem(om, oa) == SUCC
+    c.run()
+    assert x[1024:1026].tolist() == [0, 5]
+    for m in c.mems:
+        assert lib.rknn_destroy_mem(c.h, m) == SUCC
+    c.mems = []
+    del x
+    buf.close()
+    os.close(fd)
 
 
 @pytest.mark.parametrize("chip", PLATFORMS)
