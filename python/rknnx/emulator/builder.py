@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -643,17 +643,7 @@ class ModelBuilder:
         """
         xt = self._t(x)
         q = xt.dtype == "int8"
-        if isinstance(weight, str):
-            w = weight
-        elif q:
-            w = self.constant(np.asarray(weight), "int8", zp=weight_zp,
-                              scale=weight_scale if weight_scale is not None else 1.0)
-        else:
-            w = self.constant(np.asarray(weight), xt.dtype)
-        b = None
-        if bias is not None:
-            b = bias if isinstance(bias, str) else self.constant(
-                np.asarray(bias), "int32" if q else ("float32" if np.asarray(bias).dtype == np.float32 else xt.dtype))
+        w, b = self._weight_and_bias(xt, weight, bias, weight_scale, weight_zp)
         s = (stride, stride) if np.isscalar(stride) else tuple(stride)
         d = (dilation, dilation) if np.isscalar(dilation) else tuple(dilation)
         p = tuple(np.atleast_1d(pad).tolist())
@@ -665,14 +655,10 @@ class ModelBuilder:
         self._op("conv2d", [x, w] + ([b] if b else []), [y], attrs, name)
         return y
 
-    def dense(self, x: TensorRef, weight, bias=None, *, relu: bool = False, weight_scale=None,
-              weight_zp=0, out_scale=None, out_zp: int = 0, name: Optional[str] = None,
-              out: Optional[str] = None) -> TensorRef:
-        """Fully connected / matmul: ``y[..., n] = sum_k x[..., k] * weight[n, k] + bias[n]``.
-
-        Parameters are as for :meth:`conv2d` (weight is ``[N, K]``).
-        """
-        xt = self._t(x)
+    def _weight_and_bias(self, xt, weight, bias, weight_scale, weight_zp):
+        """The weight and bias tensors of conv2d/dense: names as given, or constants made
+        from arrays (int8 weights with their scale/zp and int32 bias for an int8 input;
+        the input's float type otherwise, float32 bias kept as float32)."""
         q = xt.dtype == "int8"
         if isinstance(weight, str):
             w = weight
@@ -682,9 +668,24 @@ class ModelBuilder:
         else:
             w = self.constant(np.asarray(weight), xt.dtype)
         b = None
-        if bias is not None:
-            b = bias if isinstance(bias, str) else self.constant(
-                np.asarray(bias), "int32" if q else ("float32" if np.asarray(bias).dtype == np.float32 else xt.dtype))
+        if bias is not None and isinstance(bias, str):
+            b = bias
+        elif bias is not None:
+            arr = np.asarray(bias)
+            b = self.constant(arr, "int32" if q else
+                              ("float32" if arr.dtype == np.float32 else xt.dtype))
+        return w, b
+
+    def dense(self, x: TensorRef, weight, bias=None, *, relu: bool = False, weight_scale=None,
+              weight_zp=0, out_scale=None, out_zp: int = 0, name: Optional[str] = None,
+              out: Optional[str] = None) -> TensorRef:
+        """Fully connected / matmul: ``y[..., n] = sum_k x[..., k] * weight[n, k] + bias[n]``.
+
+        Parameters are as for :meth:`conv2d` (weight is ``[N, K]``).
+        """
+        xt = self._t(x)
+        q = xt.dtype == "int8"
+        w, b = self._weight_and_bias(xt, weight, bias, weight_scale, weight_zp)
         y = self._act(out, "dense", xt.dtype, "UNDEFINED", out_zp if q else None, out_scale if q else None)
         self._op("dense", [x, w] + ([b] if b else []), [y], {"relu": np.array([int(relu)], np.int32)}, name)
         return y
