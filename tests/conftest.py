@@ -1,4 +1,5 @@
-"""Fixtures of the binding tests (tests/test_binding_*.py).
+"""Fixtures shared by the test layers that load the emulator through rknnx (tests/binding,
+tests/package, tests/facade).
 
 They run the real loader against the bundled emulator (no stubs), drive the emulator's
 controls (platform, simulated NPU time, error injection, counters) through
@@ -7,7 +8,8 @@ makes through ``track`` is closed at teardown (mems first), after which the emul
 live counters must be back where they were before the test.  pytest's
 ``filterwarnings = error`` turns a ResourceWarning from a leaked mem into a failure.
 
-Other test modules (the emulator's own) define their own fixtures and are not affected.
+The emulator's own tests (tests/emulator) drive the library with ctypes and do not use them.
+Plain helper functions (models, counters, inputs) live in helpers.py.
 """
 
 from __future__ import annotations
@@ -16,28 +18,9 @@ import gc
 import os
 import types
 
-import numpy as np
 import pytest
 
-#: personalities the binding tests run on where behaviour differs (Tables 3-1/3-2 columns)
-PLATFORMS = ("RK3588", "RK3566", "RV1106")
-#: personalities with the general API (inputs_set / outputs_get)
-GENERAL_PLATFORMS = ("RK3588", "RK3566")
-
-LIVE = ("live_contexts", "live_mems", "live_output_buffers")
-
-_MODEL_CACHE: dict = {}
-
-
-def model_bytes(name: str, target: str = "RK3588", **kw) -> bytes:
-    """A sample model of rknnx.emulator.samples, built once per (name, target)."""
-    from rknnx.emulator import samples
-
-    key = (name, target, tuple(sorted(kw.items())))
-    if key not in _MODEL_CACHE:
-        _MODEL_CACHE[key] = samples.ALL[name](target=target, **kw)
-    return _MODEL_CACHE[key]
-
+from helpers import GENERAL_PLATFORMS, PLATFORMS, live, model_bytes, random_input, rss_kib
 
 @pytest.fixture(scope="session")
 def runtime():
@@ -70,11 +53,6 @@ def emu(emu_ctl):
     _reset(emu_ctl)
 
 
-def live(ctl) -> dict:
-    c = ctl.counters()
-    return {k: c[k] for k in LIVE}
-
-
 class Tracker:
     """Creates contexts and mems and remembers them, to close them at teardown."""
 
@@ -84,7 +62,7 @@ class Tracker:
         self.mems = []
 
     def context(self, model, flags=0, **kw):
-        from rknnx import Context
+        from rknnx.lowlevel import Context
 
         ctx = Context(model, flags, **kw)
         self.contexts.append(ctx)
@@ -97,7 +75,7 @@ class Tracker:
 
     def matmul(self, *args, platform=None, **kw):
         """A MatmulContext (on `platform`'s personality when given), closed at teardown."""
-        from rknnx import MatmulContext
+        from rknnx.lowlevel import MatmulContext
 
         if platform is not None:
             self.ctl.set_platform(platform)
@@ -151,27 +129,6 @@ def general_platform(request, emu):
     """Each personality that has the general API."""
     emu.set_platform(request.param)
     return request.param
-
-
-def rss_kib() -> int:
-    """Resident set size of this process, in KiB (Linux)."""
-    with open(f"/proc/{os.getpid()}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0  # pragma: no cover
-
-
-def random_input(attr, rng, dtype=None):
-    """Random data for an input attribute, as the user passes it (NHWC/declared order)."""
-    dt = np.dtype(dtype) if dtype is not None else attr.dtype
-    shape = attr.dims
-    if dt == np.uint8:
-        return rng.integers(0, 256, size=shape, dtype=np.uint8)
-    if dt.kind == "i":
-        info = np.iinfo(dt)
-        return rng.integers(info.min, info.max + 1, size=shape, dtype=dt)
-    return rng.standard_normal(shape).astype(dt)
 
 
 @pytest.fixture(scope="session")

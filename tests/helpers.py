@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 INCLUDE = REPO / "include" / "rknnx"
@@ -50,20 +50,49 @@ def run_python(code: str, env=None, timeout=120) -> subprocess.CompletedProcess:
                           env=full_env, timeout=timeout)
 
 
-def load_emulator_package():
-    """rknnx.emulator (pure Python: builder, reference, samples, control), imported on its
-    own from the source tree when the compiled extension is not built, so the emulator's
-    tests can run against a library built by CMake alone."""
-    try:
-        return importlib.import_module("rknnx.emulator")
-    except ImportError:
-        path = REPO / "python" / "rknnx" / "emulator"
-        name = "_rknnx_emulator_standalone"
-        if name in sys.modules:
-            return sys.modules[name]
-        spec = importlib.util.spec_from_file_location(name, path / "__init__.py",
-                                                      submodule_search_locations=[str(path)])
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-        return mod
+# ---- the binding and facade tests' helpers (fixtures in conftest.py) ------------------
+
+#: personalities the binding tests run on where behaviour differs (Tables 3-1/3-2 columns)
+PLATFORMS = ("RK3588", "RK3566", "RV1106")
+#: personalities with the general API (inputs_set / outputs_get)
+GENERAL_PLATFORMS = ("RK3588", "RK3566")
+
+LIVE = ("live_contexts", "live_mems", "live_output_buffers")
+
+_MODEL_CACHE: dict = {}
+
+
+def model_bytes(name: str, target: str = "RK3588", **kw) -> bytes:
+    """A sample model of rknnx.emulator.samples, built once per (name, target)."""
+    from rknnx.emulator import samples
+
+    key = (name, target, tuple(sorted(kw.items())))
+    if key not in _MODEL_CACHE:
+        _MODEL_CACHE[key] = samples.ALL[name](target=target, **kw)
+    return _MODEL_CACHE[key]
+
+
+def live(ctl) -> dict:
+    c = ctl.counters()
+    return {k: c[k] for k in LIVE}
+
+
+def rss_kib() -> int:
+    """Resident set size of this process, in KiB (Linux)."""
+    with open(f"/proc/{os.getpid()}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0  # pragma: no cover
+
+
+def random_input(attr, rng, dtype=None):
+    """Random data for an input attribute, as the user passes it (NHWC/declared order)."""
+    dt = np.dtype(dtype) if dtype is not None else attr.dtype
+    shape = attr.dims
+    if dt == np.uint8:
+        return rng.integers(0, 256, size=shape, dtype=np.uint8)
+    if dt.kind == "i":
+        info = np.iinfo(dt)
+        return rng.integers(info.min, info.max + 1, size=shape, dtype=dt)
+    return rng.standard_normal(shape).astype(dt)

@@ -1,11 +1,22 @@
 """rknnx: drive a Rockchip NPU (librknnrt, RKNN C API 2.x) from Python without copying.
 
+The package imports in layers (see ``docs/architecture.md``):
+
+- :mod:`rknnx.errors`, :mod:`rknnx.platforms` and :mod:`rknnx.emulator` are pure Python
+  and import without the compiled extension;
+- :mod:`rknnx.lowlevel` is the 1:1 binding of the C API (the compiled ``rknnx._core``);
+- the names of this namespace are the facade, imported on first use, so that
+  ``import rknnx.errors`` works on a machine where the extension is not built.
+
 The runtime library is loaded on first use: ``rknnx.load_runtime(path)``, else env
 ``RKNNX_RUNTIME`` (a path, or ``emulator`` for the bundled CPU emulator), else the
 board's ``librknnrt.so``.
 """
 
-from rknnx import errors
+from __future__ import annotations
+
+import importlib
+
 from rknnx.errors import (
     RKNNError,
     FlowError,
@@ -13,62 +24,18 @@ from rknnx.errors import (
     RuntimeNotFoundError,
 )
 
-try:
-    from rknnx import _core
-except ImportError as exc:  # pragma: no cover - depends on how the package was installed
-    raise ImportError(
-        "rknnx's compiled extension (rknnx._core) is missing or cannot be loaded "
-        f"({exc}). Build and install the package with `pip install .` from a source "
-        "checkout (it needs a C compiler; Cython and CMake come from the build "
-        "requirements), or install a wheel for your platform."
-    ) from exc
-
-from rknnx._core import load_runtime, runtime_info, emulator_path, api_function_names
-from rknnx._core import (
-    Context,
-    TensorAttr,
-    TensorMem,
-    Input,
-    Output,
-    Outputs,
-    InitFlag,
-    QueryCmd,
-    TensorType,
-    TensorFormat,
-    QntType,
-    CoreMask,
-    MemFlag,
-    MemAllocFlag,
-    MemSyncMode,
-    InOutNum,
-    SdkVersion,
-    MemSize,
-    PerfRun,
-    PerfDetail,
-    InputRange,
-    DeviceMemInfo,
-    create_mem2,
-    dtype_of,
-    type_of_dtype,
-    MatmulContext,
-    MatmulTensorAttr,
-    MatmulIOAttr,
-    MatmulInfo,
-    MatmulShape,
-    MatmulType,
-    MatmulLayout,
-    MatmulQuantType,
-    QuantParams,
-    b_normal_layout_to_native_layout,
-    pack_int4,
-    unpack_int4,
-    CustomOp,
-    CustomOpContext,
-    TargetType,
-    SKIP_CUSTOM_OP_COMPUTE,
-)
-
 __version__ = "0.1.0"
+
+# name -> module that defines it; imported by __getattr__ on first use (PEP 562), so that
+# the pure-Python layers never pay for, or depend on, the compiled extension.
+_LAZY = {
+    "lowlevel": "rknnx.lowlevel",
+    "emulator": "rknnx.emulator",
+    "runtime": "rknnx.runtime",
+    "load_runtime": "rknnx.runtime",
+    "runtime_info": "rknnx.runtime",
+    "emulator_path": "rknnx.runtime",
+}
 
 __all__ = [
     "errors",
@@ -76,50 +43,20 @@ __all__ = [
     "FlowError",
     "NotSupportedError",
     "RuntimeNotFoundError",
-    "load_runtime",
-    "runtime_info",
-    "emulator_path",
-    "api_function_names",
-    "Context",
-    "TensorAttr",
-    "TensorMem",
-    "Input",
-    "Output",
-    "Outputs",
-    "InitFlag",
-    "QueryCmd",
-    "TensorType",
-    "TensorFormat",
-    "QntType",
-    "CoreMask",
-    "MemFlag",
-    "MemAllocFlag",
-    "MemSyncMode",
-    "InOutNum",
-    "SdkVersion",
-    "MemSize",
-    "PerfRun",
-    "PerfDetail",
-    "InputRange",
-    "DeviceMemInfo",
-    "create_mem2",
-    "dtype_of",
-    "type_of_dtype",
-    "MatmulContext",
-    "MatmulTensorAttr",
-    "MatmulIOAttr",
-    "MatmulInfo",
-    "MatmulShape",
-    "MatmulType",
-    "MatmulLayout",
-    "MatmulQuantType",
-    "QuantParams",
-    "b_normal_layout_to_native_layout",
-    "pack_int4",
-    "unpack_int4",
-    "CustomOp",
-    "CustomOpContext",
-    "TargetType",
-    "SKIP_CUSTOM_OP_COMPUTE",
+    *_LAZY,
     "__version__",
 ]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rknnx' has no attribute {name!r}")
+    mod = importlib.import_module(module)
+    value = mod if module == f"rknnx.{name}" else getattr(mod, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

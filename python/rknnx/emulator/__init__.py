@@ -7,13 +7,16 @@ compiled extension:
 
 - :mod:`.builder` -- :class:`ModelBuilder` writes model files; :func:`decode` reads them;
 - :mod:`.reference` -- :func:`run_reference`, the numpy implementation of every op;
-- :mod:`.samples` -- sample models (classifier, detector, multi-I/O, dynamic, custom op).
+- :mod:`.samples` -- sample models (classifier, detector, multi-I/O, dynamic, custom op);
+- :mod:`.control` -- the emulator's own controls (personality, NPU time, counters, errors);
+- :func:`library_path` -- where the emulator library is (the loader asks it too).
 """
 
 from .builder import (FormatError, ModelBuilder, ModelDesc, OpDesc, TensorDesc, decode, encode,
                       infer_shapes)
 from .reference import run_reference
+from ._locate import bundled_library, library_path
 from . import samples
 
 __all__ = ["ModelBuilder", "ModelDesc", "OpDesc", "TensorDesc", "FormatError", "encode", "decode",
-           "infer_shapes", "run_reference", "samples"]
+           "infer_shapes", "run_reference", "samples", "library_path", "bundled_library"]

@@ -21,23 +21,17 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import importlib.util
 import os
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Union
 
+from rknnx.emulator._locate import library_path
+from rknnx.errors import STATUS_NAMES
+
 __all__ = ["EmulatorControl", "find_emulator_library", "STATUS", "COUNTER_NAMES"]
 
-#: vendor status codes by name (``include/rknnx/rknn_api.h``)
-STATUS: Dict[str, int] = {
-    "RKNN_SUCC": 0, "RKNN_ERR_FAIL": -1, "RKNN_ERR_TIMEOUT": -2,
-    "RKNN_ERR_DEVICE_UNAVAILABLE": -3, "RKNN_ERR_MALLOC_FAIL": -4, "RKNN_ERR_PARAM_INVALID": -5,
-    "RKNN_ERR_MODEL_INVALID": -6, "RKNN_ERR_CTX_INVALID": -7, "RKNN_ERR_INPUT_INVALID": -8,
-    "RKNN_ERR_OUTPUT_INVALID": -9, "RKNN_ERR_DEVICE_UNMATCH": -10,
-    "RKNN_ERR_INCOMPATILE_PRE_COMPILE_MODEL": -11,
-    "RKNN_ERR_INCOMPATILE_OPTIMIZATION_LEVEL_VERSION": -12,
-    "RKNN_ERR_TARGET_PLATFORM_UNMATCH": -13,
-}
+#: vendor status codes by name: the inverse of :data:`rknnx.errors.STATUS_NAMES`, the one table
+STATUS: Dict[str, int] = {"RKNN_SUCC": 0, **{name: code for code, name in STATUS_NAMES.items()}}
 
 #: the counters, in the order of ``rknn_emu_counters``
 COUNTER_NAMES = ("live_contexts", "live_mems", "live_output_buffers", "bytes_copied", "bytes_in",
@@ -50,34 +44,14 @@ class _Counters(ctypes.Structure):
 
 
 def find_emulator_library() -> Path:
-    """Path of the emulator library.
-
-    Env ``RKNNX_EMULATOR_LIB`` if set; else ``rknnx/_emulator/librknnrt.so`` beside the
-    installed ``rknnx`` package (located without importing it).
+    """Path of the emulator library (see :func:`rknnx.emulator.library_path`).
 
     Raises
     ------
     FileNotFoundError
-        Neither exists.
+        The library named by env ``RKNNX_RUNTIME``, or the bundled one, does not exist.
     """
-    env = os.environ.get("RKNNX_EMULATOR_LIB")
-    if env:
-        p = Path(env)
-        if not p.is_file():
-            raise FileNotFoundError(f"RKNNX_EMULATOR_LIB={env} does not exist")
-        return p
-    tried = []
-    try:
-        spec = importlib.util.find_spec("rknnx")
-    except (ImportError, ValueError):
-        spec = None
-    for loc in (spec.submodule_search_locations or []) if spec else []:
-        p = Path(loc) / "_emulator" / "librknnrt.so"
-        tried.append(str(p))
-        if p.is_file():
-            return p
-    raise FileNotFoundError("emulator library not found: set RKNNX_EMULATOR_LIB or install rknnx "
-                            f"(tried: {', '.join(tried) or 'no installed rknnx package'})")
+    return Path(library_path())
 
 
 class EmulatorControl:

@@ -16,7 +16,7 @@ import gc
 import numpy as np
 import pytest
 
-from rknnx import Input, TensorType
+from rknnx.lowlevel import Input, TensorType
 
 
 class Seq(list):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import rknnx
-from rknnx import Input, MemSyncMode, QueryCmd, TensorFormat, TensorType
+from rknnx.lowlevel import Input, MemSyncMode, QueryCmd, TensorFormat, TensorType
 from rknnx import errors as E
 
 CODES = sorted(E.ERROR_TABLE)            # -14 .. -1
@@ -85,7 +85,7 @@ def test_set_mem_statuses(track, emu):
 
 
 def test_failed_destroys_can_be_retried(track, bh, emu):
-    ctx = rknnx.Context(bh.model_bytes("tiny_relu"))
+    ctx = rknnx.lowlevel.Context(bh.model_bytes("tiny_relu"))
     mem = ctx.create_mem(8)
     emu.inject_error("rknn_destroy_mem", 1, -7)
     with pytest.raises(E.ContextInvalidError):
@@ -112,7 +112,7 @@ def test_failed_destroys_can_be_retried(track, bh, emu):
 
 def test_missing_symbol_is_not_supported(emu):
     # every entry point goes through require(); the emulator provides them all
-    for name in rknnx.api_function_names():
+    for name in rknnx.lowlevel.api_function_names():
         rknnx._core._require(name)
     with pytest.raises(ValueError, match="is not an RKNN API function"):
         rknnx._core._require("rknn_nope")
@@ -197,7 +197,7 @@ def test_outputs_release_arguments(track, emu):
 
 
 def test_tensor_attr_field_validation(emu):
-    a = rknnx.TensorAttr()
+    a = rknnx.lowlevel.TensorAttr()
     for field, bad, exc, msg in [
         ("dims", [1] * 17, ValueError, "at most 16"),
         ("dims", [-1], ValueError, "0..4294967295"),
@@ -212,17 +212,17 @@ def test_tensor_attr_field_validation(emu):
         with pytest.raises(exc, match=msg):
             setattr(a, field, bad)
     with pytest.raises(TypeError, match="has no field 'colour'"):
-        rknnx.TensorAttr(colour=3)
-    assert a == rknnx.TensorAttr()                    # failed sets changed nothing
+        rknnx.lowlevel.TensorAttr(colour=3)
+    assert a == rknnx.lowlevel.TensorAttr()                    # failed sets changed nothing
 
 
 def test_messages_name_types(emu):
     with pytest.raises(TypeError, match="no numpy dtype"):
-        rknnx.dtype_of(TensorType.INT4)
+        rknnx.lowlevel.dtype_of(TensorType.INT4)
     with pytest.raises(ValueError, match="is not a tensor type"):
-        rknnx.dtype_of(42)
+        rknnx.lowlevel.dtype_of(42)
     with pytest.raises(TypeError, match="float64 has no RKNN tensor type"):
-        rknnx.type_of_dtype(np.float64)
+        rknnx.lowlevel.type_of_dtype(np.float64)
 
 
 # ---- a runtime without some entry points ---------------------------------------------------------
@@ -262,7 +262,7 @@ def test_missing_symbols_raise_not_supported_when_called(tmp_path):
     code = textwrap.dedent(f"""
         import numpy as np, rknnx
         rknnx.load_runtime({str(lib)!r})
-        ctx = rknnx.Context(b"model")
+        ctx = rknnx.lowlevel.Context(b"model")
         assert ctx.n_input == 1 and ctx.input_attrs[0].name == "x"
         calls = {{
             "rknn_run": lambda: ctx.run(),
@@ -304,7 +304,7 @@ def test_context_free_mems_block_a_runtime_switch(track, emu, tmp_path):
     proc = run_python(textwrap.dedent("""
         import rknnx
         rknnx.load_runtime("emulator")
-        m = rknnx.create_mem2(64)
+        m = rknnx.lowlevel.create_mem2(64)
         try:
             rknnx.load_runtime("/nonexistent/librknnrt.so")
         except RuntimeError as e:

@@ -1,7 +1,7 @@
 """Fuzz the emulator's model parser (and, for what it accepts, the executor) under
 AddressSanitizer + UndefinedBehaviorSanitizer.
 
-tests/emu_model_harness.c is compiled with the model half (emulator/model.c, exec.c) and
+tests/c/emu_model_harness.c is compiled with the model half (emulator/model.c, exec.c) and
 -fsanitize=address,undefined -fno-sanitize-recover=all.  Hypothesis generates batches of
 random byte strings, truncations of valid models and mutations of valid models (random
 bytes, interesting 32-bit values written over fields, section-table edits); one harness
@@ -27,11 +27,11 @@ import pytest
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
+import rknnx.emulator as E  # noqa: E402
+from rknnx.emulator import reference  # noqa: E402
 from test_emu_model import (ROOT, CModel, _add_one_hook, assert_matches, lib,  # noqa: E402,F401
-                            load_emulator_package, random_inputs)
+                            random_inputs)
 
-E = load_emulator_package()
-reference = E.reference
 RKNN_SUCC, RKNN_ERR_FAIL, RKNN_ERR_MODEL_INVALID = 0, -1, -6
 
 SEEDS = [E.samples.all_ops(), E.samples.tiny_int8_add("RK3566"), E.samples.custom_op_model(),
@@ -60,7 +60,7 @@ def harness(tmp_path_factory):
     subprocess.run([cc, "-std=c11", "-O1", "-g", "-fno-omit-frame-pointer", "-Wall", "-Wextra", "-Werror",
                     "-ffp-contract=off", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                     f"-I{ROOT}/include/rknnx", f"-I{ROOT}/emulator",
-                    str(ROOT / "tests" / "emu_model_harness.c"), str(ROOT / "emulator" / "model.c"),
+                    str(ROOT / "tests" / "c" / "emu_model_harness.c"), str(ROOT / "emulator" / "model.c"),
                     str(ROOT / "emulator" / "exec.c"), "-lm", "-o", str(exe)], check=True)
     return exe
 

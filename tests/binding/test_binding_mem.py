@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import rknnx
-from rknnx import InitFlag, MemAllocFlag, MemFlag, MemSyncMode, QueryCmd, TensorAttr, TensorType
+from rknnx.lowlevel import InitFlag, MemAllocFlag, MemFlag, MemSyncMode, QueryCmd, TensorAttr, TensorType
 
 _capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
 _capsule_is_valid.restype = ctypes.c_int
@@ -48,7 +48,7 @@ def test_create_mem2_flags(ctx, track, flags):
 
 
 def test_create_mem2_without_context(track, emu):
-    m = track.mem(rknnx.create_mem2(64))                  # ALLOC_NO_CONTEXT by default
+    m = track.mem(rknnx.lowlevel.create_mem2(64))                  # ALLOC_NO_CONTEXT by default
     assert m.context is None and m.size == 64
     with pytest.raises(ValueError, match="pass context= to sync"):
         m.sync(MemSyncMode.TO_DEVICE)
@@ -57,7 +57,7 @@ def test_create_mem2_without_context(track, emu):
     n = track.mem(ctx.create_mem2(64, MemAllocFlag.ALLOC_NO_CONTEXT))
     assert n.context is None and n not in ctx.mems
     with pytest.raises(ValueError, match="needs MemAllocFlag.ALLOC_NO_CONTEXT"):
-        rknnx.create_mem2(64, MemAllocFlag.CACHEABLE)
+        rknnx.lowlevel.create_mem2(64, MemAllocFlag.CACHEABLE)
 
 
 @pytest.mark.parametrize("call, exc, msg", [
@@ -402,7 +402,7 @@ def test_weight_and_internal_mem_alloc_outside(track, bh, emu):
         assert set(c.bindings) == {"weight", "internal"}
         ins = []
         for a, x in zip(c.input_attrs, xs):
-            a.type = rknnx.type_of_dtype(x.dtype)
+            a.type = rknnx.lowlevel.type_of_dtype(x.dtype)
             ins.append(track.mem(c.create_mem(a.size_with_stride)))
             c.set_io_mem(ins[-1], a)
             np.asarray(ins[-1])[...] = x

@@ -115,5 +115,5 @@ def test_struct_and_enum_typedef_tags(tmp_path):
 def test_probe_covers_every_function():
     # all 35 prototypes are checked at compile time by the probe above
     assert len(FACTS["functions"]) == 35
-    from rknnx import api_function_names
+    from rknnx.lowlevel import api_function_names
     assert sorted(api_function_names()) == sorted(f["name"] for f in FACTS["functions"])

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from test_emu_api_common import (CTX_INVALID, CUSTOM_CB, CUSTOM_DESTROY, F32, FAIL, FLAG_ASYNC,
+from emu_capi import (CTX_INVALID, CUSTOM_CB, CUSTOM_DESTROY, F32, FAIL, FLAG_ASYNC,
                                  FLAG_SHARE_WEIGHT, INPUT_INVALID, NCHW, NHWC, PARAM_INVALID,
                                  SUCC, TIMEOUT, U8, CustomOp, CustomOpAttr, Ctx, InitExtend,
                                  OutputExtend, Q_CURRENT_INPUT_ATTR,
@@ -23,7 +23,7 @@ from test_emu_api_common import (CTX_INVALID, CUSTOM_CB, CUSTOM_DESTROY, F32, FA
 
 __all__ = ["emu", "make_ctx"]
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 # ---- dynamic shapes -------------------------------------------------------------------------
@@ -79,7 +79,7 @@ def test_dynamic_general(emu, make_ctx, chip):
 
 def get_current(c):
     """outputs_get(want_float=1) shaped by CURRENT_OUTPUT_ATTR."""
-    from test_emu_api_common import Output
+    from emu_capi import Output
     outs = (Output * c.n_out)()
     for k in range(c.n_out):
         outs[k].index = k

@@ -52,7 +52,7 @@ def test_emulator_exports_only_the_rknn_namespace():
             exported.add(parts[7].split("@")[0])
     assert exported, out
     assert all(name.startswith("rknn_") for name in exported), sorted(exported)
-    assert set(rknnx.api_function_names()) <= exported
+    assert set(rknnx.lowlevel.api_function_names()) <= exported
 
 
 def test_cli_doctor_falls_back_to_the_emulator_without_a_board():

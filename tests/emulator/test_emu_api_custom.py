@@ -8,7 +8,7 @@ import ctypes as C
 import numpy as np
 import pytest
 
-from test_emu_api_common import (CUSTOM_CB, CUSTOM_DESTROY, F32, FAIL, FLAG_INTERNAL_OUTSIDE,
+from emu_capi import (CUSTOM_CB, CUSTOM_DESTROY, F32, FAIL, FLAG_INTERNAL_OUTSIDE,
                                  PARAM_INVALID, Q_IN_OUT_NUM, Q_MEM_SIZE, SUCC, CustomOp,
                                  CustomOpAttr, InOutNum, ModelBuilder, api, emu, make_ctx,
                                  mem_view, samples)

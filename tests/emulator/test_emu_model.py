@@ -14,17 +14,14 @@ import threading
 import numpy as np
 import pytest
 
-from helpers import load_emulator_package
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 RKNN_SUCC, RKNN_ERR_FAIL, RKNN_ERR_PARAM_INVALID, RKNN_ERR_MODEL_INVALID = 0, -1, -5, -6
 RKNN_ERR_INPUT_INVALID, RKNN_ERR_OUTPUT_INVALID = -8, -9
 TARGETS = ["RK3588", "RK3566", "RV1106"]
 
 
-E = load_emulator_package()
-builder, reference, samples = E.builder, E.reference, E.samples
-ModelBuilder = E.ModelBuilder
+from rknnx.emulator import ModelBuilder, builder, reference, samples
 
 
 # ---- ctypes view of emu_model.h ---------------------------------------------------------------

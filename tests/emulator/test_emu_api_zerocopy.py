@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from test_emu_api_common import (CTX_INVALID, F32, FAIL, FLAG_INTERNAL_OUTSIDE,
+from emu_capi import (CTX_INVALID, F32, FAIL, FLAG_INTERNAL_OUTSIDE,
                                  FLAG_MEM_OUTSIDE, FLAG_MODEL_ZERO_COPY, FLAG_NO_FLUSH_IN,
                                  FLAG_NO_FLUSH_OUT, I8, MEM_CACHEABLE, MEM_NO_CONTEXT,
                                  MEM_NON_CACHEABLE, MEM_TRY_SRAM, NC1HWC2, NCHW, NHWC,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import rknnx
-from rknnx import TensorAttr, TensorFormat, TensorType
+from rknnx.lowlevel import TensorAttr, TensorFormat, TensorType
 
 from helpers import run_python
 
@@ -199,7 +199,7 @@ def test_objects_made_without_init_say_so():
 def test_uninitialized_custom_op_is_refused(track):
     ctx = track.model("tiny_relu")
     with pytest.raises(TypeError, match="made without __init__"):
-        ctx.register_custom_ops([rknnx.CustomOp.__new__(rknnx.CustomOp)])
+        ctx.register_custom_ops([rknnx.lowlevel.CustomOp.__new__(rknnx.lowlevel.CustomOp)])
 
 
 # ---- close() racing other threads (findings 1 and 2) ----------------------------------------
@@ -212,7 +212,7 @@ def test_close_racing_outputs_get_never_leaves_outputs_dangling(emu, bh):
     x = np.zeros((1, 640, 640, 3), np.uint8)
     outcomes = set()
     for i in range(40):
-        ctx = rknnx.Context(model)
+        ctx = rknnx.lowlevel.Context(model)
         ctx.inputs_set([x])
         ctx.run()
         res = {}
@@ -250,7 +250,7 @@ def test_mems_created_while_closing_are_closed_with_the_context(emu, bh):
     model = bh.model_bytes("tiny_relu")
     base = bh.live(emu)
     for i in range(40):
-        ctx = rknnx.Context(model)
+        ctx = rknnx.lowlevel.Context(model)
         made = []
         go = threading.Event()
 
@@ -298,7 +298,7 @@ def _numpy_want(x):
 @pytest.mark.parametrize("t", [TensorType.FLOAT32, TensorType.FLOAT16, TensorType.INT8])
 @pytest.mark.parametrize("target", ["RK3588", "RK3566"])
 def test_converted_input_types_pack_channels(track, emu, target, t, in_query, c):
-    from rknnx import QueryCmd
+    from rknnx.lowlevel import QueryCmd
 
     emu.set_platform(target)
     model = _nhwc_int8_model(target, c)
@@ -306,10 +306,10 @@ def test_converted_input_types_pack_channels(track, emu, target, t, in_query, c)
     if t == TensorType.INT8:
         x = rng.integers(-100, 100, size=(1, 3, 10, c)).astype(np.int8)
     else:
-        x = (rng.integers(-100, 100, size=(1, 3, 10, c)) / 10).astype(rknnx.dtype_of(t))
+        x = (rng.integers(-100, 100, size=(1, 3, 10, c)) / 10).astype(rknnx.lowlevel.dtype_of(t))
     want = _numpy_want(x)
     g = track.context(model)
-    g.inputs_set([rknnx.Input(x, type=t, fmt=TensorFormat.NHWC)])
+    g.inputs_set([rknnx.lowlevel.Input(x, type=t, fmt=TensorFormat.NHWC)])
     g.run()
     with g.outputs_get(want_float=True) as outs:
         general = np.asarray(outs[0]).copy()
@@ -319,7 +319,7 @@ def test_converted_input_types_pack_channels(track, emu, target, t, in_query, c)
     mi = track.mem(z.create_mem(a.nbytes_with_stride))
     z.set_io_mem(mi, a)
     view = np.asarray(mi)
-    itemsize = np.dtype(rknnx.dtype_of(t)).itemsize
+    itemsize = np.dtype(rknnx.lowlevel.dtype_of(t)).itemsize
     padded = t == TensorType.INT8                        # the model type: Cs channels
     # channels padded only in the model's own type; rows always w_stride pixels apart
     assert view.strides[2] == (a.size_with_stride // (3 * a.w_stride) if padded
@@ -341,14 +341,14 @@ def test_converted_input_types_pack_channels(track, emu, target, t, in_query, c)
 @pytest.mark.parametrize("t", [None, TensorType.FLOAT32, TensorType.FLOAT16])
 @pytest.mark.parametrize("target", ["RK3588", "RK3566"])
 def test_native_nhwc_outputs_pad_only_in_the_model_type(track, emu, target, t):
-    from rknnx import QueryCmd
+    from rknnx.lowlevel import QueryCmd
 
     emu.set_platform(target)
     c = 5
     model = _nhwc_int8_model(target, c)
     x = np.random.default_rng(1).integers(-100, 100, size=(1, 3, 10, c)).astype(np.int8)
     g = track.context(model)
-    g.inputs_set([rknnx.Input(x, type=TensorType.INT8, fmt=TensorFormat.NHWC)])
+    g.inputs_set([rknnx.lowlevel.Input(x, type=TensorType.INT8, fmt=TensorFormat.NHWC)])
     g.run()
     with g.outputs_get(want_float=True) as outs:
         general = np.asarray(outs[0]).copy()
@@ -369,7 +369,7 @@ def test_native_nhwc_outputs_pad_only_in_the_model_type(track, emu, target, t):
         assert out.strides[2] > c                        # Cp = align(C, C2) int8 channels
         out = out.astype(np.float32) * oa.scale
     else:
-        assert out.strides[2] == c * np.dtype(rknnx.dtype_of(t)).itemsize
+        assert out.strides[2] == c * np.dtype(rknnx.lowlevel.dtype_of(t)).itemsize
     np.testing.assert_allclose(out.transpose(0, 3, 1, 2), general, atol=1e-2)
     with pytest.raises(ValueError, match="NC1HWC2 is the native layout"):
         na = z.query(QueryCmd.NATIVE_OUTPUT_ATTR, 0)
@@ -406,7 +406,7 @@ def test_set_io_mem_refuses_dims_that_are_not_the_models(track):
 
 
 def test_set_io_mem_dims_in_the_attrs_layout(track):
-    from rknnx import QueryCmd
+    from rknnx.lowlevel import QueryCmd
 
     ctx = track.model("classifier")
     a = ctx.query(QueryCmd.NATIVE_NHWC_INPUT_ATTR, 0)
@@ -476,17 +476,17 @@ def test_bad_arguments_raise_clear_errors(track, tmp_path):
     ctx = track.model("tiny_relu")
     x = np.ones((1, 2), np.float32)
     with pytest.raises(IndexError, match=f"input index {2**70} out of range"):
-        ctx.inputs_set([rknnx.Input(x, index=2**70)])
+        ctx.inputs_set([rknnx.lowlevel.Input(x, index=2**70)])
     with pytest.raises(TypeError, match="Input.type must be an int, got str"):
-        ctx.inputs_set([rknnx.Input(x, type="f")])
+        ctx.inputs_set([rknnx.lowlevel.Input(x, type="f")])
     with pytest.raises(TypeError, match="Input.fmt must be an int, got str"):
-        ctx.inputs_set([rknnx.Input(x, fmt="NHWC")])
+        ctx.inputs_set([rknnx.lowlevel.Input(x, fmt="NHWC")])
     with pytest.raises(ValueError, match=r"timeout_ms must be 0..4294967295"):
         ctx.run(timeout_ms=2**40)
     with pytest.raises(ValueError, match=r"timeout_ms must be 0..4294967295"):
         ctx.wait(timeout_ms=-1)
     with pytest.raises(ValueError, match="flags must be a non-negative combination.*got -1"):
-        rknnx.create_mem2(16, -1)
+        rknnx.lowlevel.create_mem2(16, -1)
     with pytest.raises(TypeError, match="got bool"):
         ctx.create_mem(True)
     mem = track.mem(ctx.create_mem(16))
@@ -528,7 +528,7 @@ def test_close_never_destroys_a_mem_under_a_sync(track, emu):
     ctx = track.model("tiny_relu")
     seen = set()
     for _ in range(20):
-        mem = rknnx.create_mem2(1 << 20)             # ALLOC_NO_CONTEXT: no lock of its own
+        mem = rknnx.lowlevel.create_mem2(1 << 20)             # ALLOC_NO_CONTEXT: no lock of its own
         stop = threading.Event()
 
         def syncer():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rknnx import Input, MatmulType, TensorType
+from rknnx.lowlevel import Input, MatmulType, TensorType
 
 
 def _shape(ctx, h, w):

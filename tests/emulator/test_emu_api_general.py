@@ -5,7 +5,7 @@ import ctypes as C
 import numpy as np
 import pytest
 
-from test_emu_api_common import (F16, F32, FAIL, I8, INPUT_INVALID, NC1HWC2, NCHW, NHWC,
+from emu_capi import (F16, F32, FAIL, I8, INPUT_INVALID, NC1HWC2, NCHW, NHWC,
                                  OUTPUT_INVALID, PARAM_INVALID, SUCC, U8, UNDEFINED,
                                  Output, Q_NATIVE_INPUT_ATTR, api, desc_of, emu, float_output,
                                  make_ctx, model_input_from_user, native_output, reference,

@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from test_emu_api_common import (CTX_INVALID, DEVICE_UNAVAILABLE, FAIL, FLAG_INFO_ONLY,
+from emu_capi import (CTX_INVALID, DEVICE_UNAVAILABLE, FAIL, FLAG_INFO_ONLY,
                                  FLAG_PERF, I8, MODEL_INVALID, NC1HWC2, NCHW, NHWC,
                                  PARAM_INVALID, PLATFORMS, QUERY_STRUCT, SUCC,
                                  TARGET_PLATFORM_UNMATCH, UNDEFINED, F16, F32, Ctx, InitExtend,
@@ -142,13 +142,13 @@ def test_platform_from_env(emu):
     code = (
         "import ctypes, sys\n"
         "sys.path.insert(0, %r)\n"
-        "from test_emu_api_common import api, samples, ctl\n"
+        "from emu_capi import api, samples, ctl\n"
         "lib = api(); h = ctypes.c_uint64()\n"
         "m = samples.tiny_relu(target='RV1106')\n"
         "print(lib.rknn_init(ctypes.byref(h), m, len(m), 0, None), ctl().context_platform(h.value))\n"
         "m = samples.tiny_relu(target='RK3588')\n"
         "print(lib.rknn_init(ctypes.byref(h), m, len(m), 0, None))\n"
-    ) % os.path.dirname(__file__)
+    ) % os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, RKNN_EMU_PLATFORM="RV1106", RKNN_LOG_LEVEL="0")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import rknnx
-from rknnx import (MatmulContext, MatmulLayout, MatmulQuantType, MatmulTensorAttr, MatmulType,
+from rknnx.lowlevel import (MatmulContext, MatmulLayout, MatmulQuantType, MatmulTensorAttr, MatmulType,
                    TensorType,
                    b_normal_layout_to_native_layout, pack_int4, unpack_int4)
 
@@ -422,11 +422,11 @@ def test_io_and_core_mask_arguments(track):
         mm.create_mem("X")
     with pytest.raises(ValueError, match="size must be 1.."):
         mm.create_mem(0)
-    mm.set_core_mask(rknnx.CoreMask.CORE_0_1)
+    mm.set_core_mask(rknnx.lowlevel.CoreMask.CORE_0_1)
     with pytest.raises(ValueError, match="not a core mask"):
         mm.set_core_mask(-1)
     with pytest.raises(rknnx.errors.ParamInvalidError):
-        mm.set_core_mask(rknnx.CoreMask.UNDEFINED)
+        mm.set_core_mask(rknnx.lowlevel.CoreMask.UNDEFINED)
     with pytest.raises(TypeError):
         MatmulTensorAttr()
 
@@ -498,7 +498,7 @@ def test_closed_bound_mem_refused_by_run(track):
 
 
 def test_mems_keep_the_context_alive_and_gc_in_any_order(emu):
-    from conftest import live
+    from helpers import live
 
     emu.set_platform("RK3588")
     base = live(emu)
@@ -530,7 +530,7 @@ def test_mems_keep_the_context_alive_and_gc_in_any_order(emu):
 
 
 def test_create_run_destroy_cycles_leave_counters_at_baseline(emu):
-    from conftest import live
+    from helpers import live
 
     emu.set_platform("RK3588")
     base = live(emu)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import rknnx
-from rknnx import Context, Input, QueryCmd, TensorFormat, TensorType
+from rknnx.lowlevel import Context, Input, QueryCmd, TensorFormat, TensorType
 from rknnx.emulator import ModelBuilder, reference
 
 SAMPLES = ("tiny_relu", "tiny_int8_add", "multi_io", "dynamic", "classifier", "detector")
@@ -75,7 +75,7 @@ def bind_zero_copy(ctx, track, xs, want_float, out_attrs=None):
     """Bind one mem per input (uint8 NHWC for images, as the vendor demos) and output."""
     in_mems, out_mems = [], []
     for a, x in zip(ctx.input_attrs, xs):
-        a.type = rknnx.type_of_dtype(x.dtype)
+        a.type = rknnx.lowlevel.type_of_dtype(x.dtype)
         mem = track.mem(ctx.create_mem(max(a.size_with_stride, a.nbytes_with_stride)))
         ctx.set_io_mem(mem, a)
         view = np.asarray(mem)
@@ -241,7 +241,7 @@ def test_prealloc_outputs_write_into_caller_arrays(track, general_platform):
 
 
 def test_async_mode_returns_previous_frame(track, general_platform):
-    ctx = track.model("tiny_relu", general_platform, flags=rknnx.InitFlag.ASYNC_MASK)
+    ctx = track.model("tiny_relu", general_platform, flags=rknnx.lowlevel.InitFlag.ASYNC_MASK)
     frames = []
     for v in (1.0, 2.0, 3.0):
         ctx.inputs_set([np.float32([[v, -v]])])

@@ -23,9 +23,9 @@ import subprocess
 import pytest
 
 from helpers import cc
-from test_emu_api_common import samples
+from emu_capi import samples
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SOURCES = sorted(str(p) for p in (ROOT / "emulator").glob("*.c"))
 COMMON = ["-std=c11", "-O1", "-g", "-fno-omit-frame-pointer", "-Wall", "-Wextra", "-Werror",
           "-ffp-contract=off", f"-I{ROOT}/include/rknnx", f"-I{ROOT}/emulator"]

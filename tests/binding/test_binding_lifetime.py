@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import rknnx
-from rknnx import Context, TensorType
+from rknnx.lowlevel import Context, TensorType
 
 
 def _zero_copy(ctx):
@@ -250,7 +250,7 @@ def test_four_threads_on_one_context_are_serialized(track, bh, emu):
             ctx.run()
             with ctx.outputs_get(want_float=True) as o:
                 np.asarray(o[0]).copy()
-            ctx.query(rknnx.QueryCmd.PERF_RUN)
+            ctx.query(rknnx.lowlevel.QueryCmd.PERF_RUN)
 
     errors = _run_threads(4, work)
     assert not errors, errors
@@ -327,7 +327,7 @@ MISUSE_SEEDS = int(os.environ.get("RKNNX_MISUSE_SEEDS", "6"))
 def test_random_misuse_never_crashes_or_leaks(emu, bh, seed):
     import warnings
 
-    from rknnx import MemSyncMode, QueryCmd, TensorAttr, TensorFormat
+    from rknnx.lowlevel import MemSyncMode, QueryCmd, TensorAttr, TensorFormat
 
     rng = random.Random(seed)
     model = bh.model_bytes("tiny_int8_add")
@@ -356,7 +356,7 @@ def test_random_misuse_never_crashes_or_leaks(emu, bh, seed):
         lambda: ctxs.append(pick(ctxs).dup()),
         lambda: pick(ctxs).close(),
         lambda: mems.append(pick(ctxs).create_mem(rng.choice([1, 64, 512, 2048]))),
-        lambda: mems.append(rknnx.create_mem2(rng.choice([8, 1024]))),
+        lambda: mems.append(rknnx.lowlevel.create_mem2(rng.choice([8, 1024]))),
         lambda: pick(mems).close(),
         lambda: views.append(np.asarray(pick(mems))),
         lambda: views.append(np.from_dlpack(pick(mems))),

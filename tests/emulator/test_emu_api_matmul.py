@@ -7,39 +7,11 @@ import ctypes as C
 import numpy as np
 import pytest
 
-from test_emu_api_common import (CTX_INVALID, FAIL, PARAM_INVALID, SUCC, TensorMem, addr, api,
-                                 emu, mem_view)
+from emu_capi import (CTX_INVALID, FAIL, PARAM_INVALID, SUCC, MatmulInfo, MMIOAttr, MMShape,
+                      MMTensorAttr, QuantParams, TensorMem, addr, api, emu, mem_view)
 
 __all__ = ["emu"]
 
-
-class MatmulInfo(C.Structure):
-    _fields_ = [("M", C.c_int32), ("K", C.c_int32), ("N", C.c_int32), ("type", C.c_int),
-                ("B_layout", C.c_int16), ("B_quant_type", C.c_int16), ("AC_layout", C.c_int16),
-                ("AC_quant_type", C.c_int16), ("iommu_domain_id", C.c_int32),
-                ("group_size", C.c_int16), ("reserved", C.c_int8 * 34)]
-
-
-class MMTensorAttr(C.Structure):
-    _fields_ = [("name", C.c_char * 256), ("n_dims", C.c_uint32), ("dims", C.c_uint32 * 16),
-                ("size", C.c_uint32), ("type", C.c_int)]
-
-
-class MMIOAttr(C.Structure):
-    _fields_ = [("A", MMTensorAttr), ("B", MMTensorAttr), ("C", MMTensorAttr)]
-
-
-class QuantParams(C.Structure):
-    _fields_ = [("name", C.c_char * 256), ("scale", C.POINTER(C.c_float)), ("scale_len", C.c_int32),
-                ("zp", C.POINTER(C.c_int32)), ("zp_len", C.c_int32)]
-
-
-class MMShape(C.Structure):
-    _fields_ = [("M", C.c_int32), ("K", C.c_int32), ("N", C.c_int32)]
-
-
-assert C.sizeof(MatmulInfo) == 64 and C.sizeof(MMTensorAttr) == 332 and C.sizeof(MMIOAttr) == 996
-assert C.sizeof(QuantParams) == 288
 
 # type -> (A, B, C) numpy dtypes
 TYPES = {1: (np.float16, np.float16, np.float32), 2: (np.int8, np.int8, np.int32),

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import rknnx
-from rknnx import (Context, CoreMask, InitFlag, MemAllocFlag, QueryCmd, TensorAttr,
+from rknnx.lowlevel import (Context, CoreMask, InitFlag, MemAllocFlag, QueryCmd, TensorAttr,
                    TensorFormat, TensorType)
 from rknnx import errors as E
 from rknnx import _core
@@ -107,7 +107,7 @@ def test_share_weights_with_another_context(track, bh, emu):
 
 def test_model_buffer_zero_copy_from_a_tensor_mem(track, bh, emu):
     m = bh.model_bytes("tiny_relu")
-    buf = track.mem(rknnx.create_mem2(len(m) + 64, MemAllocFlag.ALLOC_NO_CONTEXT))
+    buf = track.mem(rknnx.lowlevel.create_mem2(len(m) + 64, MemAllocFlag.ALLOC_NO_CONTEXT))
     assert buf.context is None
     np.frombuffer(buf, np.uint8)[16:16 + len(m)] = np.frombuffer(m, np.uint8)
     ctx = track.context(None, model_mem=buf, model_offset=16, model_size=len(m))
@@ -126,7 +126,7 @@ def test_model_buffer_zero_copy_from_a_tensor_mem(track, bh, emu):
     d.close()
     buf.close()
     with pytest.raises(ValueError, match="model_size must be"):
-        Context(model_mem=track.mem(rknnx.create_mem2(64)), model_size=65)
+        Context(model_mem=track.mem(rknnx.lowlevel.create_mem2(64)), model_size=65)
     with pytest.raises(ValueError, match="either model or model_mem"):
         Context(m, model_mem=track.mems[-1])
 
@@ -135,7 +135,7 @@ def test_collect_model_info_only(track, bh, emu):
     ctx = track.context(bh.model_bytes("tiny_int8_add"),
                         InitFlag.COLLECT_MODEL_INFO_ONLY | InitFlag.MEM_ALLOC_OUTSIDE)
     ms = ctx.query(QueryCmd.MEM_SIZE)
-    assert isinstance(ms, rknnx.MemSize) and ms.total_internal_size > 0
+    assert isinstance(ms, rknnx.lowlevel.MemSize) and ms.total_internal_size > 0
 
 
 # ---- lifetime -------------------------------------------------------------------------------
@@ -226,11 +226,11 @@ def test_not_picklable_and_not_constructible_directly(track, bh, emu):
         with pytest.raises(TypeError):
             pickle.dumps(obj)
     with pytest.raises(TypeError, match="create_mem"):
-        rknnx.TensorMem()
+        rknnx.lowlevel.TensorMem()
     with pytest.raises(TypeError):
-        rknnx.Outputs()
+        rknnx.lowlevel.Outputs()
     with pytest.raises(TypeError):
-        rknnx.Output()
+        rknnx.lowlevel.Output()
     with pytest.raises(RuntimeError, match="already initialized"):
         ctx.__init__(bh.model_bytes("tiny_relu"))
 
@@ -242,7 +242,7 @@ def test_every_query(track, bh, platform):
     ctx = track.model("tiny_int8_add", platform, flags=flags)
     q = ctx.query
     io = q(QueryCmd.IN_OUT_NUM)
-    assert io == rknnx.InOutNum(2, 1) and io.n_input == 2
+    assert io == rknnx.lowlevel.InOutNum(2, 1) and io.n_input == 2
     for cmd in (QueryCmd.INPUT_ATTR, QueryCmd.NATIVE_INPUT_ATTR, QueryCmd.NATIVE_NHWC_INPUT_ATTR,
                 QueryCmd.NATIVE_NC1HWC2_INPUT_ATTR):
         for i in range(2):
@@ -257,10 +257,10 @@ def test_every_query(track, bh, platform):
     assert native.dims[4] == {"RK3588": 16, "RK3566": 8, "RV1106": 16}[platform]
     assert q(QueryCmd.NATIVE_NHWC_OUTPUT_ATTR, 0).fmt == TensorFormat.NHWC
     sv = q(QueryCmd.SDK_VERSION)
-    assert isinstance(sv, rknnx.SdkVersion) and "rknnx-emulator" in sv.api_version
+    assert isinstance(sv, rknnx.lowlevel.SdkVersion) and "rknnx-emulator" in sv.api_version
     assert platform in sv.drv_version
     ms = q(QueryCmd.MEM_SIZE)
-    assert isinstance(ms, rknnx.MemSize) and ms.total_dma_allocated_size > 0
+    assert isinstance(ms, rknnx.lowlevel.MemSize) and ms.total_dma_allocated_size > 0
     assert q(QueryCmd.CUSTOM_STRING) == "tiny_int8_add"
     # after a run (zero-copy works everywhere)
     mems = []
@@ -270,15 +270,15 @@ def test_every_query(track, bh, platform):
     ctx.run()
     if HAS_PERF[platform]:
         pr = q(QueryCmd.PERF_RUN)
-        assert isinstance(pr, rknnx.PerfRun) and pr.run_duration >= 0
+        assert isinstance(pr, rknnx.lowlevel.PerfRun) and pr.run_duration >= 0
         pd = q(QueryCmd.PERF_DETAIL)
-        assert isinstance(pd, rknnx.PerfDetail) and pd.text
+        assert isinstance(pd, rknnx.lowlevel.PerfDetail) and pd.text
         for cmd in (QueryCmd.CURRENT_INPUT_ATTR, QueryCmd.CURRENT_NATIVE_INPUT_ATTR):
             assert q(cmd, 1).name == "b"
         for cmd in (QueryCmd.CURRENT_OUTPUT_ATTR, QueryCmd.CURRENT_NATIVE_OUTPUT_ATTR):
             assert q(cmd, 0).name == "y"
         rng = q(QueryCmd.INPUT_DYNAMIC_RANGE, 0)
-        assert isinstance(rng, rknnx.InputRange) and rng.name == "a"
+        assert isinstance(rng, rknnx.lowlevel.InputRange) and rng.name == "a"
         assert rng.shape_number == 1 and rng.dyn_range == ((1, 4, 8, 8),)
     else:
         for cmd in (QueryCmd.PERF_RUN, QueryCmd.PERF_DETAIL, QueryCmd.CURRENT_INPUT_ATTR,
@@ -289,7 +289,7 @@ def test_every_query(track, bh, platform):
             assert ei.value.func == "rknn_query"
     if HAS_DEVICE_MEM_INFO[platform]:
         dm = q(QueryCmd.DEVICE_MEM_INFO)
-        assert isinstance(dm, rknnx.DeviceMemInfo) and dm.size > 0 and dm.virt_addr != 0
+        assert isinstance(dm, rknnx.lowlevel.DeviceMemInfo) and dm.size > 0 and dm.virt_addr != 0
     else:
         with pytest.raises(E.ParamInvalidError):
             q(QueryCmd.DEVICE_MEM_INFO)

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from helpers import compile_c
-from test_emu_api_common import (NHWC, ModelBuilder, desc_of, float_output, library_path,
+from emu_capi import (NHWC, ModelBuilder, desc_of, float_output, library_path,
                                  model_input_from_user, reference, samples)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 PROGRAMS = ["general_flow", "zero_copy", "zero_copy_fd"]
 
 

@@ -1,7 +1,7 @@
-"""Shared pieces of the emulator runtime tests (tests/test_emu_api_*.py); no tests here.
+"""The C API through ctypes, for the emulator runtime tests (tests/emulator/test_emu_api_*.py).
 
-The emulator library is found through env ``RKNNX_EMULATOR_LIB`` or beside the installed
-``rknnx`` package (``rknnx/emulator/control.py: find_emulator_library``) and driven with
+The emulator library is found by ``rknnx.emulator.library_path`` (env ``RKNNX_RUNTIME`` when it
+names a library, else the one installed with the package) and driven with
 ctypes, independently of the compiled extension.  Results are compared with the numpy
 reference of the model half (``rknnx.emulator.reference``).
 """
@@ -9,22 +9,18 @@ reference of the model half (``rknnx.emulator.reference``).
 from __future__ import annotations
 
 import ctypes as C
-import importlib
 import pathlib
 
 import numpy as np
 import pytest
 
-from helpers import load_emulator_package
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # ---- the pure-Python emulator package, without importing the compiled extension ----------
 
 
-E = load_emulator_package()
-control = importlib.import_module(E.__name__ + ".control")
-samples, reference, ModelBuilder = E.samples, E.reference, E.ModelBuilder
+from rknnx.emulator import ModelBuilder, control, reference, samples
 
 # ---- constants ------------------------------------------------------------------------------
 SUCC, FAIL, TIMEOUT, MALLOC_FAIL, PARAM_INVALID = 0, -1, -2, -4, -5
@@ -52,7 +48,7 @@ SYNC_TO_DEVICE, SYNC_FROM_DEVICE, SYNC_BIDIR = 1, 2, 3
 
 PLATFORMS = ["RK3588", "RK3566", "RV1106"]
 
-# ---- ABI structs ----------------------------------------------------------------------------
+# ---- ABI structs (checked against the ABI facts by tests/abi/test_ctypes_copies.py) ----------------------------------------------------------------------------
 
 
 class TensorAttr(C.Structure):
@@ -150,6 +146,31 @@ class CustomOpAttr(C.Structure):
                 ("data", C.c_void_p)]
 
 
+class MatmulInfo(C.Structure):
+    _fields_ = [("M", C.c_int32), ("K", C.c_int32), ("N", C.c_int32), ("type", C.c_int),
+                ("B_layout", C.c_int16), ("B_quant_type", C.c_int16), ("AC_layout", C.c_int16),
+                ("AC_quant_type", C.c_int16), ("iommu_domain_id", C.c_int32),
+                ("group_size", C.c_int16), ("reserved", C.c_int8 * 34)]
+
+
+class MMTensorAttr(C.Structure):
+    _fields_ = [("name", C.c_char * 256), ("n_dims", C.c_uint32), ("dims", C.c_uint32 * 16),
+                ("size", C.c_uint32), ("type", C.c_int)]
+
+
+class MMIOAttr(C.Structure):
+    _fields_ = [("A", MMTensorAttr), ("B", MMTensorAttr), ("C", MMTensorAttr)]
+
+
+class QuantParams(C.Structure):
+    _fields_ = [("name", C.c_char * 256), ("scale", C.POINTER(C.c_float)), ("scale_len", C.c_int32),
+                ("zp", C.POINTER(C.c_int32)), ("zp_len", C.c_int32)]
+
+
+class MMShape(C.Structure):
+    _fields_ = [("M", C.c_int32), ("K", C.c_int32), ("N", C.c_int32)]
+
+
 CUSTOM_CB = C.CFUNCTYPE(C.c_int, C.POINTER(CustomOpContext), C.POINTER(CustomOpTensor), C.c_uint32,
                         C.POINTER(CustomOpTensor), C.c_uint32)
 CUSTOM_DESTROY = C.CFUNCTYPE(C.c_int, C.POINTER(CustomOpContext))
@@ -181,7 +202,7 @@ def library_path() -> pathlib.Path:
         return control.find_emulator_library()
     except FileNotFoundError as exc:
         # a missing emulator is a broken build, not a reason to skip ~300 tests
-        pytest.fail(f"{exc} (build it with `pip install .`, or set RKNNX_EMULATOR_LIB)")
+        pytest.fail(f"{exc} (build it with `pip install .`, or set RKNNX_RUNTIME to a built emulator library)")
 
 
 _LIB = None
@@ -463,3 +484,17 @@ def native_output(desc_t, q: np.ndarray) -> np.ndarray:
 
 def desc_of(model: bytes):
     return reference.as_model(model)
+
+
+#: each ctypes copy above and the ABI struct it copies (tests/abi/test_ctypes_copies.py)
+ABI_STRUCTS = {
+    TensorAttr: "rknn_tensor_attr", InOutNum: "rknn_input_output_num", TensorMem: "rknn_tensor_mem",
+    Input: "rknn_input", Output: "rknn_output", InitExtend: "rknn_init_extend",
+    RunExtend: "rknn_run_extend", OutputExtend: "rknn_output_extend",
+    PerfDetail: "rknn_perf_detail", PerfRun: "rknn_perf_run", SdkVersion: "rknn_sdk_version",
+    MemSize: "rknn_mem_size", CustomString: "rknn_custom_string", InputRange: "rknn_input_range",
+    GpuOpContext: "rknn_gpu_op_context", CustomOpContext: "rknn_custom_op_context",
+    CustomOpTensor: "rknn_custom_op_tensor", CustomOpAttr: "rknn_custom_op_attr",
+    CustomOp: "rknn_custom_op", MatmulInfo: "rknn_matmul_info", MMTensorAttr: "rknn_matmul_tensor_attr",
+    MMIOAttr: "rknn_matmul_io_attr", QuantParams: "rknn_quant_params", MMShape: "rknn_matmul_shape",
+}

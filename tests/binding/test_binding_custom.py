@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import rknnx
-from rknnx import (SKIP_CUSTOM_OP_COMPUTE, CustomOp, CustomOpContext, TargetType, TensorType)
+from rknnx.lowlevel import (SKIP_CUSTOM_OP_COMPUTE, CustomOp, CustomOpContext, TargetType, TensorType)
 from rknnx.emulator import ModelBuilder
 
 
@@ -233,7 +233,7 @@ def test_calling_the_context_from_its_callback_raises_instead_of_deadlocking(tra
 
     def compute(op_ctx, inputs, outputs):
         for name, call in (("run", ctx.run), ("attrs", lambda: ctx.input_attrs),
-                           ("query", lambda: ctx.query(rknnx.QueryCmd.IN_OUT_NUM)),
+                           ("query", lambda: ctx.query(rknnx.lowlevel.QueryCmd.IN_OUT_NUM)),
                            ("close", ctx.close), ("mem_close", lambda: holder["mem"].close()),
                            ("register", lambda: ctx.register_custom_ops(
                                [CustomOp("cstOther", sigmoid)]))):
@@ -241,7 +241,7 @@ def test_calling_the_context_from_its_callback_raises_instead_of_deadlocking(tra
                 call()
             except RuntimeError as e:
                 attempts[name] = str(e)
-        attempts["other"] = other.query(rknnx.QueryCmd.IN_OUT_NUM)   # another context is fine
+        attempts["other"] = other.query(rknnx.lowlevel.QueryCmd.IN_OUT_NUM)   # another context is fine
         holder.pop("mem")                  # freed inside the call: destroyed once it returns
         gc.collect()
         sigmoid(op_ctx, inputs, outputs)
@@ -258,12 +258,12 @@ def test_calling_the_context_from_its_callback_raises_instead_of_deadlocking(tra
 
 
 def test_escaped_views_pin_the_context(track, emu):
-    from conftest import live
+    from helpers import live
 
     base = live(emu)
     kept = []
     emu.set_platform("RK3588")
-    ctx = rknnx.Context(track_model_bytes())
+    ctx = rknnx.lowlevel.Context(track_model_bytes())
     ctx.register_custom_ops([CustomOp("cstSigmoid", lambda c, i, o: (kept.extend([i[0], o[0]]),
                                                                      sigmoid(c, i, o))[1])])
     run_general(ctx, x_input())
@@ -290,7 +290,7 @@ def test_escaped_views_pin_the_callers_internal_mem(track, emu):
     (s,) = b.custom("cstKeep", [b.relu(x)], [{"shape": (1, 64), "dtype": "float32"}], {},
                     name="keep")
     b.output(b.relu(s, out="y"))
-    ctx = track.context(b.build(), rknnx.InitFlag.INTERNAL_ALLOC_OUTSIDE)
+    ctx = track.context(b.build(), rknnx.lowlevel.InitFlag.INTERNAL_ALLOC_OUTSIDE)
     kept = []
 
     def compute(op, inputs, outputs):
@@ -298,7 +298,7 @@ def test_escaped_views_pin_the_callers_internal_mem(track, emu):
         outputs[0][...] = inputs[0]
 
     ctx.register_custom_ops([CustomOp("cstKeep", compute)])
-    size = ctx.query(rknnx.QueryCmd.MEM_SIZE).total_internal_size
+    size = ctx.query(rknnx.lowlevel.QueryCmd.MEM_SIZE).total_internal_size
     first = track.mem(ctx.create_mem(size))
     ctx.set_internal_mem(first)
     x = np.linspace(-1, 1, 64, dtype=np.float32).reshape(1, 64)
@@ -319,7 +319,7 @@ def test_registering_from_a_callback_while_another_thread_registers_does_not_dea
     # lock held across the C call would deadlock these two (lock-order inversion).
     code = """
 import threading, numpy as np, rknnx
-from rknnx import Context, CustomOp
+from rknnx.lowlevel import Context, CustomOp
 from rknnx.emulator import samples
 m = samples.custom_op_model()
 A, B, C = Context(m), Context(m), Context(m)
@@ -332,7 +332,7 @@ def compute_b(op, i, o):
 B.register_custom_ops([CustomOp("cstSigmoid", compute_b)])
 def init_a(op, i, o):
     inside.wait(10)
-    B.query(rknnx.QueryCmd.IN_OUT_NUM)
+    B.query(rknnx.lowlevel.QueryCmd.IN_OUT_NUM)
 t1 = threading.Thread(target=lambda: A.register_custom_ops([CustomOp("cstSigmoid", sig, init=init_a)]))
 t2 = threading.Thread(target=lambda: (B.inputs_set([np.zeros((1, 16), np.float32)]), B.run()))
 t1.start(); t2.start(); t1.join(20); t2.join(20)
@@ -347,7 +347,7 @@ import os; os._exit(0)
 
 
 def track_model_bytes():
-    from conftest import model_bytes
+    from helpers import model_bytes
 
     return model_bytes("custom_op_model", "RK3588")
 
@@ -397,13 +397,13 @@ def test_unregistered_custom_op_fails_the_run(track):
 def test_unclosed_contexts_with_ops_are_collected_without_leaks(emu):
     """A context referenced from its own callbacks (a cycle) is collected; its destroy
     callbacks are skipped (no Python code in a destructor) and nothing leaks."""
-    from conftest import live, model_bytes
+    from helpers import live, model_bytes
 
     emu.set_platform("RK3588")
     base = live(emu)
     destroyed = []
     for i in range(20):
-        ctx = rknnx.Context(model_bytes("custom_op_model", "RK3588"))
+        ctx = rknnx.lowlevel.Context(model_bytes("custom_op_model", "RK3588"))
 
         def compute(op_ctx, inputs, outputs, ctx=ctx):
             sigmoid(op_ctx, inputs, outputs)
@@ -417,7 +417,7 @@ def test_unclosed_contexts_with_ops_are_collected_without_leaks(emu):
     assert live(emu) == base and rknnx._core.live_contexts() == 0
     assert destroyed == []
     for _ in range(50):                                    # closed ones do run destroy
-        with rknnx.Context(model_bytes("custom_op_model", "RK3588")) as ctx:
+        with rknnx.lowlevel.Context(model_bytes("custom_op_model", "RK3588")) as ctx:
             ctx.register_custom_ops([CustomOp("cstSigmoid", sigmoid,
                                               destroy=lambda c: destroyed.append(1))])
             run_general(ctx, x_input())

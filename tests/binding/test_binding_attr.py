@@ -9,15 +9,17 @@ import json
 import pickle
 from pathlib import Path
 
+from helpers import DATA
+
 import numpy as np
 import pytest
 
 import rknnx
-from rknnx import (CoreMask, InitFlag, MemAllocFlag, MemFlag, MemSyncMode, QntType, QueryCmd,
+from rknnx.lowlevel import (CoreMask, InitFlag, MemAllocFlag, MemFlag, MemSyncMode, QntType, QueryCmd,
                    TensorAttr, TensorFormat, TensorType)
 from rknnx import _core
 
-FACTS = json.loads((Path(__file__).parent / "data" / "rknn_api_v2.json").read_text())
+FACTS = json.loads((DATA / "rknn_api_v2.json").read_text())
 
 
 def test_every_field_round_trips(emu):
@@ -62,8 +64,8 @@ def test_repr_is_readable(track, emu):
                                    (TensorType.INT32, np.int32), (TensorType.UINT32, np.uint32),
                                    (TensorType.INT64, np.int64), (TensorType.BOOL, np.bool_)])
 def test_dtypes(t, dt):
-    assert rknnx.dtype_of(t) == np.dtype(dt)
-    assert rknnx.type_of_dtype(dt) == t
+    assert rknnx.lowlevel.dtype_of(t) == np.dtype(dt)
+    assert rknnx.lowlevel.type_of_dtype(dt) == t
     assert TensorAttr(type=t).dtype == np.dtype(dt)
 
 

@@ -1,0 +1,87 @@
+"""Which librknnrt rknnx uses: load it, switch it, describe it.
+
+The loading itself (one locked ``dlopen``/``dlsym`` into the entry-point table) is the
+binding's; this module is the Python side of it: the order in which candidates are tried
+is documented here and in the README ("Choosing the runtime"), and :func:`runtime_info`
+adds what needs an open context (the runtime's and the driver's versions).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Optional, Union
+
+from rknnx.emulator._locate import bundled_library
+
+__all__ = ["load_runtime", "runtime_info", "emulator_path"]
+
+ModelSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
+
+
+def emulator_path() -> str:
+    """Path of the CPU emulator of librknnrt bundled with rknnx (``rknnx/_emulator``)."""
+    return bundled_library()
+
+
+def load_runtime(path: Union[str, "os.PathLike[str]", None] = None) -> Dict[str, Any]:
+    """Load the RKNN runtime library, or switch to another one.
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        A path to a librknnrt, or ``"emulator"`` for the bundled CPU emulator.  Without
+        it, the usual order applies: env ``RKNNX_RUNTIME`` (a path or ``emulator``), then
+        ``librknnrt.so`` through the system loader and the vendor's install paths.
+
+    Returns
+    -------
+    dict
+        :func:`runtime_info` of the loaded runtime.
+
+    Raises
+    ------
+    RuntimeNotFoundError
+        If no candidate could be loaded; the message names each one and why.
+    RuntimeError
+        If contexts are still open on another runtime.
+    """
+    from rknnx import lowlevel
+
+    lowlevel.load_runtime(path)
+    return runtime_info()
+
+
+def runtime_info(model: Optional[ModelSource] = None) -> Dict[str, Any]:
+    """Describe the loaded runtime, loading it first if needed.
+
+    Parameters
+    ----------
+    model : str, os.PathLike or buffer, optional
+        A model the runtime can load.  librknnrt reports its own version only through
+        ``rknn_query(RKNN_QUERY_SDK_VERSION)`` on a context, so with a model this opens a
+        context on it, reads the versions and closes it again.
+
+    Returns
+    -------
+    dict
+        ``path`` (the library), ``source`` (how it was chosen), ``is_emulator``,
+        ``functions`` (the API names it provides) and ``missing`` (those it lacks); with
+        ``model``, also ``sdk_version`` and ``driver_version``; on the emulator, also
+        ``platform`` (the chip personality new contexts get).
+
+    Raises
+    ------
+    RuntimeNotFoundError
+        If no runtime can be loaded.
+    RKNNError
+        If ``model`` is given and the runtime cannot open it.
+    """
+    from rknnx import lowlevel
+
+    info = lowlevel.runtime_info()
+    if model is not None:
+        with lowlevel.Context(model) as ctx:
+            version = ctx.query(lowlevel.QueryCmd.SDK_VERSION)
+        info["sdk_version"] = version.api_version
+        info["driver_version"] = version.drv_version
+    return info
