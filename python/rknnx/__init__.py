@@ -31,6 +31,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "lowlevel": "rknnx.lowlevel",
     "emulator": "rknnx.emulator",
+    "platforms": "rknnx.platforms",
     "runtime": "rknnx.runtime",
     "load_runtime": "rknnx.runtime",
     "runtime_info": "rknnx.runtime",
