@@ -150,7 +150,7 @@ def test_imports_without_the_extension():
             "print(p.supports('RV1106', 'rknn_inputs_set'), p.family('RK3568'))\n"
             "import rknnx\n"
             "try:\n"
-            "    rknnx.Context\n"
+            "    rknnx.lowlevel\n"
             "except ImportError as e:\n"
             "    print('ImportError:', e)\n")
     proc = run_python(code)
