@@ -29,6 +29,15 @@ __version__ = "0.1.0"
 # name -> module that defines it; imported by __getattr__ on first use (PEP 562), so that
 # the pure-Python layers never pay for, or depend on, the compiled extension.
 _LAZY = {
+    "Model": "rknnx.model",
+    "Perf": "rknnx.model",
+    "ZeroCopySession": "rknnx.session",
+    "Pool": "rknnx.pool",
+    "TensorInfo": "rknnx._tensors",
+    "QuantInfo": "rknnx._tensors",
+    "NativeInfo": "rknnx._tensors",
+    "CoreMask": "rknnx.lowlevel",
+    "InitFlag": "rknnx.lowlevel",
     "lowlevel": "rknnx.lowlevel",
     "emulator": "rknnx.emulator",
     "platforms": "rknnx.platforms",

@@ -13,7 +13,7 @@ from typing import Any, Dict, Optional, Union
 
 from rknnx.emulator._locate import bundled_library
 
-__all__ = ["load_runtime", "runtime_info", "emulator_path"]
+__all__ = ["load_runtime", "runtime_info", "emulator_path", "chip_of"]
 
 ModelSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
 
@@ -85,3 +85,29 @@ def runtime_info(model: Optional[ModelSource] = None) -> Dict[str, Any]:
         info["sdk_version"] = version.api_version
         info["driver_version"] = version.drv_version
     return info
+
+
+_CONTROLS: Dict[str, Any] = {}
+
+
+def chip_of(context=None) -> Optional[str]:
+    """The chip a context runs on: the emulator's personality for it (or for new contexts)
+    under the emulator, else the board's chip from the device tree; None when unknown.
+
+    Parameters
+    ----------
+    context : rknnx.lowlevel.Context, optional
+        The context to ask about (the emulator gives each context a personality).
+    """
+    from rknnx import lowlevel, platforms
+
+    info = lowlevel.runtime_info()
+    if info["is_emulator"]:
+        from rknnx.emulator.control import EmulatorControl
+
+        ctl = _CONTROLS.get(info["path"])
+        if ctl is None:
+            ctl = _CONTROLS[info["path"]] = EmulatorControl(info["path"])
+        chip = ctl.context_platform(context.handle) if context is not None else None
+        return chip or ctl.platform
+    return platforms.detect_chip()

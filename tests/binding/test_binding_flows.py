@@ -14,53 +14,9 @@ import rknnx
 from rknnx.lowlevel import Context, Input, QueryCmd, TensorFormat, TensorType
 from rknnx.emulator import ModelBuilder, reference
 
+from helpers import expected_outputs, to_model, user_inputs  # noqa: F401
+
 SAMPLES = ("tiny_relu", "tiny_int8_add", "multi_io", "dynamic", "classifier", "detector")
-
-
-# ---- the numpy oracle ------------------------------------------------------------------------
-def user_inputs(ctx, rng):
-    """One array per input as a user passes it: uint8 pixels for normalized image inputs,
-    else data in the model's type, in the attribute's layout."""
-    xs = []
-    for a in ctx.input_attrs:
-        if len(a.dims) == 4 and a.type in (TensorType.INT8, TensorType.UINT8):
-            xs.append(rng.integers(0, 256, size=a.dims, dtype=np.uint8))
-        elif a.dtype.kind == "f":
-            xs.append(rng.standard_normal(a.dims).astype(a.dtype))
-        else:
-            info = np.iinfo(a.dtype)
-            xs.append(rng.integers(info.min, info.max + 1, size=a.dims, dtype=a.dtype))
-    return xs
-
-
-def to_model(t, x):
-    """What the runtime feeds the model for user data x: mean/std, then quantization."""
-    if x.dtype == np.dtype(t.dtype) and not t.mean:
-        return x
-    v = x.astype(np.float32)
-    if t.mean:
-        mean = np.asarray(t.mean, np.float32)
-        std = np.asarray(t.std, np.float32)
-        v = (v - mean) / std if len(mean) > 1 else (v - mean[0]) / std[0]
-    if t.qnt == "affine":
-        return reference.quantize(v, t.scale[0], t.zp[0], t.dtype)
-    return v.astype(t.dtype)
-
-
-def expected_outputs(model, xs, want_float, shape_set=0):
-    m = reference.as_model(model)
-    ins = [to_model(m.tensors[n], x) for n, x in zip(m.inputs, xs)]
-    outs = reference.run_reference(m, ins, shape_set=shape_set)
-    res = []
-    for name, q in zip(m.outputs, outs):
-        t = m.tensors[name]
-        if want_float:
-            q = (reference.dequantize(q, t.scale[0], t.zp[0]) if t.qnt == "affine"
-                 else q.astype(np.float32))
-        if q.ndim == 4 and t.fmt == "NHWC":
-            q = q.transpose(0, 3, 1, 2)
-        res.append(q)
-    return res
 
 
 # ---- the two flows ---------------------------------------------------------------------------

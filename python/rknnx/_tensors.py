@@ -1,0 +1,154 @@
+"""Descriptions of a model's tensors, and the checks that turn user arrays into runtime input.
+
+Pure Python on the low-level layer: :class:`TensorInfo` is what ``Model.inputs`` and
+``Model.outputs`` hold; :func:`as_input` decides, for one user array, the RKNN type and
+layout it is handed over in (or says what was expected).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+
+__all__ = ["QuantInfo", "NativeInfo", "TensorInfo", "describe", "as_input", "PIXEL_LAYOUTS"]
+
+#: the layouts a 4-D input can be given in, by name
+PIXEL_LAYOUTS = ("NHWC", "NCHW")
+#: element types the runtime converts from in the general flow
+_INPUT_DTYPES = (np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.float16),
+                 np.dtype(np.float32))
+
+
+@dataclass(frozen=True)
+class QuantInfo:
+    """How a tensor is quantized: ``real = (q - zero_point) * scale`` for ``"affine"``,
+    ``real = q / 2**fl`` for ``"dfp"``; ``kind`` is ``"none"`` for float tensors."""
+
+    kind: str
+    scale: float = 1.0
+    zero_point: int = 0
+    fl: int = 0
+
+
+@dataclass(frozen=True)
+class NativeInfo:
+    """The layout the NPU itself uses for a tensor (what zero-copy memory holds when it is
+    bound with the native attribute): its layout name, shape in that layout, byte strides
+    (padding included) and the bytes a buffer needs."""
+
+    layout: str
+    shape: Tuple[int, ...]
+    dtype: np.dtype
+    strides: Tuple[int, ...]
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One input or output of a model.
+
+    ``shape``/``layout`` are the tensor as the model declares it (inputs as they are
+    given, outputs as :meth:`rknnx.Model.run` returns them), ``dtype`` the model's own
+    element type, ``quant`` its quantization, ``native`` the NPU's own layout (None where
+    the runtime does not report one).
+    """
+
+    index: int
+    name: str
+    shape: Tuple[int, ...]
+    dtype: np.dtype
+    layout: str
+    quant: QuantInfo
+    native: Optional[NativeInfo] = None
+    attr: object = field(default=None, repr=False, compare=False)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def shape_in(self, layout: str) -> Tuple[int, ...]:
+        """The shape in `layout` ("NHWC" or "NCHW") for a 4-D tensor."""
+        return _permute(self.shape, self.layout, layout)
+
+
+def _quant(attr) -> QuantInfo:
+    kind = {0: "none", 1: "dfp", 2: "affine"}.get(int(attr.qnt_type), "none")
+    return QuantInfo(kind, float(attr.scale), int(attr.zp), int(attr.fl))
+
+
+def _native(attr) -> NativeInfo:
+    return NativeInfo(attr.layout, tuple(attr.dims), attr.dtype, tuple(attr.strides),
+                      int(max(attr.size_with_stride, attr.nbytes_with_stride)))
+
+
+def describe(index: int, attr, native_attr=None) -> TensorInfo:
+    """A :class:`TensorInfo` of a low-level ``TensorAttr`` (and its native attribute)."""
+    return TensorInfo(index=index, name=attr.name, shape=tuple(attr.dims), dtype=attr.dtype,
+                      layout=attr.layout, quant=_quant(attr),
+                      native=_native(native_attr) if native_attr is not None else None,
+                      attr=attr.copy())
+
+
+def _permute(shape: Tuple[int, ...], src: str, dst: str) -> Tuple[int, ...]:
+    if src == dst or len(shape) != 4 or src not in PIXEL_LAYOUTS or dst not in PIXEL_LAYOUTS:
+        return tuple(shape)
+    n, a, b, c = shape
+    return (n, c, a, b) if (src, dst) == ("NHWC", "NCHW") else (n, b, c, a)
+
+
+def default_dtype(info: TensorInfo) -> np.dtype:
+    """What a user feeds an input by default: uint8 pixels for a quantized 4-D image input,
+    else the model's own type."""
+    if len(info.shape) == 4 and info.layout == "NHWC" and info.dtype.kind in "iu":
+        return np.dtype(np.uint8)
+    return info.dtype
+
+
+def as_input(info: TensorInfo, array, data_format: Optional[str] = None,
+             expected_shape: Optional[Tuple[int, ...]] = None):
+    """Check one user array against input `info`; return ``(array, layout)``.
+
+    The array is given in the model's layout or, for a 4-D input, in the other of NHWC /
+    NCHW (said with `data_format`, else inferred from the shape); a 3-D array stands for a
+    batch of one.  It is made C-contiguous (a copy only when it is not).
+
+    Raises
+    ------
+    TypeError
+        Not an array, or an element type the runtime does not convert from.
+    ValueError
+        A shape that is neither layout of the input, or a `data_format` not NHWC/NCHW.
+    """
+    a = np.asarray(array)
+    if a.dtype not in _INPUT_DTYPES and a.dtype != info.dtype:
+        raise TypeError(
+            f"input {info.index} ({info.name!r}): dtype {a.dtype} is not accepted; expected "
+            f"{info.dtype} (the model's) or one of uint8, int8, float16, float32 "
+            f"(convert with .astype())")
+    shape = tuple(expected_shape) if expected_shape is not None else info.shape
+    if data_format is not None:
+        fmt = str(data_format).upper()
+        if fmt not in PIXEL_LAYOUTS:
+            raise ValueError(f"data_format must be 'nhwc' or 'nchw', got {data_format!r}")
+    else:
+        fmt = None
+    if len(shape) == 4 and a.ndim == 3 and shape[0] == 1:
+        a = a[np.newaxis]
+    candidates = [info.layout] if len(shape) != 4 else (
+        [fmt] if fmt else [info.layout] + [f for f in PIXEL_LAYOUTS if f != info.layout])
+    for layout in candidates:
+        if a.shape == _permute(shape, info.layout, layout):
+            return np.ascontiguousarray(a), layout
+    other = (f" or {_permute(shape, info.layout, 'NCHW' if info.layout == 'NHWC' else 'NHWC')} "
+             f"({'NCHW' if info.layout == 'NHWC' else 'NHWC'})"
+             if len(shape) == 4 and info.layout in PIXEL_LAYOUTS and not fmt else "")
+    said = f" in {fmt}" if fmt else ""
+    raise ValueError(f"input {info.index} ({info.name!r}): shape {a.shape}{said} does not match "
+                     f"the model's {shape} ({info.layout}){other}")
+
+
+def shapes_str(shapes: Sequence[Tuple[int, ...]]) -> str:
+    return ", ".join(str(tuple(s)) for s in shapes)

@@ -1,0 +1,465 @@
+"""``rknnx.Model``: one RKNN model, its description, and the general flow (numpy in, numpy out).
+
+A :class:`Model` opens one low-level context and describes the model from it. Its
+:meth:`Model.run` is the general flow: the runtime converts the user's arrays on the CPU
+(layout, normalisation, quantization) and returns numpy outputs. :meth:`Model.zero_copy`
+opens a :class:`~rknnx.session.ZeroCopySession` on a context of its own (the vendor
+forbids mixing the two flows on one context), sharing the weights with the model's.
+
+On chips without the general API (RV1106/RV1103/RK2118) :meth:`Model.run` works through a
+zero-copy session the model keeps, so one program runs on every chip.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+import weakref
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from rknnx import lowlevel as _ll
+from rknnx import platforms as _platforms
+from rknnx._tensors import TensorInfo, as_input, describe, shapes_str
+from rknnx.errors import NotSupportedError, RKNNError
+from rknnx.runtime import chip_of
+
+__all__ = ["Model", "Perf"]
+
+ModelSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
+
+_QUERY = _ll.QueryCmd
+_FLOW_FUNCS = ("rknn_inputs_set", "rknn_outputs_get")
+
+
+@dataclass(frozen=True)
+class Perf:
+    """Timing of the last run: ``run_us`` (the NPU's time, microseconds) and ``detail``
+    (the runtime's per-layer table, or None unless the model was opened with
+    ``perf=True``)."""
+
+    run_us: int
+    detail: Optional[str]
+
+
+def _source_of(source: ModelSource):
+    """What the low-level Context takes, kept so that more contexts can be opened."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"model file {path!r} does not exist")
+        return path
+    try:
+        memoryview(source)
+    except TypeError:
+        raise TypeError(f"a model is a path, bytes or a buffer; got {type(source).__name__}") \
+            from None
+    return source
+
+
+class Model:
+    """An RKNN model on the NPU (or the CPU emulator).
+
+    Parameters
+    ----------
+    source : str, os.PathLike, bytes or buffer
+        The ``.rknn`` file, or its bytes.
+    core_mask : rknnx.CoreMask or int, optional
+        NPU cores to run on (RK3588/RK3576 only; other chips raise NotSupportedError).
+    flags : rknnx.lowlevel.InitFlag, optional
+        Extra ``rknn_init`` flags for every context the model opens.
+    perf : bool
+        Collect per-layer timing (``RKNN_FLAG_COLLECT_PERF_MASK``): :attr:`perf` then has
+        the runtime's detail table.
+
+    Examples
+    --------
+    >>> with rknnx.Model("classifier.rknn") as model:          # doctest: +SKIP
+    ...     scores, = model.run(image)                         # float32 by default
+    ...     logits, = model.run(image, raw=True)               # the model's int8
+
+    Raises
+    ------
+    FileNotFoundError
+        No such model file.
+    RKNNError
+        The runtime refused the model (``ModelInvalidError`` for a corrupt file ...).
+
+    Notes
+    -----
+    A model is safe to share between threads: :meth:`run` calls are serialized (use a
+    :class:`rknnx.Pool` to run frames in parallel).  Close it (or use ``with``); an
+    unclosed model warns (ResourceWarning) when collected.
+    """
+
+    def __init__(self, source: ModelSource, *, core_mask=None, flags: int = 0,
+                 perf: bool = False):
+        self._ctx = None
+        self._source = _source_of(source)
+        self._flags = int(flags) | (int(_ll.InitFlag.COLLECT_PERF_MASK) if perf else 0)
+        self._core_mask = None
+        self._lock = threading.RLock()
+        self._sessions: "weakref.WeakSet" = weakref.WeakSet()
+        self._pools: "weakref.WeakSet" = weakref.WeakSet()
+        self._runner = None            # zero-copy session behind run() on zero-copy-only chips
+        self._last_ctx = None          # the context of the last run (for perf)
+        self._ctx_sets: Dict[int, int] = {}   # context handle -> its current shape set
+        self._out_cache: Dict[Tuple[int, bool], List[Tuple[Tuple[int, ...], np.dtype]]] = {}
+        self._ctx = _ll.Context(self._source, self._flags)
+        try:
+            #: the chip the model runs on ("RK3588" ...; None on an unknown board)
+            self.chip: Optional[str] = chip_of(self._ctx)
+            self._general = self.supports("rknn_inputs_set")
+            self._describe()
+            if core_mask is not None:
+                self.set_core_mask(core_mask)
+        except BaseException:
+            self._ctx.close()
+            raise
+
+    # -- description -----------------------------------------------------------------------
+    def _describe(self) -> None:
+        ctx = self._ctx
+        self.dynamic = False
+        ranges = []
+        if self.supports(query="INPUT_DYNAMIC_RANGE"):
+            for i in range(ctx.n_input):
+                r = ctx.query(_QUERY.INPUT_DYNAMIC_RANGE, i)
+                ranges.append(r.dyn_range)
+            self.dynamic = any(len(r) > 1 for r in ranges)
+        n_sets = max((len(r) for r in ranges), default=0)
+        #: the shape sets of a dynamic model: one tuple of input shapes per set ([] if static)
+        self.shape_sets: List[Tuple[Tuple[int, ...], ...]] = (
+            [tuple(r[k] for r in ranges) for k in range(n_sets)] if self.dynamic else [])
+        self.inputs: Tuple[TensorInfo, ...] = tuple(
+            describe(i, a, self._native(_QUERY.NATIVE_INPUT_ATTR, i))
+            for i, a in enumerate(ctx.input_attrs))
+        self.outputs: Tuple[TensorInfo, ...] = tuple(
+            describe(i, a, self._native(_QUERY.NATIVE_OUTPUT_ATTR, i))
+            for i, a in enumerate(ctx.output_attrs))
+        version = ctx.query(_QUERY.SDK_VERSION)
+        #: the runtime's version string (``rknn_sdk_version.api_version``)
+        self.sdk_version: str = version.api_version
+        #: the NPU driver's version string
+        self.driver_version: str = version.drv_version
+        #: ``MemSize`` of the model: weight, internal and DMA bytes
+        self.mem_size = ctx.query(_QUERY.MEM_SIZE)
+        #: the string the model was converted with (``rknn_custom_string``)
+        self.custom_string: str = ctx.query(_QUERY.CUSTOM_STRING)
+
+    def supports(self, function: Optional[str] = None, *, query: Optional[str] = None) -> bool:
+        """Whether the model's chip has the C function `function` (e.g. "rknn_inputs_set")
+        or answers `query` (e.g. "PERF_DETAIL"), from the vendor's Tables 3-1/3-2 (see
+        :mod:`rknnx.platforms`); True on a chip the tables do not know."""
+        if self.chip is None:
+            return True
+        try:
+            if query is not None:
+                return _platforms.supports_query(self.chip, query)
+            return _platforms.supports(self.chip, function)
+        except ValueError:
+            return True
+
+    def _native(self, cmd, i):
+        try:
+            return self._ctx.query(cmd, i)
+        except (RKNNError, ValueError):
+            return None                # e.g. a runtime that reports none for this model
+
+    @property
+    def closed(self) -> bool:
+        return self._ctx is None or self._ctx.closed
+
+    def _check_open(self, what: str) -> None:
+        if self.closed:
+            raise ValueError(f"{what} on closed Model")
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"chip={self.chip}"
+        ins = ", ".join(f"{t.name}{list(t.shape)}:{t.dtype}" for t in self.inputs)
+        outs = ", ".join(f"{t.name}{list(t.shape)}:{t.dtype}" for t in self.outputs)
+        return f"<rknnx.Model {state} inputs=[{ins}] outputs=[{outs}]>"
+
+    @property
+    def perf(self) -> Perf:
+        """Timing of the last run (``RKNN_QUERY_PERF_RUN``, and ``PERF_DETAIL`` with
+        ``perf=True``).  Raises ValueError before the first run."""
+        self._check_open("perf")
+        ctx = self._last_ctx
+        if ctx is None or ctx.closed:
+            raise ValueError("perf: the model has not run yet")
+        run = ctx.query(_QUERY.PERF_RUN)
+        detail = None
+        if self._flags & int(_ll.InitFlag.COLLECT_PERF_MASK):
+            detail = ctx.query(_QUERY.PERF_DETAIL).text
+        return Perf(int(run.run_duration), detail)
+
+    # -- configuration ---------------------------------------------------------------------
+    def set_core_mask(self, mask) -> None:
+        """Run on these NPU cores (``rknn_set_core_mask``) from now on, in every context of
+        the model (sessions included).
+
+        Raises
+        ------
+        NotSupportedError
+            The chip has one NPU core (only RK3588/RK3576 choose cores).
+        """
+        self._check_open("set_core_mask")
+        if not self.supports("rknn_set_core_mask"):
+            raise NotSupportedError(f"rknn_set_core_mask is not supported on {self.chip}: only "
+                                    "RK3588 and RK3576 have several NPU cores", None,
+                                    "rknn_set_core_mask")
+        mask = _ll.CoreMask(int(mask))
+        with self._lock:
+            for ctx in self._contexts():
+                ctx.set_core_mask(mask)
+            self._core_mask = mask
+
+    def _contexts(self):
+        yield self._ctx
+        for s in list(self._sessions):
+            if not s.closed:
+                yield s._ctx
+
+    def _new_context(self, flags: int = 0):
+        """A context for a session or pool worker, sharing the weights with the model's:
+        ``rknn_dup_context`` where the chip has it (and the model is static), else a new
+        ``rknn_init`` with ``RKNN_FLAG_SHARE_WEIGHT_MEM``, else a plain ``rknn_init``."""
+        self._check_open("a new context")
+        flags = self._flags | int(flags)
+        if not self.dynamic and flags == self._flags and self.supports("rknn_dup_context"):
+            ctx = self._ctx.dup()
+        elif not self.dynamic:
+            ctx = _ll.Context(self._source, flags | int(_ll.InitFlag.SHARE_WEIGHT_MEM),
+                              share_weights_with=self._ctx)
+        else:
+            ctx = _ll.Context(self._source, flags)
+        if self._core_mask is not None:
+            ctx.set_core_mask(self._core_mask)
+        return ctx
+
+    # -- the general flow -----------------------------------------------------------------
+    def _arrays(self, inputs: Sequence[Any]) -> List[Any]:
+        if len(inputs) == 1 and isinstance(inputs[0], Mapping):
+            by_name = dict(inputs[0])
+            names = [t.name for t in self.inputs]
+            unknown = sorted(set(by_name) - set(names))
+            if unknown:
+                raise KeyError(f"no input named {', '.join(map(repr, unknown))}; the model's "
+                               f"inputs are {names}")
+            missing = [n for n in names if n not in by_name]
+            if missing:
+                raise ValueError(f"missing input(s) {missing}; the model's inputs are {names}")
+            return [by_name[n] for n in names]
+        if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)) and len(self.inputs) > 1:
+            inputs = tuple(inputs[0])
+        if len(inputs) != len(self.inputs):
+            raise ValueError(f"the model has {len(self.inputs)} input(s) "
+                             f"({', '.join(t.name for t in self.inputs)}); got {len(inputs)}")
+        return list(inputs)
+
+    def prepare_inputs(self, inputs: Sequence[Any], data_format: Optional[str] = None):
+        """Check user arrays against the inputs: ``[(array, layout)]`` and the shape set
+        they need (None for a static model).  Raises what :meth:`run` raises."""
+        arrays = self._arrays(inputs)
+        if not self.dynamic:
+            return [as_input(t, a, data_format) for t, a in zip(self.inputs, arrays)], None
+        for k, shapes in enumerate(self.shape_sets):
+            try:
+                return [as_input(t, a, data_format, s)
+                        for t, a, s in zip(self.inputs, arrays, shapes)], k
+            except ValueError:
+                continue
+        given = shapes_str(np.shape(a) for a in arrays)
+        sets = "; ".join(f"set {k}: {shapes_str(s)}" for k, s in enumerate(self.shape_sets))
+        raise ValueError(f"input shapes {given} match no shape set of the model "
+                         f"({self.inputs[0].layout}); its sets are {sets}")
+
+    def run(self, *inputs, raw: bool = False, out: Optional[Sequence[np.ndarray]] = None,
+            data_format: Optional[str] = None) -> List[np.ndarray]:
+        """Run the model on numpy arrays (the general flow).
+
+        Parameters
+        ----------
+        *inputs : numpy.ndarray, or one dict name -> array
+            One array per input, in the model's layout or (4-D) the other of NHWC/NCHW;
+            uint8 pixels, int8, float16 or float32 (the runtime converts and normalizes).
+            A 3-D array stands for a batch of one.  For a dynamic-shape model the shape set
+            is chosen from the shapes.
+        raw : bool
+            Return the outputs in the model's own type (e.g. int8) instead of float32.
+        out : sequence of numpy.ndarray, optional
+            Arrays to write the outputs into (reused across calls: no allocation); each of
+            the shape and dtype that :attr:`outputs` (or ``raw``) says.
+        data_format : {"nhwc", "nchw"}, optional
+            The layout of 4-D inputs, when their shape leaves it ambiguous.
+
+        Returns
+        -------
+        list of numpy.ndarray
+            One per output (the `out` arrays when given).
+
+        Raises
+        ------
+        ValueError
+            Wrong number of inputs, a shape that fits neither layout (or no shape set),
+            `out` arrays of the wrong shape, a closed model.
+        TypeError
+            An element type the runtime does not take.
+        RKNNError
+            The runtime failed (the subclass of its status).
+        """
+        self._check_open("run")
+        prepared, shape_set = self.prepare_inputs(inputs, data_format)
+        if not self._general:
+            return self._run_zero_copy(prepared, shape_set, raw, out)
+        with self._lock:
+            self._check_open("run")
+            return self._run_general(self._ctx, prepared, shape_set, raw, out)
+
+    def _run_general(self, ctx, prepared, shape_set, raw, out) -> List[np.ndarray]:
+        """inputs_set + run + outputs_get on `ctx` (the caller holds what serializes it)."""
+        if shape_set is not None:
+            self._select_shape_set(ctx, shape_set)
+        items = [a if layout == t.layout else
+                 _ll.Input(a, index=t.index, fmt=_ll.TensorFormat[layout])
+                 for t, (a, layout) in zip(self.inputs, prepared)]
+        ctx.inputs_set(items)
+        ctx.run()
+        self._last_ctx = ctx
+        arrays = self._out_arrays(ctx, shape_set, raw, out)
+        ctx.outputs_get(want_float=not raw, out=arrays)
+        return arrays
+
+    def _select_shape_set(self, ctx, k: int) -> None:
+        if self._ctx_sets.get(ctx.handle, 0) == k:
+            return
+        attrs = []
+        for t, shape in zip(self.inputs, self.shape_sets[k]):
+            a = t.attr.copy()
+            a.dims = shape
+            attrs.append(a)
+        ctx.set_input_shapes(attrs)
+        self._ctx_sets[ctx.handle] = k
+
+    def _out_arrays(self, ctx, shape_set, raw: bool, out) -> List[np.ndarray]:
+        key = (shape_set or 0, bool(raw))
+        specs = self._out_cache.get(key)
+        if specs is None:
+            attrs = ctx.output_attrs
+            specs = [(tuple(a.dims), np.dtype(np.float32) if not raw else a.dtype) for a in attrs]
+            self._out_cache[key] = specs
+        if out is None:
+            return [np.empty(shape, dtype) for shape, dtype in specs]
+        out = list(out)
+        if len(out) != len(specs):
+            raise ValueError(f"out= needs {len(specs)} array(s), one per output; got {len(out)}")
+        for i, (a, (shape, dtype)) in enumerate(zip(out, specs)):
+            if not isinstance(a, np.ndarray) or a.shape != shape or a.dtype != dtype \
+                    or not a.flags.c_contiguous or not a.flags.writeable:
+                got = (f"{a.shape} {a.dtype}" if isinstance(a, np.ndarray)
+                       else type(a).__name__)
+                raise ValueError(f"out[{i}] must be a writable C-contiguous {dtype} array of "
+                                 f"shape {shape}; got {got}")
+        return out
+
+    def _run_zero_copy(self, prepared, shape_set, raw, out):
+        with self._lock:
+            self._check_open("run")
+            self._runner = self._runner_for(self._runner, prepared, raw)
+            return self._run_session(self._runner, prepared, shape_set, raw, out)
+
+    def _runner_for(self, runner, prepared, raw: bool):
+        """A zero-copy session that can run `prepared` inputs (`runner` if it can)."""
+        kind = "raw" if raw else "float32"
+        dtypes = [a.dtype for a, _ in prepared]
+        if runner is not None and not runner.closed and runner.output_kind == kind \
+                and runner._in_dtypes == dtypes:
+            return runner
+        if runner is not None:
+            runner.close()
+        return self.zero_copy(outputs=kind, input_dtypes=dtypes, _internal=True)
+
+    def _run_session(self, runner, prepared, shape_set, raw, out) -> List[np.ndarray]:
+        """The general flow's result through a zero-copy session: copy in, run, copy out."""
+        if shape_set is not None:
+            runner.set_shape_set(shape_set)
+        for view, (a, layout), t in zip(runner.inputs, prepared, self.inputs):
+            _copy_in(view, a, layout, t.layout)
+        runner.run()
+        self._last_ctx = runner._ctx
+        key = (shape_set or 0, bool(raw))
+        if key not in self._out_cache:
+            self._out_cache[key] = [(v.shape, v.dtype) for v in runner.outputs]
+        if out is None:
+            return [np.array(v) for v in runner.outputs]
+        arrays = self._out_arrays(runner._ctx, shape_set, raw, out)
+        for dst, v in zip(arrays, runner.outputs):
+            dst[...] = v
+        return arrays
+
+    # -- the zero-copy flow ---------------------------------------------------------------
+    def zero_copy(self, **options):
+        """A :class:`~rknnx.session.ZeroCopySession` on a context of its own; see there for
+        the options.  The model may go on running the general flow meanwhile."""
+        from rknnx.session import ZeroCopySession
+
+        self._check_open("zero_copy")
+        internal = options.pop("_internal", False)
+        session = ZeroCopySession(self, **options)
+        if not internal:
+            self._sessions.add(session)
+        return session
+
+    # -- custom operators ------------------------------------------------------------------
+    def register_custom_ops(self, *ops) -> None:
+        """Register custom operators (``rknnx.custom_op`` functions or low-level
+        ``CustomOp`` objects) on the model's context and every session opened later."""
+        from rknnx import custom
+
+        self._check_open("register_custom_ops")
+        custom.register(self._ctx, ops)
+        self._custom_ops = getattr(self, "_custom_ops", ()) + tuple(ops)
+
+    # -- lifetime --------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the sessions the model opened and its context.  A second call does nothing.
+
+        Raises
+        ------
+        BufferError
+            A numpy view of a session's memory is still alive (delete it first).
+        """
+        if self._ctx is None:
+            return
+        for p in list(self._pools):
+            p.shutdown(wait=True, cancel_pending=True)
+        with self._lock:
+            for s in list(self._sessions):
+                s.close()
+            if self._runner is not None:
+                self._runner.close()
+                self._runner = None
+            self._last_ctx = None
+            self._ctx.close()
+
+    def __enter__(self) -> "Model":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self, _warn=warnings.warn):
+        ctx = getattr(self, "_ctx", None)
+        if ctx is not None and not ctx.closed:
+            _warn(f"unclosed {self!r}", ResourceWarning, source=self)
+
+
+def _copy_in(view: np.ndarray, array: np.ndarray, layout: str, model_layout: str) -> None:
+    """Write a user array into an input view (transposing NCHW <-> NHWC when they differ)."""
+    if layout != model_layout and array.ndim == 4:
+        array = array.transpose((0, 2, 3, 1) if layout == "NCHW" else (0, 3, 1, 2))
+    view[...] = array

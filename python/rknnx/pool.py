@@ -1,0 +1,227 @@
+"""``rknnx.Pool``: run frames on several contexts of one model in parallel.
+
+Each worker is a thread with a context of its own, made from the model's with
+``rknn_dup_context`` (the weights are shared, not loaded again) and pinned to an NPU core
+on the chips that have several.  Frames go through a bounded queue (``submit`` blocks
+when it is full: back-pressure instead of unbounded memory), results come back as
+futures, and :meth:`Pool.map` yields them in submission order.  The GIL is released
+inside every runtime call, so the workers really run at the same time.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from concurrent.futures import Future
+from typing import Any, Iterable, Iterator, List, Optional, Sequence
+
+from rknnx import lowlevel as _ll
+
+__all__ = ["Pool"]
+
+_STOP = object()
+#: core masks the workers are pinned to, in turn, on chips with several NPU cores
+_NPU_CORES = {"RK3588": 3, "RK3576": 2}
+_CORES = {3: (_ll.CoreMask.CORE_0, _ll.CoreMask.CORE_1, _ll.CoreMask.CORE_2),
+          2: (_ll.CoreMask.CORE_0, _ll.CoreMask.CORE_1)}
+
+
+class _Job:
+    __slots__ = ("future", "inputs", "raw", "data_format")
+
+    def __init__(self, future, inputs, raw, data_format):
+        self.future, self.inputs, self.raw, self.data_format = future, inputs, raw, data_format
+
+
+class Pool:
+    """A pool of `workers` contexts of `model`, fed from threads.
+
+    Parameters
+    ----------
+    model : rknnx.Model
+        The model; it stays usable (and must stay open) while the pool runs.
+    workers : int
+        Number of contexts and threads (>= 1).
+    core_masks : sequence of CoreMask, optional
+        The core mask of each worker, in turn.  Default: one core per worker on RK3588
+        (three cores) and RK3576 (two), none elsewhere.  Chips with one core refuse a mask
+        (NotSupportedError).
+    queue_size : int, optional
+        Frames waiting at most (default ``2 * workers``); :meth:`submit` blocks beyond.
+
+    Examples
+    --------
+    >>> with rknnx.Model("yolo.rknn") as model, rknnx.Pool(model, workers=3) as pool:  # doctest: +SKIP
+    ...     for outputs in pool.map(frames):                   # in submission order
+    ...         ...
+
+    Raises
+    ------
+    ValueError
+        `workers` < 1, a closed model, an empty `core_masks`.
+    NotSupportedError
+        `core_masks` on a chip with one NPU core.
+    """
+
+    def __init__(self, model, workers: int = 3, *, core_masks: Optional[Sequence[Any]] = None,
+                 queue_size: Optional[int] = None):
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"workers must be an int >= 1; got {workers!r}")
+        model._check_open("Pool")
+        self.model = model
+        self._queue: "queue.Queue" = queue.Queue(maxsize=queue_size or 2 * workers)
+        self._closed = False
+        self._submit_lock = threading.Lock()
+        masks = self._masks(model, workers, core_masks)
+        self._contexts: List[Any] = []
+        self._threads: List[threading.Thread] = []
+        model._pools.add(self)
+        try:
+            for k in range(workers):
+                runner = self._worker_context(model, masks[k] if masks else None)
+                self._contexts.append(runner)
+        except BaseException:
+            self._close_contexts()
+            raise
+        self._masks_of = masks
+        for k in range(len(self._contexts)):
+            t = threading.Thread(target=self._work, args=(k,), daemon=True,
+                                 name=f"rknnx-pool-{k}")
+            t.start()
+            self._threads.append(t)
+
+    @staticmethod
+    def _masks(model, workers, core_masks):
+        if core_masks is not None:
+            masks = list(core_masks)
+            if not masks:
+                raise ValueError("core_masks is empty; give one mask per worker (or in turn)")
+            if not model.supports("rknn_set_core_mask"):
+                raise _ll.NotSupportedError(
+                    f"core_masks: rknn_set_core_mask is not supported on {model.chip} (one NPU "
+                    "core)", None, "rknn_set_core_mask")
+            return [_ll.CoreMask(int(masks[k % len(masks)])) for k in range(workers)]
+        cores = _CORES.get(_NPU_CORES.get(model.chip, 1))
+        if cores is None or workers == 1:
+            return None
+        return [cores[k % len(cores)] for k in range(workers)]
+
+    @staticmethod
+    def _worker_context(model, mask):
+        """A context (general flow) or, on zero-copy-only chips, a session of the model."""
+        if model._general:
+            ctx = model._new_context()
+            if mask is not None:
+                ctx.set_core_mask(mask)
+            return ctx
+        session = model.zero_copy(_internal=True)
+        if mask is not None:
+            session._ctx.set_core_mask(mask)
+        return session
+
+    # -- feeding ---------------------------------------------------------------------------
+    def submit(self, *inputs, raw: bool = False, data_format: Optional[str] = None) -> Future:
+        """Queue one frame (the arguments of :meth:`rknnx.Model.run`); returns a Future of
+        what ``model.run`` would return.  Blocks while the queue is full.
+
+        The inputs are checked here, so a wrong frame raises at once (ValueError /
+        TypeError, as ``model.run`` does) rather than through the future.
+
+        Raises
+        ------
+        RuntimeError
+            The pool is shut down.
+        """
+        prepared = self.model.prepare_inputs(inputs, data_format)
+        future: Future = Future()
+        with self._submit_lock:
+            if self._closed:
+                raise RuntimeError("submit on a Pool that is shut down")
+            self._queue.put(_Job(future, prepared, raw, data_format))
+        return future
+
+    def map(self, frames: Iterable[Any], *, raw: bool = False) -> Iterator[List[Any]]:
+        """Run every frame (an array, or a tuple of arrays for a multi-input model) and yield
+        the outputs in the order of `frames`, keeping at most ``queue_size + workers``
+        frames in flight."""
+        window: "queue.SimpleQueue" = queue.SimpleQueue()
+        pending = 0
+        limit = self._queue.maxsize + len(self._threads)
+        for frame in frames:
+            args = frame if isinstance(frame, tuple) else (frame,)
+            window.put(self.submit(*args, raw=raw))
+            pending += 1
+            if pending >= limit:
+                yield window.get().result()
+                pending -= 1
+        while pending:
+            yield window.get().result()
+            pending -= 1
+
+    # -- the workers -----------------------------------------------------------------------
+    def _work(self, k: int) -> None:
+        model = self.model
+        runner = self._contexts[k]
+        while True:
+            job = self._queue.get()
+            if job is _STOP:
+                return
+            if not job.future.set_running_or_notify_cancel():
+                continue
+            try:
+                prepared, shape_set = job.inputs
+                if model._general:
+                    result = model._run_general(runner, prepared, shape_set, job.raw, None)
+                else:
+                    fresh = model._runner_for(runner, prepared, job.raw)
+                    if fresh is not runner:
+                        runner = self._contexts[k] = fresh
+                        if self._masks_of:
+                            runner._ctx.set_core_mask(self._masks_of[k])
+                    result = model._run_session(runner, prepared, shape_set, job.raw, None)
+            except BaseException as exc:
+                job.future.set_exception(exc)
+            else:
+                job.future.set_result(result)
+
+    # -- lifetime --------------------------------------------------------------------------
+    @property
+    def workers(self) -> int:
+        return len(self._threads)
+
+    def shutdown(self, wait: bool = True, *, cancel_pending: bool = False) -> None:
+        """Stop taking frames; finish (or, with `cancel_pending`, cancel) the queued ones,
+        then close the workers' contexts.  A second call does nothing."""
+        with self._submit_lock:
+            first = not self._closed
+            self._closed = True
+        if first:
+            if cancel_pending:
+                while True:
+                    try:
+                        job = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if job is not _STOP:
+                        job.future.cancel()
+            for _ in self._threads:
+                self._queue.put(_STOP)
+        if wait:
+            for t in self._threads:
+                t.join()
+            self._close_contexts()
+
+    def _close_contexts(self) -> None:
+        for c in self._contexts:
+            c.close()
+        self._contexts = []
+
+    def __enter__(self) -> "Pool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown(wait=True)
+
+    def __repr__(self) -> str:
+        state = "shut down" if self._closed else f"{self.workers} workers"
+        return f"<rknnx.Pool {state} on {self.model!r}>"

@@ -1,0 +1,480 @@
+"""Zero-copy sessions: numpy views of NPU memory bound to a model's inputs and outputs.
+
+A :class:`ZeroCopySession` owns one low-level context of its model (the vendor forbids
+mixing the general and zero-copy flows on one context) and one ``TensorMem`` per input
+and output, bound with ``rknn_set_io_mem``.  ``session.inputs[i]`` and
+``session.outputs[i]`` are numpy arrays whose data *is* that memory, in the tensor's
+logical shape (row padding expressed in the strides): write a frame into an input, call
+:meth:`ZeroCopySession.run`, read the outputs.
+
+Cache maintenance: by default librknnrt cleans bound inputs and invalidates bound outputs
+around every run.  A session opened with ``flags=DISABLE_FLUSH_INPUT_MEM_CACHE`` /
+``DISABLE_FLUSH_OUTPUT_MEM_CACHE`` takes that job over: it syncs exactly the cacheable
+memory the runtime no longer syncs (non-cacheable memory needs none, an output chained
+into an input needs none), unless opened with ``sync=False`` (then :meth:`sync_inputs`
+and :meth:`sync_outputs` are the user's).
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from rknnx import lowlevel as _ll
+from rknnx._tensors import default_dtype
+
+__all__ = ["ZeroCopySession"]
+
+_OUTPUT_KINDS = ("float32", "raw", "native")
+_F = _ll.InitFlag
+_TO, _FROM = _ll.MemSyncMode.TO_DEVICE, _ll.MemSyncMode.FROM_DEVICE
+
+
+class ZeroCopySession:
+    """Inputs and outputs of a model as numpy views of NPU memory.
+
+    Made by :meth:`rknnx.Model.zero_copy`; a context manager.
+
+    Parameters
+    ----------
+    outputs : {"float32", "raw", "native"}
+        What ``outputs[i]`` hold: float32 in the model's output layout (converted by the
+        runtime), the model's own type (e.g. int8) in that layout, or the NPU's native
+        layout (e.g. int8 NC1HWC2, 5-D), which costs the runtime no conversion at all;
+        :meth:`read` turns raw and native outputs into float32 NCHW/NHWC with the
+        compiled kernels.
+    input_dtypes : dtype or sequence of dtypes, optional
+        The element type of each input view (default: uint8 for a quantized 4-D image
+        input, else the model's type); the runtime converts on the NPU side.
+    cacheable : bool
+        Allocate cacheable memory (the default, fast for the CPU) or non-cacheable memory
+        (coherent: no sync ever needed, slow CPU reads).
+    flags : rknnx.lowlevel.InitFlag
+        Extra flags of the session's context; ``DISABLE_FLUSH_*_MEM_CACHE`` hands cache
+        maintenance to the session.
+    sync : bool
+        With ``DISABLE_FLUSH_*`` flags: sync automatically (True) or leave it to
+        :meth:`sync_inputs` / :meth:`sync_outputs` (False).
+
+    Raises
+    ------
+    ValueError
+        Unknown `outputs`, a closed model, wrong number of `input_dtypes`.
+    TypeError
+        An input dtype with no RKNN type.
+    """
+
+    def __init__(self, model, *, outputs: str = "float32", input_dtypes=None,
+                 cacheable: bool = True, flags: int = 0, sync: bool = True):
+        if outputs not in _OUTPUT_KINDS:
+            raise ValueError(f"outputs must be one of {_OUTPUT_KINDS}; got {outputs!r}")
+        self._ctx = None
+        self._model = model
+        self.output_kind = outputs
+        self._cacheable = bool(cacheable)
+        self._in_dtypes = self._input_dtypes(model, input_dtypes)
+        self._lock = threading.Lock()
+        self._in_mems: List[Optional[_ll.TensorMem]] = []
+        self._out_mems: List[Optional[_ll.TensorMem]] = []
+        self._owned: List[_ll.TensorMem] = []        # mems this session allocated or imported
+        self._coherent: List[_ll.TensorMem] = []     # the non-cacheable ones among them
+        self._chained = {}                            # input index -> output index
+        self._inputs: Tuple[np.ndarray, ...] = ()
+        self._outputs: Tuple[np.ndarray, ...] = ()
+        self._ctx = model._new_context(flags)
+        try:
+            ctx_flags = int(self._ctx.flags)
+            self._session_syncs_in = bool(sync) and bool(ctx_flags & _F.DISABLE_FLUSH_INPUT_MEM_CACHE)
+            self._session_syncs_out = bool(sync) and bool(ctx_flags & _F.DISABLE_FLUSH_OUTPUT_MEM_CACHE)
+            for op in getattr(model, "_custom_ops", ()):
+                from rknnx import custom
+
+                custom.register(self._ctx, [op])
+            self._bind_all()
+        except BaseException:
+            self._release()
+            raise
+
+    @staticmethod
+    def _input_dtypes(model, input_dtypes) -> List[np.dtype]:
+        if input_dtypes is None:
+            return [default_dtype(t) for t in model.inputs]
+        if not isinstance(input_dtypes, (list, tuple)):
+            input_dtypes = [input_dtypes] * len(model.inputs)
+        if len(input_dtypes) != len(model.inputs):
+            raise ValueError(f"input_dtypes needs one dtype per input ({len(model.inputs)}); "
+                             f"got {len(input_dtypes)}")
+        dts = [np.dtype(d) for d in input_dtypes]
+        for d in dts:
+            _ll.type_of_dtype(d)       # TypeError for a dtype with no RKNN type
+        return dts
+
+    # -- binding ---------------------------------------------------------------------------
+    def _alloc(self, nbytes: int) -> _ll.TensorMem:
+        flags = _ll.MemAllocFlag.CACHEABLE if self._cacheable else _ll.MemAllocFlag.NON_CACHEABLE
+        mem = self._ctx.create_mem2(nbytes, flags)
+        self._owned.append(mem)
+        if not self._cacheable:
+            self._coherent.append(mem)
+        return mem
+
+    def _in_attr(self, i: int):
+        a = self._ctx.input_attrs[i]
+        a.type = _ll.type_of_dtype(self._in_dtypes[i])
+        return a
+
+    def _out_attr(self, i: int):
+        if self.output_kind == "native":
+            cmd = (_ll.QueryCmd.CURRENT_NATIVE_OUTPUT_ATTR if self._model.dynamic
+                   else _ll.QueryCmd.NATIVE_OUTPUT_ATTR)
+            return self._ctx.query(cmd, i)
+        a = self._ctx.output_attrs[i]
+        if self.output_kind == "float32":
+            a.type = _ll.TensorType.FLOAT32
+        return a
+
+    @staticmethod
+    def _need(attr) -> int:
+        return int(max(attr.size_with_stride, attr.nbytes_with_stride, attr.size))
+
+    def _bind(self, mems: list, i: int, attr) -> None:
+        need = self._need(attr)
+        mem = mems[i] if i < len(mems) else None
+        if mem is None or mem.size < need:
+            if mem is not None:
+                self._drop(mem)
+            mem = self._alloc(need)
+        self._ctx.set_io_mem(mem, attr)
+        if i < len(mems):
+            mems[i] = mem
+        else:
+            mems.append(mem)
+
+    def _bind_all(self) -> None:
+        """(Re)bind every input and output for the current shapes, and make the views."""
+        self._inputs = self._outputs = ()
+        self._in_attrs = []
+        for i in range(len(self._model.inputs)):
+            attr = self._in_attr(i)
+            if i in self._chained:
+                self._check_chain(self._chained[i], i)
+            else:
+                self._bind(self._in_mems, i, attr)
+            self._in_attrs.append(attr)
+        self._out_attrs = []
+        for i in range(len(self._model.outputs)):
+            attr = self._out_attr(i)
+            self._bind(self._out_mems, i, attr)
+            self._out_attrs.append(attr)
+        for i, o in self._chained.items():
+            self._in_mems[i] = self._out_mems[o]
+            self._ctx.set_io_mem(self._out_mems[o], self._chain_attr(o, i))
+        self._views()
+
+    def _views(self) -> None:
+        self._outputs = tuple(np.asarray(m) for m in self._out_mems)
+        self._inputs = tuple(self._outputs[self._chained[i]] if i in self._chained
+                             else np.asarray(m) for i, m in enumerate(self._in_mems))
+        self._plan_syncs()
+
+    def _plan_syncs(self) -> None:
+        # exactly the mems the runtime will not sync: cacheable, bound, not chained (an
+        # output the NPU writes and reads back never passes through the CPU cache)
+        chained_out = set(self._chained.values())
+        self._sync_in = [m for i, m in enumerate(self._in_mems)
+                         if self._session_syncs_in and i not in self._chained and self._cached(m)]
+        self._sync_out = [m for o, m in enumerate(self._out_mems)
+                          if self._session_syncs_out and o not in chained_out and self._cached(m)]
+
+    def _cached(self, mem) -> bool:
+        """Whether `mem` goes through the CPU cache (all but non-cacheable allocations)."""
+        return not any(mem is m for m in self._coherent)
+
+    def _drop(self, mem) -> None:
+        if mem in self._owned:
+            self._owned.remove(mem)
+        self._coherent = [m for m in self._coherent if m is not mem]
+        self._inputs = self._outputs = ()
+        mem.close()
+
+    # -- what users touch ------------------------------------------------------------------
+    @property
+    def inputs(self) -> Tuple[np.ndarray, ...]:
+        """One numpy view per input: write frames here (or pass as ``out=`` / ``dst=``)."""
+        self._check_open("inputs")
+        return self._inputs
+
+    @property
+    def outputs(self) -> Tuple[np.ndarray, ...]:
+        """One numpy view per output, valid after :meth:`run` (overwritten by the next)."""
+        self._check_open("outputs")
+        return self._outputs
+
+    @property
+    def input_attrs(self):
+        """The low-level ``TensorAttr`` each input is bound with."""
+        return tuple(a.copy() for a in self._in_attrs)
+
+    @property
+    def output_attrs(self):
+        """The low-level ``TensorAttr`` each output is bound with."""
+        return tuple(a.copy() for a in self._out_attrs)
+
+    def run(self) -> None:
+        """Run the model on what the input views hold; the output views then hold the result.
+
+        Syncs the caches the runtime does not (see the module docs) around the run.
+
+        Raises
+        ------
+        RuntimeError
+            Another thread is running this session (a session is one pipeline: use one per
+            thread, or a :class:`rknnx.Pool`).
+        ValueError
+            A closed session.
+        RKNNError
+            The runtime failed.
+        """
+        if not self._lock.acquire(blocking=False):
+            raise RuntimeError("this session is running in another thread: use one session "
+                               "per thread (or rknnx.Pool)")
+        try:
+            ctx = self._ctx
+            if ctx is None:
+                raise ValueError("run on closed ZeroCopySession")
+            for m in self._sync_in:
+                m.sync(_TO)
+            ctx.run()
+            for m in self._sync_out:
+                m.sync(_FROM)
+        finally:
+            self._lock.release()
+
+    def sync_inputs(self) -> None:
+        """Clean the CPU cache of every cacheable input (``rknn_mem_sync(TO_DEVICE)``)."""
+        self._check_open("sync_inputs")
+        for i, m in enumerate(self._in_mems):
+            if i not in self._chained and self._cached(m):
+                m.sync(_TO)
+
+    def sync_outputs(self) -> None:
+        """Invalidate the CPU cache of every cacheable output (``FROM_DEVICE``)."""
+        self._check_open("sync_outputs")
+        for m in self._out_mems:
+            if self._cached(m):
+                m.sync(_FROM)
+
+    def read(self, index: int, *, dtype=np.float32, layout: str = "NCHW",
+             out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Output `index` as a dense float array in `layout` (a copy, or into `out`).
+
+        Raw int8/uint8 outputs are dequantized, native NC1HWC2 outputs are unpacked and
+        dequantized in one pass, by the compiled kernels (GIL released).
+
+        Raises
+        ------
+        IndexError, ValueError
+            No such output, an `out` of the wrong shape or dtype, a layout not NCHW/NHWC.
+        """
+        self._check_open("read")
+        if not 0 <= index < len(self._outputs):
+            raise IndexError(f"output index {index} out of range: the model has "
+                             f"{len(self._outputs)} output(s)")
+        layout = layout.upper()
+        if layout not in ("NCHW", "NHWC"):
+            raise ValueError(f"layout must be 'NCHW' or 'NHWC'; got {layout!r}")
+        view, attr = self._outputs[index], self._out_attrs[index]
+        dtype = np.dtype(dtype)
+        q = self._model.outputs[index].quant
+        if attr.layout == "NC1HWC2":
+            scale = q.scale if q.kind == "affine" and view.dtype.kind in "iu" else None
+            channels = self._model.outputs[index].shape[1]
+            return _ll.nc1hwc2_to_nchw(view, channels, layout=layout, scale=scale,
+                                       zero_point=q.zero_point, dtype=dtype if scale else None,
+                                       out=out) if scale or dtype == view.dtype else \
+                _ll.nc1hwc2_to_nchw(view, channels, layout=layout, out=None).astype(dtype)
+        src = view
+        if view.ndim == 4 and layout != ("NHWC" if attr.layout == "NHWC" else "NCHW"):
+            src = view.transpose((0, 2, 3, 1) if layout == "NHWC" else (0, 3, 1, 2))
+        if view.dtype.kind in "iu" and q.kind == "affine":
+            return _ll.dequantize(src, q.scale, q.zero_point, dtype=dtype, out=out)
+        if out is None:
+            return np.array(src, dtype=dtype)
+        out[...] = src
+        return out
+
+    # -- external memory and chaining ------------------------------------------------------
+    def bind_input_fd(self, index: int, fd: int, offset: int = 0,
+                      size: Optional[int] = None) -> np.ndarray:
+        """Feed input `index` from a dma-buf (or any mmap-able) file descriptor: V4L2, RGA
+        and MPP buffers go to the NPU without a copy.  Returns the new input view.
+
+        The fd stays the caller's (rknnx never closes it) and must stay open while the
+        session uses it.
+
+        Raises
+        ------
+        ValueError
+            `size` smaller than the input needs (the message says how many bytes), a bad fd.
+        """
+        self._check_open("bind_input_fd")
+        self._check_index(index, len(self._in_mems), "input")
+        attr = self._in_attrs[index]
+        need = self._need(attr)
+        size = need if size is None else int(size)
+        if size < need:
+            raise ValueError(f"input {index} needs {need} bytes from the fd; got size={size}")
+        mem = self._ctx.create_mem_from_fd(fd, size, offset)
+        self._owned.append(mem)
+        self._inputs = self._outputs = ()
+        old = self._in_mems[index]
+        try:
+            self._ctx.set_io_mem(mem, attr)
+        except BaseException:
+            self._drop(mem)
+            self._views()
+            raise
+        self._chained.pop(index, None)
+        self._in_mems[index] = mem
+        if old is not None and old in self._owned and old not in self._out_mems:
+            self._drop(old)
+        self._views()
+        return self._inputs[index]
+
+    def _chain_attr(self, output: int, input: int):
+        a = self._in_attrs[input].copy()
+        a.type = self._out_attrs[output].type
+        return a
+
+    def _check_chain(self, output: int, input: int) -> None:
+        o = self._out_attrs[output] if output < len(getattr(self, "_out_attrs", ())) else None
+        i_attr = self._in_attrs[input] if input < len(self._in_attrs) else self._in_attr(input)
+        if o is None:
+            return
+        problems = []
+        if o.layout != i_attr.layout and not (o.layout == "UNDEFINED" or i_attr.layout == "UNDEFINED"):
+            problems.append(f"layout {o.layout} vs {i_attr.layout}")
+        if tuple(o.dims) != tuple(i_attr.dims):
+            problems.append(f"shape {tuple(o.dims)} vs {tuple(i_attr.dims)}")
+        if o.qnt_type != 0 and o.dtype.kind in "iu":
+            qi = self._model.inputs[input].quant
+            if (o.scale, o.zp) != (qi.scale, qi.zero_point) or \
+                    o.type != self._model.inputs[input].attr.type:
+                problems.append(f"quantization (scale {o.scale}, zp {o.zp}) vs the input's "
+                                f"({qi.scale}, {qi.zero_point}): chain float32 outputs instead")
+        if problems:
+            raise ValueError(f"output {output} cannot be bound as input {input}: "
+                             + "; ".join(problems))
+
+    def chain(self, output: int, input: int) -> None:
+        """Bind output `output`'s memory as input `input` of the next run (stateful and
+        streaming models): no copy, no cache sync.
+
+        Raises
+        ------
+        ValueError
+            The tensors do not match (layout, shape, or quantization of a raw output):
+            the message says how.
+        """
+        self._check_open("chain")
+        self._check_index(output, len(self._out_mems), "output")
+        self._check_index(input, len(self._in_mems), "input")
+        self._check_chain(output, input)
+        self._inputs = self._outputs = ()
+        attr = self._chain_attr(output, input)
+        try:
+            self._ctx.set_io_mem(self._out_mems[output], attr)
+        except BaseException:
+            self._views()
+            raise
+        old = self._in_mems[input]
+        self._in_mems[input] = self._out_mems[output]
+        self._chained[input] = output
+        if old is not None and old in self._owned and old not in self._out_mems:
+            self._drop(old)
+        self._views()
+
+    # -- shapes ----------------------------------------------------------------------------
+    def set_shape_set(self, index: int) -> None:
+        """Switch a dynamic-shape model to its shape set `index` and rebind (the views are
+        made anew: take ``inputs``/``outputs`` again)."""
+        self._check_open("set_shape_set")
+        sets = self._model.shape_sets
+        if not sets:
+            raise ValueError("set_shape_set: the model has fixed shapes")
+        if not 0 <= index < len(sets):
+            raise IndexError(f"shape set {index} out of range: the model has {len(sets)}")
+        if getattr(self, "_shape_set", 0) == index and self._inputs:
+            return
+        attrs = []
+        for t, shape in zip(self._model.inputs, sets[index]):
+            a = t.attr.copy()
+            a.dims = shape
+            attrs.append(a)
+        self._inputs = self._outputs = ()
+        self._ctx.set_input_shapes(attrs)
+        self._shape_set = index
+        self._bind_all()
+
+    # -- lifetime --------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._ctx is None
+
+    def _check_open(self, what: str) -> None:
+        if self._ctx is None:
+            raise ValueError(f"{what} on closed ZeroCopySession")
+
+    @staticmethod
+    def _check_index(i: int, n: int, what: str) -> None:
+        if not isinstance(i, (int, np.integer)) or isinstance(i, bool) or not 0 <= i < n:
+            raise IndexError(f"{what} index {i!r} out of range: the model has {n} {what}(s)")
+
+    def close(self) -> None:
+        """Free the session's memory and context.  A second call does nothing.
+
+        Raises
+        ------
+        BufferError
+            A view of the session's memory (``inputs[i]``, ``outputs[i]`` or an array made
+            from them) is still alive: delete it first.
+        """
+        if self._ctx is None:
+            return
+        with self._lock:
+            self._inputs = self._outputs = ()
+            for m in list(self._owned):
+                m.close()                  # BufferError while a user view is alive
+                self._owned.remove(m)
+            self._release()
+
+    def _release(self) -> None:
+        self._inputs = self._outputs = ()
+        for m in self._owned:
+            m.close()
+        self._owned = []
+        self._in_mems, self._out_mems = [], []
+        if self._ctx is not None:
+            self._ctx.close()
+            self._ctx = None
+
+    def __enter__(self) -> "ZeroCopySession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if self._ctx is None:
+            return "<rknnx.ZeroCopySession closed>"
+        ins = ", ".join(f"{v.shape}:{v.dtype}" for v in self._inputs)
+        outs = ", ".join(f"{v.shape}:{v.dtype}" for v in self._outputs)
+        return f"<rknnx.ZeroCopySession outputs={self.output_kind} in=[{ins}] out=[{outs}]>"
+
+    def __del__(self, _warn=warnings.warn):
+        if getattr(self, "_ctx", None) is not None:
+            _warn(f"unclosed {self!r}", ResourceWarning, source=self)
+

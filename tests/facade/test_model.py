@@ -1,0 +1,269 @@
+"""rknnx.Model: the description of a model and the general flow (numpy in, numpy out),
+against the numpy reference of the emulator's models, on the RK3588, RK3566 and RV1106
+personalities (RV1106 has no general API: Model.run goes through zero-copy memory)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import rknnx
+from rknnx import lowlevel as ll
+from rknnx.emulator import samples
+
+from helpers import PLATFORMS, expected_outputs, model_bytes, user_inputs
+
+SAMPLES = ("tiny_relu", "tiny_int8_add", "multi_io", "classifier", "detector")
+
+
+def assert_close(got, want):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
+        if g.dtype.kind in "iub":
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-3)
+
+
+# ---- description ---------------------------------------------------------------------------
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_describes_the_model(models, platform):
+    m = models.open("multi_io", platform)
+    assert m.chip == platform
+    assert [t.name for t in m.inputs] == ["image", "feat", "seq"]
+    image = m.inputs[0]
+    assert image.shape == (1, 32, 32, 3) and image.layout == "NHWC"
+    assert image.dtype == np.int8 and image.quant.kind == "affine"
+    assert image.native is not None and image.native.nbytes >= 32 * 32 * 3
+    out = m.outputs[0]
+    assert out.shape == (1, 8, 16, 16) and out.layout == "NCHW"
+    assert out.native.layout == "NC1HWC2" and len(out.native.shape) == 5
+    assert m.sdk_version.split(" ")[0].count(".") == 2
+    assert m.driver_version
+    assert m.custom_string == "rknnx sample: multi_io"
+    assert m.mem_size.total_weight_size >= 0
+    assert m.dynamic is False and m.shape_sets == []
+    assert "multi" not in repr(m) and "image[1, 32, 32, 3]" in repr(m)
+
+
+def test_shape_sets_of_a_dynamic_model(models):
+    m = models.open("dynamic")
+    assert m.dynamic
+    assert m.shape_sets == [((1, 64, 64, 3),), ((1, 96, 96, 3),), ((1, 128, 160, 3),)]
+
+
+# ---- the general flow against numpy -------------------------------------------------------
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("name", SAMPLES)
+def test_run_matches_reference(models, platform, name):
+    m = models.open(name, platform)
+    rng = np.random.default_rng(1)
+    xs = user_inputs(m, rng)
+    assert_close(m.run(*xs), expected_outputs(model_bytes(name, platform), xs, True))
+    raw = m.run(*xs, raw=True)
+    assert_close(raw, expected_outputs(model_bytes(name, platform), xs, False))
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_both_flows_on_one_model_in_any_order(models, platform):
+    m = models.open("detector", platform)
+    xs = user_inputs(m, np.random.default_rng(2))
+    first = m.run(*xs)
+    with m.zero_copy() as session:
+        session.inputs[0][...] = xs[0]
+        session.run()
+        zc = [np.array(o) for o in session.outputs]
+    again = m.run(*xs)
+    assert_close(zc, first)
+    assert_close(again, first)
+
+
+def test_inputs_by_name_and_as_a_list(models):
+    m = models.open("multi_io")
+    xs = user_inputs(m, np.random.default_rng(3))
+    want = m.run(*xs)
+    assert_close(m.run({"image": xs[0], "feat": xs[1], "seq": xs[2]}), want)
+    assert_close(m.run(xs), want)
+
+
+def test_nchw_inputs_are_inferred_or_said(models):
+    m = models.open("classifier")
+    x = np.random.default_rng(4).integers(0, 256, (1, 224, 224, 3), dtype=np.uint8)
+    want = m.run(x)
+    assert_close(m.run(x.transpose(0, 3, 1, 2)), want)            # inferred (and made contiguous)
+    assert_close(m.run(x[0]), want)                                # HWC: a batch of one
+    assert_close(m.run(np.ascontiguousarray(x.transpose(0, 3, 1, 2)), data_format="nchw"), want)
+
+
+def test_ambiguous_square_input_follows_data_format(models, emu):
+    # a 4-D input with C == H == W: the shape cannot say the layout; the model's is assumed
+    b = rknnx.emulator.ModelBuilder("RK3588")
+    x = b.input("x", (1, 3, 3, 3), "float32", fmt="NHWC")
+    b.output(b.relu(x))
+    emu.set_platform("RK3588")
+    with rknnx.Model(b.build()) as m:
+        a = np.arange(27, dtype=np.float32).reshape(1, 3, 3, 3) - 13
+        nhwc, = m.run(a)
+        nchw, = m.run(a, data_format="nchw")
+        np.testing.assert_array_equal(nhwc, np.maximum(a, 0).transpose(0, 3, 1, 2))
+        np.testing.assert_array_equal(nchw, np.maximum(a, 0))
+
+
+def test_out_arrays_are_reused(models):
+    m = models.open("detector")
+    xs = user_inputs(m, np.random.default_rng(5))
+    want = m.run(*xs)
+    out = [np.empty_like(w) for w in want]
+    got = m.run(*xs, out=out)
+    assert all(g is o for g, o in zip(got, out))
+    assert_close(got, want)
+    raw_out = [np.empty(t.shape, t.dtype) for t in m.outputs]
+    got = m.run(*xs, raw=True, out=raw_out)
+    assert all(g is o for g, o in zip(got, raw_out))
+
+
+@pytest.mark.parametrize("platform", ["RK3588", "RV1106"])
+def test_out_arrays_are_checked(models, platform):
+    m = models.open("detector", platform)
+    xs = user_inputs(m, np.random.default_rng(5))
+    with pytest.raises(ValueError, match=r"out= needs 3 array\(s\), one per output; got 1"):
+        m.run(*xs, out=[np.empty((1, 24, 80, 80), np.float32)])
+    bad = [np.empty((1, 24, 80, 80), np.float64)] + [np.empty(t.shape, np.float32)
+                                                       for t in m.outputs[1:]]
+    with pytest.raises(ValueError, match=r"out\[0\] must be a writable C-contiguous float32 "
+                                         r"array of shape \(1, 24, 80, 80\); got \(1, 24, 80, 80\) float64"):
+        m.run(*xs, out=bad)
+
+
+# ---- dynamic shapes -----------------------------------------------------------------------
+@pytest.mark.parametrize("platform", ["RK3588", "RK3566"])
+def test_dynamic_shape_set_chosen_from_the_inputs(models, platform):
+    m = models.open("dynamic", platform)
+    rng = np.random.default_rng(6)
+    for k in (1, 2, 0, 2):
+        (shape,) = m.shape_sets[k]
+        x = rng.integers(0, 256, shape, dtype=np.uint8)
+        assert_close(m.run(x), expected_outputs(model_bytes("dynamic", platform), [x], True,
+                                                shape_set=k))
+
+
+def test_dynamic_shape_that_matches_no_set(models):
+    m = models.open("dynamic")
+    x = np.zeros((1, 100, 100, 3), np.uint8)
+    with pytest.raises(ValueError) as e:
+        m.run(x)
+    msg = str(e.value)
+    assert "input shapes (1, 100, 100, 3) match no shape set of the model" in msg
+    assert "set 0: (1, 64, 64, 3); set 1: (1, 96, 96, 3); set 2: (1, 128, 160, 3)" in msg
+
+
+# ---- user mistakes: one clear exception, before C -----------------------------------------
+def test_wrong_inputs_raise_clear_errors(models, emu):
+    m = models.open("multi_io")
+    xs = user_inputs(m, np.random.default_rng(7))
+    emu.reset_counters()
+    with pytest.raises(ValueError, match=r"the model has 3 input\(s\) \(image, feat, seq\); got 2"):
+        m.run(*xs[:2])
+    with pytest.raises(ValueError, match=r"input 1 \('feat'\): shape \(1, 65\) does not match the "
+                                         r"model's \(1, 64\)"):
+        m.run(xs[0], np.zeros((1, 65), np.float16), xs[2])
+    with pytest.raises(ValueError, match=r"input 0 \('image'\): shape \(1, 31, 32, 3\) does not "
+                                         r"match the model's \(1, 32, 32, 3\) \(NHWC\) or "
+                                         r"\(1, 3, 32, 32\) \(NCHW\)"):
+        m.run(np.zeros((1, 31, 32, 3), np.uint8), *xs[1:])
+    with pytest.raises(TypeError, match=r"input 2 \('seq'\): dtype float64 is not accepted; "
+                                        r"expected float32"):
+        m.run(*xs[:2], xs[2].astype(np.float64))
+    with pytest.raises(KeyError, match=r"no input named 'imag'"):
+        m.run({"imag": xs[0], "feat": xs[1], "seq": xs[2]})
+    with pytest.raises(ValueError, match=r"missing input\(s\) \['seq'\]"):
+        m.run({"image": xs[0], "feat": xs[1]})
+    with pytest.raises(ValueError, match="data_format must be 'nhwc' or 'nchw', got 'hwc'"):
+        m.run(*xs, data_format="hwc")
+    assert emu.counters()["runs"] == 0          # nothing reached the runtime
+
+
+def test_model_sources_and_their_errors(tmp_path, emu):
+    path = tmp_path / "tiny.rknn"
+    path.write_bytes(samples.tiny_relu())
+    with rknnx.Model(path) as a, rknnx.Model(str(path)) as b, \
+            rknnx.Model(bytearray(path.read_bytes())) as c:
+        x = np.array([[-1.0, 2.0]], np.float32)
+        for m in (a, b, c):
+            np.testing.assert_array_equal(m.run(x)[0], [[0.0, 2.0]])
+    with pytest.raises(FileNotFoundError, match="model file '.*missing.rknn' does not exist"):
+        rknnx.Model(tmp_path / "missing.rknn")
+    with pytest.raises(rknnx.errors.ModelInvalidError):
+        rknnx.Model(b"not a model at all" * 10)
+    with pytest.raises(TypeError, match="a model is a path, bytes or a buffer; got int"):
+        rknnx.Model(42)
+
+
+def test_closed_model_refuses(emu):
+    m = rknnx.Model(samples.tiny_relu())
+    m.close()
+    m.close()                                   # a second close does nothing
+    assert m.closed
+    for call in (lambda: m.run(np.zeros((1, 2), np.float32)), m.zero_copy,
+                 lambda: m.set_core_mask(1)):
+        with pytest.raises(ValueError, match="on closed Model"):
+            call()
+
+
+def test_unclosed_model_warns(emu):
+    import gc
+
+    m = rknnx.Model(samples.tiny_relu())
+    with pytest.warns(ResourceWarning, match="unclosed <rknnx.Model"):
+        del m
+        gc.collect()
+
+
+# ---- chips -----------------------------------------------------------------------------
+def test_core_mask_where_the_chip_has_cores(models):
+    m = models.open("tiny_relu", "RK3588", core_mask=rknnx.CoreMask.CORE_1)
+    np.testing.assert_array_equal(m.run(np.ones((1, 2), np.float32))[0], [[1.0, 1.0]])
+    m2 = models.open("tiny_relu", "RK3566")
+    with pytest.raises(rknnx.NotSupportedError, match="rknn_set_core_mask is not supported on "
+                                                       "RK3566"):
+        m2.set_core_mask(rknnx.CoreMask.CORE_0)
+
+
+def test_perf(models):
+    m = models.open("tiny_relu", perf=True)
+    with pytest.raises(ValueError, match="perf: the model has not run yet"):
+        m.perf  # noqa: B018
+    m.run(np.ones((1, 2), np.float32))
+    p = m.perf
+    assert p.run_us >= 0 and isinstance(p.detail, str) and p.detail
+    plain = models.open("tiny_relu")
+    plain.run(np.ones((1, 2), np.float32))
+    assert plain.perf.detail is None
+
+
+# ---- no garbage, no growth -----------------------------------------------------------------
+def test_run_makes_no_garbage_and_no_growth(models, emu):
+    import gc
+
+    from helpers import live, rss_kib
+
+    m = models.open("tiny_int8_add")
+    xs = user_inputs(m, np.random.default_rng(8))
+    out = [np.empty(t.shape, np.float32) for t in m.outputs]
+    for _ in range(200):
+        m.run(*xs)
+        m.run(*xs, out=out)
+    gc.collect()
+    before_live, before_rss = live(emu), rss_kib()
+    gc.disable()
+    try:
+        for _ in range(5000):
+            m.run(*xs)
+            m.run(*xs, out=out)
+        garbage = gc.collect()
+    finally:
+        gc.enable()
+    assert garbage == 0, f"{garbage} objects in reference cycles after 10,000 runs"
+    assert live(emu) == before_live
+    assert rss_kib() - before_rss < 2048, "RSS grew by more than 2 MiB over 10,000 runs"
