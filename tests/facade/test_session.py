@@ -1,0 +1,223 @@
+"""Zero-copy sessions: views of NPU memory, the same numbers as the general flow and numpy,
+cache syncs counted by the emulator (none missed, none doubled), dma-buf fd inputs,
+outputs chained into inputs, weights shared with the model, lifetime and thread rules."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import rknnx
+from rknnx import lowlevel as ll
+from rknnx.emulator import ModelBuilder
+
+from helpers import PLATFORMS, expected_outputs, model_bytes, user_inputs
+
+SAMPLES = ("tiny_relu", "tiny_int8_add", "multi_io", "classifier", "detector")
+NO_FLUSH = ll.InitFlag.DISABLE_FLUSH_INPUT_MEM_CACHE | ll.InitFlag.DISABLE_FLUSH_OUTPUT_MEM_CACHE
+
+
+def feed(session, xs):
+    for view, x in zip(session.inputs, xs):
+        view[...] = x
+
+
+def close_enough(got, want):
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, got.dtype, want.shape)
+    if got.dtype.kind in "iu":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("name", SAMPLES)
+def test_views_give_the_reference_numbers(models, platform, name):
+    m = models.open(name, platform)
+    xs = user_inputs(m, np.random.default_rng(1))
+    for kind, want_float in (("float32", True), ("raw", False)):
+        with m.zero_copy(outputs=kind) as s:
+            assert [v.shape for v in s.inputs] == [x.shape for x in xs]
+            assert [v.dtype for v in s.inputs] == [x.dtype for x in xs]
+            feed(s, xs)
+            s.run()
+            want = expected_outputs(model_bytes(name, platform), xs, want_float)
+            for got, w in zip(s.outputs, want):
+                close_enough(np.asarray(got), w)
+            del got
+
+
+def test_views_are_npu_memory(models):
+    m = models.open("classifier")
+    with m.zero_copy() as s:
+        frame = s.inputs[0]
+        assert frame.shape == (1, 224, 224, 3) and frame.dtype == np.uint8
+        assert frame.base is not None                      # a view, not a copy
+        assert s.inputs[0].__array_interface__["data"][0] == frame.__array_interface__["data"][0]
+        assert s.outputs[0].shape == (1, 1000) and s.outputs[0].dtype == np.float32
+        del frame
+
+
+# ---- cache syncs: exactly one per bound cacheable mem and run, by whoever is in charge -----
+@pytest.mark.parametrize("flags,cacheable,synced", [
+    (0, True, True),          # the runtime syncs every input and output
+    (NO_FLUSH, True, True),   # the session does, since the runtime no longer does
+    (0, False, False),        # non-cacheable memory is coherent: nobody syncs
+    (NO_FLUSH, False, False),
+])
+def test_every_cacheable_mem_is_synced_once_per_run(models, emu, flags, cacheable, synced):
+    m = models.open("tiny_int8_add")
+    xs = user_inputs(m, np.random.default_rng(2))
+    want = m.run(*xs)
+    with m.zero_copy(flags=flags, cacheable=cacheable) as s:
+        for k in range(3):
+            feed(s, [x + k if x.dtype.kind == "f" else x for x in xs])
+            emu.reset_counters()
+            s.run()
+            n = len(m.inputs) + len(m.outputs)
+            assert emu.counters()["syncs"] == (n if synced else 0)
+        feed(s, xs)
+        s.run()
+        close_enough(np.asarray(s.outputs[0]), want[0])
+
+
+def test_without_sync_the_npu_sees_stale_data(models, emu):
+    m = models.open("tiny_relu")
+    with m.zero_copy(flags=NO_FLUSH, sync=False) as s:
+        s.inputs[0][...] = [[-1.0, 2.0]]
+        emu.reset_counters()
+        s.run()
+        assert emu.counters()["syncs"] == 0
+        np.testing.assert_array_equal(s.outputs[0], [[0.0, 0.0]])   # nothing reached the NPU
+        s.sync_inputs()
+        s.run()
+        np.testing.assert_array_equal(s.outputs[0], [[0.0, 0.0]])   # nor came back
+        s.sync_outputs()
+        np.testing.assert_array_equal(s.outputs[0], [[0.0, 2.0]])
+
+
+# ---- external memory and chaining ---------------------------------------------------------
+def test_input_from_a_dma_buf_fd(models, emu):
+    m = models.open("classifier")
+    x = np.random.default_rng(3).integers(0, 256, (1, 224, 224, 3), dtype=np.uint8)
+    want = m.run(x)
+    fd = os.memfd_create("frame")
+    try:
+        os.ftruncate(fd, 4096 + x.nbytes)
+        with mmap.mmap(fd, 4096 + x.nbytes) as mm:
+            mm[4096:] = x.tobytes()                     # what a camera driver would have done
+        with m.zero_copy() as s:
+            view = s.bind_input_fd(0, fd, offset=4096)
+            np.testing.assert_array_equal(view, x)
+            del view
+            s.run()
+            close_enough(np.array(s.outputs[0]), want[0])
+            with pytest.raises(ValueError, match=r"input 0 needs 150528 bytes from the fd; "
+                                                 r"got size=100"):
+                s.bind_input_fd(0, fd, size=100)
+    finally:
+        os.close(fd)
+
+
+def _counter_model():
+    """x (1, 4) float32 -> x * 2 + 1: state that changes at every run when chained."""
+    b = ModelBuilder("RK3588")
+    x = b.input("x", (1, 4), "float32")
+    y = b.add(b.mul(x, np.full((1, 4), 2.0, np.float32)), np.ones((1, 4), np.float32))
+    b.output(y)
+    return b.build()
+
+
+def test_output_chained_into_the_next_input(emu):
+    emu.set_platform("RK3588")
+    with rknnx.Model(_counter_model()) as m, m.zero_copy(flags=NO_FLUSH) as s:
+        s.inputs[0][...] = [[0, 1, 2, 3]]
+        s.run()
+        s.chain(0, 0)
+        emu.reset_counters()
+        s.run()
+        s.run()
+        assert emu.counters()["syncs"] == 0          # NPU to NPU: no cache in between
+        s.sync_outputs()
+        v = np.array([[0, 1, 2, 3]], np.float32)
+        for _ in range(3):
+            v = v * 2 + 1
+        np.testing.assert_array_equal(s.outputs[0], v)
+        assert s.inputs[0] is s.outputs[0]
+
+
+def test_chaining_refuses_tensors_that_do_not_match(models):
+    m = models.open("detector")
+    with m.zero_copy() as s:
+        with pytest.raises(ValueError, match=r"output 0 cannot be bound as input 0: .*shape "
+                                             r"\(1, 24, 80, 80\) vs \(1, 640, 640, 3\)"):
+            s.chain(0, 0)
+        with pytest.raises(IndexError, match=r"output index 3 out of range: the model has 3 "
+                                             r"output\(s\)"):
+            s.chain(3, 0)
+
+
+# ---- weights, lifetime, threads -----------------------------------------------------------
+def test_sessions_share_the_models_weights(models):
+    m = models.open("detector")
+    with m.zero_copy() as a, m.zero_copy() as b:
+        own = m._ctx.query(ll.QueryCmd.MEM_SIZE)
+        for s in (a, b):
+            size = s._ctx.query(ll.QueryCmd.MEM_SIZE)
+            assert size.total_weight_size == own.total_weight_size > 0
+            # a context that shares weights allocates none of its own
+            assert size.total_dma_allocated_size == own.total_dma_allocated_size - \
+                own.total_weight_size
+
+
+def test_close_refuses_while_a_view_is_alive(models):
+    m = models.open("tiny_relu")
+    s = m.zero_copy()
+    view = s.outputs[0]
+    with pytest.raises(BufferError, match="still exported; delete the numpy arrays first"):
+        s.close()
+    del view
+    s.close()
+    s.close()
+    with pytest.raises(ValueError, match="run on closed ZeroCopySession"):
+        s.run()
+    with pytest.raises(ValueError, match="inputs on closed ZeroCopySession"):
+        s.inputs  # noqa: B018
+
+
+def test_closing_the_model_closes_its_sessions(emu):
+    from helpers import live
+
+    before = live(emu)
+    m = rknnx.Model(model_bytes("tiny_relu"))
+    s = m.zero_copy()
+    m.close()
+    assert s.closed and live(emu) == before
+
+
+def test_one_session_is_one_thread(models, emu):
+    m = models.open("tiny_relu")
+    with m.zero_copy() as s:
+        emu.set_npu_time_us(200_000)
+        t = threading.Thread(target=s.run)
+        t.start()
+        time.sleep(0.05)
+        with pytest.raises(RuntimeError, match="this session is running in another thread"):
+            s.run()
+        t.join()
+        emu.set_npu_time_us(0)
+
+
+def test_bad_options(models):
+    m = models.open("multi_io")
+    with pytest.raises(ValueError, match=r"outputs must be one of \('float32', 'raw', 'native'\)"):
+        m.zero_copy(outputs="int8")
+    with pytest.raises(ValueError, match=r"input_dtypes needs one dtype per input \(3\); got 2"):
+        m.zero_copy(input_dtypes=[np.uint8, np.float16])
+    with pytest.raises(TypeError):
+        m.zero_copy(input_dtypes=np.complex64)
