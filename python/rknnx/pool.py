@@ -16,6 +16,7 @@ from concurrent.futures import Future
 from typing import Any, Iterable, Iterator, List, Optional, Sequence
 
 from rknnx import lowlevel as _ll
+from rknnx.errors import NotSupportedError
 
 __all__ = ["Pool"]
 
@@ -97,7 +98,7 @@ class Pool:
             if not masks:
                 raise ValueError("core_masks is empty; give one mask per worker (or in turn)")
             if not model.supports("rknn_set_core_mask"):
-                raise _ll.NotSupportedError(
+                raise NotSupportedError(
                     f"core_masks: rknn_set_core_mask is not supported on {model.chip} (one NPU "
                     "core)", None, "rknn_set_core_mask")
             return [_ll.CoreMask(int(masks[k % len(masks)])) for k in range(workers)]
