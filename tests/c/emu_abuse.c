@@ -1,7 +1,7 @@
 /*
  * Malformed calls against the emulator: every exported rknn_* function with NULL pointers,
  * zero / garbage / destroyed / wrong-kind contexts, huge sizes, bad indices and enum values,
- * plus a few valid flows.  Built by tests/test_emu_sanitizers.py together with the emulator
+ * plus a few valid flows.  Built by tests/emulator/test_emu_sanitizers.py together with the emulator
  * sources under -fsanitize=address,undefined -fno-sanitize-recover=all: a crash or a
  * sanitizer report fails the test; so does a call that returns success where the vendor
  * API must fail (every check below is counted; mismatches are listed on stderr).

@@ -9,7 +9,7 @@
  * "index load_status run_status", flushed before the next record, so a crash under a
  * sanitizer names the record that caused it.
  *
- * Built by tests/test_emu_fuzz.py with -fsanitize=address,undefined.
+ * Built by tests/emulator/test_emu_fuzz.py with -fsanitize=address,undefined.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * Concurrency of the emulator (issue 3 point 11), built by tests/test_emu_sanitizers.py
+ * Concurrency of the emulator, built by tests/emulator/test_emu_sanitizers.py
  * with the emulator sources under -fsanitize=thread (any data race report fails the test):
  *   parallel      one context per thread: runs overlap (peak runs in flight >= 2)
  *   serialized    one context, several threads: every call completes, runs never overlap

@@ -1,4 +1,4 @@
-"""Emulator runtime half: contexts, registry, personalities (issue 3 points 2, 3, 4, 11)."""
+"""Emulator runtime half: contexts, registry, personalities."""
 
 import ctypes as C
 import os

@@ -1,4 +1,4 @@
-"""Emulator runtime half: the general flow (issue 3 points 5 and 8), against numpy."""
+"""Emulator runtime half: the general flow, against numpy."""
 
 import ctypes as C
 

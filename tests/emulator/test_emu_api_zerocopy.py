@@ -1,5 +1,5 @@
 """Emulator runtime half: zero-copy memory, cache emulation, set_io_mem, outside memory
-(issue 3 points 6 and 7), on RK3588, RK3566 and RV1106."""
+on RK3588, RK3566 and RV1106."""
 
 import ctypes as C
 import mmap

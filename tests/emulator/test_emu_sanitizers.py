@@ -1,4 +1,4 @@
-"""The emulator's runtime under sanitizers (issue 3 point 11: never crash; calls on different
+"""The emulator's runtime under sanitizers (never crash; calls on different
 contexts in parallel, one context serialized, destroy racing with use).
 
 Two C drivers are compiled together with every emulator source (no ctypes: an ASan runtime
