@@ -90,7 +90,7 @@ def c_loop(exe: Path, model: str, flow: str, n: int) -> list[int]:
 
 def py_zerocopy(model: str, n: int):
     clock = time.perf_counter_ns
-    with rknnx.Context(model) as ctx:
+    with rknnx.lowlevel.Context(model) as ctx:
         mems = []
         for attr in ctx.input_attrs + ctx.output_attrs:
             mem = ctx.create_mem(max(attr.size, attr.size_with_stride))
@@ -116,7 +116,7 @@ def py_zerocopy(model: str, n: int):
 
 def py_general(model: str, n: int):
     clock = time.perf_counter_ns
-    with rknnx.Context(model) as ctx:
+    with rknnx.lowlevel.Context(model) as ctx:
         arrays = [np.zeros(a.shape, a.dtype) for a in ctx.input_attrs]
         samples = []
         for _ in range(n):
