@@ -1,6 +1,13 @@
 """The ``rknnx`` command: one sub-command a module (``rknnx <command> --help``).
 
-- ``doctor``: which runtime rknnx uses and what it provides.
+- ``info``: describe a model (tensors, native layouts, memory, versions, chip support);
+- ``run``: run a model on .npy arrays or images and save the outputs;
+- ``bench``: general vs zero-copy, phase by phase;
+- ``doctor``: which runtime rknnx uses, the chip and what it supports;
+- ``emulator``: where the CPU emulator and the C headers are; the sample models.
+
+User errors (a missing file, a corrupt model, a wrong input) end with one line on stderr
+and exit status 1; ``--verbose`` shows the traceback.
 """
 
 from __future__ import annotations
@@ -9,14 +16,17 @@ import argparse
 import sys
 from typing import List, Optional
 
-from rknnx.cli import doctor
+from rknnx.cli import bench, doctor, emulator, info, run
+from rknnx.cli._common import UserError
 
-_COMMANDS = (doctor,)
+_COMMANDS = (info, run, bench, doctor, emulator)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rknnx",
-                                     description="Drive a Rockchip NPU (or its CPU emulator).")
+    parser = argparse.ArgumentParser(
+        prog="rknnx", description="Drive a Rockchip NPU (or its CPU emulator) from the shell.")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in _COMMANDS:
         command.add_parser(sub)
@@ -27,5 +37,30 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        args = parser.parse_args(["doctor"] + list(argv if argv is not None else sys.argv[1:]))
-    return args.func(args)
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:          # `rknnx info ... | head`
+        sys.stderr.close()
+        return 0
+    except (UserError, OSError, ValueError, TypeError, KeyError, ImportError) as exc:
+        if args.verbose:
+            raise
+        print(f"rknnx {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # an RKNNError and anything the runtime raised
+        from rknnx.errors import RKNNError
+
+        if args.verbose or not isinstance(exc, RKNNError):
+            raise
+        print(f"rknnx {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    first = text.splitlines()[0]
+    return first if not isinstance(exc, KeyError) else first.strip("'\"")

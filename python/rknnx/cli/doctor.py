@@ -1,27 +1,41 @@
-"""``rknnx doctor``: which runtime rknnx uses, and what it provides.
+"""``rknnx doctor``: which runtime rknnx uses, the chip, the NPU's device nodes, what the
+chip supports, and what to do about anything missing.
 
-On a board it loads the installed librknnrt; on a host without one it says so and
-falls back to the bundled CPU emulator, so the command works anywhere.
+On a board it loads the installed librknnrt; on a host without one it says so and falls
+back to the bundled CPU emulator, so the command works anywhere.
 """
 
 from __future__ import annotations
 
+import glob
+import os
 import sys
+
+_NODES = ("/dev/dri/renderD*", "/dev/rknpu*", "/sys/kernel/debug/rknpu")
+
+
+def device_nodes() -> list:
+    """The NPU's device nodes present on this machine."""
+    found = []
+    for pattern in _NODES:
+        found.extend(sorted(glob.glob(pattern)))
+    return found
 
 
 def run(args) -> int:
     import rknnx
-    from rknnx import runtime
+    from rknnx import platforms, runtime
+    from rknnx.cli._common import load_runtime
 
-    fallback = None
     try:
-        info = runtime.runtime_info()
+        info = load_runtime(strict=args.strict, quiet=True)
+        fallback = None
     except rknnx.RuntimeNotFoundError as exc:
-        if args.strict:
-            print(exc, file=sys.stderr)
-            return 1
-        fallback = str(exc).splitlines()
-        info = runtime.load_runtime("emulator")
+        print(exc, file=sys.stderr)
+        return 1
+    if info["source"] == "load_runtime()" and info["is_emulator"] and \
+            os.environ.get("RKNNX_RUNTIME") != "emulator":
+        fallback = True
     model = args.model
     if model is None and info["is_emulator"]:
         from rknnx.emulator import samples
@@ -29,31 +43,58 @@ def run(args) -> int:
         model = samples.tiny_relu(target=info.get("platform", "RK3588"))
     if model is not None:
         info = runtime.runtime_info(model)
+    board_chip = platforms.detect_chip()
+    chip = info.get("platform") if info["is_emulator"] else board_chip
+    nodes = device_nodes()
     print(f"rknnx {rknnx.__version__}")
     if fallback:
-        print("no NPU runtime found on this machine:")
-        for line in fallback[1:-1]:
-            print(f"  {line.strip()}")
-        print("-> using the bundled CPU emulator (set RKNNX_RUNTIME to choose a library)")
+        print("no NPU runtime found on this machine -> using the bundled CPU emulator "
+              "(set RKNNX_RUNTIME to choose a library)")
     kind = "CPU emulator" if info["is_emulator"] else "librknnrt"
     print(f"runtime:   {info['path']} ({kind}, chosen by {info['source']})")
     print(f"functions: {len(info['functions'])} of {len(info['functions']) + len(info['missing'])} "
           "RKNN API entry points")
     if info["missing"]:
-        print(f"missing:   {', '.join(info['missing'])}")
-    for key, label in (("sdk_version", "sdk:      "), ("driver_version", "driver:   "),
-                       ("platform", "platform: ")):
+        print(f"missing:   {', '.join(info['missing'])} (an older librknnrt: calling them raises "
+              "NotSupportedError; update the RKNPU2 runtime for them)")
+    for key, label in (("sdk_version", "sdk:      "), ("driver_version", "driver:   ")):
         if info.get(key):
             print(f"{label} {info[key]}")
+    where = "emulator personality" if info["is_emulator"] else "device tree"
+    print(f"chip:      {chip or 'unknown'} ({where})")
+    if info["is_emulator"] and board_chip:
+        print(f"board:     {board_chip} (device tree)")
+    print(f"NPU nodes: {', '.join(nodes) if nodes else 'none'}")
+    if chip:
+        try:
+            lacks = sorted(platforms.unsupported_functions(chip))
+        except ValueError:
+            lacks = []
+        if lacks:
+            print(f"{chip} lacks: {', '.join(lacks)}")
+            if "rknn_inputs_set" in lacks:
+                print("  (zero-copy flow only: rknnx.Model.run goes through NPU memory)")
+        else:
+            print(f"{chip} supports every function of the API")
+    advice = []
+    if not info["is_emulator"] and not nodes:
+        advice.append("no NPU device node: is the rknpu kernel driver loaded? "
+                      "(dmesg | grep -i rknpu)")
+    if info["is_emulator"] and not nodes and fallback:
+        advice.append("on a board, install librknnrt.so (RKNPU2 runtime) into /usr/lib")
+    if info["is_emulator"] and nodes:
+        advice.append("this machine has an NPU but rknnx uses the emulator: install "
+                      "librknnrt.so or unset RKNNX_RUNTIME")
+    for line in advice:
+        print(f"-> {line}")
     if model is None:
         print("(pass --model FILE.rknn to read the runtime and driver versions)")
     return 0
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("doctor", help="show the runtime rknnx uses",
-                       description="Show which librknnrt rknnx loads (or the CPU emulator it "
-                                   "falls back to) and what it provides.")
+    p = sub.add_parser("doctor", help="show the runtime, the chip and what it supports",
+                       description=__doc__.splitlines()[0].replace("``", ""))
     p.add_argument("--strict", action="store_true",
                    help="fail instead of falling back to the emulator")
     p.add_argument("--model", metavar="FILE",

@@ -1,0 +1,83 @@
+"""What the sub-commands share: the runtime (or the emulator fallback), opening a model
+from a file or a sample, and the one-line error users see."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Optional
+
+
+class UserError(Exception):
+    """A mistake the user can fix (missing file, wrong input ...): one line, exit status 1."""
+
+
+def load_runtime(strict: bool = False, quiet: bool = False) -> dict:
+    """The board's librknnrt, else (unless `strict`) the bundled emulator, said on stderr."""
+    from rknnx import runtime
+    from rknnx.errors import RuntimeNotFoundError
+
+    try:
+        return runtime.runtime_info()
+    except RuntimeNotFoundError:
+        if strict:
+            raise
+        info = runtime.load_runtime("emulator")
+        if not quiet:
+            print("rknnx: no NPU runtime found; using the bundled CPU emulator "
+                  "(rknnx doctor says more)", file=sys.stderr)
+        return info
+
+
+def add_model_arguments(p, *, required: bool = True) -> None:
+    p.add_argument("model", nargs="?", metavar="MODEL", help="the .rknn model file")
+    p.add_argument("--sample", metavar="NAME",
+                   help="a sample model of the emulator instead of MODEL "
+                        "(classifier, detector, multi_io, dynamic, tiny_relu, ...)")
+    p.set_defaults(_model_required=required)
+
+
+def open_model(args, **kw):
+    """A rknnx.Model of ``args.model`` or ``args.sample``."""
+    import rknnx
+
+    source = model_source(args)
+    try:
+        return rknnx.Model(source, **kw)
+    except rknnx.errors.ModelInvalidError as exc:
+        raise UserError(f"{_name(args)} is not a model this runtime can load ({exc})") from exc
+
+
+def model_source(args):
+    if args.sample:
+        from rknnx.emulator import samples
+
+        maker = samples.ALL.get(args.sample)
+        if maker is None:
+            raise UserError(f"no sample {args.sample!r}; the samples are "
+                            f"{', '.join(sorted(samples.ALL))}")
+        info = load_runtime(quiet=True)
+        return maker(target=info.get("platform") or "RK3588")
+    if not args.model:
+        raise UserError("give a MODEL file (or --sample NAME)")
+    if not os.path.isfile(args.model):
+        raise UserError(f"model file {args.model!r} does not exist")
+    return args.model
+
+
+def _name(args) -> str:
+    return f"sample {args.sample!r}" if args.sample else repr(args.model)
+
+
+def fmt_shape(shape) -> str:
+    return "x".join(str(d) for d in shape)
+
+
+def human_bytes(n: Optional[int]) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)

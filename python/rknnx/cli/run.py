@@ -1,0 +1,95 @@
+"""``rknnx run MODEL --input FILE ...``: run a model on .npy arrays or images and save the
+outputs as .npy files, with a summary (shape, dtype, range; top-5 of a score vector)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from rknnx.cli._common import UserError, add_model_arguments, fmt_shape, load_runtime, open_model
+
+_IMAGE_EXT = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm")
+
+
+def read_input(path: str, info) -> np.ndarray:
+    """A .npy array, or an image as uint8 HWC (RGB) resized to the input when it differs."""
+    if not os.path.isfile(path):
+        raise UserError(f"input file {path!r} does not exist")
+    if path.lower().endswith(".npy"):
+        try:
+            return np.load(path, allow_pickle=False)
+        except ValueError as exc:
+            raise UserError(f"{path!r} is not a .npy array ({exc})") from exc
+    if path.lower().endswith(_IMAGE_EXT):
+        try:
+            from PIL import Image
+        except ImportError:
+            raise UserError(f"reading {path!r} needs Pillow (pip install pillow); or pass a .npy "
+                            "array") from None
+        img = Image.open(path).convert("RGB")
+        if len(info.shape) == 4:
+            h, w = info.shape_in("NHWC")[1:3]
+            if img.size != (w, h):
+                img = img.resize((w, h))
+        return np.asarray(img, dtype=np.uint8)
+    raise UserError(f"{path!r}: inputs are .npy arrays or images ({', '.join(_IMAGE_EXT)})")
+
+
+def summary(i: int, name: str, a: np.ndarray) -> str:
+    line = (f"output {i} {name!r}: {fmt_shape(a.shape)} {a.dtype}  "
+            f"min {a.min():.6g} max {a.max():.6g} mean {a.astype(np.float64).mean():.6g}")
+    flat = a.reshape(-1)
+    if a.size == max(a.shape) and a.size > 1:
+        top = np.argsort(flat)[::-1][:5]
+        line += "\n  top-5: " + ", ".join(f"{k} ({flat[k]:.4g})" for k in top)
+    return line
+
+
+def run(args) -> int:
+    load_runtime()
+    with open_model(args) as model:
+        if len(args.input) != len(model.inputs):
+            raise UserError(f"the model has {len(model.inputs)} input(s) "
+                            f"({', '.join(t.name for t in model.inputs)}); got "
+                            f"{len(args.input)} --input")
+        arrays = [read_input(p, t) for p, t in zip(args.input, model.inputs)]
+        t0 = time.perf_counter()
+        if args.flow == "general":
+            outputs = model.run(*arrays, raw=args.raw)
+        else:
+            prepared, shape_set = model.prepare_inputs(arrays)
+            with model.zero_copy(outputs="raw" if args.raw else "float32",
+                                 input_dtypes=[a.dtype for a, _ in prepared]) as s:
+                outputs = model._run_session(s, prepared, shape_set, args.raw, None)
+        ms = (time.perf_counter() - t0) * 1e3
+        names = [t.name for t in model.outputs]
+    print(f"{args.flow} flow: {ms:.2f} ms")
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+    for i, (name, a) in enumerate(zip(names, outputs)):
+        print(summary(i, name, a))
+        if args.out:
+            path = os.path.join(args.out, f"output{i}_{_safe(name)}.npy")
+            np.save(path, a)
+            print(f"  saved {path}")
+    return 0
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "out"
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("run", help="run a model on .npy arrays or images, save the outputs",
+                       description=__doc__.splitlines()[0].replace("``", ""))
+    add_model_arguments(p)
+    p.add_argument("--input", "-i", action="append", default=[], metavar="FILE",
+                   help="an input (.npy, or an image for a pixel input); once per input")
+    p.add_argument("--flow", choices=("general", "zero-copy"), default="general",
+                   help="the runtime flow to use (default: general)")
+    p.add_argument("--raw", action="store_true",
+                   help="outputs in the model's own type (e.g. int8) instead of float32")
+    p.add_argument("--out", metavar="DIR", help="save each output as DIR/output<i>_<name>.npy")
+    p.set_defaults(func=run)

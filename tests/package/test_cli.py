@@ -1,0 +1,160 @@
+"""The `rknnx` command, run as a user runs it (a subprocess on the emulator): each
+sub-command's output, --help, --json, and one clear line (no traceback) for user errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from helpers import run_python
+
+ENV = {"RKNNX_RUNTIME": "emulator"}
+
+
+def cli(*args, env=ENV):
+    code = f"import sys; from rknnx.cli import main; sys.exit(main({list(args)!r}))"
+    return run_python(code, env=env)
+
+
+def test_module_and_console_script_exist():
+    proc = run_python("import runpy, sys; sys.argv = ['rknnx', '--help']; "
+                      "runpy.run_module('rknnx', run_name='__main__')")
+    assert proc.returncode == 0 and "info" in proc.stdout and "doctor" in proc.stdout
+    import shutil
+
+    script = shutil.which("rknnx", path=str(__import__("pathlib").Path(sys.executable).parent))
+    assert script, "the rknnx console script is not installed"
+
+
+@pytest.mark.parametrize("command", ["info", "run", "bench", "doctor", "emulator"])
+def test_every_command_has_help(command):
+    proc = cli(command, "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"usage: rknnx {command}")
+
+
+def test_info_text_and_json():
+    proc = cli("info", "--sample", "multi_io")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "chip:       RK3588 (emulator)" in out
+    assert "[0] image            1x32x32x3      int8     NHWC      affine" in out
+    assert "native 1x1x16x16x16   int8     NC1HWC2   strides=(4096, 4096, 256, 16, 1)" in out
+    assert "custom:     rknnx sample: multi_io" in out
+    assert "support:    everything the model needs" in out
+    d = json.loads(cli("info", "--sample", "dynamic", "--json").stdout)
+    assert d["dynamic"] and d["shape_sets"] == [[[1, 64, 64, 3]], [[1, 96, 96, 3]],
+                                                 [[1, 128, 160, 3]]]
+    assert d["inputs"][0]["quant"]["kind"] == "affine"
+    assert d["sdk_version"].startswith("2.5.0")
+
+
+def test_info_on_a_zero_copy_only_chip():
+    proc = cli("info", "--sample", "tiny_relu", env={**ENV, "RKNN_EMU_PLATFORM": "RV1106"})
+    assert proc.returncode == 0, proc.stderr
+    assert "lacks rknn_inputs_set" in proc.stdout and "zero-copy flow only" in proc.stdout
+
+
+@pytest.mark.parametrize("flow", ["general", "zero-copy"])
+def test_run_saves_outputs(tmp_path, flow):
+    import rknnx
+    from rknnx.emulator import samples
+
+    model = tmp_path / "classifier.rknn"
+    model.write_bytes(samples.classifier())
+    x = np.random.default_rng(0).integers(0, 256, (1, 224, 224, 3), dtype=np.uint8)
+    np.save(tmp_path / "x.npy", x)
+    proc = cli("run", str(model), "--input", str(tmp_path / "x.npy"), "--flow", flow,
+                 "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    assert f"{flow} flow:" in proc.stdout
+    assert "output 0 'logits': 1x1000 float32" in proc.stdout and "top-5:" in proc.stdout
+    saved = np.load(tmp_path / "out" / "output0_logits.npy")
+    rknnx.load_runtime("emulator")
+    with rknnx.Model(model) as m:
+        np.testing.assert_array_equal(saved, m.run(x)[0])
+    top = int(np.argmax(saved))
+    assert f"top-5: {top} (" in proc.stdout
+
+
+def test_run_reads_an_image(tmp_path):
+    from PIL import Image
+
+    from rknnx.emulator import samples
+
+    model = tmp_path / "classifier.rknn"
+    model.write_bytes(samples.classifier())
+    Image.fromarray(np.full((100, 120, 3), 200, np.uint8)).save(tmp_path / "cat.png")
+    proc = cli("run", str(model), "-i", str(tmp_path / "cat.png"), "--raw")
+    assert proc.returncode == 0, proc.stderr
+    assert "output 0 'logits': 1x1000 int8" in proc.stdout
+
+
+def test_emulator_paths_build_a_c_program(tmp_path):
+    proc = cli("emulator")
+    assert proc.returncode == 0, proc.stderr
+    lines = dict(line.split(": ", 1) for line in proc.stdout.splitlines()[:2])
+    import os
+
+    assert os.path.isfile(lines["library"])
+    assert os.path.isfile(os.path.join(lines["include"], "rknn_api.h"))
+    from helpers import compile_c
+
+    src = tmp_path / "v.c"
+    src.write_text('#include "rknn_api.h"\n#include <stdio.h>\n'
+                   "int main(void){ rknn_context c = 0; printf(\"%d\\n\", rknn_destroy(c) < 0);"
+                   " return 0; }\n")
+    libdir = os.path.dirname(lines["library"])
+    exe = compile_c([src], tmp_path / "v", flags=[f"-I{lines['include']}", f"-L{libdir}",
+                                                  f"-Wl,-rpath,{libdir}"], libs=["-lrknnrt"])
+    import subprocess
+
+    assert subprocess.run([str(exe)], capture_output=True, text=True).stdout.strip() == "1"
+    out = cli("emulator", "--write-samples", str(tmp_path / "s"))
+    assert out.returncode == 0
+    assert (tmp_path / "s" / "classifier.rknn").is_file()
+
+
+def test_doctor():
+    proc = cli("doctor")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "CPU emulator" in out and "functions: 35 of 35" in out
+    assert "chip:      RK3588 (emulator personality)" in out
+    assert "NPU nodes:" in out
+
+
+@pytest.mark.parametrize("args,message", [
+    (("info", "missing.rknn"), "rknnx info: error: model file 'missing.rknn' does not exist"),
+    (("info", "--sample", "nope"), "rknnx info: error: no sample 'nope'; the samples are"),
+    (("run", "--sample", "tiny_relu", "-i", "nofile.npy"),
+     "rknnx run: error: input file 'nofile.npy' does not exist"),
+    (("run", "--sample", "multi_io"),
+     "rknnx run: error: the model has 3 input(s) (image, feat, seq); got 0 --input"),
+    (("info",), "rknnx info: error: give a MODEL file (or --sample NAME)"),
+])
+def test_user_errors_are_one_line(args, message):
+    proc = cli(*args)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert message in proc.stderr.splitlines()[-1]
+
+
+def test_corrupt_model_and_verbose(tmp_path):
+    bad = tmp_path / "bad.rknn"
+    bad.write_bytes(b"garbage" * 100)
+    proc = cli("info", str(bad))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert f"rknnx info: error: '{bad}' is not a model this runtime can load" in proc.stderr
+    proc = cli("--verbose", "info", str(bad))
+    assert proc.returncode != 0 and "Traceback" in proc.stderr
+
+
+def test_wrong_input_shape(tmp_path):
+    np.save(tmp_path / "x.npy", np.zeros((1, 3), np.float32))
+    proc = cli("run", "--sample", "tiny_relu", "-i", str(tmp_path / "x.npy"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "input 0 ('x'): shape (1, 3) does not match the model's (1, 2)" in proc.stderr
