@@ -1,0 +1,89 @@
+"""Time the layout and quantization kernels of rknnx._core against the numpy expressions
+they equal, in one run: median and p95 of time.perf_counter per call, one line per
+configuration with the ratio numpy / kernel (above 1: the kernel is faster).
+
+    python bench/kernels.py [--iterations 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from rknnx import _core as k
+
+
+def timed(fn, iterations):
+    fn()
+    ts = []
+    for _ in range(iterations):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    ts = np.sort(ts)
+    return float(np.median(ts)), float(ts[int(0.95 * (len(ts) - 1))])
+
+
+def configs():
+    rng = np.random.default_rng(0)
+    for s in (80, 20):
+        q = rng.integers(-128, 128, (1, 16, s, s, 16), dtype=np.int8)
+        sc, zp = np.float32(0.0625), -3
+        out = np.empty((1, 255, s, s), np.float32)
+        yield (f"nc1hwc2 int8 -> NCHW float32 {s}x{s}x255",
+               lambda q=q, s=s: (q.transpose(0, 1, 4, 2, 3).reshape(1, 256, s, s)[:, :255]
+                                 .astype(np.float32) - np.float32(zp)) * sc,
+               lambda q=q: k.nc1hwc2_to_nchw(q, 255, scale=sc, zero_point=zp))
+        yield (f"  same, out= reused {s}x{s}x255",
+               lambda q=q, s=s: (q.transpose(0, 1, 4, 2, 3).reshape(1, 256, s, s)[:, :255]
+                                 .astype(np.float32) - np.float32(zp)) * sc,
+               lambda q=q, out=out: k.nc1hwc2_to_nchw(q, 255, scale=sc, zero_point=zp, out=out))
+        yield (f"nc1hwc2 int8 -> NHWC float32 {s}x{s}x255",
+               lambda q=q, s=s: ((q.transpose(0, 1, 4, 2, 3).reshape(1, 256, s, s)[:, :255]
+                                  .astype(np.float32) - np.float32(zp)) * sc).transpose(0, 2, 3, 1).copy(),
+               lambda q=q: k.nc1hwc2_to_nchw(q, 255, layout="NHWC", scale=sc, zero_point=zp))
+        yield (f"nc1hwc2 int8 -> NCHW int8 (raw) {s}x{s}x255",
+               lambda q=q, s=s: np.ascontiguousarray(q.transpose(0, 1, 4, 2, 3).reshape(1, 256, s, s)[:, :255]),
+               lambda q=q: k.nc1hwc2_to_nchw(q, 255))
+    x8 = rng.integers(-128, 128, (1, 255, 80, 80), dtype=np.int8)
+    xf = rng.standard_normal((1, 640, 640, 3)).astype(np.float32)
+    xh = xf.astype(np.float16)
+    nchw = rng.integers(-128, 128, (1, 255, 80, 80), dtype=np.int8)
+    padded = rng.integers(0, 256, (1, 640, 656, 3), dtype=np.uint8)[:, :, :640]
+    yield ("dequantize int8 -> float32 1x255x80x80",
+           lambda: (x8.astype(np.float32) - np.float32(3)) * np.float32(0.1),
+           lambda: k.dequantize(x8, 0.1, 3))
+    yield ("dequantize int8 -> float16 1x255x80x80",
+           lambda: ((x8.astype(np.float32) - np.float32(3)) * np.float32(0.1)).astype(np.float16),
+           lambda: k.dequantize(x8, 0.1, 3, dtype=np.float16))
+    yield ("quantize float32 -> int8 1x640x640x3",
+           lambda: np.clip(np.rint(xf / np.float32(0.02)) + np.float32(3), -128, 127).astype(np.int8),
+           lambda: k.quantize(xf, 0.02, 3))
+    yield ("to_float16 1x640x640x3", lambda: xf.astype(np.float16), lambda: k.to_float16(xf))
+    yield ("from_float16 1x640x640x3", lambda: xh.astype(np.float32), lambda: k.from_float16(xh))
+    yield ("compact uint8 1x640x640(656)x3", lambda: np.ascontiguousarray(padded),
+           lambda: k.compact(padded))
+    yield ("nchw -> nc1hwc2 int8 1x255x80x80 c2=16",
+           lambda: np.ascontiguousarray(np.pad(nchw, ((0, 0), (0, 1), (0, 0), (0, 0)))
+                                        .reshape(1, 16, 16, 80, 80).transpose(0, 1, 3, 4, 2)),
+           lambda: k.nchw_to_nc1hwc2(nchw, 16))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--iterations", type=int, default=200)
+    args = ap.parse_args(argv)
+    print(f"{'configuration':44s} {'numpy med/p95 us':>20s} {'kernel med/p95 us':>20s} {'ratio':>7s}")
+    for name, np_fn, k_fn in configs():
+        a, b = np_fn(), k_fn()
+        assert np.array_equal(np.asarray(a).view(np.uint8), np.asarray(b).view(np.uint8)), name
+        nm, n95 = timed(np_fn, args.iterations)
+        km, k95 = timed(k_fn, args.iterations)
+        print(f"{name:44s} {nm * 1e6:9.1f} /{n95 * 1e6:9.1f} {km * 1e6:9.1f} /{k95 * 1e6:9.1f} "
+              f"{nm / km:6.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,941 @@
+# Layout and quantization kernels: numpy arrays in, numpy arrays out, loops in C without
+# the GIL.
+#
+# Every kernel is one traversal (the element order of the logical tensor) over one row
+# function (_row: a run of elements at a source and a destination byte stride, converted
+# by the kind of conversion chosen once per call).  The arrays come in through the buffer
+# protocol with any strides (views of NPU memory carry the row padding in them); the
+# result is allocated C-contiguous unless out= is given, and every argument is checked
+# (dtype, shape, writability, overlap) before the first loop.
+#
+# The numbers equal numpy's, bit for bit:
+#   dequantize  (float32(q) - float32(zp)) * float32(scale), all in float32; int8/uint8 go
+#               through a table of the 256 values computed with that same expression;
+#   quantize    clip(rint(x / scale) + zp) in float32, NaN -> zp, rint = round half to
+#               even (rknnx.emulator.reference.quantize, the emulator's emu_quantize);
+#   float16     IEEE binary16 rounded to nearest even, NaN payloads as numpy's astype
+#               keeps them (the top 10 mantissa bits, 1 when they are all zero).
+# No fused multiply-add can change a result: no expression here has a product feeding a
+# sum.  The float tricks below (adding 2**23, 0.5, 2**-14) are exact in the default
+# round-to-nearest mode and only ever see or produce normal numbers.
+
+from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_RECORDS_RO,
+                             PyBUF_RECORDS)
+from libc.string cimport memcpy, memset
+from libc.stdint cimport uint16_t, uint64_t
+
+from operator import index as _operator_index
+
+cdef enum:
+    _K_COPY1 = 0
+    _K_COPY2
+    _K_COPY4
+    _K_COPY8
+    _K_COPYN      # any other itemsize (p.itemsize)
+    _K_ZERO       # destination only: fill with zero bytes (itemsize in p.itemsize)
+    _K_LUT_F32    # 8-bit code -> float32 through the table
+    _K_LUT_F16    # 8-bit code -> float16 bits through the table
+    _K_F16_F32
+    _K_F32_F16
+    _K_Q_F32      # float32 -> 8-bit code
+    _K_Q_F16      # float16 -> 8-bit code
+
+cdef enum:
+    _K_MAXDIM = 64
+
+ctypedef struct _kparams:
+    int kind
+    Py_ssize_t itemsize    # of the destination, for _K_ZERO
+    const float* lut32     # 256 entries per channel, indexed by the code's byte
+    const uint16_t* lut16
+    const float* qscale    # quantize: per channel
+    const float* qzp
+    float qlo
+    float qhi
+    int tile_mode          # rknnx_k_tiles16 mode for this conversion, -1: none
+    float dzp              # dequantize, one set of parameters (the tiles)
+    float dsc
+
+
+cdef inline uint32_t _f32_bits(float f) noexcept nogil:
+    cdef uint32_t u
+    memcpy(&u, &f, 4)
+    return u
+
+
+cdef inline float _bits_f32(uint32_t u) noexcept nogil:
+    cdef float f
+    memcpy(&f, &u, 4)
+    return f
+
+
+cdef inline uint16_t _half_of(float f) noexcept nogil:
+    """float32 -> float16 bits, round to nearest even (numpy's astype)."""
+    cdef uint32_t x = _f32_bits(f)
+    cdef uint32_t sign = (x >> 16) & 0x8000u
+    cdef uint32_t a = x & 0x7fffffffu
+    cdef uint32_t h, m
+    cdef float half_ulp_base
+    if a >= 0x47800000u:
+        # >= 65536 (or inf, nan): inf, or nan keeping the top payload bits (never 0)
+        if a > 0x7f800000u:
+            m = (a >> 13) & 0x3ffu
+            return <uint16_t>(sign | 0x7c00u | (m if m else 1u))
+        return <uint16_t>(sign | 0x7c00u)
+    if a < 0x38800000u:
+        # below 2**-14: a float16 subnormal (or zero); adding 0.5, whose float32 ulp is
+        # 2**-24 (the float16 subnormal step), rounds to the nearest step, ties to even,
+        # and 2**-14 itself comes out as 0x400, the smallest normal
+        half_ulp_base = 0.5
+        h = _f32_bits(_bits_f32(a) + half_ulp_base) - 0x3f000000u
+        return <uint16_t>(sign | h)
+    # normal: rebias the exponent, round the 13 dropped bits to nearest even; a carry
+    # runs into the exponent (up to inf for [65520, 65536)) as it should
+    h = a + 0xc8000fffu + ((a >> 13) & 1u)     # 0xc8000000 = (15 - 127) << 23 mod 2**32
+    return <uint16_t>(sign | (h >> 13))
+
+
+cdef inline float _float_of(uint16_t hb) noexcept nogil:
+    """float16 bits -> float32 (exact; nan payloads shifted up, as numpy does)."""
+    cdef uint32_t sign = (<uint32_t>(hb & 0x8000u)) << 16
+    cdef uint32_t o = (<uint32_t>(hb & 0x7fffu)) << 13
+    cdef uint32_t e = o & 0x0f800000u
+    cdef float magic
+    if e == 0x0f800000u:                  # inf / nan
+        o += 0x70000000u                  # (255 - 31) << 23
+    elif e == 0:                          # zero / subnormal: renormalize exactly
+        magic = _bits_f32(0x38800000u)    # 2**-14
+        o = _f32_bits(_bits_f32(o + 0x38800000u) - magic)
+    else:
+        o += 0x38000000u                  # (127 - 15) << 23
+    return _bits_f32(o | sign)
+
+
+cdef inline unsigned char _quant1(float x, float sc, float zp, float lo, float hi) noexcept nogil:
+    """clip(rint(x / sc) + zp, lo, hi) in float32, NaN -> zp; the byte of the integer."""
+    cdef float v = x / sc
+    cdef float big = 8388608.0            # 2**23: from there on every float is an integer
+    cdef float r
+    if v < big and v > -big:
+        r = (v + big) - big if v >= 0 else (v - big) + big
+    elif v != v:
+        r = 0
+    else:
+        r = v
+    r = r + zp
+    if r < lo:
+        r = lo
+    elif r > hi:
+        r = hi
+    return <unsigned char>(<int>r)
+
+
+cdef void _row(const _kparams* p, Py_ssize_t ch, const char* s, Py_ssize_t ss, char* d,
+               Py_ssize_t ds, Py_ssize_t n) noexcept nogil:
+    """Convert n elements from s (byte stride ss) to d (byte stride ds); ch picks the
+    channel's quantization parameters."""
+    cdef Py_ssize_t i
+    cdef const float* l32
+    cdef const uint16_t* l16
+    cdef const unsigned char* sb = <const unsigned char*>s
+    cdef float sc, zp, lo, hi
+    cdef int k = p.kind
+    if k == _K_LUT_F32:
+        l32 = p.lut32 + 256 * ch
+        if ss == 1 and ds == 4:
+            for i in range(n):
+                (<float*>d)[i] = l32[sb[i]]
+        else:
+            for i in range(n):
+                (<float*>(d + i * ds))[0] = l32[sb[i * ss]]
+    elif k == _K_LUT_F16:
+        l16 = p.lut16 + 256 * ch
+        if ss == 1 and ds == 2:
+            for i in range(n):
+                (<uint16_t*>d)[i] = l16[sb[i]]
+        else:
+            for i in range(n):
+                (<uint16_t*>(d + i * ds))[0] = l16[sb[i * ss]]
+    elif k == _K_COPY1:
+        if ss == 1 and ds == 1:
+            memcpy(d, s, n)
+        else:
+            for i in range(n):
+                d[i * ds] = s[i * ss]
+    elif k == _K_COPY2:
+        if ss == 2 and ds == 2:
+            memcpy(d, s, 2 * n)
+        else:
+            for i in range(n):
+                (<uint16_t*>(d + i * ds))[0] = (<const uint16_t*>(s + i * ss))[0]
+    elif k == _K_COPY4:
+        if ss == 4 and ds == 4:
+            memcpy(d, s, 4 * n)
+        else:
+            for i in range(n):
+                (<uint32_t*>(d + i * ds))[0] = (<const uint32_t*>(s + i * ss))[0]
+    elif k == _K_COPY8:
+        if ss == 8 and ds == 8:
+            memcpy(d, s, 8 * n)
+        else:
+            for i in range(n):
+                (<uint64_t*>(d + i * ds))[0] = (<const uint64_t*>(s + i * ss))[0]
+    elif k == _K_COPYN:
+        for i in range(n):
+            memcpy(d + i * ds, s + i * ss, p.itemsize)
+    elif k == _K_ZERO:
+        if ds == p.itemsize:
+            memset(d, 0, n * p.itemsize)
+        else:
+            for i in range(n):
+                memset(d + i * ds, 0, p.itemsize)
+    elif k == _K_F32_F16:
+        if ss == 4 and ds == 2:
+            for i in range(n):
+                (<uint16_t*>d)[i] = _half_of((<const float*>s)[i])
+        else:
+            for i in range(n):
+                (<uint16_t*>(d + i * ds))[0] = _half_of((<const float*>(s + i * ss))[0])
+    elif k == _K_F16_F32:
+        if ss == 2 and ds == 4:
+            for i in range(n):
+                (<float*>d)[i] = _float_of((<const uint16_t*>s)[i])
+        else:
+            for i in range(n):
+                (<float*>(d + i * ds))[0] = _float_of((<const uint16_t*>(s + i * ss))[0])
+    elif k == _K_Q_F32:
+        sc = p.qscale[ch]
+        zp = p.qzp[ch]
+        lo = p.qlo
+        hi = p.qhi
+        if ss == 4 and ds == 1:
+            for i in range(n):
+                (<unsigned char*>d)[i] = _quant1((<const float*>s)[i], sc, zp, lo, hi)
+        else:
+            for i in range(n):
+                (<unsigned char*>d)[i * ds] = _quant1((<const float*>(s + i * ss))[0],
+                                                      sc, zp, lo, hi)
+    elif k == _K_Q_F16:
+        sc = p.qscale[ch]
+        zp = p.qzp[ch]
+        lo = p.qlo
+        hi = p.qhi
+        for i in range(n):
+            (<unsigned char*>d)[i * ds] = _quant1(
+                _float_of((<const uint16_t*>(s + i * ss))[0]), sc, zp, lo, hi)
+
+
+cdef void _nd(const _kparams* p, Py_ssize_t nch, Py_ssize_t chs, Py_ssize_t chd, int nd,
+              const Py_ssize_t* shape, const Py_ssize_t* ss, const Py_ssize_t* ds,
+              const char* s, char* d) noexcept nogil:
+    """Elementwise over nd dims (nd >= 1, C order), once per channel (the channel
+    strides chs/chd; nch 1 for one set of parameters)."""
+    cdef Py_ssize_t idx[_K_MAXDIM]
+    cdef Py_ssize_t c, inner = shape[nd - 1]
+    cdef const char* sp
+    cdef char* dp
+    cdef int k
+    for c in range(nch):
+        sp = s + c * chs
+        dp = d + c * chd
+        memset(idx, 0, sizeof(idx))
+        while True:
+            _row(p, c, sp, ss[nd - 1], dp, ds[nd - 1], inner)
+            k = nd - 2
+            while k >= 0:
+                idx[k] += 1
+                sp += ss[k]
+                dp += ds[k]
+                if idx[k] < shape[k]:
+                    break
+                sp -= ss[k] * shape[k]
+                dp -= ds[k] * shape[k]
+                idx[k] = 0
+                k -= 1
+            if k < 0:
+                break
+
+
+
+# The hot path of nc1hwc2_to_nchw for 8-bit codes with C2 a multiple of 16: tiles of 16
+# pixels x 16 channels are transposed in vector registers (GCC/Clang vector extensions:
+# SSE2 on x86-64, NEON on aarch64, no intrinsics) and each channel's 16 codes are then
+# written as one contiguous run, dequantized with the same float32 expression as the
+# table (or copied raw).  Plain C loops elsewhere.
+cdef extern from *:
+    """
+    #include <stddef.h>
+    #include <string.h>
+    #if defined(__GNUC__) && ((__GNUC__ >= 12) || defined(__clang__))
+    #define RKNNX_K_TILES 1
+    typedef unsigned char rknnx_k_v16 __attribute__((vector_size(16)));
+    static inline void rknnx_k_zip(rknnx_k_v16 *r)
+    {
+        rknnx_k_v16 o[16];
+        for (int i = 0; i < 8; i++) {
+            o[2 * i] = __builtin_shufflevector(r[i], r[i + 8], 0, 16, 1, 17, 2, 18, 3, 19,
+                                               4, 20, 5, 21, 6, 22, 7, 23);
+            o[2 * i + 1] = __builtin_shufflevector(r[i], r[i + 8], 8, 24, 9, 25, 10, 26, 11,
+                                                   27, 12, 28, 13, 29, 14, 30, 15, 31);
+        }
+        memcpy(r, o, sizeof o);
+    }
+    #else
+    #define RKNNX_K_TILES 0
+    #endif
+
+    /* One block row: W >= 16 pixels of 16 codes (pixel stride sw bytes, codes
+       contiguous) -> kmax rows of W values (row stride dk bytes, values contiguous).
+       mode 0: int8 -> float32, 1: uint8 -> float32, 2: bytes copied.  Returns 0 when the
+       compiler has no vector extensions (the caller then takes the plain loops). */
+    static int rknnx_k_tiles16(const unsigned char *src, ptrdiff_t sw, ptrdiff_t W, char *dst,
+                               ptrdiff_t dk, ptrdiff_t kmax, float zp, float sc, int mode)
+    {
+    #if RKNNX_K_TILES
+        rknnx_k_v16 r[16];
+        unsigned char t[16][16];
+        ptrdiff_t w0 = 0;
+        for (;;) {
+            if (w0 + 16 > W)
+                w0 = W - 16;                 /* the last tile overlaps the one before */
+            for (int p = 0; p < 16; p++)
+                memcpy(&r[p], src + (w0 + p) * sw, 16);
+            rknnx_k_zip(r); rknnx_k_zip(r); rknnx_k_zip(r); rknnx_k_zip(r);
+            memcpy(t, r, sizeof t);          /* t[k][p]: channel k of pixel w0 + p */
+            for (ptrdiff_t k = 0; k < kmax; k++) {
+                char *row = dst + k * dk;
+                if (mode == 0) {
+                    float *o = (float *)row + w0;
+                    for (int j = 0; j < 16; j++)
+                        o[j] = ((float)(signed char)t[k][j] - zp) * sc;
+                } else if (mode == 1) {
+                    float *o = (float *)row + w0;
+                    for (int j = 0; j < 16; j++)
+                        o[j] = ((float)t[k][j] - zp) * sc;
+                } else {
+                    memcpy(row + w0, t[k], 16);
+                }
+            }
+            if (w0 + 16 >= W)
+                return 1;
+            w0 += 16;
+        }
+    #else
+        return 0;
+    #endif
+    }
+    """
+    const int RKNNX_K_TILES
+    int rknnx_k_tiles16(const unsigned char* src, Py_ssize_t sw, Py_ssize_t W, char* dst,
+                        Py_ssize_t dk, Py_ssize_t kmax, float zp, float sc, int mode) nogil
+
+cdef void _blocked_to_plain(const _kparams* p, bint per_channel, bint row_c,
+                            Py_ssize_t N, Py_ssize_t C1, Py_ssize_t H, Py_ssize_t W,
+                            Py_ssize_t C2, Py_ssize_t C, const Py_ssize_t* bs,
+                            const Py_ssize_t* ps, const char* s, char* d) noexcept nogil:
+    """NC1HWC2 (strides bs, 5) -> (n, c, h, w) (strides ps, 4), channels >= C dropped.
+    Rows run over w, or over the C2 channels of a block when row_c."""
+    cdef Py_ssize_t n, c1, k, h, w, kmax, c, c0
+    cdef const char* sb
+    cdef char* db
+    if (RKNNX_K_TILES and p.tile_mode >= 0 and not per_channel and not row_c
+            and C2 % 16 == 0 and bs[4] == 1 and W >= 16
+            and ps[3] == (1 if p.tile_mode == 2 else 4)):
+        for n in range(N):
+            for c1 in range(C1):
+                for c0 in range(0, C2, 16):
+                    kmax = C - c1 * C2 - c0
+                    if kmax > 16:
+                        kmax = 16
+                    if kmax <= 0:
+                        break
+                    sb = s + n * bs[0] + c1 * bs[1] + c0
+                    db = d + n * ps[0] + (c1 * C2 + c0) * ps[1]
+                    for h in range(H):
+                        rknnx_k_tiles16(<const unsigned char*>(sb + h * bs[2]), bs[3], W,
+                                        db + h * ps[2], ps[1], kmax, p.dzp, p.dsc, p.tile_mode)
+        return
+    for n in range(N):
+        for c1 in range(C1):
+            kmax = C - c1 * C2
+            if kmax <= 0:
+                break
+            if kmax > C2:
+                kmax = C2
+            sb = s + n * bs[0] + c1 * bs[1]
+            db = d + n * ps[0] + c1 * C2 * ps[1]
+            if row_c:
+                for h in range(H):
+                    for w in range(W):
+                        _row(p, 0, sb + h * bs[2] + w * bs[3], bs[4],
+                             db + h * ps[2] + w * ps[3], ps[1], kmax)
+            else:
+                for k in range(kmax):
+                    c = c1 * C2 + k if per_channel else 0
+                    for h in range(H):
+                        _row(p, c, sb + h * bs[2] + k * bs[4], bs[3],
+                             db + k * ps[1] + h * ps[2], ps[3], W)
+
+
+cdef void _plain_to_blocked(const _kparams* p, const _kparams* zero, bint row_c,
+                            Py_ssize_t N, Py_ssize_t C1, Py_ssize_t H, Py_ssize_t W,
+                            Py_ssize_t C2, Py_ssize_t C, const Py_ssize_t* ps,
+                            const Py_ssize_t* bs, const char* s, char* d) noexcept nogil:
+    """(n, c, h, w) (strides ps) -> NC1HWC2 (strides bs), channels C.. C1*C2-1 zeroed."""
+    cdef Py_ssize_t n, c1, k, h, w, kmax
+    cdef const char* sp
+    cdef char* db
+    for n in range(N):
+        for c1 in range(C1):
+            kmax = C - c1 * C2
+            if kmax < 0:
+                kmax = 0
+            if kmax > C2:
+                kmax = C2
+            sp = s + n * ps[0] + c1 * C2 * ps[1]
+            db = d + n * bs[0] + c1 * bs[1]
+            if row_c:
+                for h in range(H):
+                    for w in range(W):
+                        if kmax:
+                            _row(p, 0, sp + h * ps[2] + w * ps[3], ps[1],
+                                 db + h * bs[2] + w * bs[3], bs[4], kmax)
+                        if kmax < C2:
+                            _row(zero, 0, NULL, 0, db + h * bs[2] + w * bs[3] + kmax * bs[4],
+                                 bs[4], C2 - kmax)
+            else:
+                for k in range(C2):
+                    for h in range(H):
+                        if k < kmax:
+                            _row(p, 0, sp + k * ps[1] + h * ps[2], ps[3],
+                                 db + h * bs[2] + k * bs[4], bs[3], W)
+                        else:
+                            _row(zero, 0, NULL, 0, db + h * bs[2] + k * bs[4], bs[3], W)
+
+
+# ---- argument checks ------------------------------------------------------------------------
+
+_K_INT8 = _np.dtype(_np.int8)
+_K_UINT8 = _np.dtype(_np.uint8)
+_K_F16 = _np.dtype(_np.float16)
+_K_F32 = _np.dtype(_np.float32)
+_K_LAYOUTS = ("NCHW", "NHWC")
+
+
+cdef object _k_src(object src, str what, tuple dtypes):
+    """src as an ndarray (no copy for buffers and arrays) of one of dtypes."""
+    a = src if type(src) is _np.ndarray else _np.asarray(src)
+    if a.dtype not in dtypes:
+        raise TypeError(f"{what}: src must be {' or '.join(str(t) for t in dtypes)}, "
+                        f"got {a.dtype}")
+    if not a.flags.aligned:
+        raise ValueError(f"{what}: src is not aligned to its {a.dtype} elements")
+    return a
+
+
+cdef object _k_dtype(object dtype, str what, tuple allowed):
+    try:
+        dt = _np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{what}: dtype must be {' or '.join(str(t) for t in allowed)}, "
+                        f"got {dtype!r}") from None
+    if dt not in allowed:
+        raise TypeError(f"{what}: dtype must be {' or '.join(str(t) for t in allowed)}, "
+                        f"got {dt}")
+    return dt
+
+
+cdef object _k_out(object out, object src, tuple shape, object dtype, str what):
+    """out checked (ndarray, dtype, shape, writable, aligned, not overlapping src), or a
+    new C-contiguous array."""
+    if out is None:
+        return _np.empty(shape, dtype)
+    if type(out) is not _np.ndarray and not isinstance(out, _np.ndarray):
+        raise TypeError(f"{what}: out must be a numpy.ndarray, got {type(out).__name__}")
+    if out.dtype != dtype:
+        raise TypeError(f"{what}: out must have dtype {dtype}, got {out.dtype}")
+    if out.shape != shape:
+        raise ValueError(f"{what}: out must have shape {shape}, got {out.shape}")
+    if not out.flags.writeable:
+        raise ValueError(f"{what}: out is read-only")
+    if not out.flags.aligned:
+        raise ValueError(f"{what}: out is not aligned to its {dtype} elements")
+    if out.size and src.size and _np.may_share_memory(out, src):
+        raise ValueError(f"{what}: out overlaps src")
+    return out
+
+
+cdef int _k_get(object a, Py_buffer* v, bint writable) except -1:
+    PyObject_GetBuffer(a, v, PyBUF_RECORDS if writable else PyBUF_RECORDS_RO)
+    return 0
+
+
+cdef int _k_copy_kind(Py_ssize_t itemsize) except -1:
+    if itemsize == 1:
+        return _K_COPY1
+    if itemsize == 2:
+        return _K_COPY2
+    if itemsize == 4:
+        return _K_COPY4
+    if itemsize == 8:
+        return _K_COPY8
+    return _K_COPYN
+
+
+cdef object _k_lut(object scale, object zero_point, object dtype, Py_ssize_t nch, str what):
+    """The dequantization table: nch x 256 values of dtype (float32, or float16 bits as
+    uint16), entry [c, b] = (float32(q) - float32(zp[c])) * float32(scale[c]) for the
+    code q whose byte is b (signedness applied by the caller through `signed`)."""
+    sc = _np.asarray(scale, dtype=_np.float32)
+    zp = _np.asarray(zero_point)
+    if sc.ndim > 1 or zp.ndim > 1:
+        raise ValueError(f"{what}: scale and zero_point must be scalars or 1-D arrays")
+    if zp.dtype.kind not in "iub":
+        raise TypeError(f"{what}: zero_point must be an integer, got {zp.dtype}")
+    if sc.ndim == 1 and sc.shape[0] != nch:
+        raise ValueError(f"{what}: scale has {sc.shape[0]} values, expected {nch} (one per channel)")
+    if zp.ndim == 1 and zp.shape[0] != nch:
+        raise ValueError(f"{what}: zero_point has {zp.shape[0]} values, expected {nch} "
+                         f"(one per channel)")
+    return (_np.broadcast_to(sc, (nch,)).reshape(nch, 1),
+            _np.broadcast_to(zp.astype(_np.float32), (nch,)).reshape(nch, 1))
+
+
+cdef int _k_scalar_table(object scale, object zero_point, bint signed, float* lut32,
+                         uint16_t* lut16, float* sf, float* zf, str what) except -1:
+    """One (scale, zero_point): float32(scale), float32(zero_point) and the 256-entry
+    tables indexed by the code's byte (lut16 may be NULL)."""
+    cdef long long zi
+    cdef int b
+    cdef float q
+    try:
+        zi = _operator_index(zero_point)
+    except TypeError:
+        raise TypeError(f"{what}: zero_point must be an integer, got "
+                        f"{type(zero_point).__name__}") from None
+    sf[0] = <float>(<double>scale)
+    zf[0] = <float>zi
+    if lut32 == NULL:
+        return 0
+    for b in range(256):
+        q = <float>(<signed char>b) if signed else <float>b
+        lut32[b] = (q - zf[0]) * sf[0]
+        if lut16 != NULL:
+            lut16[b] = _half_of(lut32[b])
+    return 0
+
+
+cdef object _k_table(object sc, object zpf, bint signed, object dtype):
+    """nch x 256 table indexed by the code's byte."""
+    cdef Py_ssize_t nch = sc.shape[0]
+    cdef float[:, ::1] t = _np.empty((nch, 256), _np.float32)
+    cdef const float[:, :] s = sc
+    cdef const float[:, :] z = zpf
+    cdef Py_ssize_t c, b
+    cdef float q
+    for c in range(nch):
+        for b in range(256):
+            q = <float>(<signed char>b) if signed else <float>b
+            t[c, b] = (q - z[c, 0]) * s[c, 0]
+    arr = _np.asarray(t)
+    if dtype == _K_F16:
+        return _k_half_table(arr)
+    return arr
+
+
+cdef object _k_half_table(object arr):
+    cdef const float[:, ::1] f = arr
+    cdef uint16_t[:, ::1] h = _np.empty((arr.shape[0], 256), _np.uint16)
+    cdef Py_ssize_t c, b
+    for c in range(f.shape[0]):
+        for b in range(256):
+            h[c, b] = _half_of(f[c, b])
+    return _np.asarray(h)
+
+
+cdef int _k_elementwise(_kparams* p, object src, object out, object axis) except -1:
+    """Run p over src -> out (same shape); with axis, that axis indexes the channel
+    parameters."""
+    cdef Py_buffer vs, vd
+    cdef Py_ssize_t shape[_K_MAXDIM]
+    cdef Py_ssize_t ss[_K_MAXDIM]
+    cdef Py_ssize_t ds[_K_MAXDIM]
+    cdef Py_ssize_t nch = 1, chs = 0, chd = 0, ext
+    cdef int i, nd = 0, ax = -1
+    if src.size == 0:
+        return 0
+    if axis is not None:
+        ax = axis
+    _k_get(src, &vs, False)
+    try:
+        _k_get(out, &vd, True)
+        try:
+            for i in range(vs.ndim):
+                ext = vs.shape[i]
+                if i == ax:
+                    nch = ext
+                    chs = vs.strides[i]
+                    chd = vd.strides[i]
+                    continue
+                if ext == 1:
+                    continue
+                if nd and ss[nd - 1] == vs.strides[i] * ext and ds[nd - 1] == vd.strides[i] * ext:
+                    shape[nd - 1] *= ext          # merge with the dim before
+                    ss[nd - 1] = vs.strides[i]
+                    ds[nd - 1] = vd.strides[i]
+                    continue
+                shape[nd] = ext
+                ss[nd] = vs.strides[i]
+                ds[nd] = vd.strides[i]
+                nd += 1
+            if nd == 0:
+                shape[0] = 1
+                ss[0] = 0
+                ds[0] = 0
+                nd = 1
+            with nogil:
+                _nd(p, nch, chs, chd, nd, shape, ss, ds, <const char*>vs.buf, <char*>vd.buf)
+        finally:
+            PyBuffer_Release(&vd)
+    finally:
+        PyBuffer_Release(&vs)
+    return 0
+
+
+cdef object _k_axis(object axis, int ndim, str what):
+    if axis is None:
+        return None
+    try:
+        ax = _operator_index(axis)
+    except TypeError:
+        raise TypeError(f"{what}: axis must be an int, got {type(axis).__name__}") from None
+    if not -ndim <= ax < ndim:
+        raise ValueError(f"{what}: axis {axis} is out of range for {ndim} dims")
+    return ax % ndim
+
+
+# ---- the kernels ----------------------------------------------------------------------------
+
+def dequantize(src, scale, zero_point=0, *, dtype=_np.float32, axis=None, out=None):
+    """Dequantize int8/uint8 codes: ``(float32(q) - float32(zero_point)) * float32(scale)``.
+
+    Equal bit for bit to ``(src.astype(np.float32) - np.float32(zero_point)) *
+    np.float32(scale)`` (then ``.astype(np.float16)`` for ``dtype=float16``).
+
+    Parameters
+    ----------
+    src : array_like
+        int8 or uint8, any shape and strides (a view of NPU memory).
+    scale, zero_point : float, int or 1-D arrays
+        One value, or one per index of ``axis`` (per-channel).
+    dtype : float32 or float16
+        The result type.
+    axis : int, optional
+        The channel axis of per-channel ``scale``/``zero_point``.
+    out : numpy.ndarray, optional
+        Written in place (``src``'s shape, ``dtype``, any strides) and returned.
+    """
+    a = _k_src(src, "dequantize", (_K_INT8, _K_UINT8))
+    dt = _k_dtype(dtype, "dequantize", (_K_F32, _K_F16))
+    ax = _k_axis(axis, a.ndim, "dequantize")
+    nch = a.shape[ax] if ax is not None else 1
+    if ax is None and (_np.ndim(scale) or _np.ndim(zero_point)):
+        raise ValueError("dequantize: per-channel scale/zero_point need axis=")
+    if ax is not None:
+        sc, zpf = _k_lut(scale, zero_point, dt, nch, "dequantize")
+    o = _k_out(out, a, a.shape, dt, "dequantize")
+    cdef _kparams p
+    cdef const float[:, ::1] t32
+    cdef const uint16_t[:, ::1] t16
+    cdef float l32[256]
+    cdef uint16_t l16[256]
+    cdef float sf, zf
+    memset(&p, 0, sizeof(p))
+    if ax is None:
+        _k_scalar_table(scale, zero_point, a.dtype == _K_INT8, l32, l16 if dt == _K_F16 else NULL,
+                        &sf, &zf, "dequantize")
+        p.kind = _K_LUT_F32 if dt == _K_F32 else _K_LUT_F16
+        p.lut32 = l32
+        p.lut16 = l16
+        _k_elementwise(&p, a, o, None)
+        return o
+    table = _k_table(sc, zpf, a.dtype == _K_INT8, dt)
+    if dt == _K_F32:
+        t32 = table
+        p.kind = _K_LUT_F32
+        p.lut32 = &t32[0, 0]
+    else:
+        t16 = table
+        p.kind = _K_LUT_F16
+        p.lut16 = &t16[0, 0]
+    _k_elementwise(&p, a, o, ax)
+    return o
+
+
+_K_QRANGE = {_K_INT8: (-128.0, 127.0), _K_UINT8: (0.0, 255.0)}
+
+
+def quantize(src, scale, zero_point=0, *, dtype=_np.int8, axis=None, out=None):
+    """Quantize float32/float16 to int8/uint8: ``clip(rint(x / scale) + zero_point)``.
+
+    Computed in float32 with ``rint`` rounding half to even and NaN mapped to
+    ``zero_point`` (saturated), exactly as the emulator quantizes inputs and as
+    ``rknnx.emulator.reference.quantize`` (float16 ``src`` is widened to float32 first).
+
+    Parameters
+    ----------
+    src : array_like
+        float32 or float16, any shape and strides.
+    scale, zero_point : float, int or 1-D arrays
+        One value, or one per index of ``axis``.
+    dtype : int8 or uint8
+        The result type; values saturate to its range.
+    axis : int, optional
+        The channel axis of per-channel ``scale``/``zero_point``.
+    out : numpy.ndarray, optional
+        Written in place (``src``'s shape, ``dtype``, any strides) and returned.
+    """
+    a = _k_src(src, "quantize", (_K_F32, _K_F16))
+    dt = _k_dtype(dtype, "quantize", (_K_INT8, _K_UINT8))
+    ax = _k_axis(axis, a.ndim, "quantize")
+    nch = a.shape[ax] if ax is not None else 1
+    if ax is None and (_np.ndim(scale) or _np.ndim(zero_point)):
+        raise ValueError("quantize: per-channel scale/zero_point need axis=")
+    sc, zpf = _k_lut(scale, zero_point, dt, nch, "quantize")
+    o = _k_out(out, a, a.shape, dt, "quantize")
+    sc = _np.ascontiguousarray(sc.ravel())
+    zpf = _np.ascontiguousarray(zpf.ravel())
+    cdef const float[::1] vsc = sc
+    cdef const float[::1] vzp = zpf
+    cdef _kparams p
+    memset(&p, 0, sizeof(p))
+    p.kind = _K_Q_F32 if a.dtype == _K_F32 else _K_Q_F16
+    p.qscale = &vsc[0]
+    p.qzp = &vzp[0]
+    p.qlo, p.qhi = _K_QRANGE[dt]
+    _k_elementwise(&p, a, o, ax)
+    return o
+
+
+def to_float16(src, *, out=None):
+    """float32 -> float16, equal to ``src.astype(np.float16)`` (round to nearest even,
+    overflow to inf, subnormals, NaN payloads)."""
+    a = _k_src(src, "to_float16", (_K_F32,))
+    o = _k_out(out, a, a.shape, _K_F16, "to_float16")
+    cdef _kparams p
+    memset(&p, 0, sizeof(p))
+    p.kind = _K_F32_F16
+    _k_elementwise(&p, a, o, None)
+    return o
+
+
+def from_float16(src, *, out=None):
+    """float16 -> float32, equal to ``src.astype(np.float32)`` (exact)."""
+    a = _k_src(src, "from_float16", (_K_F16,))
+    o = _k_out(out, a, a.shape, _K_F32, "from_float16")
+    cdef _kparams p
+    memset(&p, 0, sizeof(p))
+    p.kind = _K_F16_F32
+    _k_elementwise(&p, a, o, None)
+    return o
+
+
+def compact(src, *, out=None):
+    """A C-contiguous copy of a strided array (the row padding of an NPU view dropped);
+    equal to ``np.ascontiguousarray(src)``, into ``out`` (same shape and dtype) if given."""
+    a = src if type(src) is _np.ndarray else _np.asarray(src)
+    if a.dtype.hasobject:
+        raise TypeError("compact: src must be a numeric array, got dtype object")
+    if not a.flags.aligned:
+        raise ValueError(f"compact: src is not aligned to its {a.dtype} elements")
+    cdef _kparams p
+    memset(&p, 0, sizeof(p))
+    p.kind = _k_copy_kind(a.dtype.itemsize)
+    p.itemsize = a.dtype.itemsize
+    o = _k_out(out, a, a.shape, a.dtype, "compact")
+    _k_elementwise(&p, a, o, None)
+    return o
+
+
+cdef object _k_layout(object layout, str what):
+    if layout not in _K_LAYOUTS:
+        raise ValueError(f"{what}: layout must be 'NCHW' or 'NHWC', got {layout!r}")
+    return layout
+
+
+def nc1hwc2_to_nchw(src, channels, *, layout="NCHW", scale=None, zero_point=0, dtype=None,
+                    out=None):
+    """The native NC1HWC2 layout to NCHW (or NHWC), optionally dequantized in the same pass.
+
+    Equal bit for bit to ``src.transpose(0, 1, 4, 2, 3).reshape(N, C1*C2, H, W)[:,
+    :channels]`` (then ``.transpose(0, 2, 3, 1)`` for NHWC), followed with ``scale`` by
+    ``(x.astype(np.float32) - np.float32(zero_point)) * np.float32(scale)``.
+
+    Parameters
+    ----------
+    src : array_like
+        5-D ``(N, C1, H, W, C2)``, any strides (a padded W is fine).
+    channels : int
+        The real channel count C (``<= C1*C2``); the padding channels are dropped.
+    layout : "NCHW" or "NHWC"
+        The layout of the result.
+    scale, zero_point : float, int, or 1-D arrays of ``channels`` values
+        Dequantize int8/uint8 ``src`` to ``dtype`` (float32 by default).
+    dtype : numpy dtype, optional
+        Without ``scale``: ``src``'s dtype, or float32 <-> float16 converted.
+    out : numpy.ndarray, optional
+        ``(N, C, H, W)`` or ``(N, H, W, C)``, any strides.
+    """
+    what = "nc1hwc2_to_nchw"
+    a = src if type(src) is _np.ndarray else _np.asarray(src)
+    if a.ndim != 5:
+        raise ValueError(f"{what}: src must be 5-D (N, C1, H, W, C2), got shape {a.shape}")
+    if not a.flags.aligned:
+        raise ValueError(f"{what}: src is not aligned to its {a.dtype} elements")
+    cdef Py_ssize_t N = a.shape[0], C1 = a.shape[1], H = a.shape[2], W = a.shape[3]
+    cdef Py_ssize_t C2 = a.shape[4], C
+    try:
+        C = _operator_index(channels)
+    except TypeError:
+        raise TypeError(f"{what}: channels must be an int, got {type(channels).__name__}") from None
+    if not 0 < C <= C1 * C2:
+        raise ValueError(f"{what}: channels must be in 1..C1*C2 = {C1 * C2}, got {C}")
+    _k_layout(layout, what)
+    cdef _kparams p
+    cdef const float[:, ::1] t32
+    cdef const uint16_t[:, ::1] t16
+    cdef bint per_channel = False
+    cdef float l32[256]
+    cdef uint16_t l16[256]
+    cdef float sf, zf
+    memset(&p, 0, sizeof(p))
+    p.tile_mode = -1
+    if scale is not None:
+        if a.dtype not in (_K_INT8, _K_UINT8):
+            raise TypeError(f"{what}: src must be int8 or uint8 to dequantize, got {a.dtype}")
+        dt = _k_dtype(_K_F32 if dtype is None else dtype, what, (_K_F32, _K_F16))
+        per_channel = bool(_np.ndim(scale) or _np.ndim(zero_point))
+        if per_channel:
+            sc, zpf = _k_lut(scale, zero_point, dt, C, what)
+        else:
+            _k_scalar_table(scale, zero_point, a.dtype == _K_INT8, l32,
+                            l16 if dt == _K_F16 else NULL, &sf, &zf, what)
+    else:
+        if _np.ndim(zero_point) or zero_point != 0:
+            raise ValueError(f"{what}: zero_point needs scale")
+        if a.dtype.hasobject:
+            raise TypeError(f"{what}: src must be a numeric array, got dtype object")
+        dt = a.dtype if dtype is None else _np.dtype(dtype)
+        if dt == a.dtype:
+            p.kind = _k_copy_kind(a.dtype.itemsize)
+            p.itemsize = a.dtype.itemsize
+            if p.itemsize == 1:
+                p.tile_mode = 2
+        elif a.dtype == _K_F16 and dt == _K_F32:
+            p.kind = _K_F16_F32
+        elif a.dtype == _K_F32 and dt == _K_F16:
+            p.kind = _K_F32_F16
+        else:
+            raise TypeError(f"{what}: without scale, dtype must be {a.dtype} (or float32 <-> "
+                            f"float16), got {dt}")
+    shape = (N, C, H, W) if layout == "NCHW" else (N, H, W, C)
+    o = _k_out(out, a, shape, dt, what)
+    if scale is not None and not per_channel:
+        p.kind = _K_LUT_F32 if dt == _K_F32 else _K_LUT_F16
+        p.lut32 = l32
+        p.lut16 = l16
+        if dt == _K_F32:
+            p.tile_mode = 0 if a.dtype == _K_INT8 else 1
+            p.dsc = sf
+            p.dzp = zf
+    elif scale is not None:
+        table = _k_table(sc, zpf, a.dtype == _K_INT8, dt)
+        if dt == _K_F32:
+            t32 = table
+            p.kind = _K_LUT_F32
+            p.lut32 = &t32[0, 0]
+        else:
+            t16 = table
+            p.kind = _K_LUT_F16
+            p.lut16 = &t16[0, 0]
+    if a.size == 0 or o.size == 0:
+        return o
+    cdef Py_buffer vs, vd
+    cdef Py_ssize_t ps[4]
+    cdef bint row_c
+    _k_get(a, &vs, False)
+    try:
+        _k_get(o, &vd, True)
+        try:
+            if layout == "NCHW":
+                ps[0] = vd.strides[0]; ps[1] = vd.strides[1]; ps[2] = vd.strides[2]; ps[3] = vd.strides[3]
+            else:
+                ps[0] = vd.strides[0]; ps[1] = vd.strides[3]; ps[2] = vd.strides[1]; ps[3] = vd.strides[2]
+            # rows along whichever of C2 / W is the closer in the result
+            row_c = not per_channel and abs(ps[1]) < abs(ps[3])
+            with nogil:
+                _blocked_to_plain(&p, per_channel, row_c, N, C1, H, W, C2, C, vs.strides, ps,
+                                  <const char*>vs.buf, <char*>vd.buf)
+        finally:
+            PyBuffer_Release(&vd)
+    finally:
+        PyBuffer_Release(&vs)
+    return o
+
+
+def nchw_to_nc1hwc2(src, c2, *, layout="NCHW", out=None):
+    """NCHW (or NHWC with ``layout="NHWC"``) to the native NC1HWC2 layout
+    ``(N, ceil(C/c2), H, W, c2)``, the padding channels zero; ``out`` (any strides) is
+    written if given.  The inverse of :func:`nc1hwc2_to_nchw` without dequantization."""
+    what = "nchw_to_nc1hwc2"
+    a = src if type(src) is _np.ndarray else _np.asarray(src)
+    if a.ndim != 4:
+        raise ValueError(f"{what}: src must be 4-D ({layout}), got shape {a.shape}")
+    if not a.flags.aligned:
+        raise ValueError(f"{what}: src is not aligned to its {a.dtype} elements")
+    if a.dtype.hasobject:
+        raise TypeError(f"{what}: src must be a numeric array, got dtype object")
+    _k_layout(layout, what)
+    cdef Py_ssize_t C2
+    try:
+        C2 = _operator_index(c2)
+    except TypeError:
+        raise TypeError(f"{what}: c2 must be an int, got {type(c2).__name__}") from None
+    if C2 < 1:
+        raise ValueError(f"{what}: c2 must be >= 1, got {C2}")
+    cdef Py_ssize_t N, C, H, W, C1
+    if layout == "NCHW":
+        N, C, H, W = a.shape
+    else:
+        N, H, W, C = a.shape
+    C1 = (C + C2 - 1) // C2
+    cdef _kparams p, zero
+    memset(&p, 0, sizeof(p))
+    memset(&zero, 0, sizeof(zero))
+    p.kind = _k_copy_kind(a.dtype.itemsize)
+    p.itemsize = a.dtype.itemsize
+    zero.kind = _K_ZERO
+    zero.itemsize = a.dtype.itemsize
+    o = _k_out(out, a, (N, C1, H, W, C2), a.dtype, what)
+    if o.size == 0:
+        return o
+    cdef Py_buffer vs, vd
+    cdef Py_ssize_t ps[4]
+    cdef bint row_c
+    _k_get(a, &vs, False)
+    try:
+        _k_get(o, &vd, True)
+        try:
+            if layout == "NCHW":
+                ps[0] = vs.strides[0]; ps[1] = vs.strides[1]; ps[2] = vs.strides[2]; ps[3] = vs.strides[3]
+            else:
+                ps[0] = vs.strides[0]; ps[1] = vs.strides[3]; ps[2] = vs.strides[1]; ps[3] = vs.strides[2]
+            row_c = abs(ps[1]) < abs(ps[3])
+            with nogil:
+                _plain_to_blocked(&p, &zero, row_c, N, C1, H, W, C2, C, ps, vd.strides,
+                                  <const char*>vs.buf, <char*>vd.buf)
+        finally:
+            PyBuffer_Release(&vd)
+    finally:
+        PyBuffer_Release(&vs)
+    return o
