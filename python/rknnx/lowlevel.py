@@ -29,7 +29,8 @@ from rknnx._core import (  # noqa: E402  (after the check above)
     PerfRun, PerfDetail, InputRange, DeviceMemInfo, create_mem2, dtype_of, type_of_dtype,
     MatmulContext, MatmulTensorAttr, MatmulIOAttr, MatmulInfo, MatmulShape, MatmulType,
     MatmulLayout, MatmulQuantType, QuantParams, b_normal_layout_to_native_layout,
-    pack_int4, unpack_int4, CustomOp, CustomOpContext, TargetType, SKIP_CUSTOM_OP_COMPUTE,
+    pack_int4, unpack_int4, dequantize, quantize, to_float16, from_float16, compact,
+    nc1hwc2_to_nchw, nchw_to_nc1hwc2, CustomOp, CustomOpContext, TargetType, SKIP_CUSTOM_OP_COMPUTE,
     live_contexts,
 )
 
@@ -80,4 +81,11 @@ __all__ = [
     "TargetType",
     "SKIP_CUSTOM_OP_COMPUTE",
     "live_contexts",
+    "dequantize",
+    "quantize",
+    "to_float16",
+    "from_float16",
+    "compact",
+    "nc1hwc2_to_nchw",
+    "nchw_to_nc1hwc2",
 ]

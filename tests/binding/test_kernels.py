@@ -267,7 +267,7 @@ def test_buffers_are_accepted_and_the_loops_release_the_gil():
 @pytest.mark.parametrize("platform_name", ["RK3588", "RK3566"])
 def test_detector_native_outputs_through_the_kernel_equal_the_float_outputs(track,
                                                                             platform_name):
-    from rknnx import QueryCmd, TensorFormat, TensorType
+    from rknnx.lowlevel import QueryCmd, TensorFormat, TensorType
 
     rng = np.random.default_rng(11)
     image = rng.integers(0, 256, (1, 640, 640, 3), dtype=np.uint8)

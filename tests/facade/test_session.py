@@ -221,3 +221,31 @@ def test_bad_options(models):
         m.zero_copy(input_dtypes=[np.uint8, np.float16])
     with pytest.raises(TypeError):
         m.zero_copy(input_dtypes=np.complex64)
+
+
+# ---- native outputs and the kernels --------------------------------------------------------
+@pytest.mark.parametrize("platform", ["RK3588", "RK3566", "RV1106"])
+def test_native_outputs_read_as_the_general_flows(models, platform):
+    m = models.open("detector", platform)
+    xs = user_inputs(m, np.random.default_rng(9))
+    want = expected_outputs(model_bytes("detector", platform), xs, True)
+    with m.zero_copy(outputs="native") as s:
+        feed(s, xs)
+        s.run()
+        for i, w in enumerate(want):
+            native = s.outputs[i]
+            assert native.ndim == 5 and native.dtype == np.int8           # N, C1, H, W, C2
+            np.testing.assert_array_equal(s.read(i), w)
+            np.testing.assert_array_equal(s.read(i, layout="NHWC"), w.transpose(0, 2, 3, 1))
+            out = np.empty_like(w)
+            assert s.read(i, out=out) is out
+            del native
+    with m.zero_copy(outputs="raw") as s:
+        feed(s, xs)
+        s.run()
+        for i, w in enumerate(want):
+            np.testing.assert_array_equal(s.read(i), w)
+        with pytest.raises(IndexError, match=r"output index 3 out of range: the model has 3"):
+            s.read(3)
+        with pytest.raises(ValueError, match="layout must be 'NCHW' or 'NHWC'; got 'NC1HWC2'"):
+            s.read(0, layout="nc1hwc2")
