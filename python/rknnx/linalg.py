@@ -487,29 +487,32 @@ class Matmul:
         ctx = self._live("set_b")
         _, K, N = self.shape
         kb = KINDS[self.type][1]
-        v = self._view("B")
+        # everything is checked before a view of B is taken: a view held by the frame of
+        # a raised exception would keep close() from freeing the buffer
+        mem = self._mems["B"]
+        shape, dtype = tuple(mem.shape), np.dtype(mem.dtype)
+        nbytes = int(np.prod(shape)) * dtype.itemsize
         if layout == "native":
             if self.b_layout != "native":
                 raise ValueError(f"{where}: layout='native' needs a Matmul made with "
                                  f"b_layout='native' (this one is {self.b_layout!r})")
             arr = np.asarray(b)
-            if arr.nbytes != v.nbytes or (kb != "int4" and arr.dtype != v.dtype):
-                raise ValueError(f"{where}: a native B here is {v.nbytes} bytes of {v.dtype} "
-                                 f"(shape {v.shape}), got {arr.nbytes} bytes of {arr.dtype}")
-            v[...] = arr.reshape(v.shape) if kb != "int4" else arr.view(np.uint8).reshape(v.shape)
-            return
-        if layout != "normal":
+            if arr.nbytes != nbytes or (kb != "int4" and arr.dtype != dtype):
+                raise ValueError(f"{where}: a native B here is {nbytes} bytes of {dtype} "
+                                 f"(shape {shape}), got {arr.nbytes} bytes of {arr.dtype}")
+            arr = arr.reshape(shape) if kb != "int4" else arr.view(np.uint8).reshape(shape)
+        elif layout == "normal":
+            arr = self._operand(b, "b", kb, (K, N), where)
+            if self.b_layout == "transposed":
+                arr = np.ascontiguousarray(arr.T)
+            if kb == "int4":
+                arr = _ll.pack_int4(arr)
+            if self.b_layout == "native":
+                arr = _ll.b_normal_layout_to_native_layout(np.ascontiguousarray(arr), K, N, ctx)
+            arr = arr.reshape(shape)
+        else:
             raise ValueError(f"{where}: layout must be 'normal' or 'native', got {layout!r}")
-        arr = self._operand(b, "b", kb, (K, N), where)
-        if self.b_layout == "transposed":
-            arr = np.ascontiguousarray(arr.T)
-        if kb == "int4":
-            arr = _ll.pack_int4(arr)
-        if self.b_layout == "native":
-            arr = _ll.b_normal_layout_to_native_layout(np.ascontiguousarray(arr), K, N, ctx)
-        if arr.size != v.size and arr.nbytes != v.nbytes:  # pragma: no cover - binding's sizes
-            raise RuntimeError(f"{where}: B is {arr.nbytes} bytes, the NPU buffer {v.nbytes}")
-        v[...] = arr.reshape(v.shape)
+        self._view("B")[...] = arr
 
     def set_shape(self, M: int, K: int, N: int) -> None:
         """Switch a dynamic-shape Matmul to (M, K, N), one of its ``shapes``.
@@ -668,6 +671,7 @@ def matmul(a: Any, b: Any, *, out_dtype: Any = None, a_dtype: Any = None, b_dtyp
         a2 = _int4_values(a2, "a", where)
     if kb == "int4":
         b = _int4_values(b, "b", where)
+    refuse_if_unsupported(where, "rknn_matmul_create")
     with Matmul(M, K, N, t, b=b, quant=quant, group_size=group_size,
                 core_mask=core_mask) as mm:
         mm.set_a(a2)
