@@ -45,6 +45,12 @@ _LAZY = {
     "load_runtime": "rknnx.runtime",
     "runtime_info": "rknnx.runtime",
     "emulator_path": "rknnx.runtime",
+    "linalg": "rknnx.linalg",
+    "matmul": "rknnx.linalg",
+    "Matmul": "rknnx.linalg",
+    "custom": "rknnx.custom",
+    "custom_op": "rknnx.custom",
+    "CustomOperator": "rknnx.custom",
 }
 
 __all__ = [

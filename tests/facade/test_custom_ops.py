@@ -1,0 +1,213 @@
+"""Custom operators for people: @rknnx.custom_op functions (with and without the op
+context) and CustomOperator subclasses installed with rknnx.custom.register on the sample
+model's cstSigmoid, computing what numpy computes on RK3588 and RK3566; mistakes refused
+with a message naming what was expected; the refusal on RV1106; counters at baseline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import rknnx
+import rknnx.custom
+from rknnx.lowlevel import CustomOp, CustomOpContext
+
+GENERAL = ("RK3588", "RK3566")
+
+
+def want(x, alpha=1.0):
+    """The sample model: sigmoid(alpha * x) + 1."""
+    return (1.0 / (1.0 + np.exp(-alpha * x.astype(np.float64))) + 1.0).astype(np.float32)
+
+
+def x_input(seed=0):
+    return np.random.default_rng(seed).standard_normal((1, 16)).astype(np.float32)
+
+
+def run_general(ctx, x):
+    ctx.inputs_set([x])
+    ctx.run()
+    with ctx.outputs_get(want_float=True) as outs:
+        return np.asarray(outs[0]).copy()
+
+
+@rknnx.custom_op("cstSigmoid")
+def sigmoid(inputs, outputs):
+    np.divide(1.0, 1.0 + np.exp(-inputs[0]), out=outputs[0])
+
+
+@pytest.mark.parametrize("platform", GENERAL)
+def test_decorated_function_computes_the_op(track, platform):
+    ctx = track.model("custom_op_model", platform)
+    assert isinstance(sigmoid, rknnx.CustomOperator) and sigmoid.op_type == "cstSigmoid"
+    low = rknnx.custom.register(ctx, sigmoid)
+    assert [op.op_type for op in low] == ["cstSigmoid"]
+    assert [op.op_type for op in ctx.custom_ops] == ["cstSigmoid"]
+    for seed in range(3):
+        x = x_input(seed)
+        np.testing.assert_allclose(run_general(ctx, x), want(x), rtol=1e-6, atol=1e-6)
+
+
+def test_one_operator_serves_several_contexts(track):
+    a = track.model("custom_op_model")
+    b = track.model("custom_op_model")
+    rknnx.custom.register(a, [sigmoid])
+    rknnx.custom.register(b, [sigmoid])
+    x = x_input(1)
+    np.testing.assert_array_equal(run_general(a, x), run_general(b, x))
+
+
+@pytest.mark.parametrize("platform", GENERAL)
+def test_function_with_op_context_reads_the_model_attributes(track, platform):
+    ctx = track.model("custom_op_model", platform)
+    seen = {}
+
+    @rknnx.custom_op("cstSigmoid")
+    def scaled(inputs, outputs, op_ctx):
+        assert isinstance(op_ctx, CustomOpContext)
+        alpha = float(op_ctx.get_op_attr("alpha")[0]) * 2.0
+        seen.update(attrs=op_ctx.input_attrs[0].dims, writeable=(inputs[0].flags.writeable,
+                                                                outputs[0].flags.writeable))
+        np.divide(1.0, 1.0 + np.exp(-alpha * inputs[0]), out=outputs[0])
+
+    rknnx.custom.register(ctx, [scaled])
+    x = x_input(2)
+    np.testing.assert_allclose(run_general(ctx, x), want(x, 2.0), rtol=1e-6, atol=1e-6)
+    assert seen == {"attrs": (1, 16), "writeable": (False, True)}
+
+
+def test_subclass_with_init_prepare_destroy_and_state(track):
+    calls = []
+
+    class Sigmoid(rknnx.CustomOperator):
+        op_type = "cstSigmoid"
+
+        def init(self, inputs, outputs, op_ctx):
+            calls.append("init")
+            op_ctx.state = {"alpha": float(op_ctx.get_op_attr("alpha")[0]), "runs": 0}
+
+        def prepare(self, inputs, outputs, op_ctx):
+            op_ctx.state["runs"] += 1
+
+        def compute(self, inputs, outputs, op_ctx):
+            calls.append("compute")
+            a = op_ctx.state["alpha"]
+            np.divide(1.0, 1.0 + np.exp(-a * inputs[0]), out=outputs[0])
+
+        def destroy(self, op_ctx):
+            calls.append(("destroy", op_ctx.state["runs"]))
+
+    ctx = track.model("custom_op_model")
+    rknnx.custom.register(ctx, [Sigmoid()])
+    assert calls == ["init"]
+    for seed in range(2):
+        x = x_input(seed)
+        np.testing.assert_allclose(run_general(ctx, x), want(x), rtol=1e-6, atol=1e-6)
+    ctx.close()
+    assert calls == ["init", "compute", "compute", ("destroy", 2)]
+
+
+def test_zero_copy_flow_matches_the_general_flow(track):
+    ctx = track.model("custom_op_model")
+    rknnx.custom.register(ctx, sigmoid)
+    ia, oa = ctx.input_attrs[0], ctx.output_attrs[0]
+    oa.type = rknnx.lowlevel.TensorType.FLOAT32
+    im = track.mem(ctx.create_mem(ia.nbytes_with_stride))
+    om = track.mem(ctx.create_mem(oa.nbytes_with_stride))
+    ctx.set_io_mem(im, ia)
+    ctx.set_io_mem(om, oa)
+    x = x_input(3)
+    np.asarray(im)[...] = x
+    ctx.run()
+    np.testing.assert_allclose(np.asarray(om), want(x), rtol=1e-6, atol=1e-6)
+
+
+def test_low_level_ops_are_accepted_too(track):
+    ctx = track.model("custom_op_model")
+    low = CustomOp("cstSigmoid", lambda c, i, o: sigmoid(i, o))
+    assert rknnx.custom.register(ctx, low) == [low]
+    x = x_input(4)
+    np.testing.assert_allclose(run_general(ctx, x), want(x), rtol=1e-6, atol=1e-6)
+
+
+def test_operator_exception_is_raised_from_run_and_the_context_recovers(track):
+    ctx = track.model("custom_op_model")
+    fail = [True]
+
+    @rknnx.custom_op("cstSigmoid")
+    def flaky(inputs, outputs):
+        if fail[0]:
+            raise ArithmeticError("bad frame")
+        sigmoid(inputs, outputs)
+
+    rknnx.custom.register(ctx, flaky)
+    ctx.inputs_set([x_input()])
+    with pytest.raises(ArithmeticError, match="bad frame") as ei:
+        ctx.run()
+    assert ei.value.__cause__.func == "rknn_run"
+    fail[0] = False
+    x = x_input(5)
+    np.testing.assert_allclose(run_general(ctx, x), want(x), rtol=1e-6, atol=1e-6)
+
+
+def test_the_operator_is_callable_on_numpy_arrays():
+    out = [np.empty(3, np.float32)]
+    sigmoid([np.zeros(3, np.float32)], out)
+    np.testing.assert_array_equal(out[0], np.full(3, 0.5, np.float32))
+    assert sigmoid.__wrapped__.__name__ == "sigmoid"
+
+
+# ---- mistakes ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("make, exc, msg", [
+    (lambda: rknnx.custom_op(""), ValueError,
+     "op_type is empty; give the op type the model uses, such as 'cstSigmoid'"),
+    (lambda: rknnx.custom_op(sigmoid), TypeError, "op_type must be a str naming the op"),
+    (lambda: rknnx.custom_op("x" * 256), ValueError, "at most 255 UTF-8 bytes, got 256"),
+    (lambda: rknnx.custom_op("cstA")(3), TypeError, "decorates a function, got int"),
+    (lambda: rknnx.custom_op("cstA")(lambda x: None), TypeError,
+     r"takes \(inputs, outputs\) or \(inputs, outputs, op_ctx\)"),
+    (lambda: rknnx.custom_op("cstA")(lambda a, b, c, d: None), TypeError,
+     r"takes \(inputs, outputs\) or \(inputs, outputs, op_ctx\)"),
+    (lambda: rknnx.CustomOperator("cstA"), TypeError, "needs a compute function"),
+    (lambda: rknnx.CustomOperator(), ValueError, "op_type is empty"),
+    (lambda: rknnx.custom_op("cstA", prepare=5)(lambda i, o: None), TypeError,
+     "prepare must be callable, got int"),
+])
+def test_operator_definitions_checked(make, exc, msg):
+    with pytest.raises(exc, match=msg):
+        make()
+
+
+def test_register_mistakes_raise_before_c(track):
+    ctx = track.model("custom_op_model")
+
+    def plain(inputs, outputs):
+        pass
+
+    for ops, exc, msg in (
+            (plain, TypeError, r"got function; decorate the function first"),
+            ([plain], TypeError, r"a plain function: decorate it with @rknnx.custom_op"),
+            ([], ValueError, "needs at least one operator"),
+            (5, TypeError, "ops must be a CustomOperator or a sequence of them, got int"),
+            ("cstSigmoid", TypeError, "takes CustomOperator objects"),
+            ([sigmoid, sigmoid], ValueError, "op type 'cstSigmoid' given twice")):
+        with pytest.raises(exc, match=msg):
+            rknnx.custom.register(ctx, ops)
+        assert ctx.custom_ops == []
+    with pytest.raises(TypeError, match="needs a rknnx.lowlevel.Context, got str"):
+        rknnx.custom.register("model.rknn", sigmoid)
+    rknnx.custom.register(ctx, sigmoid)
+    with pytest.raises(ValueError, match="'cstSigmoid' is registered already on this context"):
+        rknnx.custom.register(ctx, sigmoid)
+    ctx.close()
+    with pytest.raises(ValueError, match="rknnx.custom.register: the context is closed"):
+        rknnx.custom.register(ctx, sigmoid)
+
+
+def test_rv1106_refuses_naming_chip_and_function(track):
+    ctx = track.model("custom_op_model", "RV1106")
+    with pytest.raises(rknnx.NotSupportedError,
+                       match="rknnx.custom.register is not supported on RV1106: the runtime "
+                             "has no rknn_register_custom_ops") as ei:
+        rknnx.custom.register(ctx, sigmoid)
+    assert ei.value.func == "rknn_register_custom_ops" and ctx.custom_ops == []
