@@ -29,7 +29,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Union
 
-from rknnx._support import refuse_if_unsupported
+from rknnx.runtime import refuse_if_unsupported
 
 __all__ = ["custom_op", "CustomOperator", "register"]
 

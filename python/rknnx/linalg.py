@@ -48,7 +48,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from rknnx import lowlevel as _ll
-from rknnx._support import refuse_if_unsupported
+from rknnx.runtime import refuse_if_unsupported
 
 __all__ = ["matmul", "Matmul", "SUPPORTED"]
 

@@ -13,7 +13,7 @@ from typing import Any, Dict, Optional, Union
 
 from rknnx.emulator._locate import bundled_library
 
-__all__ = ["load_runtime", "runtime_info", "emulator_path", "chip_of"]
+__all__ = ["load_runtime", "runtime_info", "emulator_path", "chip_of", "refuse_if_unsupported"]
 
 ModelSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
 
@@ -111,3 +111,22 @@ def chip_of(context=None) -> Optional[str]:
         chip = ctl.context_platform(context.handle) if context is not None else None
         return chip or ctl.platform
     return platforms.detect_chip()
+
+
+def refuse_if_unsupported(what: str, c_function: str, context=None) -> None:
+    """Raise NotSupportedError, naming the chip and the function, when the chip the runtime
+    drives lacks `c_function` (from :mod:`rknnx.platforms`); do nothing on an unknown chip.
+
+    `what` is the facade call named in the message (``"rknnx.matmul"``).
+    """
+    from rknnx import platforms
+    from rknnx.errors import NotSupportedError
+
+    chip = chip_of(context)
+    try:
+        ok = chip is None or platforms.supports(chip, c_function)
+    except ValueError:                 # a chip the tables do not know: let the runtime say
+        return
+    if not ok:
+        raise NotSupportedError(f"{what}: {platforms.why_not(chip, c_function)}", None,
+                                c_function)
