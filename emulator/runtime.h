@@ -36,6 +36,10 @@
 #define EMU_VERSION_STRING "0.1.0"
 #define EMU_API_VERSION    "2.5.0"
 #define EMU_DRV_VERSION    "0.9.8"
+/* The emulator's identity inside the parentheses of RKNN_QUERY_SDK_VERSION: no dots, since
+   clients split the version string on "." and expect exactly "X.Y.Z" before the first
+   space (the vendor writes "2.5.0 (hash@date)"). */
+#define EMU_VERSION_TAG    "rknnx-emulator v0-1-0"
 
 /* ---- logging ------------------------------------------------------------------------- */
 enum { EMU_LOG_E = 0, EMU_LOG_W = 1, EMU_LOG_I = 2, EMU_LOG_D = 3, EMU_LOG_V = 4 };

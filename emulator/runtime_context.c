@@ -8,8 +8,11 @@
  *                             or unsupported query command, too small a buffer or mem,
  *                             invalid core mask, shape not in the model's shape sets
  *   RKNN_ERR_FAIL             a function the chip does not have (Table 3-1), rknn_wait,
+ *                             rknn_dup_context or RKNN_FLAG_SHARE_WEIGHT_MEM with a
+ *                             dynamic-shape model,
  *                             non-blocking runs, mixing the general and zero-copy flows,
- *                             perf queries before a run / without the perf flag,
+ *                             perf queries before a run (PERF_DETAIL without the perf
+ *                             flag succeeds with a "not collected" string),
  *                             MEM_ALLOC_OUTSIDE memory missing at run time,
  *                             COLLECT_MODEL_INFO_ONLY contexts asked for anything else
  *   RKNN_ERR_INPUT_INVALID    rknn_run with an input that was never provided
@@ -17,7 +20,9 @@
  *   RKNN_ERR_MODEL_INVALID    malformed model bytes or path
  *   RKNN_ERR_TARGET_PLATFORM_UNMATCH  model compiled for another NPU group
  *   RKNN_ERR_DEVICE_UNAVAILABLE       RKNN_EMU_PLATFORM names no known chip
- * Every failure logs one "E RKNN:" line (RKNN_LOG_LEVEL >= 0).
+ * Every failure logs one "E RKNN:" line (RKNN_LOG_LEVEL >= 0).  Behaviours clients rely on
+ * (version strings, PERF_DETAIL without the perf flag, dynamic-shape attributes) are
+ * listed in docs/abi-notes.md.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -342,6 +347,13 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
             rc = extend ? RKNN_ERR_CTX_INVALID : RKNN_ERR_PARAM_INVALID;
             goto fail;
         }
+        if (emu_model_n_shape_sets(m) > 0 || emu_model_n_shape_sets(wsrc->m) > 0) {
+            EMU_ERR(fn, "RKNN_FLAG_SHARE_WEIGHT_MEM: %s a dynamic-shape model; dynamic-shape "
+                    "models cannot share weights (switch shapes with rknn_set_input_shapes)",
+                    emu_model_n_shape_sets(m) > 0 ? "this model is" : "extend->ctx holds");
+            rc = RKNN_ERR_FAIL;
+            goto fail;
+        }
         uint64_t mine = emu_model_weight_size(m), theirs = emu_model_weight_size(wsrc->m);
         if (mine != 0 && mine != theirs) {
             EMU_ERR(fn, "weights of extend->ctx (%llu bytes) do not fit this model (%llu bytes)",
@@ -403,6 +415,13 @@ int rknn_dup_context(rknn_context *context_in, rknn_context *context_out)
     int rc = emu_ctx_enter(*context_in, fn, &src);
     if (rc)
         return rc;
+    if (emu_model_n_shape_sets(src->m) > 0) {
+        EMU_ERR(fn, "context 0x%llx holds a dynamic-shape model (%u shape sets): dynamic-shape "
+                "models cannot be duplicated; create another context with rknn_init",
+                (unsigned long long)*context_in, emu_model_n_shape_sets(src->m));
+        emu_ctx_leave(src);
+        return RKNN_ERR_FAIL;
+    }
     emu_ctx *c = emu_ctx_alloc(src->plat, src->flags);
     if (!c) {
         emu_ctx_leave(src);
@@ -483,6 +502,11 @@ int rknn_set_batch_core_num(rknn_context context, int core_num)
 }
 
 /* ---- rknn_query ---------------------------------------------------------------------------- */
+/* RKNN_QUERY_PERF_DETAIL on a context created without RKNN_FLAG_COLLECT_PERF_MASK */
+static const char emu_perf_not_collected[] =
+    "per-layer timing was not collected: create the context with RKNN_FLAG_COLLECT_PERF_MASK "
+    "for the operator time table\n";
+
 static size_t query_size(int cmd)
 {
     switch (cmd) {
@@ -529,18 +553,40 @@ static int query_attr(emu_ctx *c, int cmd, rknn_tensor_attr *a)
         EMU_ERR(fn, "%s index %u out of range (model has %u)", is_out ? "output" : "input", idx, n);
         return RKNN_ERR_PARAM_INVALID;
     }
-    if (!current && kind != EMU_ATTR_NORMAL && emu_model_n_shape_sets(c->m) > 0) {
-        EMU_ERR(fn, "native attributes of a dynamic-shape model: use "
-                "RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR / _OUTPUT_ATTR");
-        return RKNN_ERR_PARAM_INVALID;
-    }
-    uint32_t set = current ? c->shape_set : 0;
     const emu_io_desc *d = is_out ? emu_model_output(c->m, idx) : emu_model_input(c->m, idx);
-    const uint32_t *dims = is_out ? emu_model_output_dims(c->m, set, idx, NULL)
-                                  : emu_model_input_dims(c->m, set, idx, NULL);
-    if (!d || !dims)
+    uint32_t sets = emu_model_n_shape_sets(c->m);
+    if (current || sets == 0) {
+        uint32_t set = current ? c->shape_set : 0;
+        const uint32_t *dims = is_out ? emu_model_output_dims(c->m, set, idx, NULL)
+                                      : emu_model_input_dims(c->m, set, idx, NULL);
+        if (!d || !dims)
+            return RKNN_ERR_PARAM_INVALID;
+        emu_fill_attr(c->plat, d, dims, is_out, kind, idx, a);
+        return RKNN_SUCC;
+    }
+    /* A dynamic-shape model's plain (and native) attributes describe the largest shape of
+       the tensor, so that memory sized from them (size_with_stride for inputs, size or
+       n_elems for outputs) holds the tensor at every shape set: per tensor, the set whose
+       attribute has the largest size_with_stride, then the largest n_elems; the first such
+       set on a tie.  Each tensor is sized on its own, so on a multi-input model the inputs'
+       dims may come from different sets.  The CURRENT_* queries describe the chosen set. */
+    if (!d)
         return RKNN_ERR_PARAM_INVALID;
-    emu_fill_attr(c->plat, d, dims, is_out, kind, idx, a);
+    int have = 0;
+    rknn_tensor_attr best, t;
+    for (uint32_t s = 0; s < sets; s++) {
+        const uint32_t *dims = is_out ? emu_model_output_dims(c->m, s, idx, NULL)
+                                      : emu_model_input_dims(c->m, s, idx, NULL);
+        if (!dims)
+            return RKNN_ERR_PARAM_INVALID;
+        emu_fill_attr(c->plat, d, dims, is_out, kind, idx, &t);
+        if (!have || t.size_with_stride > best.size_with_stride ||
+            (t.size_with_stride == best.size_with_stride && t.n_elems > best.n_elems)) {
+            best = t;
+            have = 1;
+        }
+    }
+    *a = best;
     return RKNN_SUCC;
 }
 
@@ -597,8 +643,10 @@ int rknn_query(rknn_context context, rknn_query_cmd cmd, void *info, uint32_t si
     case RKNN_QUERY_PERF_DETAIL: {
         rknn_perf_detail *r = info;
         if (!(c->flags & RKNN_FLAG_COLLECT_PERF_MASK)) {
-            EMU_ERR(fn, "RKNN_QUERY_PERF_DETAIL needs rknn_init with RKNN_FLAG_COLLECT_PERF_MASK");
-            rc = RKNN_ERR_FAIL;
+            /* the vendor's custom-op demo makes this query on a context created with flags
+               0 and exits on failure: answer with a string saying why there is no table */
+            r->perf_data = (char *)emu_perf_not_collected;
+            r->data_len = strlen(emu_perf_not_collected);
         } else if (!c->has_run || !c->perf_str) {
             EMU_ERR(fn, "RKNN_QUERY_PERF_DETAIL is valid only after rknn_run");
             rc = RKNN_ERR_FAIL;
@@ -621,10 +669,10 @@ int rknn_query(rknn_context context, rknn_query_cmd cmd, void *info, uint32_t si
     case RKNN_QUERY_SDK_VERSION: {
         rknn_sdk_version *r = info;
         memset(r, 0, sizeof *r);
-        snprintf(r->api_version, sizeof r->api_version, "%s (rknnx-emulator %s)",
-                 EMU_API_VERSION, EMU_VERSION_STRING);
-        snprintf(r->drv_version, sizeof r->drv_version, "%s (rknnx-emulator %s, %s)",
-                 EMU_DRV_VERSION, EMU_VERSION_STRING, c->plat->name);
+        snprintf(r->api_version, sizeof r->api_version, "%s (%s)", EMU_API_VERSION,
+                 EMU_VERSION_TAG);
+        snprintf(r->drv_version, sizeof r->drv_version, "%s (%s, %s)", EMU_DRV_VERSION,
+                 EMU_VERSION_TAG, c->plat->name);
         break;
     }
     case RKNN_QUERY_MEM_SIZE: {

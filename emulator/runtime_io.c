@@ -98,8 +98,10 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
         }
         uint64_t need = emu_layout_bytes(&ls[k]);
         if (in->size < need) {
-            EMU_ERR(fn, "input %u: size %u is too small, need %llu bytes", in->index, in->size,
-                    (unsigned long long)need);
+            /* only a too-small buffer is refused, in the runtime's words; a larger one is
+               read up to the size of the current shape */
+            EMU_ERR(fn, "input %u is too small: param input size(%u) < model input size(%llu)", in->index,
+                    in->size, (unsigned long long)need);
             rc = RKNN_ERR_PARAM_INVALID;
             goto out;
         }

@@ -121,6 +121,49 @@ typedef enum _rknn_tensor_format {
     RKNN_TENSOR_FORMAT_MAX
 } rknn_tensor_format;
 
+/* Printable names of the enums above, as the vendor header's inline helpers return them
+ * (demo programs print tensor attributes with these).  Header-only: librknnrt does not
+ * export them.  Any value without a name gives "UNKNOW" (sic, the vendor spelling). */
+static inline const char *get_type_string(rknn_tensor_type type)
+{
+    switch (type) {
+    case RKNN_TENSOR_FLOAT32: return "FP32";
+    case RKNN_TENSOR_FLOAT16: return "FP16";
+    case RKNN_TENSOR_INT8: return "INT8";
+    case RKNN_TENSOR_UINT8: return "UINT8";
+    case RKNN_TENSOR_INT16: return "INT16";
+    case RKNN_TENSOR_UINT16: return "UINT16";
+    case RKNN_TENSOR_INT32: return "INT32";
+    case RKNN_TENSOR_UINT32: return "UINT32";
+    case RKNN_TENSOR_INT64: return "INT64";
+    case RKNN_TENSOR_BOOL: return "BOOL";
+    case RKNN_TENSOR_INT4: return "INT4";
+    case RKNN_TENSOR_BFLOAT16: return "BF16";
+    default: return "UNKNOW";
+    }
+}
+
+static inline const char *get_qnt_type_string(rknn_tensor_qnt_type type)
+{
+    switch (type) {
+    case RKNN_TENSOR_QNT_NONE: return "NONE";
+    case RKNN_TENSOR_QNT_DFP: return "DFP";
+    case RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC: return "AFFINE";
+    default: return "UNKNOW";
+    }
+}
+
+static inline const char *get_format_string(rknn_tensor_format fmt)
+{
+    switch (fmt) {
+    case RKNN_TENSOR_NCHW: return "NCHW";
+    case RKNN_TENSOR_NHWC: return "NHWC";
+    case RKNN_TENSOR_NC1HWC2: return "NC1HWC2";
+    case RKNN_TENSOR_UNDEFINED: return "UNDEFINED";
+    default: return "UNKNOW";
+    }
+}
+
 typedef enum _rknn_core_mask {
     RKNN_NPU_CORE_AUTO = 0,
     RKNN_NPU_CORE_0 = 1,

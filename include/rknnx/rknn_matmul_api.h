@@ -30,6 +30,28 @@ typedef enum _rknn_matmul_type {
     RKNN_INT8_MM_INT4_TO_FLOAT16 = 15
 } rknn_matmul_type;
 
+/* Printable name of a matmul type, as the vendor header's inline helper returns it: the
+ * enumerator's own name.  As in the vendor's 2.x header, RKNN_INT8_MM_INT4_TO_FLOAT16 (15)
+ * has no case there and so gives "UNKNOW" (sic), like any other unnamed value. */
+static inline const char *get_matmul_type_string(rknn_matmul_type type)
+{
+    switch (type) {
+    case RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT32: return "RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT32";
+    case RKNN_INT8_MM_INT8_TO_INT32: return "RKNN_INT8_MM_INT8_TO_INT32";
+    case RKNN_INT8_MM_INT8_TO_INT8: return "RKNN_INT8_MM_INT8_TO_INT8";
+    case RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT16: return "RKNN_FLOAT16_MM_FLOAT16_TO_FLOAT16";
+    case RKNN_FLOAT16_MM_INT8_TO_FLOAT32: return "RKNN_FLOAT16_MM_INT8_TO_FLOAT32";
+    case RKNN_FLOAT16_MM_INT8_TO_FLOAT16: return "RKNN_FLOAT16_MM_INT8_TO_FLOAT16";
+    case RKNN_FLOAT16_MM_INT4_TO_FLOAT32: return "RKNN_FLOAT16_MM_INT4_TO_FLOAT32";
+    case RKNN_FLOAT16_MM_INT4_TO_FLOAT16: return "RKNN_FLOAT16_MM_INT4_TO_FLOAT16";
+    case RKNN_INT8_MM_INT8_TO_FLOAT32: return "RKNN_INT8_MM_INT8_TO_FLOAT32";
+    case RKNN_INT4_MM_INT4_TO_INT16: return "RKNN_INT4_MM_INT4_TO_INT16";
+    case RKNN_INT8_MM_INT4_TO_INT32: return "RKNN_INT8_MM_INT4_TO_INT32";
+    case RKNN_FLOAT16_MM_INT4_TO_BFLOAT16: return "RKNN_FLOAT16_MM_INT4_TO_BFLOAT16";
+    default: return "UNKNOW";
+    }
+}
+
 /* B_layout / AC_layout values */
 typedef enum {
     RKNN_MM_LAYOUT_NORM = 0,     /* row-major K x N (B) or M x K (A) */

@@ -312,11 +312,13 @@ def test_query_arguments_are_checked_before_c(track, bh, emu):
 
 
 def test_perf_detail_needs_the_perf_flag(track, emu):
+    # without RKNN_FLAG_COLLECT_PERF_MASK the runtime answers (the vendor's custom-op
+    # example relies on it) with a text that says the table was not collected
     ctx = track.model("tiny_relu")
     ctx.inputs_set([np.float32([[1, 2]])])
     ctx.run()
-    with pytest.raises(E.RKNNFailError):
-        ctx.query(QueryCmd.PERF_DETAIL)
+    pd = ctx.query(QueryCmd.PERF_DETAIL)
+    assert "per-layer timing was not collected" in pd.text and "Time(us)" not in pd.text
 
 
 def test_attrs_cached_and_copied(track, emu):

@@ -263,11 +263,20 @@ static void query_abuse(rknn_context c)
             ERR(rknn_query(c, (rknn_query_cmd)cmd, &buf, (uint32_t)sz));
         }
     }
-    /* perf queries before any run */
+    /* perf queries before any run; the contexts here have no RKNN_FLAG_COLLECT_PERF_MASK,
+       so PERF_DETAIL answers with a runtime-owned "not collected" string (or is refused
+       as a query the chip does not have) */
     rknn_perf_run pr;
     rknn_perf_detail pd;
     ERR(rknn_query(c, RKNN_QUERY_PERF_RUN, &pr, sizeof pr));
-    ERR(rknn_query(c, RKNN_QUERY_PERF_DETAIL, &pd, sizeof pd));
+    memset(&pd, 0, sizeof pd);
+    int prc = rknn_query(c, RKNN_QUERY_PERF_DETAIL, &pd, sizeof pd);
+    g_checks++;
+    if (prc == RKNN_SUCC ? (!pd.perf_data || pd.data_len != strlen(pd.perf_data) ||
+                            !strstr(pd.perf_data, "not collected"))
+                         : prc != RKNN_ERR_PARAM_INVALID)
+        fail_at(__LINE__, "PERF_DETAIL without the perf flag: a 'not collected' string",
+                prc, 0);
 }
 
 /* ---- general flow ---------------------------------------------------------------------------- */

@@ -314,7 +314,10 @@ def test_perf_queries(emu, make_ctx):
     plain = make_ctx(samples.tiny_int8_add())
     plain.inputs_set([np.zeros((1, 4, 8, 8), np.float32)] * 2)
     plain.run()
-    assert plain.query_rc(Q_PERF_DETAIL)[0] == FAIL    # needs RKNN_FLAG_COLLECT_PERF_MASK
+    # without RKNN_FLAG_COLLECT_PERF_MASK: success, with a string saying why there is no
+    # table (tests/emulator/test_perf_detail_without_flag.py)
+    rc, d = plain.query_rc(Q_PERF_DETAIL)
+    assert rc == SUCC and b"not collected" in C.string_at(d.perf_data, d.data_len)
     assert plain.query_rc(Q_PERF_RUN)[0] == SUCC
 
 
@@ -381,7 +384,9 @@ def test_native_attrs_three_channels(emu, make_ctx, chip):
 
 
 def test_native_query_on_dynamic_model(emu, make_ctx):
+    # the native queries answer on a dynamic model (with its largest shape:
+    # tests/emulator/test_dynamic_shape_attrs.py)
     c = make_ctx(samples.dynamic())
-    assert c.query_rc(Q_NATIVE_INPUT_ATTR)[0] == PARAM_INVALID
+    assert c.query_rc(Q_NATIVE_INPUT_ATTR)[0] == SUCC
     assert c.query_rc(Q_CURRENT_NATIVE_INPUT_ATTR)[0] == SUCC
     assert c.query_rc(Q_CURRENT_NATIVE_OUTPUT_ATTR)[0] == SUCC
