@@ -89,11 +89,17 @@ class ZeroCopySession:
             ctx_flags = int(self._ctx.flags)
             self._session_syncs_in = bool(sync) and bool(ctx_flags & _F.DISABLE_FLUSH_INPUT_MEM_CACHE)
             self._session_syncs_out = bool(sync) and bool(ctx_flags & _F.DISABLE_FLUSH_OUTPUT_MEM_CACHE)
-            for op in getattr(model, "_custom_ops", ()):
+            ops = getattr(model, "_custom_ops", ())
+            if ops:
                 from rknnx import custom
 
-                custom.register(self._ctx, [op])
-            self._bind_all()
+                custom.register(self._ctx, ops)
+            if model.shape_sets:
+                # start from an explicit shape set: before one is chosen the attributes
+                # describe the largest shapes while the runtime computes at the first set
+                self.set_shape_set(0)
+            else:
+                self._bind_all()
         except BaseException:
             self._release()
             raise
@@ -407,7 +413,7 @@ class ZeroCopySession:
             raise ValueError("set_shape_set: the model has fixed shapes")
         if not 0 <= index < len(sets):
             raise IndexError(f"shape set {index} out of range: the model has {len(sets)}")
-        if getattr(self, "_shape_set", 0) == index and self._inputs:
+        if getattr(self, "_shape_set", None) == index:
             return
         attrs = []
         for t, shape in zip(self._model.inputs, sets[index]):
