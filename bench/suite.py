@@ -1,0 +1,781 @@
+"""The rknnx benchmark suite: what each path costs, phase by phase, against C in one run.
+
+Scenarios (``--only`` picks some, by name):
+
+- ``overhead``   tiny model: ``session.run()`` and ``model.run()`` per call against C loops of
+                 ``rknn_run`` (zero-copy) and inputs_set/run/outputs_get (general);
+                 the three flows phase by phase (:func:`rknnx.benchmark.compare_flows`)
+- ``sizes``      a trivial model (uint8 pixels -> strided conv) at 224x224x3, 640x640x3,
+                 1920x1080x3: general flow (float32, raw), zero-copy with one copy of the
+                 frame, with the pre-processing (letterbox + BGR->RGB of a 1920x1080 camera
+                 frame) writing straight into the input view, from a memfd, cacheable vs
+                 non-cacheable memory; C loops of the general and zero-copy flows
+- ``chain``      a recurrent step (x -> 0.5 x + 1): output chained into the input, copied
+                 back, or through the general flow
+- ``rknnlite``   the RKNNLite drop-in (``rknnx.lite.RKNNLite``) on the 640 model; skipped
+                 with a note when the module is not there
+- ``detector``   one detector frame (sample ``detector``): camera frame -> letterbox ->
+                 run -> three int8 heads -> boxes; RKNNLite style (new arrays, general
+                 flow, float32 outputs, numpy) against the best rknnx style (letterbox
+                 into the input view, zero-copy, native NC1HWC2 outputs, compiled kernels)
+- ``pool``       1..N workers with simulated NPU time: raw threads with one session each,
+                 ``rknnx.Pool``, and a C thread pool on the same runtime; throughput vs N
+
+Prints a table per scenario (progress on stderr), then the targets; writes
+``suite.json`` (machine, versions, every figure), ``phases.png`` (latency per phase,
+stacked) and ``throughput.png`` (frames/s vs workers) into ``--out``.  The C baselines
+are compiled at run time against the loaded runtime (the emulator on a host, librknnrt
+on a board).  Ratios measured in one run are what to read on a shared machine.
+
+Usage::
+
+    python bench/suite.py                 # the whole suite (a few minutes on 2 cores)
+    python bench/suite.py --quick         # a smoke run, well under a minute
+    python bench/suite.py --only overhead,pool --workers 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import mmap
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+import rknnx
+from rknnx import benchmark as B
+
+HERE = Path(__file__).resolve().parent
+INCLUDE = HERE.parent / "include" / "rknnx"
+SCENARIOS = ("overhead", "sizes", "chain", "rknnlite", "detector", "pool")
+SIZES = {"224x224x3": (224, 224), "640x640x3": (640, 640), "1920x1080x3": (1080, 1920)}
+CAMERA = (1080, 1920)          # the camera frame the pre-processing starts from (H, W)
+
+
+# -- settings --------------------------------------------------------------------------------
+class Settings:
+    def __init__(self, quick: bool, workers: int, npu_time_us: Optional[int]):
+        self.quick = quick
+        self.workers = workers
+        self.npu_time_us = npu_time_us if npu_time_us is not None else (2000 if quick else 5000)
+        self.calls = 2000 if quick else 20000                     # per-call loops (tiny model)
+        self.flow_iters = 300 if quick else 3000                  # compare_flows on the tiny model
+        self.size_iters = ({"224x224x3": 3, "640x640x3": 2} if quick else
+                           {"224x224x3": 100, "640x640x3": 30, "1920x1080x3": 10})
+        self.sizes = list(self.size_iters)
+        self.chain_iters = 50 if quick else 500
+        self.detector_iters = 2 if quick else 30
+        self.pool_frames = 24 if quick else 200
+
+    def warmup(self, iters: int) -> int:
+        return max(1, iters // 10)
+
+
+# -- C baselines -----------------------------------------------------------------------------
+class CBaseline:
+    """``bench/c/flows.c`` compiled against the loaded runtime."""
+
+    def __init__(self, tmp: Path, runtime: str):
+        cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+        if not cc:
+            sys.exit("a C compiler is needed for the C baselines (set CC)")
+        self.exe = tmp / "flows"
+        libdir, libname = os.path.split(os.path.abspath(runtime))
+        subprocess.run([cc, "-O2", "-std=c11", f"-I{INCLUDE}", str(HERE / "c" / "flows.c"),
+                        "-o", str(self.exe), f"-L{libdir}", f"-l:{libname}",
+                        f"-Wl,-rpath,{libdir}", "-lpthread"], check=True)
+
+    def run(self, model: str, mode: str, n: int, *extra, env=None) -> List[int]:
+        out = subprocess.run([str(self.exe), model, mode, str(n), *map(str, extra)],
+                             check=True, capture_output=True, text=True,
+                             env={**os.environ, **(env or {})}).stdout
+        return [int(x) for x in out.split()]
+
+    def loop(self, model: str, mode: str, n: int, warmup: int) -> Dict[str, float]:
+        samples = self.run(model, mode, n + warmup)[warmup:]
+        return B.stats(samples)
+
+
+# -- models ----------------------------------------------------------------------------------
+def frame_model(h: int, w: int) -> bytes:
+    """uint8-fed int8 NHWC image [1,h,w,3] (mean 0, std 255) -> 4-channel 8x8 stride-8 conv:
+    input handling dominates, as in any detector's first layer."""
+    from rknnx.emulator import ModelBuilder
+
+    b = ModelBuilder("RK3588", f"bench frame {h}x{w}")
+    x = b.input("image", (1, h, w, 3), "int8", "NHWC", zp=-128, scale=1 / 255,
+                mean=(0.0, 0.0, 0.0), std=(255.0, 255.0, 255.0))
+    wq = np.ones((4, 3, 8, 8), np.int8)
+    y = b.conv2d(x, wq, np.zeros(4, np.int32), stride=8, weight_scale=np.full(4, 0.01, np.float32),
+                 out_scale=0.05, out_zp=0, out="feat")
+    b.output(y)
+    return b.build()
+
+
+def step_model(n: int) -> bytes:
+    """x float32 [1,n] -> 0.5 x + 1: a state that a chained output feeds back."""
+    from rknnx.emulator import ModelBuilder
+
+    b = ModelBuilder("RK3588", "bench step")
+    x = b.input("x", (1, n), "float32")
+    b.output(b.add(b.mul(x, np.float32([0.5])), np.float32([1.0]), out="y"))
+    return b.build()
+
+
+def save(tmp: Path, name: str, data: bytes) -> str:
+    p = tmp / f"{name}.rknn"
+    p.write_bytes(data)
+    return str(p)
+
+
+# -- pre-processing ----------------------------------------------------------------------------
+class Letterbox:
+    """Nearest-neighbour letterbox of a BGR camera frame into an RGB model input, in numpy.
+
+    ``alloc(src)`` makes new arrays (the usual script); ``into(src, view)`` writes straight
+    into an input view with one gather (``np.take(..., out=)``); the grey border is written
+    once, since nothing else writes the view.
+    """
+
+    def __init__(self, src_hw, dst_hw, pad: int = 114):
+        sh, sw = src_hw
+        dh, dw = dst_hw
+        r = min(dh / sh, dw / sw)
+        nh, nw = max(1, round(sh * r)), max(1, round(sw * r))
+        self.top, self.left = (dh - nh) // 2, (dw - nw) // 2
+        self.nh, self.nw, self.dst_hw, self.pad = nh, nw, dst_hw, pad
+        self.ys = np.minimum((np.arange(nh) + 0.5) * sh / nh, sh - 1).astype(np.intp)
+        self.xs = np.minimum((np.arange(nw) + 0.5) * sw / nw, sw - 1).astype(np.intp)
+        # one flat index per destination byte, colour order reversed (BGR -> RGB)
+        self.index = ((self.ys[:, None, None] * sw + self.xs[None, :, None]) * 3
+                      + np.array([2, 1, 0])[None, None, :]).reshape(-1)
+
+    def alloc(self, src: np.ndarray) -> np.ndarray:
+        resized = src[self.ys][:, self.xs]
+        canvas = np.full(self.dst_hw + (3,), self.pad, np.uint8)
+        canvas[self.top:self.top + self.nh, self.left:self.left + self.nw] = resized
+        return np.ascontiguousarray(canvas[..., ::-1])[None]
+
+    def prepare(self, view: np.ndarray) -> None:
+        view[...] = self.pad
+
+    def into(self, src: np.ndarray, view: np.ndarray) -> None:
+        region = view[0, self.top:self.top + self.nh, self.left:self.left + self.nw]
+        if region.flags.c_contiguous:
+            np.take(src.reshape(-1), self.index, out=region.reshape(-1), mode="clip")
+        else:
+            region[...] = np.take(src.reshape(-1), self.index).reshape(region.shape)
+
+
+def camera_frame(seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, CAMERA + (3,), dtype=np.uint8)
+
+
+# -- scenario helpers ---------------------------------------------------------------------------
+def frame_only(body: Callable[[], Any], iters: int, st: Settings, counters) -> Dict[str, Any]:
+    r = B.frame_loop(body, iters, st.warmup(iters), counters)
+    return r
+
+
+def zero_copy_variants(model, iters: int, st: Settings, counters, src) -> Dict[str, Any]:
+    """Zero-copy frames: one copy of a ready frame; letterbox straight into the view; the
+    same frame through a memfd; non-cacheable memory."""
+    out: Dict[str, Any] = {}
+    t = model.inputs[0]
+    h, w = t.shape[1], t.shape[2]
+    lb = Letterbox(CAMERA, (h, w))
+    frame = lb.alloc(src)
+    with model.zero_copy() as s:
+        view = s.inputs[0]
+
+        def pre_copy(view=view):
+            view[...] = lb.alloc(src)
+            s.run()
+
+        out["zero-copy, letterbox then copy"] = frame_only(pre_copy, iters, st, counters)
+        lb.prepare(view)
+
+        def pre_into(view=view):
+            lb.into(src, view)
+            s.run()
+
+        out["zero-copy, letterbox into view"] = frame_only(pre_into, iters, st, counters)
+        del view, pre_copy, pre_into
+    fd = os.memfd_create("rknnx-bench-frame")
+    try:
+        with model.zero_copy() as s:
+            a = s.input_attrs[0]
+            need = int(max(a.size_with_stride, a.size, a.nbytes_with_stride))
+            os.ftruncate(fd, need)
+            view = s.bind_input_fd(0, fd)
+
+            def from_fd(view=view):
+                view[...] = frame
+                s.run()
+
+            out["zero-copy, memfd input"] = frame_only(from_fd, iters, st, counters)
+            del view, from_fd
+    finally:
+        os.close(fd)
+    for cacheable in (True, False):
+        with model.zero_copy(cacheable=cacheable) as s:
+            view = s.inputs[0]
+
+            def one_copy(view=view):
+                view[...] = frame
+                s.run()
+
+            out[f"zero-copy, {'cacheable' if cacheable else 'non-cacheable'}"] = \
+                frame_only(one_copy, iters, st, counters)
+            del view, one_copy
+    out["general, letterbox then run"] = frame_only(lambda: model.run(lb.alloc(src)), iters, st,
+                                                    counters)
+    return out
+
+
+# -- scenarios ----------------------------------------------------------------------------------
+def scenario_overhead(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict[str, Any]:
+    from rknnx.emulator import samples
+
+    path = save(tmp, "tiny_relu", samples.tiny_relu())
+    n, w = st.calls, st.calls // 10
+    res: Dict[str, Any] = {"model": "tiny_relu", "calls": n}
+    res["c_zerocopy"] = c.loop(path, "zerocopy", n, w)
+    res["c_general"] = c.loop(path, "general", n, w)
+    res["c_general_raw"] = c.loop(path, "general-raw", n, w)
+    with rknnx.Model(path) as m:
+        with m.zero_copy() as s:
+            res["session_run"] = B.frame_loop(s.run, n, w)["frame"]
+            res["lowlevel_run"] = B.frame_loop(s._ctx.run, n, w)["frame"]
+        x = B.sample_inputs(m)
+        out = [np.empty(a.shape, a.dtype) for a in m.run(*x)]
+        res["model_run"] = B.frame_loop(lambda: m.run(*x, out=out), n, w)["frame"]
+        ctx = m._new_context()
+        try:
+            arrays = [a for a, _ in m.prepare_inputs(x)[0]]
+
+            def ll_general():
+                ctx.inputs_set(arrays)
+                ctx.run()
+                ctx.outputs_get(want_float=True, out=out)
+
+            res["lowlevel_general"] = B.frame_loop(ll_general, n, w)["frame"]
+        finally:
+            ctx.close()
+        say("overhead: per-call loops")
+        flows = B.compare_flows(m, iterations=st.flow_iters, warmup=st.warmup(st.flow_iters))
+    flows["flows"]["general-float32"]["c_median_ns"] = res["c_general"]["median_ns"]
+    flows["flows"]["general-raw"]["c_median_ns"] = res["c_general_raw"]["median_ns"]
+    res["flows"] = flows
+    say("overhead: compare_flows")
+    return res
+
+
+def scenario_sizes(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict[str, Any]:
+    res: Dict[str, Any] = {}
+    src = camera_frame()
+    for size in st.sizes:
+        h, w = SIZES[size]
+        iters = st.size_iters[size]
+        wu = st.warmup(iters)
+        path = save(tmp, f"frame_{size}", frame_model(h, w))
+        r: Dict[str, Any] = {"iterations": iters, "flows": {}, "variants": {}}
+        with rknnx.Model(path) as m:
+            r["model"] = B.describe_model(m)
+            r["flows"]["general-float32"] = B.general_flow(m, False, iters, wu, counters)
+            r["flows"]["general-raw"] = B.general_flow(m, True, iters, wu, counters)
+            r["flows"]["zero-copy"] = B.zero_copy_flow(m, iters, wu, counters)
+            r["variants"] = zero_copy_variants(m, iters, st, counters, src)
+        c_gen = c.loop(path, "general", iters, wu)
+        c_zc = c.loop(path, "zerocopy-copy", iters, wu)
+        r["c"] = {"general": c_gen, "zerocopy-copy": c_zc}
+        r["flows"]["general-float32"]["c_median_ns"] = c_gen["median_ns"]
+        r["flows"]["zero-copy"]["c_median_ns"] = c_zc["median_ns"]
+        res[size] = r
+        say(f"sizes: {size}")
+    return res
+
+
+def scenario_chain(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict[str, Any]:
+    n = 1 << 16
+    iters = st.chain_iters
+    res: Dict[str, Any] = {"elements": n}
+    with rknnx.Model(step_model(n)) as m:
+        with m.zero_copy() as s:
+            s.chain(0, 0)
+            res["zero-copy, chained"] = frame_only(s.run, iters, st, counters)
+        flags = rknnx.lowlevel.InitFlag.DISABLE_FLUSH_INPUT_MEM_CACHE | \
+            rknnx.lowlevel.InitFlag.DISABLE_FLUSH_OUTPUT_MEM_CACHE
+        with m.zero_copy(flags=flags) as s:           # the session syncs: none when chained
+            s.chain(0, 0)
+            res["zero-copy, chained, session syncs"] = frame_only(s.run, iters, st, counters)
+        with m.zero_copy() as s:
+            iv, ov = s.inputs[0], s.outputs[0]
+
+            def copy_back(iv=iv, ov=ov):
+                s.run()
+                iv[...] = ov
+
+            res["zero-copy, copied back"] = frame_only(copy_back, iters, st, counters)
+            del iv, ov, copy_back
+        state = [np.zeros((1, n), np.float32)]
+        out = [np.empty((1, n), np.float32)]
+
+        def general():
+            m.run(state[0], out=out)
+            state[0], out[0] = out[0], state[0]
+
+        res["general"] = frame_only(general, iters, st, counters)
+    say("chain")
+    return res
+
+
+def scenario_rknnlite(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict[str, Any]:
+    """The RKNNLite drop-in on the 640 frame model, against model.run on the same frames.
+
+    The hook for ``rknnx.lite``: skipped with a note while the module does not exist."""
+    try:
+        from rknnx.lite import RKNNLite
+    except ImportError as exc:
+        note = f"skipped: rknnx.lite is not available ({exc})"
+        say(f"rknnlite: {note}")
+        return {"skipped": note}
+    h, w = SIZES["640x640x3"]
+    iters = st.size_iters["640x640x3"]
+    path = save(tmp, "frame_640_lite", frame_model(h, w))
+    img = np.zeros((1, h, w, 3), np.uint8)
+    rk = RKNNLite()
+    res: Dict[str, Any] = {}
+    try:
+        if rk.load_rknn(path) != 0 or rk.init_runtime() != 0:
+            return {"skipped": "RKNNLite could not load the model"}
+        res["rknnlite inference"] = frame_only(lambda: rk.inference(inputs=[img]), iters, st,
+                                               counters)
+    finally:
+        rk.release()
+    with rknnx.Model(path) as m:
+        res["model.run"] = frame_only(lambda: m.run(img), iters, st, counters)
+    say("rknnlite")
+    return res
+
+
+# detector post-processing, shared by both styles: float NCHW heads -> boxes
+STRIDES = (8, 16, 32)
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def boxes_from_heads(heads, conf: float = 0.5, iou: float = 0.45, max_det: int = 100):
+    """YOLO-style decoding of ``[1, 3*(5+nc), S, S]`` heads and a greedy NMS, in numpy."""
+    found = []
+    for h, stride in zip(heads, STRIDES):
+        s = h.shape[-1]
+        a = h.reshape(3, -1, s, s)
+        score = _sigmoid(a[:, 4]) * _sigmoid(a[:, 5:]).max(axis=1)
+        k, gy, gx = np.nonzero(score > conf)
+        if not len(k):
+            continue
+        p = _sigmoid(a[k, :4, gy, gx])
+        cx = (p[:, 0] * 2 - 0.5 + gx) * stride
+        cy = (p[:, 1] * 2 - 0.5 + gy) * stride
+        bw = (p[:, 2] * 2) ** 2 * stride * (1 + k)
+        bh = (p[:, 3] * 2) ** 2 * stride * (1 + k)
+        found.append(np.stack([cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2,
+                               score[k, gy, gx]], axis=1))
+    if not found:
+        return np.zeros((0, 5), np.float32)
+    d = np.concatenate(found)
+    d = d[np.argsort(-d[:, 4])][:1000]
+    keep = []
+    area = (d[:, 2] - d[:, 0]) * (d[:, 3] - d[:, 1])
+    alive = np.ones(len(d), bool)
+    for i in range(len(d)):
+        if not alive[i]:
+            continue
+        keep.append(i)
+        if len(keep) >= max_det:
+            break
+        xx1 = np.maximum(d[i, 0], d[i + 1:, 0])
+        yy1 = np.maximum(d[i, 1], d[i + 1:, 1])
+        xx2 = np.minimum(d[i, 2], d[i + 1:, 2])
+        yy2 = np.minimum(d[i, 3], d[i + 1:, 3])
+        inter = np.clip(xx2 - xx1, 0, None) * np.clip(yy2 - yy1, 0, None)
+        alive[i + 1:] &= inter / (area[i] + area[i + 1:] - inter + 1e-9) <= iou
+    return d[keep]
+
+
+def _read_native(s, i: int, out: np.ndarray, model) -> np.ndarray:
+    """Output i of a native-layout session as float32 NCHW: the compiled kernels where the
+    extension has them (``session.read``), numpy otherwise."""
+    if hasattr(rknnx.lowlevel, "nc1hwc2_to_nchw"):
+        return s.read(i, out=out)
+    v = s.outputs[i]                                   # [1, C1, H, W, C2] int8
+    q = model.outputs[i].quant
+    c = model.outputs[i].shape[1]
+    n, c1, hh, ww, c2 = v.shape
+    dense = v.transpose(0, 1, 4, 2, 3).reshape(n, c1 * c2, hh, ww)[:, :c]
+    np.subtract(dense, q.zero_point, out=out, dtype=np.float32)
+    out *= q.scale
+    return out
+
+
+def scenario_detector(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict[str, Any]:
+    from rknnx.emulator import samples
+
+    iters = st.detector_iters
+    wu = st.warmup(iters)
+    path = save(tmp, "detector", samples.detector())
+    src = camera_frame(1)
+    res: Dict[str, Any] = {"kernels": hasattr(rknnx.lowlevel, "nc1hwc2_to_nchw")}
+    with rknnx.Model(path) as m:
+        t = m.inputs[0]
+        lb = Letterbox(CAMERA, (t.shape[1], t.shape[2]))
+        # the RKNNLite style: new arrays at every step, the general flow, float32 outputs
+        boxes_a = []
+
+        def lite_style():
+            outs = m.run(lb.alloc(src))
+            boxes_a.append(len(boxes_from_heads(outs)))
+
+        res["rknnlite style"] = B.frame_loop(lite_style, iters, wu, counters)
+        # what rknn_run costs the CPU in that flow (the NPU's work on a board)
+        ctx = m._new_context()
+        try:
+            ctx.inputs_set([lb.alloc(src)])
+            res["rknnlite style"]["run_cpu_ns"] = B.phase_loop(
+                [ctx.run], ["run"], iters, wu)["run_cpu_ns"]
+        finally:
+            ctx.close()
+        # the best rknnx style: letterbox into the view, native outputs, the kernels
+        with m.zero_copy(outputs="native") as s:
+            view = s.inputs[0]
+            lb.prepare(view)
+            bufs = [np.empty(o.shape, np.float32) for o in m.outputs]
+            boxes_b = []
+
+            def best_style(view=view):
+                lb.into(src, view)
+                s.run()
+                heads = [_read_native(s, i, bufs[i], m) for i in range(len(bufs))]
+                boxes_b.append(len(boxes_from_heads(heads)))
+
+            res["best rknnx style"] = B.frame_loop(best_style, iters, wu, counters)
+            res["best rknnx style"]["run_cpu_ns"] = B.phase_loop(
+                [s.run], ["run"], iters, wu)["run_cpu_ns"]
+            del view, best_style
+        res["boxes"] = {"rknnlite style": boxes_a[-1], "best rknnx style": boxes_b[-1]}
+    for k in ("rknnlite style", "best rknnx style"):
+        r = res[k]
+        r["host_cpu_ns_per_frame"] = max(0.0, r["cpu_ns_per_frame"] - r["run_cpu_ns"])
+    say("detector")
+    return res
+
+
+def scenario_pool(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict[str, Any]:
+    path = save(tmp, "frame_64", frame_model(64, 64))
+    frames = st.pool_frames
+    npu = st.npu_time_us
+    res: Dict[str, Any] = {"npu_time_us": npu, "frames": frames, "workers": [],
+                           "pool": [], "threads": [], "c_pool": []}
+    ctl = counters.control if counters else None
+    if ctl is None:
+        res["note"] = "not the emulator: no simulated NPU time, the model's own time counts"
+    img = np.zeros((1, 64, 64, 3), np.uint8)
+    with rknnx.Model(path) as m:
+        if ctl:
+            ctl.set_npu_time_us(npu)
+        try:
+            for n in range(1, st.workers + 1):
+                with rknnx.Pool(m, workers=n) as pool:
+                    list(pool.map([img] * n))                       # warm up
+                    t0 = time.perf_counter_ns()
+                    for _ in pool.map([img] * frames):
+                        pass
+                    res["pool"].append(frames / ((time.perf_counter_ns() - t0) / 1e9))
+                sessions = [m.zero_copy() for _ in range(n)]
+                try:
+                    share = [frames // n + (k < frames % n) for k in range(n)]
+                    barrier = threading.Barrier(n + 1)
+
+                    def work(s, count):
+                        barrier.wait()
+                        for _ in range(count):
+                            s.run()
+
+                    threads = [threading.Thread(target=work, args=(s, k))
+                               for s, k in zip(sessions, share)]
+                    for th in threads:
+                        th.start()
+                    barrier.wait()
+                    t0 = time.perf_counter_ns()
+                    for th in threads:
+                        th.join()
+                    res["threads"].append(frames / ((time.perf_counter_ns() - t0) / 1e9))
+                finally:
+                    for s in sessions:
+                        s.close()
+                ns = c.run(path, "pool", frames, n, env={"RKNN_EMU_NPU_TIME_US": str(npu)})[0]
+                res["c_pool"].append(frames / (ns / 1e9))
+                res["workers"].append(n)
+                say(f"pool: {n} worker(s)")
+        finally:
+            if ctl:
+                ctl.set_npu_time_us(None)
+    return res
+
+
+RUNNERS = {"overhead": scenario_overhead, "sizes": scenario_sizes, "chain": scenario_chain,
+           "rknnlite": scenario_rknnlite, "detector": scenario_detector, "pool": scenario_pool}
+STEPS = {"overhead": 2, "sizes": None, "chain": 1, "rknnlite": 1, "detector": 1, "pool": None}
+
+
+# -- the targets ----------------------------------------------------------------------------------
+def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Each target, with the figure measured in this run (never asserted)."""
+    t: List[Dict[str, Any]] = []
+
+    def add(name, value, goal, ok, unit=""):
+        t.append({"target": name, "measured": value, "goal": goal, "unit": unit,
+                  "met": None if value is None else bool(ok)})
+
+    o = r.get("overhead")
+    if o:
+        extra = o["session_run"]["median_ns"] - o["c_zerocopy"]["median_ns"]
+        add("zero-copy session.run() over the C rknn_run loop", round(extra), "<= +150 ns",
+            extra <= 150, "ns")
+        ll = o["lowlevel_run"]["median_ns"] - o["c_zerocopy"]["median_ns"]
+        add("(lowlevel Context.run() over the C loop)", round(ll), "(info)", True, "ns")
+        ratio = o["model_run"]["median_ns"] / o["c_general"]["median_ns"]
+        add("general flow model.run() / C general loop", round(ratio, 2), "<= 2x", ratio <= 2, "x")
+        ratio = o["lowlevel_general"]["median_ns"] / o["c_general"]["median_ns"]
+        add("(lowlevel inputs_set+run+outputs_get / C general loop)", round(ratio, 2), "(info)",
+            True, "x")
+    copied = []
+    if o:
+        copied.append(o["flows"]["flows"]["zero-copy"]["bytes_per_frame"])
+    for size in (r.get("sizes") or {}).values():
+        copied.append(size["flows"]["zero-copy"]["bytes_per_frame"])
+        copied += [v["bytes_per_frame"] for k, v in size["variants"].items()
+                   if k.startswith("zero-copy")]
+    for k, v in (r.get("chain") or {}).items():
+        if k.startswith("zero-copy"):
+            copied.append(v["bytes_per_frame"])
+    if copied and all(b is not None for b in copied):
+        worst = max(b["copied_by_api"] for b in copied)
+        add("bytes copied by the wrapper per zero-copy frame (worst scenario)", worst, "0",
+            worst == 0, "B")
+    d = r.get("detector")
+    if d:
+        a, b = d["rknnlite style"], d["best rknnx style"]
+        ratio = a["host_cpu_ns_per_frame"] / max(b["host_cpu_ns_per_frame"], 1.0)
+        add("detector 640: host CPU per frame, RKNNLite style / best rknnx style",
+            round(ratio, 2), ">= 3x", ratio >= 3, "x")
+        ratio = a["cpu_ns_per_frame"] / max(b["cpu_ns_per_frame"], 1.0)
+        add("(the same with the emulator's rknn_run CPU time included)", round(ratio, 2),
+            "(info)", True, "x")
+    p = r.get("pool")
+    if p and 3 in p["workers"]:
+        k1, k3 = p["workers"].index(1), p["workers"].index(3)
+        ratio = p["pool"][k3] / p["pool"][k1]
+        add("rknnx.Pool: 3 workers / 1 worker (frames/s)", round(ratio, 2), ">= 2.5x",
+            ratio >= 2.5, "x")
+        ratio = p["pool"][k3] / p["c_pool"][k3]
+        add("rknnx.Pool 3 workers / C thread pool 3 threads", round(ratio, 2), ">= 0.95x",
+            ratio >= 0.95, "x")
+    return t
+
+
+# -- output ---------------------------------------------------------------------------------------
+def _row_table(rows: List[List[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
+                       enumerate(zip(r, widths))) for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _frame_rows(named: Dict[str, Dict[str, Any]], c_ns: Optional[float] = None) -> str:
+    rows = [["", "median", "p95", "CPU/frame", "API copies", "synced", "RSS/call"]]
+    for k, v in named.items():
+        b = v.get("bytes_per_frame")
+        rows.append([k, B._ns(v["frame"]["median_ns"]), B._ns(v["frame"]["p95_ns"]),
+                     B._ns(v["cpu_ns_per_frame"]), B._bytes(b["copied_by_api"]) if b else "-",
+                     B._bytes(b["cache_synced"]) if b else "-",
+                     B._bytes(v.get("rss_bytes_per_call"))])
+    return _row_table(rows)
+
+
+def report(r: Dict[str, Any]) -> str:
+    out = []
+    o = r.get("overhead")
+    if o:
+        out.append("== overhead (tiny model, per call) ==")
+        rows = [["", "median", "p95", "vs C"]]
+        for k, base in (("c_zerocopy", None), ("session_run", "c_zerocopy"),
+                        ("lowlevel_run", "c_zerocopy"), ("c_general", None),
+                        ("model_run", "c_general"), ("lowlevel_general", "c_general")):
+            v = o[k]
+            rel = (f"x{v['median_ns'] / o[base]['median_ns']:.2f} "
+                   f"({v['median_ns'] - o[base]['median_ns']:+.0f} ns)") if base else "1.00"
+            rows.append([k, B._ns(v["median_ns"]), B._ns(v["p95_ns"]), rel])
+        out.append(_row_table(rows))
+        out.append(B.format_table(o["flows"]))
+    for size, s in (r.get("sizes") or {}).items():
+        out.append(f"== {size} uint8 ({s['iterations']} frames) ==")
+        out.append(B.format_table({"flows": s["flows"], "machine": r["machine"]}).split("\n", 1)[1])
+        out.append(_frame_rows(s["variants"]))
+    if r.get("chain"):
+        out.append(f"== chain (float32 [1, {r['chain']['elements']}]) ==")
+        out.append(_frame_rows({k: v for k, v in r["chain"].items() if k != "elements"}))
+    if r.get("rknnlite"):
+        out.append("== RKNNLite drop-in ==")
+        lite = r["rknnlite"]
+        out.append(lite["skipped"] if "skipped" in lite else _frame_rows(lite))
+    d = r.get("detector")
+    if d:
+        out.append(f"== detector frame 640 (kernels: {'compiled' if d['kernels'] else 'numpy fallback'}) ==")
+        rows = [["", "median", "p95", "CPU/frame", "rknn_run CPU", "host CPU", "API copies"]]
+        for k in ("rknnlite style", "best rknnx style"):
+            v = d[k]
+            b = v["bytes_per_frame"]
+            rows.append([k, B._ns(v["frame"]["median_ns"]), B._ns(v["frame"]["p95_ns"]),
+                         B._ns(v["cpu_ns_per_frame"]), B._ns(v["run_cpu_ns"]),
+                         B._ns(v["host_cpu_ns_per_frame"]),
+                         B._bytes(b["copied_by_api"]) if b else "-"])
+        out.append(_row_table(rows))
+    p = r.get("pool")
+    if p:
+        out.append(f"== pool ({p['frames']} frames, simulated NPU time {p['npu_time_us']} us) ==")
+        rows = [["workers", "rknnx.Pool f/s", "threads+sessions f/s", "C pool f/s", "Pool/C"]]
+        for k, n in enumerate(p["workers"]):
+            rows.append([str(n), f"{p['pool'][k]:.1f}", f"{p['threads'][k]:.1f}",
+                         f"{p['c_pool'][k]:.1f}", f"x{p['pool'][k] / p['c_pool'][k]:.2f}"])
+        out.append(_row_table(rows))
+    t = r.get("targets")
+    if t:
+        out.append("== targets (measured in this run; ratios, never asserted) ==")
+        rows = [["target", "measured", "goal", "met"]]
+        for x in t:
+            m = "-" if x["measured"] is None else f"{x['measured']}{x['unit'] if x['unit'] != 'x' else 'x'}"
+            rows.append([x["target"], m, x["goal"],
+                         "" if x["goal"] == "(info)" else ("yes" if x["met"] else "no")])
+        out.append(_row_table(rows))
+    return "\n\n".join(out)
+
+
+def plots(r: Dict[str, Any], out: Path) -> List[str]:
+    plt = B._pyplot()
+    written = []
+    groups = []
+    if r.get("overhead"):
+        groups.append(("tiny model (ns)", r["overhead"]["flows"]["flows"], 1.0, "ns"))
+    for size, s in (r.get("sizes") or {}).items():
+        groups.append((f"{size} (ms)", s["flows"], 1e6, "ms"))
+    if groups:
+        fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 4.6), squeeze=False)
+        for ax, (title, flows, unit, name) in zip(axes[0], groups):
+            B.stacked_phases(ax, list(flows), list(flows.values()), unit, name)
+            ax.set_title(title)
+        fig.suptitle("latency per phase (median; python = frame minus the runtime calls)")
+        fig.tight_layout()
+        path = out / "phases.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(str(path))
+    p = r.get("pool")
+    if p and p["workers"]:
+        fig, ax = plt.subplots(figsize=(5.5, 4))
+        for key, label in (("pool", "rknnx.Pool"), ("threads", "threads + sessions"),
+                           ("c_pool", "C thread pool")):
+            ax.plot(p["workers"], p[key], marker="o", label=label)
+        ideal = [p["c_pool"][0] * n for n in p["workers"]]
+        ax.plot(p["workers"], ideal, ls=":", color="grey", label="linear")
+        ax.set_xlabel("workers (contexts)")
+        ax.set_ylabel("frames / s")
+        ax.set_xticks(p["workers"])
+        ax.set_title(f"throughput vs workers (NPU time {p['npu_time_us']} us)")
+        ax.legend()
+        fig.tight_layout()
+        path = out / "throughput.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(str(path))
+    return written
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run, well under a minute")
+    parser.add_argument("--only", default=",".join(SCENARIOS),
+                        help=f"comma-separated scenarios (default all: {','.join(SCENARIOS)})")
+    parser.add_argument("--out", default=str(HERE / "results"),
+                        help="directory for suite.json and the plots (default bench/results)")
+    parser.add_argument("--workers", type=int, default=4, help="pool sizes 1..N (default 4)")
+    parser.add_argument("--npu-time-us", type=int, default=None,
+                        help="simulated NPU time per run in the pool scenario (emulator)")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    args = parser.parse_args(argv)
+    chosen = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = [s for s in chosen if s not in SCENARIOS]
+    if unknown:
+        parser.error(f"unknown scenario(s) {unknown}; known: {', '.join(SCENARIOS)}")
+    if args.workers < 1:
+        parser.error("--workers must be >= 1")
+    st = Settings(args.quick, args.workers, args.npu_time_us)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    try:
+        info = rknnx.runtime_info()
+    except rknnx.RuntimeNotFoundError:
+        info = rknnx.load_runtime("emulator")
+    counters = B.Counters.for_runtime()
+    total = sum(STEPS[s] or (len(st.sizes) if s == "sizes" else st.workers) for s in chosen)
+    bar = B._Progress(total, True, "suite")
+    t_start = time.perf_counter()
+    result: Dict[str, Any] = {"schema": "rknnx.bench-suite/1", "quick": st.quick,
+                              "command": " ".join(["python", "bench/suite.py", *(argv if argv
+                                                   is not None else sys.argv[1:])])}
+    print(f"runtime: {info['path']} ({'emulator' if info['is_emulator'] else 'librknnrt'})",
+          file=sys.stderr)
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            tmp = Path(d)
+            c = CBaseline(tmp, info["path"])
+            from rknnx.emulator import samples
+
+            with rknnx.Model(samples.tiny_relu()) as m:
+                result["machine"] = B.machine_info(m)
+            for name in chosen:
+                result[name] = RUNNERS[name](st, tmp, c, counters, bar.step)
+    finally:
+        bar.close()
+    result["targets"] = targets(result)
+    result["seconds"] = round(time.perf_counter() - t_start, 1)
+    print(report(result))
+    path = out / "suite.json"
+    path.write_text(json.dumps(result, indent=1))
+    print(f"\nwrote {path}", end="")
+    if not args.no_plots:
+        try:
+            print(", " + ", ".join(plots(result, out)), end="")
+        except ImportError as exc:
+            print(f"\n(no plots: {exc})", end="")
+    print(f"\n{result['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

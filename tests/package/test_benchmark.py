@@ -1,0 +1,162 @@
+"""rknnx.benchmark and bench/suite.py: the structure of what they report, the emulator's
+byte counters (no copy by the wrapper on the zero-copy path), and a quick run of the
+suite as a smoke test.  Timings are never asserted."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import live
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE = ROOT / "bench" / "suite.py"
+
+
+def _tiny():
+    from rknnx.emulator import samples
+
+    return samples.tiny_relu()
+
+
+def _check_stats(s):
+    assert set(s) >= {"median_ns", "p95_ns", "mean_ns", "min_ns", "n"}
+    assert s["median_ns"] >= 0 and s["p95_ns"] >= s["median_ns"] - 1e-9
+
+
+def test_compare_flows_reports_every_flow_and_phase(emu):
+    from rknnx import benchmark
+
+    before = live(emu)
+    r = benchmark.compare_flows(_tiny(), iterations=7, warmup=1)
+    assert live(emu) == before, "compare_flows left contexts or mems behind"
+    json.loads(json.dumps(r))                      # JSON-serialisable as it is
+    assert r["schema"] == "rknnx.benchmark/1"
+    assert r["iterations"] == 7 and r["warmup"] == 1
+    m = r["machine"]
+    for key in ("platform", "cpu", "python", "numpy", "rknnx", "runtime_path", "sdk_version",
+                "driver_version", "chip"):
+        assert m[key], key
+    assert m["is_emulator"] is True and m["chip"] == "RK3588"
+    assert m["numpy"] == np.__version__
+    assert r["model"]["inputs"] == [{"name": "x", "shape": [1, 2], "dtype": "float32",
+                                     "layout": "UNDEFINED"}]
+    assert list(r["flows"]) == list(benchmark.FLOWS)
+    for name, f in r["flows"].items():
+        _check_stats(f["frame"])
+        assert f["frame"]["n"] == 7
+        assert list(f["phases"]) == list(benchmark.PHASES)
+        for p in benchmark.PHASES:
+            assert f["phases"][p]["median_ns"] >= 0
+        assert f["cpu_ns_per_frame"] > 0
+        assert f["bytes_per_frame"]["runs"] == 1.0, name
+    # the general flow copies 8 bytes in (inputs_set) and 8 out (outputs_get) per frame ...
+    g = r["flows"]["general-float32"]["bytes_per_frame"]
+    assert (g["bytes_in"], g["bytes_out"], g["copied_by_api"]) == (8.0, 8.0, 16.0)
+    # ... the zero-copy flow none: the NPU reads and writes the session's memory
+    z = r["flows"]["zero-copy"]["bytes_per_frame"]
+    assert (z["bytes_in"], z["bytes_out"], z["copied_by_api"]) == (0.0, 0.0, 0.0)
+    # cacheable memory: the runtime cleans the input and invalidates the output (8 B each)
+    assert (z["syncs"], z["cache_synced"]) == (2.0, 16.0)
+    assert r["flows"]["general-float32"]["phases"]["sync"]["median_ns"] == 0
+
+
+def test_compare_flows_leaves_an_open_model_open(emu, tmp_path):
+    import rknnx
+    from rknnx import benchmark
+
+    path = tmp_path / "tiny.rknn"
+    path.write_bytes(_tiny())
+    with rknnx.Model(str(path)) as m:
+        r = benchmark.compare_flows(m, iterations=2, warmup=0)
+        assert not m.closed
+        np.testing.assert_array_equal(m.run(np.float32([[-1, 3]]))[0], [[0, 3]])
+    assert benchmark.compare_flows(str(path), iterations=2, warmup=0)["model"] == r["model"]
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"iterations": 0}, "iterations must be an int >= 1; got 0"),
+    ({"iterations": 2.5}, "iterations must be an int >= 1; got 2.5"),
+    ({"warmup": -1}, "warmup must be an int >= 0; got -1"),
+])
+def test_compare_flows_refuses_bad_counts(emu, kw, message):
+    from rknnx import benchmark
+
+    with pytest.raises(ValueError, match=message.replace(".", r"\.")):
+        benchmark.compare_flows(_tiny(), **kw)
+
+
+def test_table_and_plot(emu, tmp_path):
+    from rknnx import benchmark
+
+    r = benchmark.compare_flows(_tiny(), iterations=3, warmup=0)
+    table = benchmark.format_table(r)
+    lines = table.splitlines()
+    assert lines[1].split()[:3] == ["flow", "median", "p95"]
+    assert [ln.split()[0] for ln in lines[3:]] == list(benchmark.FLOWS)
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "phases.png"
+    benchmark.plot(r, png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_says_what_to_install(monkeypatch, tmp_path):
+    from rknnx import benchmark
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    r = {"flows": {}, "model": {"inputs": []}}
+    with pytest.raises(ImportError, match=r"plotting needs matplotlib: pip install 'rknnx\[bench\]'"):
+        benchmark.plot(r, tmp_path / "x.png")
+    assert not (tmp_path / "x.png").exists()
+
+
+@pytest.mark.skipif(not (os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")),
+                    reason="the suite's C baselines need a C compiler")
+def test_quick_suite_runs_and_writes_its_results(runtime, tmp_path):
+    env = {**os.environ, "RKNNX_RUNTIME": "emulator"}
+    proc = subprocess.run([sys.executable, str(SUITE), "--quick", "--workers", "3",
+                           "--out", str(tmp_path)], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads((tmp_path / "suite.json").read_text())
+    assert r["schema"] == "rknnx.bench-suite/1" and r["quick"] is True
+    assert r["machine"]["is_emulator"] is True and r["machine"]["rknnx"]
+    for key in ("overhead", "sizes", "chain", "rknnlite", "detector", "pool", "targets"):
+        assert key in r, key
+    o = r["overhead"]
+    for key in ("c_zerocopy", "c_general", "session_run", "model_run", "lowlevel_run"):
+        _check_stats(o[key])
+    assert list(r["sizes"]) == ["224x224x3", "640x640x3"]
+    for size, s in r["sizes"].items():
+        h, w = (int(v) for v in size.split("x")[:2])
+        assert s["model"]["inputs"][0]["shape"] == [1, h, w, 3]
+        assert s["flows"]["zero-copy"]["bytes_per_frame"]["copied_by_api"] == 0
+        assert s["flows"]["general-float32"]["bytes_per_frame"]["bytes_in"] == h * w * 3
+        for name, v in s["variants"].items():
+            expect = 0 if name.startswith("zero-copy") else h * w * 3
+            assert v["bytes_per_frame"]["bytes_in"] == expect, (size, name)
+        # non-cacheable memory needs no cache maintenance
+        assert s["variants"]["zero-copy, non-cacheable"]["bytes_per_frame"]["cache_synced"] == 0
+    # a chained output is never synced when the session does the syncing
+    assert r["chain"]["zero-copy, chained, session syncs"]["bytes_per_frame"]["syncs"] == 0
+    d = r["detector"]
+    assert d["boxes"]["rknnlite style"] == d["boxes"]["best rknnx style"]
+    assert d["best rknnx style"]["bytes_per_frame"]["copied_by_api"] == 0
+    p = r["pool"]
+    assert p["workers"] == [1, 2, 3]
+    assert all(len(p[k]) == 3 and min(p[k]) > 0 for k in ("pool", "threads", "c_pool"))
+    names = [t["target"] for t in r["targets"]]
+    assert len(names) == 9
+    wrapper = next(t for t in r["targets"] if t["target"].startswith("bytes copied by the wrapper"))
+    assert wrapper["measured"] == 0 and wrapper["met"] is True
+    assert "== targets" in proc.stdout and "== pool" in proc.stdout
+    if "no plots" not in proc.stdout:
+        assert (tmp_path / "phases.png").stat().st_size > 0
+        assert (tmp_path / "throughput.png").stat().st_size > 0
