@@ -149,6 +149,11 @@ class Model:
         self.mem_size = ctx.query(_QUERY.MEM_SIZE)
         #: the string the model was converted with (``rknn_custom_string``)
         self.custom_string: str = ctx.query(_QUERY.CUSTOM_STRING)
+        # run()'s fast path: the input shapes it accepts as they are, the outputs it makes
+        self._fast_shapes = (tuple(t.shape for t in self.inputs)
+                             if self._general and not self.dynamic else None)
+        self._fast_out = {False: [(t.shape, np.dtype(np.float32)) for t in self.outputs],
+                          True: [(t.shape, t.dtype) for t in self.outputs]}
 
     def supports(self, function: Optional[str] = None, *, query: Optional[str] = None) -> bool:
         """Whether the model's chip has the C function `function` (e.g. "rknn_inputs_set")
@@ -312,6 +317,31 @@ class Model:
         RKNNError
             The runtime failed (the subclass of its status).
         """
+        fast = self._fast_shapes
+        if fast is not None and data_format is None and len(inputs) == len(fast):
+            # the common case, checked in a few comparisons: one C-contiguous-or-not ndarray
+            # per input in the model's own shape (the binding checks dtype and contiguity in
+            # C; anything it refuses takes the full path below and its clear errors)
+            for a, shape in zip(inputs, fast):
+                if type(a) is not np.ndarray or a.shape != shape:
+                    break
+            else:
+                with self._lock:
+                    ctx = self._ctx
+                    try:
+                        ctx.inputs_set(inputs)
+                    except (ValueError, TypeError):
+                        pass
+                    else:
+                        ctx.run()
+                        self._last_ctx = ctx
+                        specs = self._fast_out[raw]
+                        if out is None:
+                            arrays = [np.empty(shape, dtype) for shape, dtype in specs]
+                        else:
+                            arrays = self._check_out(out, specs)
+                        ctx.outputs_get(not raw, arrays)
+                        return arrays
         self._check_open("run")
         prepared, shape_set = self.prepare_inputs(inputs, data_format)
         if not self._general:
@@ -354,6 +384,11 @@ class Model:
             self._out_cache[key] = specs
         if out is None:
             return [np.empty(shape, dtype) for shape, dtype in specs]
+        return self._check_out(out, specs)
+
+    @staticmethod
+    def _check_out(out, specs) -> List[np.ndarray]:
+        """`out` as a list, each array of the shape and dtype of its output (ValueError)."""
         out = list(out)
         if len(out) != len(specs):
             raise ValueError(f"out= needs {len(specs)} array(s), one per output; got {len(out)}")

@@ -194,6 +194,11 @@ class ZeroCopySession:
                          if self._session_syncs_in and i not in self._chained and self._cached(m)]
         self._sync_out = [m for o, m in enumerate(self._out_mems)
                           if self._session_syncs_out and o not in chained_out and self._cached(m)]
+        # with nothing to sync, run() is the context's own run(): no Python in between
+        if self._sync_in or self._sync_out:
+            self.__dict__.pop("run", None)
+        else:
+            self.run = self._ctx.run
 
     def _cached(self, mem) -> bool:
         """Whether `mem` goes through the CPU cache (all but non-cacheable allocations)."""
@@ -232,32 +237,26 @@ class ZeroCopySession:
     def run(self) -> None:
         """Run the model on what the input views hold; the output views then hold the result.
 
-        Syncs the caches the runtime does not (see the module docs) around the run.
+        Syncs the caches the runtime does not (see the module docs) around the run; with
+        nothing to sync this is the low-level ``Context.run`` itself.  Calls from several
+        threads are serialized by the context's lock (the views are shared, though: a
+        session is one pipeline; use one per thread, or a :class:`rknnx.Pool`).
 
         Raises
         ------
-        RuntimeError
-            Another thread is running this session (a session is one pipeline: use one per
-            thread, or a :class:`rknnx.Pool`).
         ValueError
             A closed session.
         RKNNError
             The runtime failed.
         """
-        if not self._lock.acquire(blocking=False):
-            raise RuntimeError("this session is running in another thread: use one session "
-                               "per thread (or rknnx.Pool)")
-        try:
-            ctx = self._ctx
-            if ctx is None:
-                raise ValueError("run on closed ZeroCopySession")
-            for m in self._sync_in:
-                m.sync(_TO)
-            ctx.run()
-            for m in self._sync_out:
-                m.sync(_FROM)
-        finally:
-            self._lock.release()
+        ctx = self._ctx
+        if ctx is None:
+            raise ValueError("run on closed ZeroCopySession")
+        for m in self._sync_in:
+            m.sync(_TO)
+        ctx.run()
+        for m in self._sync_out:
+            m.sync(_FROM)
 
     def sync_inputs(self) -> None:
         """Clean the CPU cache of every cacheable input (``rknn_mem_sync(TO_DEVICE)``)."""
@@ -458,6 +457,7 @@ class ZeroCopySession:
             self._release()
 
     def _release(self) -> None:
+        self.__dict__.pop("run", None)
         self._inputs = self._outputs = ()
         for m in self._owned:
             m.close()
