@@ -158,3 +158,30 @@ def test_wrong_input_shape(tmp_path):
     proc = cli("run", "--sample", "tiny_relu", "-i", str(tmp_path / "x.npy"))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "input 0 ('x'): shape (1, 3) does not match the model's (1, 2)" in proc.stderr
+
+
+def test_bench_json_and_table(tmp_path):
+    proc = cli("bench", "--sample", "tiny_relu", "-n", "30", "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    assert set(d["flows"]) == {"general-float32", "general-raw", "zero-copy"}
+    assert d["flows"]["zero-copy"]["bytes_per_frame"]["copied_by_api"] == 0
+    assert d["flows"]["general-float32"]["bytes_per_frame"]["copied_by_api"] == 16
+    proc = cli("bench", "--sample", "tiny_relu", "-n", "30", "--json", str(tmp_path / "r.json"))
+    assert proc.returncode == 0, proc.stderr
+    assert "zero-copy vs general:" in proc.stdout and "bytes copied by the API per frame: 16 -> 0" \
+        in proc.stdout
+    assert json.loads((tmp_path / "r.json").read_text())["iterations"] == 30
+
+
+def test_readme_first_command_is_the_main_job():
+    import re
+
+    from helpers import REPO
+
+    block = re.search(r"```bash\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S).group(1)
+    first = block.splitlines()[0].split("#")[0].strip()
+    assert first == "pip install . && rknnx bench --sample classifier"
+    proc = cli("bench", "--sample", "classifier", "-n", "3", "--warmup", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "general-float32" in proc.stdout and "zero-copy vs general:" in proc.stdout

@@ -11,17 +11,59 @@ import sys
 from rknnx.cli._common import add_model_arguments, load_runtime, open_model
 
 
+def _iterations(model, seconds: float) -> int:
+    """Frames per flow that fit in about `seconds` (at least 20, at most 2000)."""
+    import time
+
+    from rknnx import benchmark
+
+    xs = benchmark.sample_inputs(model)
+    model.run(*xs)
+    t0 = time.perf_counter()
+    for _ in range(3):
+        model.run(*xs)
+    per_frame = max((time.perf_counter() - t0) / 3, 1e-6)
+    # each flow runs its frames twice (the frame loop and the phase loop) plus the warm-up
+    return int(min(2000, max(20, seconds / per_frame / 2.5)))
+
+
+def verdict(result) -> str:
+    """One line: what the zero-copy flow saves against the general flow (float32)."""
+    g = result["flows"].get("general-float32")
+    z = result["flows"].get("zero-copy")
+    if not g or not z:
+        return ""
+    gm, zm = g["frame"]["median_ns"], z["frame"]["median_ns"]
+    line = (f"zero-copy vs general: {gm / zm:.2f}x the frames per second "
+            f"({(gm - zm) / 1e3:.1f} us saved per frame)")
+    gc, zc = g.get("cpu_ns_per_frame"), z.get("cpu_ns_per_frame")
+    if gc and zc:
+        line += f", {gc / zc:.2f}x less CPU"
+    gb = (g.get("bytes_per_frame") or {}).get("copied_by_api")
+    zb = (z.get("bytes_per_frame") or {}).get("copied_by_api")
+    if gb is not None and zb is not None:
+        line += f"; bytes copied by the API per frame: {gb:.0f} -> {zb:.0f}"
+    return line
+
+
 def run(args) -> int:
     from rknnx import benchmark
 
     load_runtime()
     with open_model(args) as model:
-        result = benchmark.compare_flows(model, iterations=args.iterations, warmup=args.warmup,
+        iterations = args.iterations or _iterations(model, args.seconds)
+        result = benchmark.compare_flows(model, iterations=iterations, warmup=args.warmup,
                                          progress=not args.no_progress and sys.stderr.isatty())
     if args.json == "-":
         print(json.dumps(result, indent=2))
     else:
         print(benchmark.format_table(result))
+        try:
+            line = verdict(result)
+        except (KeyError, TypeError, ZeroDivisionError):
+            line = ""
+        if line:
+            print(line)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(result, f, indent=2)
@@ -36,8 +78,11 @@ def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="general vs zero-copy flow, phase by phase",
                        description=__doc__.splitlines()[0].replace("``", ""))
     add_model_arguments(p)
-    p.add_argument("--iterations", "-n", type=int, default=200, help="frames per flow (200)")
-    p.add_argument("--warmup", type=int, default=20, help="frames run first, not timed (20)")
+    p.add_argument("--iterations", "-n", type=int, default=None,
+                   help="frames per flow (default: what fits in --seconds)")
+    p.add_argument("--seconds", type=float, default=4.0,
+                   help="time budget per flow when -n is not given (4)")
+    p.add_argument("--warmup", type=int, default=5, help="frames run first, not timed (5)")
     p.add_argument("--json", metavar="FILE", help="write the results as JSON (- for stdout)")
     p.add_argument("--plot", metavar="FILE.png", help="write a plot of the phases (matplotlib)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
