@@ -2438,10 +2438,6 @@ cdef class Context(_ContextBase):
             st = _os.fstat(cfd)
         except OSError as e:
             raise ValueError(f"fd {cfd} is not an open file descriptor ({e.strerror})") from None
-        kind = _unmappable_fd_kind(st.st_mode, st.st_rdev)
-        if kind is not None:
-            raise ValueError(f"create_mem_from_fd: fd {cfd} is {kind}, which cannot be mapped "
-                             "as NPU memory; expected a dma-buf, a memfd or a regular file")
         # a regular file (or memfd) knows its size; a dma-buf may report 0: not checked
         if _stat.S_ISREG(st.st_mode) and coff + n > st.st_size:
             raise ValueError(f"offset + size ({coff} + {n}) is beyond the end of fd {cfd} "
@@ -2459,6 +2455,10 @@ cdef class Context(_ContextBase):
                     raise ValueError(f"virt_addr buffer of {vlen} bytes is smaller than "
                                      f"offset + size ({coff + n})")
         self._check_open(b"create_mem_from_fd")
+        kind = _unmappable_fd_kind(st.st_mode, st.st_rdev)
+        if kind is not None:
+            raise ValueError(f"create_mem_from_fd: fd {cfd} is {kind}, which cannot be mapped "
+                             "as NPU memory; expected a dma-buf, a memfd or a regular file")
         require(<void*>_api.rknn_create_mem_from_fd, b"rknn_create_mem_from_fd")
         self._require_chip(b"rknn_create_mem_from_fd")
         self._enter(b"create_mem_from_fd")
