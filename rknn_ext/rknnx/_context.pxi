@@ -137,8 +137,75 @@ cdef str _STALE_OUTPUTS = ("outputs_get: the input shapes changed since the last
                            "(set_input_shapes); run() again before outputs_get")
 
 
+cdef str _dynamic_hint(Context ctx, long long idx, TensorAttr a):
+    """For a dynamic-shape model: its shape sets, the current one and what to do ("" for
+    a static model).  Only called to word an error."""
+    ranges = ctx._dynamic_ranges()
+    if not ranges or idx >= len(ranges):
+        return ""
+    r = ranges[idx]
+    sets = " | ".join([_shape_str(d) for d in r.dyn_range])
+    return (f"; the model has dynamic input shapes: the shape sets of input {idx} are {sets}, "
+            f"the current one is {_shape_str(a.dims)}; call set_input_shapes() with the "
+            f"shape set of your data first")
+
+
+cdef tuple _pass_through_need(Context ctx, long long idx, int f, TensorAttr a):
+    """Bytes rknn_inputs_set reads for a pass_through input in layout `f`, from the native
+    attribute, and where the number comes from: NHWC images are rows of w_stride pixels of
+    the native channel count, NC1HWC2 is blocked, other layouts are packed."""
+    if f == RKNN_TENSOR_UNDEFINED:
+        f = a.c.fmt
+    if a.c.n_dims != 4 or (f != RKNN_TENSOR_NHWC and f != RKNN_TENSOR_NC1HWC2):
+        return a.c.size, f"{_shape_str(a.dims)} {_type_name(a.c.type)} packed"
+    dynamic = bool(ctx._shapes_set or ctx._dynamic_ranges())
+    try:
+        if f == RKNN_TENSOR_NHWC:
+            if dynamic:
+                # no CURRENT_ form of the NHWC native query: the current attribute's
+                # size_with_stride follows the same rule
+                return a.c.size_with_stride, (f"{_type_name(a.c.type)} in the native NHWC "
+                                              f"layout: CURRENT_INPUT_ATTR size_with_stride")
+            n = ctx.query(RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR, idx)
+            return n.size_with_stride, (f"{_type_name(a.c.type)} in the native NHWC layout "
+                                        f"{list(n.dims)} w_stride {n.w_stride}: "
+                                        f"NATIVE_NHWC_INPUT_ATTR size_with_stride")
+        n = ctx.query(RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR if dynamic
+                      else RKNN_QUERY_NATIVE_INPUT_ATTR, idx)
+    except RKNNError:
+        # the runtime does not say: it judges the size itself
+        return a.c.size, f"{_shape_str(a.dims)} {_type_name(a.c.type)}"
+    if n.fmt != RKNN_TENSOR_NC1HWC2:
+        raise ValueError(f"input {idx} ({a.name!r}): pass_through NC1HWC2 data, but the "
+                         f"input has no NC1HWC2 form on this chip (its native layout is "
+                         f"{_fmt_name(n.fmt)}); pass it in {_fmt_name(n.fmt)}")
+    return n.size_with_stride, (f"{_type_name(a.c.type)} in the native NC1HWC2 layout "
+                                f"{list(n.dims)}: NATIVE_INPUT_ATTR size_with_stride")
+
+
+cdef object _unmappable_fd_kind(int mode, unsigned long long rdev):
+    """What an fd is, when it is a kind that can never hold NPU memory (else None)."""
+    if _stat.S_ISFIFO(mode):
+        return "a pipe (FIFO)"
+    if _stat.S_ISSOCK(mode):
+        return "a socket"
+    if _stat.S_ISDIR(mode):
+        return "a directory"
+    if _stat.S_ISCHR(mode) and _os.major(rdev) == 1 and _os.minor(rdev) in (3, 7, 8, 9):
+        # /dev/null, /dev/full, /dev/random, /dev/urandom (Linux mem devices)
+        names = {3: "/dev/null", 7: "/dev/full", 8: "/dev/random", 9: "/dev/urandom"}
+        return f"the character device {names[_os.minor(rdev)]}"
+    return None
+
+
 cdef str _shape_str(shape):
     return "(" + ", ".join(str(x) for x in shape) + ")"
+
+
+cdef str _ranges_str(tuple ranges):
+    """The shape sets of a dynamic model, per input: "input 0 'x': (1, 64, 64, 3) | ..."."""
+    return "; ".join([f"input {r.index} {r.name!r}: "
+                      + " | ".join([_shape_str(d) for d in r.dyn_range]) for r in ranges])
 
 
 # -- the fast path of inputs_set -------------------------------------------------------------
@@ -208,6 +275,7 @@ cdef class _ContextBase:
     def __cinit__(self, *args, **kwargs):
         self.ctx = 0
         self._owner = 0
+        self._pid = _this_pid
         self._lock = PyThread_allocate_lock()
         if self._lock == NULL:
             raise MemoryError("cannot allocate the context lock")
@@ -287,8 +355,16 @@ cdef class _ContextBase:
                 "callback cannot call back into its own context")
         return 0
 
+    cdef int _check_process(self) except -1:
+        """RuntimeError in a fork child for an object created before the fork."""
+        if self._pid != _this_pid:
+            _raise_inherited(self, self._pid)
+        return 0
+
     cdef int _enter(self, const char* what) except -1:
         """Take the lock; raise ValueError (lock released) if the context is closed."""
+        if self._pid != _this_pid:
+            _raise_inherited(self, self._pid)
         if self._held_here():                # the name is decoded only to raise
             self._check_not_busy(what.decode())
         self._acquire()
@@ -298,6 +374,8 @@ cdef class _ContextBase:
         return 0
 
     cdef int _check_open(self, const char* what) except -1:
+        if self._pid != _this_pid:
+            _raise_inherited(self, self._pid)
         if self.ctx == 0 or self._closing:
             raise ValueError(f"{what.decode()} on closed {type(self).__name__}")
         return 0
@@ -403,6 +481,11 @@ cdef class Context(_ContextBase):
     per-context lock serializes calls on one context (so several threads may share
     one); calls on different contexts run in parallel.
 
+    After ``os.fork()`` a Context belongs to the process that created it: in the child
+    every call on it raises RuntimeError ("created in process N; create it after fork"),
+    as the runtime's threads, locks and state do not survive fork; the parent is not
+    affected.  Create contexts after forking (or use the ``spawn`` start method).
+
     Examples
     --------
     >>> with Context("model.rknn") as ctx:
@@ -451,6 +534,12 @@ cdef class Context(_ContextBase):
                                 f"{type(share_weights_with).__name__}")
             src = share_weights_with
             src._check_open(b"share_weights_with")
+            if src._dynamic_ranges():
+                raise ValueError(
+                    "share_weights_with: the source Context holds a dynamic-shape model "
+                    f"({_ranges_str(src._dynamic_ranges())}); the runtime refuses "
+                    "RKNN_FLAG_SHARE_WEIGHT_MEM for dynamic-shape models: load the model "
+                    "into its own Context instead")
             ext.ctx = src.ctx
             pext = &ext
             cflags |= RKNN_FLAG_SHARE_WEIGHT_MEM
@@ -527,6 +616,7 @@ cdef class Context(_ContextBase):
         self.ctx = h
         self.flags = cflags
         self._counted = True
+        self._note_chip()
         if mm is not None:
             self._model_mem = mm
             mm._pins += 1
@@ -542,7 +632,8 @@ cdef class Context(_ContextBase):
             # no Python code from a destructor: destroy callbacks return at once
             (<_CustomOpSet>self._custom)._kill()
         if self.ctx != 0:
-            if _api.rknn_destroy != NULL:
+            # in a fork child the handle is the parent's: never call the runtime with it
+            if _api.rknn_destroy != NULL and self._pid == _this_pid:
                 _api.rknn_destroy(self.ctx)
             self.ctx = 0
         if self._counted:
@@ -593,6 +684,7 @@ cdef class Context(_ContextBase):
         cdef int ret = 0
         if self.ctx == 0:
             return
+        self._check_process()
         self._check_not_busy("close")
         if self._weight_borrowers > 0:
             raise RuntimeError(f"Context lends its weights to {self._weight_borrowers} open "
@@ -616,11 +708,11 @@ cdef class Context(_ContextBase):
             p = g._next                      # read after append: a collection may unlink
         self._release()
         try:
-            viewed = (sum([m._exports for m in mems]) + sum([g._exports for g in groups])
-                      + self._cb_views)
-            if viewed:
-                raise BufferError(f"{viewed} buffer view(s) still exported; delete the numpy "
-                                  "arrays first")
+            # the view rule (see _check_no_views): views of our mems and outputs are
+            # refused from now on (_closing), counted here, and counted again by each
+            # mem / output group under the lock before it is freed
+            _check_no_views(sum([m._exports for m in mems]) + sum([g._exports for g in groups])
+                            + self._cb_views)
             for m in mems:
                 if m._pins:
                     raise BufferError(f"{m!r} is the model buffer of an open Context; close "
@@ -740,7 +832,9 @@ cdef class Context(_ContextBase):
         while True:
             # queried in several lock holds: keep them only if no shape change came between
             g = self._shape_gen
-            if self._shapes_set:
+            # a dynamic-shape model: the plain queries describe the largest shapes (what
+            # buffers are sized by), the CURRENT_ ones the shapes the runtime computes at
+            if self._shapes_set or self._dynamic_ranges():
                 qi = RKNN_QUERY_CURRENT_INPUT_ATTR
                 qo = RKNN_QUERY_CURRENT_OUTPUT_ATTR
             self._query_into(RKNN_QUERY_IN_OUT_NUM, &io, sizeof(io))
@@ -858,6 +952,8 @@ cdef class Context(_ContextBase):
         except (TypeError, OverflowError):
             raise TypeError(f"index must be an int, got {index!r}") from None
         self._check_open(b"query")
+        if self._chip is not None and not _platforms.supports_query(self._chip, c):
+            raise NotSupportedError(_platforms.why_not(self._chip, cmd=c), None, "rknn_query")
         if c == RKNN_QUERY_IN_OUT_NUM:
             self._query_into(RKNN_QUERY_IN_OUT_NUM, &io, sizeof(io))
             return InOutNum(io.n_input, io.n_output)
@@ -906,24 +1002,29 @@ cdef class Context(_ContextBase):
             return DeviceMemInfo(<size_t>dm.virt_addr, dm.phys_addr, dm.fd, dm.offset,
                                  dm.size, dm.flags)
         if c == RKNN_QUERY_INPUT_DYNAMIC_RANGE:
-            rng = <rknn_input_range*>calloc(1, sizeof(rknn_input_range))
-            if rng == NULL:
-                raise MemoryError()
-            try:
-                rng.index = <uint32_t>idx
-                self._query_into(RKNN_QUERY_INPUT_DYNAMIC_RANGE, rng, sizeof(rknn_input_range))
-                nd = min(rng.n_dims, <uint32_t>RKNN_MAX_DIMS)
-                rows = tuple([tuple([rng.dyn_range[r][k] for k in range(nd)])
-                              for r in range(min(rng.shape_number, <uint32_t>RKNN_MAX_DYNAMIC_SHAPE_NUM))])
-                try:
-                    fmt = TensorFormat(rng.fmt)
-                except ValueError:
-                    fmt = int(rng.fmt)
-                return InputRange(rng.index, rng.shape_number, fmt,
-                                  _cstr(rng.name, sizeof(rng.name)), rng.n_dims, rows)
-            finally:
-                free(rng)
+            return self._query_range(<uint32_t>idx)
         raise ValueError(f"query command {cmd!r} is not handled")  # pragma: no cover
+
+    cdef object _query_range(self, uint32_t idx):
+        """``RKNN_QUERY_INPUT_DYNAMIC_RANGE`` of input `idx` as an :class:`InputRange`."""
+        cdef rknn_input_range* rng = <rknn_input_range*>calloc(1, sizeof(rknn_input_range))
+        cdef uint32_t nd
+        if rng == NULL:
+            raise MemoryError()
+        try:
+            rng.index = idx
+            self._query_into(RKNN_QUERY_INPUT_DYNAMIC_RANGE, rng, sizeof(rknn_input_range))
+            nd = min(rng.n_dims, <uint32_t>RKNN_MAX_DIMS)
+            rows = tuple([tuple([rng.dyn_range[r][k] for k in range(nd)])
+                          for r in range(min(rng.shape_number, <uint32_t>RKNN_MAX_DYNAMIC_SHAPE_NUM))])
+            try:
+                fmt = TensorFormat(rng.fmt)
+            except ValueError:
+                fmt = int(rng.fmt)
+            return InputRange(rng.index, rng.shape_number, fmt,
+                              _cstr(rng.name, sizeof(rng.name)), rng.n_dims, rows)
+        finally:
+            free(rng)
 
     cdef int _check_index(self, long long idx, bint output) except -1:
         cdef Py_ssize_t n
@@ -969,6 +1070,7 @@ cdef class Context(_ContextBase):
                              f"(0..0x{RKNN_NPU_CORE_UNDEFINED:x})")
         self._check_open(b"set_core_mask")
         require(<void*>_api.rknn_set_core_mask, b"rknn_set_core_mask")
+        self._require_chip(b"rknn_set_core_mask")
         self._enter(b"set_core_mask")
         ret = _api.rknn_set_core_mask(self.ctx, <rknn_core_mask>v)
         self._release()
@@ -996,6 +1098,7 @@ cdef class Context(_ContextBase):
             raise ValueError(f"core_num must be a positive number of cores, got {v}")
         self._check_open(b"set_batch_core_num")
         require(<void*>_api.rknn_set_batch_core_num, b"rknn_set_batch_core_num")
+        self._require_chip(b"rknn_set_batch_core_num")
         self._enter(b"set_batch_core_num")
         ret = _api.rknn_set_batch_core_num(self.ctx, <int>v)
         self._release()
@@ -1024,6 +1127,13 @@ cdef class Context(_ContextBase):
         cdef Context c = Context.__new__(Context)
         self._check_open(b"dup")
         require(<void*>_api.rknn_dup_context, b"rknn_dup_context")
+        self._require_chip(b"rknn_dup_context")
+        if self._dynamic_ranges():
+            raise ValueError(
+                "dup: the model has dynamic input shapes "
+                f"({_ranges_str(self._dynamic_ranges())}); the runtime refuses "
+                "rknn_dup_context for dynamic-shape models: create another Context from "
+                "the model instead")
         self._enter(b"dup")
         src = self.ctx
         with nogil:
@@ -1036,6 +1146,9 @@ cdef class Context(_ContextBase):
         c.ctx = out
         c.flags = self.flags
         c._counted = True
+        c._chip = self._chip
+        c._no_general = self._no_general
+        c._ranges = self._ranges
         _live_contexts += 1
         # the duplicate reads the same model buffer / borrowed weights
         if self._model_mem is not None:
@@ -1083,6 +1196,7 @@ cdef class Context(_ContextBase):
         self._check_open(b"set_input_shape")
         self._check_index(attr.c.index, False)
         require(<void*>_api.rknn_set_input_shape, b"rknn_set_input_shape")
+        self._require_chip(b"rknn_set_input_shape")
         c = attr.c
         self._enter(b"set_input_shape")
         with nogil:
@@ -1143,6 +1257,7 @@ cdef class Context(_ContextBase):
                                  f"or repeated; expected each of 0..{n - 1} once")
             seen.add((<TensorAttr>a).c.index)
         require(<void*>_api.rknn_set_input_shapes, b"rknn_set_input_shapes")
+        self._require_chip(b"rknn_set_input_shapes")
         arr = <rknn_tensor_attr*>PyMem_Malloc(max(n, 1) * sizeof(rknn_tensor_attr))
         if arr == NULL:
             raise MemoryError()
@@ -1233,6 +1348,7 @@ cdef class Context(_ContextBase):
                                  "given twice")
             seen.add((<CustomOp>o).op_type)
         require(<void*>_api.rknn_register_custom_ops, b"rknn_register_custom_ops")
+        self._require_chip(b"rknn_register_custom_ops")
         if self._custom is None:
             self._custom = _CustomOpSet.__new__(_CustomOpSet)
         opset = self._custom
@@ -1447,6 +1563,8 @@ cdef class Context(_ContextBase):
         if self._flow == _FLOW_ZERO_COPY:
             self._flow_error(_FLOW_GENERAL, b"rknn_inputs_set")
         require(<void*>_api.rknn_inputs_set, b"rknn_inputs_set")
+        if self._no_general:
+            self._require_chip(b"rknn_inputs_set")
         self._load_attrs()
         if type(inputs) is tuple:
             if self._inputs_set_fast(<tuple>inputs):
@@ -1520,9 +1638,10 @@ cdef class Context(_ContextBase):
                     if t != <int>a.c.type:
                         raise ValueError(f"{label}: pass_through needs data in the model type "
                                          f"{_type_name(a.c.type)}, got {_type_name(t)}")
-                    if views[k].len < a.c.size:
+                    need, where = _pass_through_need(self, idx, f, a)
+                    if views[k].len < need:
                         raise ValueError(f"{label}: pass_through data of {views[k].len} bytes "
-                                         f"is smaller than the tensor ({a.c.size} bytes)")
+                                         f"is too small: need {need} bytes ({where})")
                 else:
                     if t not in _CONVERTIBLE_INPUT_TYPES and t != <int>a.c.type:
                         raise ValueError(f"{label}: cannot convert from {_type_name(t)}; "
@@ -1536,12 +1655,14 @@ cdef class Context(_ContextBase):
                     expected = _dims_in_fmt(a, f)
                     if views[k].len != need:
                         raise ValueError(f"{label} expects {need} bytes ({_shape_str(expected)} "
-                                         f"{_type_name(t)} {_fmt_name(f)}), got {views[k].len}")
+                                         f"{_type_name(t)} {_fmt_name(f)}), got {views[k].len}"
+                                         + _dynamic_hint(self, idx, a))
                     if views[k].ndim > 1 and views[k].itemsize == _ITEMSIZE[t]:
                         got = tuple([views[k].shape[i] for i in range(views[k].ndim)])
                         if _strip_ones(got) != _strip_ones(expected):
                             raise ValueError(f"{label} expects shape {_shape_str(expected)} "
-                                             f"({_fmt_name(f)}), got {_shape_str(got)}")
+                                             f"({_fmt_name(f)}), got {_shape_str(got)}"
+                                             + _dynamic_hint(self, idx, a))
                 arr[k].index = <uint32_t>idx
                 arr[k].buf = views[k].buf
                 arr[k].size = <uint32_t>views[k].len
@@ -1653,6 +1774,54 @@ cdef class Context(_ContextBase):
         self._io_gen = gen
         return 0
 
+    # -- the chip -----------------------------------------------------------------------------
+    cdef int _note_chip(self) except -1:
+        """Look the chip of the new context up once (the emulator's personality, else the
+        board's device tree) and note whether it has the general flow."""
+        self._chip = _chip_of(self.ctx)
+        self._no_general = (self._chip is not None
+                            and not _platforms.supports(self._chip, "rknn_inputs_set"))
+        return 0
+
+    cdef int _require_chip(self, const char* fn) except -1:
+        """NotSupportedError (before C) for a function the context's chip lacks."""
+        if self._chip is not None:
+            _refuse_unsupported(self._chip, fn.decode())
+        return 0
+
+    @property
+    def chip(self):
+        """The chip the context runs on (``"RK3588"`` ...; the emulator's personality), or
+        None when the runtime does not say and no device tree names it."""
+        return self._chip
+
+    cdef tuple _dynamic_ranges(self):
+        """The INPUT_DYNAMIC_RANGE of every input if the model has several shape sets
+        (a dynamic-shape model), else (); queried once per context."""
+        cdef uint32_t i
+        cdef rknn_input_output_num io
+        if self._ranges is None:
+            ranges = ()
+            if self._chip is None or _platforms.supports_query(
+                    self._chip, RKNN_QUERY_INPUT_DYNAMIC_RANGE):
+                try:
+                    # straight to C, not through query(): _load_attrs asks this
+                    self._query_into(RKNN_QUERY_IN_OUT_NUM, &io, sizeof(io))
+                    ranges = tuple([self._query_range(i) for i in range(io.n_input)])
+                except RKNNError:
+                    ranges = ()
+                if not any([r.shape_number > 1 for r in ranges]):
+                    ranges = ()
+            self._ranges = ranges
+        return self._ranges
+
+    @property
+    def is_dynamic(self):
+        """True for a dynamic-shape model (``INPUT_DYNAMIC_RANGE`` lists more than one
+        shape set for an input)."""
+        self._check_open(b"is_dynamic")
+        return bool(self._dynamic_ranges())
+
     def wait(self, *, timeout_ms=0):
         """Wait for a non-blocking run (``rknn_wait``), with the GIL released.
 
@@ -1676,6 +1845,7 @@ cdef class Context(_ContextBase):
         ext.timeout_ms = _timeout(timeout_ms)
         self._check_open(b"wait")
         require(<void*>_api.rknn_wait, b"rknn_wait")
+        self._require_chip(b"rknn_wait")
         self._enter(b"wait")
         with nogil:
             ret = _api.rknn_wait(self.ctx, &ext)
@@ -1754,6 +1924,8 @@ cdef class Context(_ContextBase):
         if self._flow == _FLOW_ZERO_COPY:
             self._flow_error(_FLOW_GENERAL, b"rknn_outputs_get")
         require(<void*>_api.rknn_outputs_get, b"rknn_outputs_get")
+        if self._no_general:
+            self._require_chip(b"rknn_outputs_get")
         require(<void*>_api.rknn_outputs_release, b"rknn_outputs_release")
         self._load_attrs()
         gen = self._attrs_gen
@@ -1997,10 +2169,12 @@ cdef class Context(_ContextBase):
         # the shape must be the model's (the current one of a dynamic model), in attr.fmt
         if attr.c.fmt == RKNN_TENSOR_NC1HWC2:
             if is_out:
-                ncmd = (RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR if self._shapes_set
+                ncmd = (RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR
+                        if self._shapes_set or self._dynamic_ranges()
                         else RKNN_QUERY_NATIVE_OUTPUT_ATTR)
             else:
-                ncmd = (RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR if self._shapes_set
+                ncmd = (RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR
+                        if self._shapes_set or self._dynamic_ranges()
                         else RKNN_QUERY_NATIVE_INPUT_ATTR)
             expected = self.query(ncmd, idx).dims
         else:
@@ -2291,7 +2465,12 @@ cdef class Context(_ContextBase):
                     raise ValueError(f"virt_addr buffer of {vlen} bytes is smaller than "
                                      f"offset + size ({coff + n})")
         self._check_open(b"create_mem_from_fd")
+        kind = _unmappable_fd_kind(st.st_mode, st.st_rdev)
+        if kind is not None:
+            raise ValueError(f"create_mem_from_fd: fd {cfd} is {kind}, which cannot be mapped "
+                             "as NPU memory; expected a dma-buf, a memfd or a regular file")
         require(<void*>_api.rknn_create_mem_from_fd, b"rknn_create_mem_from_fd")
+        self._require_chip(b"rknn_create_mem_from_fd")
         self._enter(b"create_mem_from_fd")
         with nogil:
             m = _api.rknn_create_mem_from_fd(self.ctx, <int32_t>cfd, virt, <uint32_t>n,
@@ -2403,6 +2582,7 @@ cdef class Context(_ContextBase):
             raise ValueError(f"offset must be 0..2147483647, got {coff}")
         self._check_open(b"create_mem_from_mb_blk")
         require(<void*>_api.rknn_create_mem_from_mb_blk, b"rknn_create_mem_from_mb_blk")
+        self._require_chip(b"rknn_create_mem_from_mb_blk")
         self._enter(b"create_mem_from_mb_blk")
         with nogil:
             m = _api.rknn_create_mem_from_mb_blk(self.ctx, <void*>blk, <int32_t>coff)

@@ -50,6 +50,8 @@ cdef class TensorMem:
     cdef int _pins                           # open contexts using it as their model buffer
     cdef int _syncing                        # rknn_mem_sync calls in flight on it
     cdef bint _dead                          # destroyed or being destroyed: never run with it
+    cdef bint _closing                       # close() in progress: new views are refused
+    cdef long _pid                           # process that created it (see _check_process)
     cdef bint _bound                         # _layout is a typed tensor layout
     cdef _Layout _layout                     # what a view exports when bound
     cdef TensorAttr _attr                    # the attribute it is bound to (a copy) or None
@@ -57,6 +59,7 @@ cdef class TensorMem:
     cdef object __weakref__                  # Context tracks its mems in a WeakSet
 
     cdef int _check_open(self, str what) except -1
+    cdef int _check_process(self) except -1
     cdef int _destroy(self) except -1
     cdef int _current_layout(self, _Layout* lay) except -1
 
@@ -77,6 +80,7 @@ cdef class _ContextBase:
     cdef unsigned long _owner                # thread ident holding _lock; 0 when free
     cdef bint _counted                       # counted in _live_contexts
     cdef bint _closing                       # close() in progress: new calls are refused
+    cdef long _pid                           # process that created it (see _check_process)
     cdef object _mems                        # WeakSet of TensorMem created here
     cdef dict _slots                         # set_*_mem bindings: key -> TensorMem
     cdef list _bound                         # the values of _slots, for the run() check
@@ -88,6 +92,7 @@ cdef class _ContextBase:
     cdef void _acquire(self) noexcept
     cdef void _release(self) noexcept nogil
     cdef bint _held_here(self) noexcept nogil
+    cdef int _check_process(self) except -1
     cdef bint _defer(self, rknn_tensor_mem* mem, rknn_output* outs, uint32_t n) noexcept nogil
     cdef int _check_not_busy(self, str what) except -1
     cdef int _enter(self, const char* what) except -1
@@ -137,6 +142,9 @@ cdef class Context(_ContextBase):
     cdef unsigned long long _io_gen          # the _shape_gen _io_dims were last checked against
     cdef unsigned long long _run_gen         # the _shape_gen of the last successful run()
     cdef dict _io_dims                       # set_io_mem: (kind, idx) -> model dims bound for
+    cdef object _chip                        # chip of the context (str), None when unknown
+    cdef bint _no_general                    # the chip lacks the general flow (inputs_set ...)
+    cdef object _ranges                      # INPUT_DYNAMIC_RANGE per input (tuple), or None
 
     cdef int _flow_error(self, int flow, const char* fn) except -1
     cdef int _load_attrs(self) except -1
@@ -149,6 +157,10 @@ cdef class Context(_ContextBase):
     cdef _IOSpecs _current_specs(self)
     cdef int _inputs_set_fast(self, tuple items) except -1
     cdef int _check_io_dims(self) except -1
+    cdef int _note_chip(self) except -1
+    cdef int _require_chip(self, const char* fn) except -1
+    cdef tuple _dynamic_ranges(self)
+    cdef object _query_range(self, uint32_t idx)
 
 
 cdef class _OutputGroup:
@@ -160,6 +172,7 @@ cdef class _OutputGroup:
     cdef PyObject* _prev                     # neighbours in the context's list of groups
     cdef PyObject* _next                     #   (borrowed; NULL at the ends)
     cdef bint _linked                        # in that list (alive, not released)
+    cdef bint _closing                       # release() in progress: new views are refused
 
     cdef int _release_c(self) except -1
     cdef void _unlink(self) noexcept

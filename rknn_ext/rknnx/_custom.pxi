@@ -114,8 +114,12 @@ cdef class CustomOp:
 
     def __init__(self, op_type, compute, init=None, prepare=None, destroy=None, *,
                  target=RKNN_TARGET_TYPE_CPU, version=1):
-        if not isinstance(op_type, str) or not op_type:
-            raise TypeError(f"op_type must be a non-empty str, got {op_type!r}")
+        if not isinstance(op_type, str):
+            raise TypeError(f"op_type must be a non-empty str, got {type(op_type).__name__} "
+                            f"({op_type!r})")
+        if not op_type:
+            raise ValueError("op_type must be a non-empty str (the op type name the model "
+                             "uses, e.g. 'cstSigmoid'), got ''")
         b = op_type.encode("utf-8")
         if len(b) >= RKNN_MAX_NAME_LEN or b"\0" in b:
             raise ValueError(f"op_type must be at most {RKNN_MAX_NAME_LEN - 1} UTF-8 bytes "

@@ -11,7 +11,10 @@
 import os
 import threading
 
+from rknnx import platforms as _platforms
+
 from posix.dlfcn cimport dlopen, dlsym, dlerror, RTLD_NOW, RTLD_LOCAL
+from posix.unistd cimport getpid
 from libc.string cimport memset
 
 cdef void* _handle = NULL                    # the library in use; NULL until loaded
@@ -23,6 +26,66 @@ cdef Py_ssize_t _live_free_mems = 0          # open ALLOC_NO_CONTEXT mems; block
 
 _SYSTEM_CANDIDATES = ("librknnrt.so", "/usr/lib/librknnrt.so", "/usr/lib64/librknnrt.so",
                       "/vendor/lib64/librknnrt.so")
+
+
+# Fork.  A child of fork() inherits every Context, TensorMem and MatmulContext, but not
+# the threads: a lock held by a thread of the parent (a run in flight) stays held for ever
+# in the child, and the runtime's own state is the parent's.  Each object remembers the
+# process that created it (_pid); _this_pid follows the current process (updated in the
+# child by an at-fork handler), so the check on every call is one integer comparison.
+# In the child every call on an inherited object raises (_raise_inherited), and their
+# destructors free nothing the runtime owns.
+cdef long _this_pid = getpid()
+
+
+def _after_fork_in_child():
+    global _this_pid
+    _this_pid = getpid()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+cdef int _raise_inherited(object obj, long pid) except -1:
+    raise RuntimeError(
+        f"this {type(obj).__name__} was created in process {pid}; it cannot be used in "
+        f"process {_this_pid} (a child of fork(): the runtime's threads, locks and state "
+        f"do not survive fork); create it after fork, in the child")
+
+
+# The chip a context runs on: the emulator reports the personality of each context;
+# on a board the device tree names the chip (read once).  None when unknown: then no
+# call is refused before C.
+cdef object _board_chip = False              # False: not read yet
+
+
+cdef object _chip_of(uint64_t handle):
+    global _board_chip
+    cdef void* fn
+    cdef const char* name
+    if _handle != NULL:
+        fn = dlsym(_handle, b"rknn_emu_context_platform" if handle else b"rknn_emu_get_platform")
+        if fn != NULL:
+            if handle:
+                name = (<const char* (*)(uint64_t) noexcept nogil>fn)(handle)
+            else:
+                name = (<const char* (*)() noexcept nogil>fn)()
+            if name == NULL or name[0] == 0:
+                return None
+            return name.decode("ascii", "replace").upper()
+    if _board_chip is False:
+        _board_chip = _platforms.detect_chip()
+    return _board_chip
+
+
+cdef int _refuse_unsupported(object chip, str fn) except -1:
+    """NotSupportedError if `chip` (not None) lacks the C function `fn` (Table 3-1).
+
+    A function the table marks unsupported on every chip (rknn_wait,
+    rknn_create_mem_from_mb_blk in 2.5.0) is left to the runtime: a newer one may have it."""
+    if chip is not None and not _platforms.supports(chip, fn) and _platforms.FUNCTIONS.get(fn):
+        raise NotSupportedError(_platforms.why_not(chip, fn), None, fn)
+    return 0
 
 
 def emulator_path():

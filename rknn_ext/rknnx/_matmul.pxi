@@ -309,7 +309,9 @@ cdef class MatmulContext(_ContextBase):
     -----
     Buffers come from :meth:`create_mem` and are bound with :meth:`set_io_mem`; each
     mem keeps the context alive, and :meth:`close` refuses (``BufferError``) while one
-    is viewed.  :meth:`run` releases the GIL and holds the context's lock.
+    is viewed.  :meth:`run` releases the GIL and holds the context's lock.  After
+    ``os.fork()`` it belongs to the process that created it: in the child every call on
+    it raises RuntimeError ("created in process N; create it after fork").
 
     Examples
     --------
@@ -359,6 +361,8 @@ cdef class MatmulContext(_ContextBase):
                         else _api.rknn_matmul_create),
                 b"rknn_matmul_create_dynamic_shape" if shapes is not None
                 else b"rknn_matmul_create")
+        _refuse_unsupported(_chip_of(0), "rknn_matmul_create_dynamic_shape" if shapes is not None
+                            else "rknn_matmul_create")
         self._shapes = <rknn_matmul_shape*>calloc(n, sizeof(rknn_matmul_shape))
         self._io = <rknn_matmul_io_attr*>calloc(n, sizeof(rknn_matmul_io_attr))
         if self._shapes == NULL or self._io == NULL:
@@ -405,7 +409,8 @@ cdef class MatmulContext(_ContextBase):
         # Only frees (STYLE rule 8): no mem is alive (each holds a reference to us).
         global _live_contexts
         if self.ctx != 0:
-            if _api.rknn_matmul_destroy != NULL:
+            # in a fork child the handle is the parent's: never call the runtime with it
+            if _api.rknn_matmul_destroy != NULL and self._pid == _this_pid:
                 _api.rknn_matmul_destroy(self.ctx)
             self.ctx = 0
         if self._counted:
@@ -439,6 +444,7 @@ cdef class MatmulContext(_ContextBase):
         cdef rknn_context h
         if self.ctx == 0:
             return
+        self._check_process()
         self._check_not_busy("close")
         # as Context.close: closing is marked and the list taken under the lock
         self._acquire()
@@ -448,11 +454,11 @@ cdef class MatmulContext(_ContextBase):
         self._closing = True
         mems = [m for m in self._mems if m.mem != NULL]
         self._release()
-        viewed = sum([m._exports for m in mems])
-        if viewed:
+        try:
+            _check_no_views(sum([m._exports for m in mems]))
+        except BufferError:
             self._closing = False
-            raise BufferError(f"{viewed} buffer view(s) still exported; delete the numpy "
-                              "arrays first")
+            raise
         errors = []
         leftovers = []
         try:
@@ -1100,6 +1106,7 @@ def b_normal_layout_to_native_layout(B, K, N, info):
         ci.type = <rknn_matmul_type>_mm_enum(info, MatmulType, "info")
     require(<void*>_api.rknn_B_normal_layout_to_native_layout,
             b"rknn_B_normal_layout_to_native_layout")
+    _refuse_unsupported(_chip_of(0), "rknn_B_normal_layout_to_native_layout")
     ci.B_layout = RKNN_MM_LAYOUT_NATIVE
     ci.AC_layout = RKNN_MM_LAYOUT_NORM
     if not found:

@@ -31,6 +31,23 @@ class _ClosedViewError(BufferError, ValueError):
     """A view of a closed object was requested (a BufferError and a ValueError)."""
 
 
+# Freeing memory that views point into: one rule for TensorMem.close, Outputs.release and
+# Context.close (and MatmulContext.close).
+#  1. The owner is marked closing first (TensorMem._closing, _OutputGroup._closing, the
+#     context's _closing); from then on every request for a new view of that memory is
+#     refused (a BufferError naming the closing object).
+#  2. The live views are counted (_check_no_views); if there are any the close gives up,
+#     unmarked, with BufferError.
+#  3. Right before the C call that frees the memory, with the context lock held (so a run
+#     in flight has finished), they are counted again (_check_no_views).
+# Views are made and counted with the GIL held, so no view can slip between 1 and 3 while
+# the closing thread waits for the lock with the GIL released.
+cdef int _check_no_views(Py_ssize_t n) except -1:
+    if n > 0:
+        raise BufferError(f"{n} buffer view(s) still exported; delete the numpy arrays first")
+    return 0
+
+
 cdef bint _multi_axis(const _Layout* lay) noexcept nogil:
     """More than one axis longer than 1 (so C and Fortran order differ)."""
     cdef int i, n = 0
@@ -99,18 +116,30 @@ cdef class TensorMem:
     ``close()`` (or ``with``, or garbage collection) calls ``rknn_destroy_mem`` once.
     It raises :class:`BufferError` while a view exists.  Memory imported from an fd or a
     physical address is not freed (only the descriptor); the mem keeps a reference to
-    ``owner`` so the fd or mapping outlives it.
+    ``owner`` so the fd or mapping outlives it.  While ``close()`` runs (it may wait for a
+    run on another thread), new views are refused with BufferError.
+
+    After ``os.fork()`` a TensorMem belongs to the process that created it: in the child
+    every call on it (views included) raises RuntimeError ("created in process N; create
+    it after fork").
 
     .. versionadded:: 0.1.0
     """
+
+    def __cinit__(self, *args, **kwargs):
+        self._pid = _this_pid
 
     def __init__(self, *args, **kwargs):
         raise TypeError(_NOT_DIRECT)
 
     def __dealloc__(self):
-        # Only frees (STYLE rule 8).  _exports is 0 here: every export holds a reference.
+        # Only frees.  _exports is 0 here: every export holds a reference.
         cdef rknn_context h = 0
         if self.mem == NULL or _api.rknn_destroy_mem == NULL:
+            return
+        if self._pid != _this_pid:
+            # a fork child: the descriptor is the parent's runtime's; free nothing
+            self.mem = NULL
             return
         if self.context is not None:
             if self.context._held_here():
@@ -129,8 +158,15 @@ cdef class TensorMem:
         self.mem = NULL
 
     cdef int _check_open(self, str what) except -1:
+        if self._pid != _this_pid:
+            _raise_inherited(self, self._pid)
         if self.mem == NULL:
             raise ValueError(f"{what} on closed TensorMem")
+        return 0
+
+    cdef int _check_process(self) except -1:
+        if self._pid != _this_pid:
+            _raise_inherited(self, self._pid)
         return 0
 
     cdef int _destroy(self) except -1:
@@ -162,6 +198,9 @@ cdef class TensorMem:
         if self.context is not None:
             c = self.context
             c._acquire()
+            if self._exports:                # the view rule, step 3 (see _check_no_views)
+                c._release()
+                _check_no_views(self._exports)
             h = c.ctx
             if h != 0:
                 ret = _api.rknn_destroy_mem(h, self.mem)
@@ -169,6 +208,7 @@ cdef class TensorMem:
                 self.mem = NULL
             c._release()
         else:
+            _check_no_views(self._exports)
             ret = _api.rknn_destroy_mem(0, self.mem)
             if ret >= 0:
                 self.mem = NULL
@@ -197,13 +237,20 @@ cdef class TensorMem:
         """
         if self.mem == NULL:
             return
-        if self._exports > 0:
-            raise BufferError(f"{self._exports} buffer view(s) still exported; "
-                              "delete the numpy arrays first")
-        if self._pins > 0:
-            raise BufferError("TensorMem is the model buffer of an open Context "
-                              "(RKNN_FLAG_MODEL_BUFFER_ZERO_COPY); close that Context first")
-        self._destroy()
+        self._check_process()
+        if self._closing:
+            raise BufferError("TensorMem is being closed in another thread")
+        # the view rule (see _check_no_views): closing first, then the count, and again
+        # under the context lock in _destroy
+        self._closing = True
+        try:
+            _check_no_views(self._exports)
+            if self._pins > 0:
+                raise BufferError("TensorMem is the model buffer of an open Context "
+                                  "(RKNN_FLAG_MODEL_BUFFER_ZERO_COPY); close that Context first")
+            self._destroy()
+        finally:
+            self._closing = False
 
     @property
     def closed(self):
@@ -412,8 +459,11 @@ cdef class TensorMem:
         cdef int i
         cdef _Layout* lay
         cdef bint want_c, want_f, want_any
+        if self._pid != _this_pid:
+            _raise_inherited(self, self._pid)
         if self.mem == NULL:
             raise _ClosedViewError("cannot export a view: operation on closed TensorMem")
+        _refuse_view_of_closing(self)
         if self.mem.virt_addr == NULL:
             raise BufferError("TensorMem has no CPU mapping (virt_addr is NULL); it cannot "
                               "be viewed")
@@ -513,8 +563,10 @@ cdef class TensorMem:
 
         .. versionadded:: 0.1.0
         """
+        self._check_process()
         if self.mem == NULL:
             raise _ClosedViewError("cannot export a view: operation on closed TensorMem")
+        _refuse_view_of_closing(self)
         if stream is not None:
             raise BufferError("TensorMem is CPU memory: stream must be None")
         if copy:
@@ -568,9 +620,10 @@ cdef class _RawBytes:
         cdef Py_buffer inner
         if m is None:
             raise BufferError("not created by TensorMem.raw()")
+        m._check_process()
         if m.mem == NULL:
             raise _ClosedViewError("cannot export a view: operation on closed TensorMem")
-        # the mem's own simple export: raw bytes, counted in its _exports
+        # the mem's own simple export (which refuses while the mem is closing): raw bytes, counted in its _exports
         PyObject_GetBuffer(m, &inner, PyBUF_SIMPLE)
         buffer.buf = inner.buf
         buffer.len = inner.len
@@ -597,6 +650,15 @@ cdef class _RawBytes:
     def __releasebuffer__(self, Py_buffer* buffer):
         if self.mem is not None:
             self.mem._exports -= 1
+
+
+cdef int _refuse_view_of_closing(TensorMem m) except -1:
+    """The view rule, step 1 (see _check_no_views) for a mem: no new view while the mem
+    or its context is closing."""
+    if m._closing or (m.context is not None and m.context._closing):
+        raise BufferError("cannot export a view: the TensorMem is being closed"
+                          + ("" if m._closing else " (its context is closing)"))
+    return 0
 
 
 cdef object _array_fallback(object exporter, object dtype, object copy):

@@ -16,6 +16,11 @@ cdef class _OutputGroup:
         self._unlink()
         if self.outs == NULL:
             return
+        if self.context is not None and self.context._pid != _this_pid:
+            # a fork child: the buffers are the parent's runtime's; free only our array
+            free(self.outs)
+            self.outs = NULL
+            return
         if self.context is not None and self.context._held_here():
             # freed inside a call on its own context (a custom op callback): owe the
             # release (the note owns the array) instead of waiting for the lock
@@ -55,19 +60,29 @@ cdef class _OutputGroup:
         cdef Context c = self.context
         if self.outs == NULL:
             return 0
-        if self._exports > 0:
-            raise BufferError(f"{self._exports} buffer view(s) still exported; "
-                              "delete the numpy arrays first")
+        c._check_process()
+        if self._closing:
+            raise BufferError("the outputs are being released in another thread")
         require(<void*>_api.rknn_outputs_release, b"rknn_outputs_release")
         c._check_not_busy("release")
-        c._acquire()
-        if c.ctx != 0:
-            ret = _api.rknn_outputs_release(c.ctx, self.n, self.outs)
-        if ret >= 0:
-            free(self.outs)
-            self.outs = NULL
-            self._unlink()
-        c._release()
+        # the view rule (see _check_no_views): closing first, the count, and the count
+        # again under the lock right before the runtime frees the buffers
+        self._closing = True
+        try:
+            _check_no_views(self._exports)
+            c._acquire()
+            if self._exports:
+                c._release()
+                _check_no_views(self._exports)
+            if c.ctx != 0:
+                ret = _api.rknn_outputs_release(c.ctx, self.n, self.outs)
+            if ret >= 0:
+                free(self.outs)
+                self.outs = NULL
+                self._unlink()
+            c._release()
+        finally:
+            self._closing = False
         check(ret, b"rknn_outputs_release")       # on failure the buffers stay held: retry
         return 0
 
@@ -152,6 +167,10 @@ cdef class Output:
             raise BufferError(_NOT_FROM_RUNTIME.format("Output"))
         if g.outs == NULL:
             raise _ClosedViewError("cannot export a view: operation on released outputs")
+        if g._closing or g.context._closing:
+            # the view rule, step 1 (see _check_no_views)
+            raise BufferError("cannot export a view: the outputs are being released"
+                              + ("" if g._closing else " (their context is closing)"))
         buffer.buf = g.outs[self._i].buf
         if buffer.buf == NULL or self._layout.nbytes == 0:
             buffer.buf = <void*>_EMPTY

@@ -367,7 +367,7 @@ def test_registration_arguments_checked_before_c(track):
         CustomOp("cstSigmoid", None)
     with pytest.raises(TypeError, match="prepare must be callable"):
         CustomOp("cstSigmoid", sigmoid, prepare=3)
-    with pytest.raises(TypeError, match="non-empty str"):
+    with pytest.raises(ValueError, match="non-empty str"):
         CustomOp("", sigmoid)
     with pytest.raises(ValueError, match="at most 255"):
         CustomOp("x" * 256, sigmoid)

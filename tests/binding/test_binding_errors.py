@@ -142,7 +142,7 @@ def _armed(emu, fn):
     ([Input(np.zeros((1, 4, 8, 8), np.uint8), pass_through=True)], ValueError,
      "pass_through needs data in the model type INT8, got UINT8"),
     ([Input(np.zeros(10, np.int8), pass_through=True)], ValueError,
-     "pass_through data of 10 bytes is smaller than the tensor"),
+     r"pass_through data of 10 bytes is too small: need \d+ bytes \(INT8 in the native NHWC"),
     ([Input(np.zeros((1, 4, 8, 8), np.uint8), fmt=9)], ValueError, "fmt 9 is not a TensorFormat"),
     ([Input(np.zeros((1, 4, 8, 8), np.uint8), fmt=TensorFormat.NC1HWC2)], ValueError,
      "NC1HWC2 data needs pass_through=True"),

@@ -83,9 +83,11 @@ def test_mem_arguments_checked_before_c(ctx, emu, call, exc, msg):
 
 
 def test_null_from_create_functions_is_rknn_error(ctx, emu):
+    owner = _FdOwner(4096)                             # a mappable fd (stdin may be /dev/null)
+    fd = owner.fd
     for fn, call in [("rknn_create_mem", lambda: ctx.create_mem(16)),
                      ("rknn_create_mem2", lambda: ctx.create_mem2(16)),
-                     ("rknn_create_mem_from_fd", lambda: ctx.create_mem_from_fd(0, 16)),
+                     ("rknn_create_mem_from_fd", lambda: ctx.create_mem_from_fd(fd, 16)),
                      ("rknn_create_mem_from_phys", lambda: ctx.create_mem_from_phys(0x10, 16))]:
         emu.inject_error(fn, 1, -4)
         with pytest.raises(rknnx.RKNNError) as ei:
