@@ -137,6 +137,7 @@ cdef class Context(_ContextBase):
     cdef unsigned long long _io_gen          # the _shape_gen _io_dims were last checked against
     cdef unsigned long long _run_gen         # the _shape_gen of the last successful run()
     cdef dict _io_dims                       # set_io_mem: (kind, idx) -> model dims bound for
+    cdef readonly unsigned long long last_frame_id  # rknn_output_extend.frame_id of the last outputs_get
 
     cdef int _flow_error(self, int flow, const char* fn) except -1
     cdef int _load_attrs(self) except -1
