@@ -42,6 +42,7 @@ _LAZY = {
     "emulator": "rknnx.emulator",
     "platforms": "rknnx.platforms",
     "runtime": "rknnx.runtime",
+    "lite": "rknnx.lite",
     "load_runtime": "rknnx.runtime",
     "runtime_info": "rknnx.runtime",
     "emulator_path": "rknnx.runtime",

@@ -33,6 +33,7 @@ ModelSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
 
 _QUERY = _ll.QueryCmd
 _FLOW_FUNCS = ("rknn_inputs_set", "rknn_outputs_get")
+_PASS = "pass_through"                 # layout tag of an input handed over as it is
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ class Model:
         self._pools: "weakref.WeakSet" = weakref.WeakSet()
         self._runner = None            # zero-copy session behind run() on zero-copy-only chips
         self._last_ctx = None          # the context of the last run (for perf)
+        self._frame_id = 0             # frame id of the last run's outputs
         self._ctx_sets: Dict[int, int] = {}   # context handle -> its current shape set
         self._out_cache: Dict[Tuple[int, bool], List[Tuple[Tuple[int, ...], np.dtype]]] = {}
         self._ctx = _ll.Context(self._source, self._flags)
@@ -189,6 +191,13 @@ class Model:
         return f"<rknnx.Model {state} inputs=[{ins}] outputs=[{outs}]>"
 
     @property
+    def frame_id(self) -> int:
+        """The frame id of the outputs the last :meth:`run` returned (the runtime's
+        ``rknn_output_extend.frame_id``: runs count from 1; with ``InitFlag.ASYNC_MASK``
+        the outputs, and so the id, are those of the run before; 0 before any)."""
+        return self._frame_id
+
+    @property
     def perf(self) -> Perf:
         """Timing of the last run (``RKNN_QUERY_PERF_RUN``, and ``PERF_DETAIL`` with
         ``perf=True``).  Raises ValueError before the first run."""
@@ -266,15 +275,19 @@ class Model:
                              f"({', '.join(t.name for t in self.inputs)}); got {len(inputs)}")
         return list(inputs)
 
-    def prepare_inputs(self, inputs: Sequence[Any], data_format: Optional[str] = None):
+    def prepare_inputs(self, inputs: Sequence[Any], data_format: Optional[str] = None,
+                       pass_through: Optional[Sequence[bool]] = None):
         """Check user arrays against the inputs: ``[(array, layout)]`` and the shape set
         they need (None for a static model).  Raises what :meth:`run` raises."""
         arrays = self._arrays(inputs)
+        check = as_input
+        if pass_through is not None:
+            check = self._pass_through_check(pass_through)
         if not self.dynamic:
-            return [as_input(t, a, data_format) for t, a in zip(self.inputs, arrays)], None
+            return [check(t, a, data_format) for t, a in zip(self.inputs, arrays)], None
         for k, shapes in enumerate(self.shape_sets):
             try:
-                return [as_input(t, a, data_format, s)
+                return [check(t, a, data_format, s)
                         for t, a, s in zip(self.inputs, arrays, shapes)], k
             except ValueError:
                 continue
@@ -283,8 +296,35 @@ class Model:
         raise ValueError(f"input shapes {given} match no shape set of the model "
                          f"({self.inputs[0].layout}); its sets are {sets}")
 
+    def _pass_through_check(self, pass_through: Sequence[bool]):
+        """`as_input` for the inputs not passed through; a passed-through input is the
+        model's own type, handed over as it is (the runtime checks its size)."""
+        flags = [bool(p) for p in pass_through]
+        if len(flags) != len(self.inputs):
+            raise ValueError(f"pass_through needs one flag per input ({len(self.inputs)}); "
+                             f"got {len(flags)}")
+        if any(flags) and not self._general:
+            raise NotSupportedError(f"pass_through inputs need rknn_inputs_set, which "
+                                    f"{self.chip} does not have", None, "rknn_inputs_set")
+
+        def check(info, array, data_format=None, expected_shape=None):
+            if not flags[info.index]:
+                return as_input(info, array, data_format, expected_shape)
+            a = np.asarray(array)
+            if a.dtype != info.dtype:
+                raise TypeError(f"input {info.index} ({info.name!r}) is passed through: it "
+                                f"must be the model's {info.dtype}, got {a.dtype}")
+            if expected_shape is not None and a.size < int(np.prod(expected_shape)):
+                raise ValueError(f"input {info.index} ({info.name!r}) is passed through: "
+                                 f"{a.size} elements are fewer than {tuple(expected_shape)}")
+            fmt = str(data_format).upper() if data_format is not None and a.ndim == 4 \
+                else info.layout
+            return np.ascontiguousarray(a), (_PASS, fmt)
+        return check
+
     def run(self, *inputs, raw: bool = False, out: Optional[Sequence[np.ndarray]] = None,
-            data_format: Optional[str] = None) -> List[np.ndarray]:
+            data_format: Optional[str] = None,
+            pass_through: Optional[Sequence[bool]] = None) -> List[np.ndarray]:
         """Run the model on numpy arrays (the general flow).
 
         Parameters
@@ -301,6 +341,11 @@ class Model:
             the shape and dtype that :attr:`outputs` (or ``raw``) says.
         data_format : {"nhwc", "nchw"}, optional
             The layout of 4-D inputs, when their shape leaves it ambiguous.
+        pass_through : sequence of bool, optional
+            One flag per input: True hands that input to the NPU as it is (``rknn_input
+            .pass_through``): already normalized and quantized, in the model's own type
+            and the native layout the runtime expects; it is not converted or
+            shape-checked here (the runtime checks its size).  General flow only.
 
         Returns
         -------
@@ -318,7 +363,8 @@ class Model:
             The runtime failed (the subclass of its status).
         """
         fast = self._fast_shapes
-        if fast is not None and data_format is None and len(inputs) == len(fast):
+        if fast is not None and data_format is None and pass_through is None \
+                and len(inputs) == len(fast):
             # the common case, checked in a few comparisons: one C-contiguous-or-not ndarray
             # per input in the model's own shape (the binding checks dtype and contiguity in
             # C; anything it refuses takes the full path below and its clear errors)
@@ -341,9 +387,10 @@ class Model:
                         else:
                             arrays = self._check_out(out, specs)
                         ctx.outputs_get(not raw, arrays)
+                        self._frame_id = ctx.last_frame_id
                         return arrays
         self._check_open("run")
-        prepared, shape_set = self.prepare_inputs(inputs, data_format)
+        prepared, shape_set = self.prepare_inputs(inputs, data_format, pass_through)
         if not self._general:
             return self._run_zero_copy(prepared, shape_set, raw, out)
         with self._lock:
@@ -355,6 +402,8 @@ class Model:
         if shape_set is not None:
             self._select_shape_set(ctx, shape_set)
         items = [a if layout == t.layout else
+                 _ll.Input(a, index=t.index, fmt=_ll.TensorFormat[layout[1]],
+                           pass_through=True) if type(layout) is tuple else
                  _ll.Input(a, index=t.index, fmt=_ll.TensorFormat[layout])
                  for t, (a, layout) in zip(self.inputs, prepared)]
         ctx.inputs_set(items)
@@ -362,6 +411,7 @@ class Model:
         self._last_ctx = ctx
         arrays = self._out_arrays(ctx, shape_set, raw, out)
         ctx.outputs_get(want_float=not raw, out=arrays)
+        self._frame_id = ctx.last_frame_id
         return arrays
 
     def _select_shape_set(self, ctx, k: int) -> None:

@@ -1891,6 +1891,8 @@ cdef class Context(_ContextBase):
             Without ``out``: an :class:`Outputs` viewing the runtime's buffers (release
             it, or let it and its views go).  With ``out``: the list of ``out`` buffers
             (the call is paired with ``rknn_outputs_release`` already).
+            Either way :attr:`last_frame_id` then holds the frame id the runtime reported
+            for them (``rknn_output_extend.frame_id``; in async mode the previous run's).
 
         Raises
         ------
@@ -1993,6 +1995,8 @@ cdef class Context(_ContextBase):
                     ret = _api.rknn_outputs_get(self.ctx, n, arr, &oext)
                     if ret >= 0:
                         ret2 = _api.rknn_outputs_release(self.ctx, n, arr)
+                if ret >= 0:
+                    self.last_frame_id = oext.frame_id
                 if ret >= 0 and self._flow == _FLOW_NONE:
                     self._flow = _FLOW_GENERAL
                     self._flow_set_by = b"outputs_get()"
@@ -2050,6 +2054,7 @@ cdef class Context(_ContextBase):
             g.outs = arr
             g.n = n
             g.frame_id = oext.frame_id
+            self.last_frame_id = oext.frame_id
             if self._flow == _FLOW_NONE:
                 self._flow = _FLOW_GENERAL
                 self._flow_set_by = b"outputs_get()"

@@ -145,6 +145,7 @@ cdef class Context(_ContextBase):
     cdef object _chip                        # chip of the context (str), None when unknown
     cdef bint _no_general                    # the chip lacks the general flow (inputs_set ...)
     cdef object _ranges                      # INPUT_DYNAMIC_RANGE per input (tuple), or None
+    cdef readonly unsigned long long last_frame_id  # rknn_output_extend.frame_id of the last outputs_get
 
     cdef int _flow_error(self, int flow, const char* fn) except -1
     cdef int _load_attrs(self) except -1

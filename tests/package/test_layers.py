@@ -12,7 +12,7 @@ from helpers import REPO, run_python
 
 PURE = ("rknnx", "rknnx.errors", "rknnx.emulator", "rknnx.emulator.builder",
         "rknnx.emulator.reference", "rknnx.emulator.samples", "rknnx.emulator.control",
-        "rknnx.runtime", "rknnx.cli")
+        "rknnx.runtime", "rknnx.cli", "rknnx.lite", "rknnx.platforms")
 
 
 @pytest.fixture(scope="module")
