@@ -31,9 +31,21 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "runtime.h"
+
+/* memfd_create(2) through syscall(2): glibc has the wrapper only from 2.27, and the
+ * manylinux_2_17 wheels run on older C libraries too (the kernel call is from Linux 3.17,
+ * older than any supported board kernel).  MFD_CLOEXEC is the kernel's value. */
+#ifndef MFD_CLOEXEC
+#define MFD_CLOEXEC 0x0001U
+#endif
+static int emu_memfd_create(const char *name, unsigned int flags)
+{
+    return (int)syscall(SYS_memfd_create, name, flags);
+}
 
 static pthread_mutex_t g_mem_lock = PTHREAD_MUTEX_INITIALIZER;
 static emu_mem **g_mems;           /* live (registered) mems */
@@ -168,7 +180,7 @@ static emu_buf *buf_alloc(uint64_t size, int cacheable)
     b->memfd = -1;
     b->size = size;
     b->refs = 1;
-    b->memfd = memfd_create("rknn-emu-mem", MFD_CLOEXEC);
+    b->memfd = emu_memfd_create("rknn-emu-mem", MFD_CLOEXEC);
     if (b->memfd < 0 || ftruncate(b->memfd, (off_t)size) != 0)
         goto fail;
     void *p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, b->memfd, 0);

@@ -24,8 +24,13 @@ _load_lock = threading.Lock()
 cdef Py_ssize_t _live_contexts = 0           # kept by Context; blocks a runtime switch
 cdef Py_ssize_t _live_free_mems = 0          # open ALLOC_NO_CONTEXT mems; block it too
 
+# Where boards install the runtime, in order: the system loader (LD_LIBRARY_PATH, the
+# ld.so cache, /lib, /usr/lib), then by path where board images put it: /usr/lib,
+# /usr/lib64, /vendor/lib64 (Android-derived images), and librknn_runtime.so in /usr/lib
+# and /usr/lib64, the other name the vendor's RKNNLite looks for.
 _SYSTEM_CANDIDATES = ("librknnrt.so", "/usr/lib/librknnrt.so", "/usr/lib64/librknnrt.so",
-                      "/vendor/lib64/librknnrt.so")
+                      "/vendor/lib64/librknnrt.so", "/usr/lib/librknn_runtime.so",
+                      "/usr/lib64/librknn_runtime.so")
 
 
 # Fork.  A child of fork() inherits every Context, TensorMem and MatmulContext, but not
@@ -173,7 +178,9 @@ def load_runtime(path=None):
     path : str or os.PathLike, optional
         A path to a librknnrt, or ``"emulator"`` for the bundled CPU emulator. Without
         it, the usual order applies: env ``RKNNX_RUNTIME`` (a path or ``emulator``),
-        then ``librknnrt.so`` through the system loader and the vendor's paths.
+        then ``librknnrt.so`` through the system loader, ``/usr/lib``, ``/usr/lib64``,
+        ``/vendor/lib64``, and ``librknn_runtime.so`` in ``/usr/lib`` and ``/usr/lib64``
+        (the name the vendor's RKNNLite also tries).
 
     Returns
     -------
