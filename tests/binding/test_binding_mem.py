@@ -20,6 +20,8 @@ _capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
 _capsule_is_valid.restype = ctypes.c_int
 _capsule_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
+_NUMPY = tuple(int(p) for p in np.__version__.split(".")[:2])
+
 
 @pytest.fixture
 def ctx(track):
@@ -239,7 +241,13 @@ def test_float16_bool_int64_views(ctx, track):
         m = track.mem(ctx.create_mem(64))
         m.bind(TensorAttr(dims=(2, 64 // (2 * np.dtype(dt).itemsize)), type=t))
         assert np.asarray(m).dtype == dt
-        assert np.from_dlpack(m).dtype == dt
+        if dt is np.bool_ and _NUMPY < (1, 25):
+            # numpy learnt the DLPack bool type (kDLBool) in 1.25: older ones refuse it
+            with pytest.raises((BufferError, RuntimeError, TypeError),
+                               match="Unsupported dtype"):
+                np.from_dlpack(m)
+        else:
+            assert np.from_dlpack(m).dtype == dt
         assert memoryview(m).format == np.dtype(dt).char or dt is np.int64
 
 

@@ -8,7 +8,7 @@ import ctypes as C
 import numpy as np
 import pytest
 
-from test_emu_api_common import (F32, FAIL, FLAG_SHARE_WEIGHT, NHWC, SUCC, U8, InitExtend,
+from emu_capi import (F32, FAIL, FLAG_SHARE_WEIGHT, NHWC, SUCC, U8, InitExtend,
                                  ModelBuilder, Q_CURRENT_INPUT_ATTR,
                                  Q_CURRENT_NATIVE_INPUT_ATTR, Q_CURRENT_NATIVE_OUTPUT_ATTR,
                                  Q_CURRENT_OUTPUT_ATTR, Q_INPUT_ATTR, Q_INPUT_DYNAMIC_RANGE,

@@ -8,7 +8,7 @@ import ctypes as C
 import numpy as np
 import pytest
 
-from test_emu_api_common import (NHWC, PARAM_INVALID, SUCC, U8, Output, api, desc_of, emu,
+from emu_capi import (NHWC, PARAM_INVALID, SUCC, U8, Output, api, desc_of, emu,
                                  float_output, make_ctx, model_input_from_user, reference,
                                  samples)
 

@@ -7,7 +7,7 @@ import ctypes as C
 
 import numpy as np
 
-from test_emu_api_common import (FAIL, FLAG_PERF, Q_PERF_DETAIL, SUCC, emu, make_ctx,
+from emu_capi import (FAIL, FLAG_PERF, Q_PERF_DETAIL, SUCC, emu, make_ctx,
                                  samples)
 
 __all__ = ["emu", "make_ctx"]

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from test_emu_api_common import Q_SDK_VERSION, emu, make_ctx, samples
+from emu_capi import Q_SDK_VERSION, emu, make_ctx, samples
 
 __all__ = ["emu", "make_ctx"]
 

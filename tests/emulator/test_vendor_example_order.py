@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from helpers import compile_c
-from test_emu_api_common import (NHWC, desc_of, float_output, library_path,
+from emu_capi import (NHWC, desc_of, float_output, library_path,
                                  model_input_from_user, reference, samples)
 
 C_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "c")
