@@ -139,6 +139,9 @@ cdef extern from *:
     }
     #if defined(__GNUC__) && ((__GNUC__ >= 12) || defined(__clang__))
     #define RKNNX_K_VQ 1
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    #endif
     /* The same steps on 4 lanes (GCC/Clang vector extensions; comparisons give lane masks
        and selects are bit operations, so there is no branch to stop vectorisation). */
     typedef float rknnx_k_v4f __attribute__((vector_size(16)));
@@ -147,41 +150,44 @@ cdef extern from *:
     {
         return (rknnx_k_v4f)((m & (rknnx_k_v4i)a) | (~m & (rknnx_k_v4i)b));
     }
-    static inline rknnx_k_v4i rknnx_k_q4(rknnx_k_v4f x, rknnx_k_v4f sc, rknnx_k_v4f zp,
-                                         rknnx_k_v4f lo, rknnx_k_v4f hi)
+    /* 4 lanes at once, for |zp| <= 2**16: clipping v to [lo - zp, hi - zp] (integers)
+       before rint equals clipping rint(v) + zp to [lo, hi] after it (rint is monotonic
+       and the sums are exact); NaN is zeroed first; then v + 1.5 * 2**23 rounds v to the
+       nearest integer, ties to even, and holds it in the low bits of its representation,
+       to which zp is added as an integer: the low byte is the code. */
+    static inline rknnx_k_v4i rknnx_k_q4(rknnx_k_v4f x, rknnx_k_v4f sc, rknnx_k_v4f lo,
+                                         rknnx_k_v4f hi, rknnx_k_v4i zpi)
     {
-        const rknnx_k_v4f big = {8388608.0f, 8388608.0f, 8388608.0f, 8388608.0f};
-        const rknnx_k_v4i mag = {0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff};
+        const rknnx_k_v4f magic = {12582912.0f, 12582912.0f, 12582912.0f, 12582912.0f};
         rknnx_k_v4f v = x / sc;
-        rknnx_k_v4i vb = (rknnx_k_v4i)v;
-        rknnx_k_v4f a = (rknnx_k_v4f)(vb & mag);
-        rknnx_k_v4f t = (a + big) - big;
-        rknnx_k_v4f r = rknnx_k_sel(a < big, (rknnx_k_v4f)((rknnx_k_v4i)t | (vb & ~mag)), v);
-        r = (rknnx_k_v4f)(~(v != v) & (rknnx_k_v4i)r);
-        r = r + zp;
-        r = rknnx_k_sel(r < lo, lo, r);
-        r = rknnx_k_sel(r > hi, hi, r);
-        return __builtin_convertvector(r, rknnx_k_v4i) & 0xff;
+        v = (rknnx_k_v4f)((rknnx_k_v4i)v & (v == v));
+    #if defined(__SSE2__)
+        v = (rknnx_k_v4f)_mm_min_ps(_mm_max_ps((__m128)v, (__m128)lo), (__m128)hi);
+    #else
+        v = rknnx_k_sel(v < lo, lo, v);
+        v = rknnx_k_sel(v > hi, hi, v);
+    #endif
+        return ((rknnx_k_v4i)(v + magic) + zpi) & 0xff;
     }
     #else
     #define RKNNX_K_VQ 0
-    #endif
-    #if RKNNX_K_VQ && defined(__SSE2__)
-    #include <emmintrin.h>
     #endif
     static void rknnx_k_quant_row(const float *restrict s, unsigned char *restrict d,
                                   ptrdiff_t n, float sc, float zp, float lo, float hi)
     {
         ptrdiff_t i = 0;
     #if RKNNX_K_VQ
-        const rknnx_k_v4f vs = {sc, sc, sc, sc}, vz = {zp, zp, zp, zp};
-        const rknnx_k_v4f vl = {lo, lo, lo, lo}, vh = {hi, hi, hi, hi};
-        for (; i + 16 <= n; i += 16) {
+        const float l = lo - zp, h = hi - zp;
+        const int z = (int)zp;
+        const rknnx_k_v4f vs = {sc, sc, sc, sc};
+        const rknnx_k_v4f vl = {l, l, l, l}, vh = {h, h, h, h};
+        const rknnx_k_v4i vz = {z, z, z, z};
+        for (; zp >= -65536.0f && zp <= 65536.0f && i + 16 <= n; i += 16) {
             rknnx_k_v4f x[4];
             rknnx_k_v4i q[4];
             memcpy(x, s + i, sizeof x);
             for (int j = 0; j < 4; j++)
-                q[j] = rknnx_k_q4(x[j], vs, vz, vl, vh);     /* bytes 0..255 in 32 bits */
+                q[j] = rknnx_k_q4(x[j], vs, vl, vh, vz);     /* bytes 0..255 in 32 bits */
     #if defined(__SSE2__)
             __m128i w0 = _mm_packs_epi32((__m128i)q[0], (__m128i)q[1]);
             __m128i w1 = _mm_packs_epi32((__m128i)q[2], (__m128i)q[3]);
