@@ -9,8 +9,9 @@
 # (dtype, shape, writability, overlap) before the first loop.
 #
 # The numbers equal numpy's, bit for bit:
-#   dequantize  (float32(q) - float32(zp)) * float32(scale), all in float32; int8/uint8 go
-#               through a table of the 256 values computed with that same expression;
+#   dequantize  (float32(q) - float32(zp)) * float32(scale), all in float32: computed for
+#               float32 results, and through a table of the 256 values computed with that
+#               same expression where it is a gather anyway (float16, NC1HWC2 per channel);
 #   quantize    clip(rint(x / scale) + zp) in float32, NaN -> zp, rint = round half to
 #               even (rknnx.emulator.reference.quantize, the emulator's emu_quantize);
 #   float16     IEEE binary16 rounded to nearest even, NaN payloads as numpy's astype
@@ -142,8 +143,8 @@ cdef extern from *:
     #if defined(__SSE2__)
     #include <emmintrin.h>
     #endif
-    /* The same steps on 4 lanes (GCC/Clang vector extensions; comparisons give lane masks
-       and selects are bit operations, so there is no branch to stop vectorisation). */
+    /* 4 float lanes (GCC/Clang vector extensions; comparisons give lane masks and
+       selects are bit operations, so there is no branch to stop vectorisation). */
     typedef float rknnx_k_v4f __attribute__((vector_size(16)));
     typedef int rknnx_k_v4i __attribute__((vector_size(16)));
     static inline rknnx_k_v4f rknnx_k_sel(rknnx_k_v4i m, rknnx_k_v4f a, rknnx_k_v4f b)
