@@ -9,8 +9,9 @@
 # (dtype, shape, writability, overlap) before the first loop.
 #
 # The numbers equal numpy's, bit for bit:
-#   dequantize  (float32(q) - float32(zp)) * float32(scale), all in float32; int8/uint8 go
-#               through a table of the 256 values computed with that same expression;
+#   dequantize  (float32(q) - float32(zp)) * float32(scale), all in float32: computed for
+#               float32 results, and through a table of the 256 values computed with that
+#               same expression where it is a gather anyway (float16, NC1HWC2 per channel);
 #   quantize    clip(rint(x / scale) + zp) in float32, NaN -> zp, rint = round half to
 #               even (rknnx.emulator.reference.quantize, the emulator's emu_quantize);
 #   float16     IEEE binary16 rounded to nearest even, NaN payloads as numpy's astype
@@ -39,6 +40,8 @@ cdef enum:
     _K_F32_F16
     _K_Q_F32      # float32 -> 8-bit code
     _K_Q_F16      # float16 -> 8-bit code
+    _K_DQ_S8_F32  # int8 -> float32 computed (qscale/qzp per channel), vectorised
+    _K_DQ_U8_F32  # uint8 -> float32 computed
 
 cdef enum:
     _K_MAXDIM = 64
@@ -111,23 +114,125 @@ cdef inline float _float_of(uint16_t hb) noexcept nogil:
     return _bits_f32(o | sign)
 
 
-cdef inline unsigned char _quant1(float x, float sc, float zp, float lo, float hi) noexcept nogil:
-    """clip(rint(x / sc) + zp, lo, hi) in float32, NaN -> zp; the byte of the integer."""
-    cdef float v = x / sc
-    cdef float big = 8388608.0            # 2**23: from there on every float is an integer
-    cdef float r
-    if v < big and v > -big:
-        r = (v + big) - big if v >= 0 else (v - big) + big
-    elif v != v:
-        r = 0
-    else:
-        r = v
-    r = r + zp
-    if r < lo:
-        r = lo
-    elif r > hi:
-        r = hi
-    return <unsigned char>(<int>r)
+# The contiguous rows of dequantize and quantize, in C with no branches in the loop so that
+# the compiler vectorises them (SSE2 on x86-64, NEON on aarch64, at -O3): the same float32
+# operations in the same order as the expressions above, element by element.
+cdef extern from *:
+    """
+    #include <stddef.h>
+    #include <string.h>
+    /* clip(rint(x / sc) + zp, lo, hi), NaN -> clip(zp): rint through 2**23 on |v| (round
+       to nearest even, symmetric), the sign put back; |v| >= 2**23 (and inf) is already an
+       integer.  The sign of a zero result does not matter: it only feeds the addition of
+       zp and the conversion to an integer. */
+    static inline float rknnx_k_q1(float x, float sc, float zp, float lo, float hi)
+    {
+        const float big = 8388608.0f;
+        float v = x / sc;
+        float a = __builtin_fabsf(v);
+        float t = (a + big) - big;
+        float r = a < big ? __builtin_copysignf(t, v) : v;
+        r = v != v ? 0.0f : r;
+        r = r + zp;
+        r = r < lo ? lo : r;
+        r = r > hi ? hi : r;
+        return r;
+    }
+    #if defined(__GNUC__) && ((__GNUC__ >= 12) || defined(__clang__))
+    #define RKNNX_K_VQ 1
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    #endif
+    /* 4 float lanes (GCC/Clang vector extensions; comparisons give lane masks and
+       selects are bit operations, so there is no branch to stop vectorisation). */
+    typedef float rknnx_k_v4f __attribute__((vector_size(16)));
+    typedef int rknnx_k_v4i __attribute__((vector_size(16)));
+    static inline rknnx_k_v4f rknnx_k_sel(rknnx_k_v4i m, rknnx_k_v4f a, rknnx_k_v4f b)
+    {
+        return (rknnx_k_v4f)((m & (rknnx_k_v4i)a) | (~m & (rknnx_k_v4i)b));
+    }
+    /* 4 lanes at once, for |zp| <= 2**16: clipping v to [lo - zp, hi - zp] (integers)
+       before rint equals clipping rint(v) + zp to [lo, hi] after it (rint is monotonic
+       and the sums are exact); NaN is zeroed first; then v + 1.5 * 2**23 rounds v to the
+       nearest integer, ties to even, and holds it in the low bits of its representation,
+       to which zp is added as an integer: the low byte is the code. */
+    static inline rknnx_k_v4i rknnx_k_q4(rknnx_k_v4f x, rknnx_k_v4f sc, rknnx_k_v4f lo,
+                                         rknnx_k_v4f hi, rknnx_k_v4i zpi)
+    {
+        const rknnx_k_v4f magic = {12582912.0f, 12582912.0f, 12582912.0f, 12582912.0f};
+        rknnx_k_v4f v = x / sc;
+        v = (rknnx_k_v4f)((rknnx_k_v4i)v & (v == v));
+    #if defined(__SSE2__)
+        v = (rknnx_k_v4f)_mm_min_ps(_mm_max_ps((__m128)v, (__m128)lo), (__m128)hi);
+    #else
+        v = rknnx_k_sel(v < lo, lo, v);
+        v = rknnx_k_sel(v > hi, hi, v);
+    #endif
+        return ((rknnx_k_v4i)(v + magic) + zpi) & 0xff;
+    }
+    #else
+    #define RKNNX_K_VQ 0
+    #endif
+    static void rknnx_k_quant_row(const float *restrict s, unsigned char *restrict d,
+                                  ptrdiff_t n, float sc, float zp, float lo, float hi)
+    {
+        ptrdiff_t i = 0;
+    #if RKNNX_K_VQ
+        const float l = lo - zp, h = hi - zp;
+        const int z = (int)zp;
+        const rknnx_k_v4f vs = {sc, sc, sc, sc};
+        const rknnx_k_v4f vl = {l, l, l, l}, vh = {h, h, h, h};
+        const rknnx_k_v4i vz = {z, z, z, z};
+        for (; zp >= -65536.0f && zp <= 65536.0f && i + 16 <= n; i += 16) {
+            rknnx_k_v4f x[4];
+            rknnx_k_v4i q[4];
+            memcpy(x, s + i, sizeof x);
+            for (int j = 0; j < 4; j++)
+                q[j] = rknnx_k_q4(x[j], vs, vl, vh, vz);     /* bytes 0..255 in 32 bits */
+    #if defined(__SSE2__)
+            __m128i w0 = _mm_packs_epi32((__m128i)q[0], (__m128i)q[1]);
+            __m128i w1 = _mm_packs_epi32((__m128i)q[2], (__m128i)q[3]);
+            _mm_storeu_si128((__m128i *)(d + i), _mm_packus_epi16(w0, w1));
+    #else
+            for (int j = 0; j < 4; j++) {
+                typedef unsigned char v4b __attribute__((vector_size(4)));
+                v4b b = __builtin_convertvector(q[j], v4b);
+                memcpy(d + i + 4 * j, &b, 4);
+            }
+    #endif
+        }
+    #endif
+        for (; i < n; i++)
+            d[i] = (unsigned char)(int)rknnx_k_q1(s[i], sc, zp, lo, hi);
+    }
+    static void rknnx_k_quant_strided(const char *s, ptrdiff_t ss, char *d, ptrdiff_t ds,
+                                      ptrdiff_t n, float sc, float zp, float lo, float hi)
+    {
+        for (ptrdiff_t i = 0; i < n; i++)
+            *(unsigned char *)(d + i * ds) =
+                (unsigned char)(int)rknnx_k_q1(*(const float *)(s + i * ss), sc, zp, lo, hi);
+    }
+    static void rknnx_k_deq_s8(const signed char *restrict s, float *restrict d, ptrdiff_t n,
+                               float zp, float sc)
+    {
+        for (ptrdiff_t i = 0; i < n; i++)
+            d[i] = ((float)s[i] - zp) * sc;
+    }
+    static void rknnx_k_deq_u8(const unsigned char *restrict s, float *restrict d,
+                               ptrdiff_t n, float zp, float sc)
+    {
+        for (ptrdiff_t i = 0; i < n; i++)
+            d[i] = ((float)s[i] - zp) * sc;
+    }
+    """
+    float rknnx_k_q1(float x, float sc, float zp, float lo, float hi) nogil
+    void rknnx_k_quant_row(const float* s, unsigned char* d, Py_ssize_t n, float sc, float zp,
+                           float lo, float hi) nogil
+    void rknnx_k_quant_strided(const char* s, Py_ssize_t ss, char* d, Py_ssize_t ds,
+                               Py_ssize_t n, float sc, float zp, float lo, float hi) nogil
+    void rknnx_k_deq_s8(const signed char* s, float* d, Py_ssize_t n, float zp, float sc) nogil
+    void rknnx_k_deq_u8(const unsigned char* s, float* d, Py_ssize_t n, float zp,
+                        float sc) nogil
 
 
 cdef void _row(const _kparams* p, Py_ssize_t ch, const char* s, Py_ssize_t ss, char* d,
@@ -204,25 +309,33 @@ cdef void _row(const _kparams* p, Py_ssize_t ch, const char* s, Py_ssize_t ss, c
             for i in range(n):
                 (<float*>(d + i * ds))[0] = _float_of((<const uint16_t*>(s + i * ss))[0])
     elif k == _K_Q_F32:
-        sc = p.qscale[ch]
-        zp = p.qzp[ch]
-        lo = p.qlo
-        hi = p.qhi
         if ss == 4 and ds == 1:
-            for i in range(n):
-                (<unsigned char*>d)[i] = _quant1((<const float*>s)[i], sc, zp, lo, hi)
+            rknnx_k_quant_row(<const float*>s, <unsigned char*>d, n, p.qscale[ch], p.qzp[ch],
+                              p.qlo, p.qhi)
         else:
-            for i in range(n):
-                (<unsigned char*>d)[i * ds] = _quant1((<const float*>(s + i * ss))[0],
-                                                      sc, zp, lo, hi)
+            rknnx_k_quant_strided(s, ss, d, ds, n, p.qscale[ch], p.qzp[ch], p.qlo, p.qhi)
     elif k == _K_Q_F16:
         sc = p.qscale[ch]
         zp = p.qzp[ch]
         lo = p.qlo
         hi = p.qhi
         for i in range(n):
-            (<unsigned char*>d)[i * ds] = _quant1(
-                _float_of((<const uint16_t*>(s + i * ss))[0]), sc, zp, lo, hi)
+            (<unsigned char*>d)[i * ds] = <unsigned char>(<int>rknnx_k_q1(
+                _float_of((<const uint16_t*>(s + i * ss))[0]), sc, zp, lo, hi))
+    elif k == _K_DQ_S8_F32 or k == _K_DQ_U8_F32:
+        sc = p.qscale[ch]
+        zp = p.qzp[ch]
+        if ss == 1 and ds == 4:
+            if k == _K_DQ_S8_F32:
+                rknnx_k_deq_s8(<const signed char*>s, <float*>d, n, zp, sc)
+            else:
+                rknnx_k_deq_u8(sb, <float*>d, n, zp, sc)
+        elif k == _K_DQ_S8_F32:
+            for i in range(n):
+                (<float*>(d + i * ds))[0] = (<float>(<const signed char*>s)[i * ss] - zp) * sc
+        else:
+            for i in range(n):
+                (<float*>(d + i * ds))[0] = (<float>sb[i * ss] - zp) * sc
 
 
 cdef void _nd(const _kparams* p, Py_ssize_t nch, Py_ssize_t chs, Py_ssize_t chd, int nd,
@@ -324,8 +437,39 @@ cdef extern from *:
         return 0;
     #endif
     }
+
+    /* The other way: kmax rows of P >= 16 codes (row stride sk, codes contiguous; rows
+       kmax..15 read as zeros) -> P pixels of 16 codes (pixel stride dw). */
+    static int rknnx_k_untiles16(const unsigned char *src, ptrdiff_t sk, ptrdiff_t kmax,
+                                 ptrdiff_t P, unsigned char *dst, ptrdiff_t dw)
+    {
+    #if RKNNX_K_TILES
+        rknnx_k_v16 r[16];
+        ptrdiff_t p0 = 0;
+        for (;;) {
+            if (p0 + 16 > P)
+                p0 = P - 16;
+            for (ptrdiff_t k = 0; k < 16; k++) {
+                if (k < kmax)
+                    memcpy(&r[k], src + k * sk + p0, 16);
+                else
+                    memset(&r[k], 0, 16);
+            }
+            rknnx_k_zip(r); rknnx_k_zip(r); rknnx_k_zip(r); rknnx_k_zip(r);
+            for (int q = 0; q < 16; q++)
+                memcpy(dst + (p0 + q) * dw, &r[q], 16);
+            if (p0 + 16 >= P)
+                return 1;
+            p0 += 16;
+        }
+    #else
+        return 0;
+    #endif
+    }
     """
     const int RKNNX_K_TILES
+    int rknnx_k_untiles16(const unsigned char* src, Py_ssize_t sk, Py_ssize_t kmax,
+                          Py_ssize_t P, unsigned char* dst, Py_ssize_t dw) nogil
     int rknnx_k_tiles16(const unsigned char* src, Py_ssize_t sw, Py_ssize_t W, char* dst,
                         Py_ssize_t dk, Py_ssize_t kmax, float zp, float sc, int mode) nogil
 
@@ -335,11 +479,18 @@ cdef void _blocked_to_plain(const _kparams* p, bint per_channel, bint row_c,
                             const Py_ssize_t* ps, const char* s, char* d) noexcept nogil:
     """NC1HWC2 (strides bs, 5) -> (n, c, h, w) (strides ps, 4), channels >= C dropped.
     Rows run over w, or over the C2 channels of a block when row_c."""
-    cdef Py_ssize_t n, c1, k, h, w, kmax, c, c0
+    cdef Py_ssize_t n, c1, k, h, w, kmax, c, c0, P = W, HS = H
     cdef const char* sb
     cdef char* db
+    cdef const char* sp
+    cdef char* dp
+    # h and w as one run of pixels when both sides have them contiguous (no row padding):
+    # no short rows, no overlapping last tile
+    if H > 1 and bs[2] == W * bs[3] and ps[2] == W * ps[3]:
+        P = H * W
+        HS = 1
     if (RKNNX_K_TILES and p.tile_mode >= 0 and not per_channel and not row_c
-            and C2 % 16 == 0 and bs[4] == 1 and W >= 16
+            and C2 % 16 == 0 and bs[4] == 1 and P >= 16
             and ps[3] == (1 if p.tile_mode == 2 else 4)):
         for n in range(N):
             for c1 in range(C1):
@@ -351,9 +502,33 @@ cdef void _blocked_to_plain(const _kparams* p, bint per_channel, bint row_c,
                         break
                     sb = s + n * bs[0] + c1 * bs[1] + c0
                     db = d + n * ps[0] + (c1 * C2 + c0) * ps[1]
-                    for h in range(H):
-                        rknnx_k_tiles16(<const unsigned char*>(sb + h * bs[2]), bs[3], W,
+                    for h in range(HS):
+                        rknnx_k_tiles16(<const unsigned char*>(sb + h * bs[2]), bs[3], P,
                                         db + h * ps[2], ps[1], kmax, p.dzp, p.dsc, p.tile_mode)
+        return
+    if row_c:
+        # pixel by pixel, all the blocks of one pixel in turn: the result is written in
+        # order (one pixel's channels are contiguous in it)
+        for n in range(N):
+            for h in range(H):
+                for w in range(W):
+                    sp = s + n * bs[0] + h * bs[2] + w * bs[3]
+                    dp = d + n * ps[0] + h * ps[2] + w * ps[3]
+                    for c1 in range(C1):
+                        kmax = C - c1 * C2
+                        if kmax <= 0:
+                            break
+                        if kmax > C2:
+                            kmax = C2
+                        if p.tile_mode == 0 and bs[4] == 1 and ps[1] == 4:
+                            rknnx_k_deq_s8(<const signed char*>(sp + c1 * bs[1]),
+                                           <float*>(dp + c1 * C2 * 4), kmax, p.dzp, p.dsc)
+                        elif p.tile_mode == 1 and bs[4] == 1 and ps[1] == 4:
+                            rknnx_k_deq_u8(<const unsigned char*>(sp + c1 * bs[1]),
+                                           <float*>(dp + c1 * C2 * 4), kmax, p.dzp, p.dsc)
+                        else:
+                            _row(p, 0, sp + c1 * bs[1], bs[4], dp + c1 * C2 * ps[1], ps[1],
+                                 kmax)
         return
     for n in range(N):
         for c1 in range(C1):
@@ -364,17 +539,11 @@ cdef void _blocked_to_plain(const _kparams* p, bint per_channel, bint row_c,
                 kmax = C2
             sb = s + n * bs[0] + c1 * bs[1]
             db = d + n * ps[0] + c1 * C2 * ps[1]
-            if row_c:
+            for k in range(kmax):
+                c = c1 * C2 + k if per_channel else 0
                 for h in range(H):
-                    for w in range(W):
-                        _row(p, 0, sb + h * bs[2] + w * bs[3], bs[4],
-                             db + h * ps[2] + w * ps[3], ps[1], kmax)
-            else:
-                for k in range(kmax):
-                    c = c1 * C2 + k if per_channel else 0
-                    for h in range(H):
-                        _row(p, c, sb + h * bs[2] + k * bs[4], bs[3],
-                             db + k * ps[1] + h * ps[2], ps[3], W)
+                    _row(p, c, sb + h * bs[2] + k * bs[4], bs[3],
+                         db + k * ps[1] + h * ps[2], ps[3], W)
 
 
 cdef void _plain_to_blocked(const _kparams* p, const _kparams* zero, bint row_c,
@@ -382,9 +551,28 @@ cdef void _plain_to_blocked(const _kparams* p, const _kparams* zero, bint row_c,
                             Py_ssize_t C2, Py_ssize_t C, const Py_ssize_t* ps,
                             const Py_ssize_t* bs, const char* s, char* d) noexcept nogil:
     """(n, c, h, w) (strides ps) -> NC1HWC2 (strides bs), channels C.. C1*C2-1 zeroed."""
-    cdef Py_ssize_t n, c1, k, h, w, kmax
+    cdef Py_ssize_t n, c1, k, h, w, kmax, c0, P = W, HS = H
     cdef const char* sp
     cdef char* db
+    if H > 1 and bs[2] == W * bs[3] and ps[2] == W * ps[3]:
+        P = H * W                        # h and w as one run of pixels
+        HS = 1
+    if (RKNNX_K_TILES and p.kind == _K_COPY1 and not row_c and C2 % 16 == 0 and bs[4] == 1
+            and ps[3] == 1 and P >= 16):
+        for n in range(N):
+            for c1 in range(C1):
+                for c0 in range(0, C2, 16):
+                    kmax = C - c1 * C2 - c0
+                    if kmax > 16:
+                        kmax = 16
+                    if kmax < 0:
+                        kmax = 0
+                    sp = s + n * ps[0] + (c1 * C2 + c0) * ps[1]
+                    db = d + n * bs[0] + c1 * bs[1] + c0
+                    for h in range(HS):
+                        rknnx_k_untiles16(<const unsigned char*>(sp + h * ps[2]), ps[1], kmax,
+                                          P, <unsigned char*>(db + h * bs[2]), bs[3])
+        return
     for n in range(N):
         for c1 in range(C1):
             kmax = C - c1 * C2
@@ -497,8 +685,21 @@ cdef object _k_lut(object scale, object zero_point, object dtype, Py_ssize_t nch
     if zp.ndim == 1 and zp.shape[0] != nch:
         raise ValueError(f"{what}: zero_point has {zp.shape[0]} values, expected {nch} "
                          f"(one per channel)")
-    return (_np.broadcast_to(sc, (nch,)).reshape(nch, 1),
-            _np.broadcast_to(zp.astype(_np.float32), (nch,)).reshape(nch, 1))
+    s = _np.empty((nch, 1), _np.float32)
+    z = _np.empty((nch, 1), _np.float32)
+    s[:, 0] = sc                   # broadcast (scalar or nch values), float32 already
+    z[:, 0] = zp.astype(_np.float32)
+    return s, z
+
+
+cdef int _k_ndim(object x) except -1:
+    """np.ndim(x), without its cost (an array built) for the usual Python and numpy
+    scalars."""
+    if type(x) is float or type(x) is int or isinstance(x, _np.generic):
+        return 0
+    if type(x) is _np.ndarray:
+        return (<object>x).ndim
+    return _np.ndim(x)
 
 
 cdef int _k_scalar_table(object scale, object zero_point, bint signed, float* lut32,
@@ -639,35 +840,42 @@ def dequantize(src, scale, zero_point=0, *, dtype=_np.float32, axis=None, out=No
     dt = _k_dtype(dtype, "dequantize", (_K_F32, _K_F16))
     ax = _k_axis(axis, a.ndim, "dequantize")
     nch = a.shape[ax] if ax is not None else 1
-    if ax is None and (_np.ndim(scale) or _np.ndim(zero_point)):
+    if ax is None and (_k_ndim(scale) or _k_ndim(zero_point)):
         raise ValueError("dequantize: per-channel scale/zero_point need axis=")
     if ax is not None:
         sc, zpf = _k_lut(scale, zero_point, dt, nch, "dequantize")
     o = _k_out(out, a, a.shape, dt, "dequantize")
     cdef _kparams p
-    cdef const float[:, ::1] t32
     cdef const uint16_t[:, ::1] t16
+    cdef const float[::1] vsc
+    cdef const float[::1] vzp
     cdef float l32[256]
     cdef uint16_t l16[256]
     cdef float sf, zf
     memset(&p, 0, sizeof(p))
+    if dt == _K_F32:
+        # computed, not looked up: the same float32 expression, and it vectorises
+        p.kind = _K_DQ_S8_F32 if a.dtype == _K_INT8 else _K_DQ_U8_F32
+        if ax is None:
+            _k_scalar_table(scale, zero_point, False, NULL, NULL, &sf, &zf, "dequantize")
+            p.qscale = &sf
+            p.qzp = &zf
+        else:
+            vsc = sc = _np.ascontiguousarray(sc.ravel())
+            vzp = zpf = _np.ascontiguousarray(zpf.ravel())
+            p.qscale = &vsc[0]
+            p.qzp = &vzp[0]
+        _k_elementwise(&p, a, o, ax)
+        return o
     if ax is None:
-        _k_scalar_table(scale, zero_point, a.dtype == _K_INT8, l32, l16 if dt == _K_F16 else NULL,
-                        &sf, &zf, "dequantize")
-        p.kind = _K_LUT_F32 if dt == _K_F32 else _K_LUT_F16
-        p.lut32 = l32
+        _k_scalar_table(scale, zero_point, a.dtype == _K_INT8, l32, l16, &sf, &zf, "dequantize")
+        p.kind = _K_LUT_F16
         p.lut16 = l16
         _k_elementwise(&p, a, o, None)
         return o
-    table = _k_table(sc, zpf, a.dtype == _K_INT8, dt)
-    if dt == _K_F32:
-        t32 = table
-        p.kind = _K_LUT_F32
-        p.lut32 = &t32[0, 0]
-    else:
-        t16 = table
-        p.kind = _K_LUT_F16
-        p.lut16 = &t16[0, 0]
+    t16 = _k_table(sc, zpf, a.dtype == _K_INT8, dt)
+    p.kind = _K_LUT_F16
+    p.lut16 = &t16[0, 0]
     _k_elementwise(&p, a, o, ax)
     return o
 
@@ -699,14 +907,12 @@ def quantize(src, scale, zero_point=0, *, dtype=_np.int8, axis=None, out=None):
     dt = _k_dtype(dtype, "quantize", (_K_INT8, _K_UINT8))
     ax = _k_axis(axis, a.ndim, "quantize")
     nch = a.shape[ax] if ax is not None else 1
-    if ax is None and (_np.ndim(scale) or _np.ndim(zero_point)):
+    if ax is None and (_k_ndim(scale) or _k_ndim(zero_point)):
         raise ValueError("quantize: per-channel scale/zero_point need axis=")
     sc, zpf = _k_lut(scale, zero_point, dt, nch, "quantize")
     o = _k_out(out, a, a.shape, dt, "quantize")
-    sc = _np.ascontiguousarray(sc.ravel())
-    zpf = _np.ascontiguousarray(zpf.ravel())
-    cdef const float[::1] vsc = sc
-    cdef const float[::1] vzp = zpf
+    cdef const float[::1] vsc = sc.ravel()
+    cdef const float[::1] vzp = zpf.ravel()
     cdef _kparams p
     memset(&p, 0, sizeof(p))
     p.kind = _K_Q_F32 if a.dtype == _K_F32 else _K_Q_F16
@@ -814,14 +1020,14 @@ def nc1hwc2_to_nchw(src, channels, *, layout="NCHW", scale=None, zero_point=0, d
         if a.dtype not in (_K_INT8, _K_UINT8):
             raise TypeError(f"{what}: src must be int8 or uint8 to dequantize, got {a.dtype}")
         dt = _k_dtype(_K_F32 if dtype is None else dtype, what, (_K_F32, _K_F16))
-        per_channel = bool(_np.ndim(scale) or _np.ndim(zero_point))
+        per_channel = bool(_k_ndim(scale) or _k_ndim(zero_point))
         if per_channel:
             sc, zpf = _k_lut(scale, zero_point, dt, C, what)
         else:
             _k_scalar_table(scale, zero_point, a.dtype == _K_INT8, l32,
                             l16 if dt == _K_F16 else NULL, &sf, &zf, what)
     else:
-        if _np.ndim(zero_point) or zero_point != 0:
+        if _k_ndim(zero_point) or zero_point != 0:
             raise ValueError(f"{what}: zero_point needs scale")
         if a.dtype.hasobject:
             raise TypeError(f"{what}: src must be a numeric array, got dtype object")

@@ -1,0 +1,127 @@
+"""The vectorised paths of the layout and quantization kernels (contiguous runs of 16 and
+more elements, h and w taken as one run of pixels, the 16x16 transposes both ways) equal
+their numpy expressions bit for bit, on the values where a shortcut would differ: ties,
+NaN, infinities, huge values, odd and out-of-range zero points, runs that end mid-vector."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rknnx import _core as k
+from rknnx.emulator import reference
+
+
+def bits(a):
+    a = np.asarray(a)
+    return a.view({2: np.uint16, 4: np.uint32, 1: np.uint8}[a.dtype.itemsize])
+
+
+def assert_bits(got, want):
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(bits(got), bits(want))
+
+
+def hard_floats(rng, n):
+    """Ties of every parity at several magnitudes, their neighbours, specials, and random
+    values of every size, shuffled."""
+    ints = np.arange(-300, 301, dtype=np.float32)
+    ties = ints + np.float32(0.5)
+    big = np.array([2.0**22, 2.0**22 + 1, 2.0**23 - 0.5, 2.0**23, 2.0**23 + 2, 2.0**24,
+                    3e9, 1e38, 2.0**-130, -0.0, 0.0], np.float32)
+    x = np.concatenate([ints, ties, np.nextafter(ties, np.float32(np.inf)),
+                        np.nextafter(ties, np.float32(-np.inf)), big, -big,
+                        np.array([np.nan, np.inf, -np.inf, -np.nan], np.float32),
+                        (rng.standard_normal(n) * rng.choice([1, 100, 1e4, 1e8], n))
+                        .astype(np.float32)])
+    rng.shuffle(x)
+    return x
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("zp", [0, 3, -3, 127, -128, 255, 300, -301, 70000, -2**20])
+@pytest.mark.parametrize("scale", [1.0, 0.5, 0.02, 3.0, 1e-30])
+def test_quantize_contiguous_runs_equal_reference(dtype, zp, scale):
+    x = hard_floats(np.random.default_rng(abs(zp) + int(scale * 100)), 3000)
+    want = reference.quantize(x, scale, zp, dtype)
+    for n in (len(x), 16, 17, 31, 47):                 # whole vectors and tails
+        assert_bits(k.quantize(x[:n], scale, zp, dtype=dtype), want[:n])
+    assert_bits(k.quantize(x[1:], scale, zp, dtype=dtype), want[1:])   # unaligned start
+    with np.errstate(over="ignore"):
+        h = x.astype(np.float16)
+    assert_bits(k.quantize(h, scale, zp, dtype=dtype), reference.quantize(h, scale, zp, dtype))
+
+
+def test_quantize_per_channel_contiguous_rows_equal_reference():
+    rng = np.random.default_rng(3)
+    x = hard_floats(rng, 2000)[:2400].reshape(4, 600)
+    sc = np.array([0.5, 1.0, 0.07, 2.5], np.float32)
+    zp = np.array([1, -7, 0, 200])
+    got = k.quantize(x, sc, zp, dtype=np.uint8, axis=0)
+    for c in range(4):
+        assert_bits(got[c], reference.quantize(x[c], sc[c], zp[c], "uint8"))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("zp", [0, -3, 7, 300, -2**23 - 1])
+def test_dequantize_contiguous_runs_equal_numpy(dtype, zp):
+    rng = np.random.default_rng(1)
+    q = rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max + 1, 4099, dtype=dtype)
+    q[:256] = np.arange(256).astype(np.uint8).view(dtype)
+    for sc in (0.1, 3.0, 1e-40, 1e38):
+        with np.errstate(over="ignore"):
+            want = (q.astype(np.float32) - np.float32(zp)) * np.float32(sc)
+        for n in (4099, 16, 17, 33):
+            assert_bits(k.dequantize(q[:n], sc, zp), want[:n])
+        assert_bits(k.dequantize(q[3:], sc, zp), want[3:])
+
+
+def np_nc1hwc2(src, channels):
+    n, c1, h, w, c2 = src.shape
+    return src.transpose(0, 1, 4, 2, 3).reshape(n, c1 * c2, h, w)[:, :channels]
+
+
+# h x w with h * w >= 16 but w < 16 (one merged run), w a multiple of 16, odd sizes
+SHAPES = [(1, 2, 5, 4, 16), (2, 3, 3, 7, 16), (1, 1, 20, 20, 16), (1, 2, 2, 16, 32),
+          (1, 1, 1, 17, 16), (1, 2, 9, 3, 32)]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("signed", [True, False])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_nc1hwc2_merged_runs_equal_numpy(shape, signed, layout):
+    dt = np.int8 if signed else np.uint8
+    rng = np.random.default_rng(sum(shape))
+    src = rng.integers(np.iinfo(dt).min, np.iinfo(dt).max + 1, shape, dtype=dt)
+    c = shape[1] * shape[4] - 3
+    for sc, zp in ((0.0625, -3), (0.37, 11)):
+        want = (np_nc1hwc2(src, c).astype(np.float32) - np.float32(zp)) * np.float32(sc)
+        raw = np_nc1hwc2(src, c)
+        if layout == "NHWC":
+            want, raw = want.transpose(0, 2, 3, 1), raw.transpose(0, 2, 3, 1)
+        got = k.nc1hwc2_to_nchw(src, c, layout=layout, scale=sc, zero_point=zp)
+        assert_bits(got, np.ascontiguousarray(want))
+        assert_bits(k.nc1hwc2_to_nchw(src, c, layout=layout), np.ascontiguousarray(raw))
+        # a padded w in the source: rows of w pixels, not one run
+        padded = np.zeros(shape[:3] + (shape[3] + 5, shape[4]), dt)
+        padded[:, :, :, :shape[3]] = src
+        got = k.nc1hwc2_to_nchw(padded[:, :, :, :shape[3]], c, layout=layout, scale=sc,
+                                zero_point=zp)
+        assert_bits(got, np.ascontiguousarray(want))
+
+
+@pytest.mark.parametrize("shape", [(1, 30, 5, 4), (2, 16, 4, 4), (1, 33, 20, 20),
+                                   (1, 17, 1, 17), (1, 40, 2, 8)])
+@pytest.mark.parametrize("c2", [16, 32])
+def test_nchw_to_nc1hwc2_merged_runs_equal_numpy(shape, c2):
+    rng = np.random.default_rng(sum(shape) + c2)
+    x = rng.integers(-128, 128, shape, dtype=np.int8)
+    n, c, h, w = shape
+    c1 = -(-c // c2)
+    want = np.zeros((n, c1 * c2, h, w), np.int8)
+    want[:, :c] = x
+    want = want.reshape(n, c1, c2, h, w).transpose(0, 1, 3, 4, 2)
+    assert_bits(k.nchw_to_nc1hwc2(x, c2), np.ascontiguousarray(want))
+    out = np.full((n, c1, h, w + 3, c2), 9, np.int8)[:, :, :, :w]      # padded w in out=
+    k.nchw_to_nc1hwc2(x, c2, out=out)
+    assert_bits(out, want)
