@@ -108,7 +108,8 @@ class Model:
         self._runner = None            # zero-copy session behind run() on zero-copy-only chips
         self._last_ctx = None          # the context of the last run (for perf)
         self._frame_id = 0             # frame id of the last run's outputs
-        self._ctx_sets: Dict[int, int] = {}   # context handle -> its current shape set
+        # each context's current shape set (weak keys: a closed pool's contexts drop out)
+        self._ctx_sets: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         self._out_cache: Dict[Tuple[int, bool], List[Tuple[Tuple[int, ...], np.dtype]]] = {}
         self._ctx = _ll.Context(self._source, self._flags)
         try:
@@ -154,6 +155,13 @@ class Model:
         # run()'s fast path: the input shapes it accepts as they are, the outputs it makes
         self._fast_shapes = (tuple(t.shape for t in self.inputs)
                              if self._general and not self.dynamic else None)
+        # data_format values that change nothing (every 4-D input is in that layout)
+        layouts = {t.layout for t in self.inputs if len(t.shape) == 4}
+        if not layouts:
+            layouts = {"NHWC", "NCHW"}
+        self._fast_formats = (layouts | {f.lower() for f in layouts}) if len(layouts) <= 2 and \
+            layouts <= {"NHWC", "NCHW"} and (len(layouts) == 1 or not any(
+                len(t.shape) == 4 for t in self.inputs)) else set()
         self._fast_out = {False: [(t.shape, np.dtype(np.float32)) for t in self.outputs],
                           True: [(t.shape, t.dtype) for t in self.outputs]}
 
@@ -247,8 +255,13 @@ class Model:
         if not self.dynamic and flags == self._flags and self.supports("rknn_dup_context"):
             ctx = self._ctx.dup()
         elif not self.dynamic:
-            ctx = _ll.Context(self._source, flags | int(_ll.InitFlag.SHARE_WEIGHT_MEM),
-                              share_weights_with=self._ctx)
+            try:
+                ctx = _ll.Context(self._source, flags | int(_ll.InitFlag.SHARE_WEIGHT_MEM),
+                                  share_weights_with=self._ctx)
+            except RKNNError:
+                # the runtime refuses to share (e.g. a dynamic-shape model on a chip that
+                # cannot report its shape sets): a context with weights of its own
+                ctx = _ll.Context(self._source, flags)
         else:
             ctx = _ll.Context(self._source, flags)
         if self._core_mask is not None:
@@ -363,8 +376,8 @@ class Model:
             The runtime failed (the subclass of its status).
         """
         fast = self._fast_shapes
-        if fast is not None and data_format is None and pass_through is None \
-                and len(inputs) == len(fast):
+        if fast is not None and (data_format is None or data_format in self._fast_formats) \
+                and pass_through is None and len(inputs) == len(fast):
             # the common case, checked in a few comparisons: one C-contiguous-or-not ndarray
             # per input in the model's own shape (the binding checks dtype and contiguity in
             # C; anything it refuses takes the full path below and its clear errors)
@@ -372,6 +385,9 @@ class Model:
                 if type(a) is not np.ndarray or a.shape != shape:
                     break
             else:
+                specs = self._fast_out[raw]
+                arrays = ([np.empty(shape, dtype) for shape, dtype in specs] if out is None
+                          else self._check_out(out, specs))
                 with self._lock:
                     ctx = self._ctx
                     try:
@@ -380,13 +396,8 @@ class Model:
                         pass
                     else:
                         ctx.run()
-                        self._last_ctx = ctx
-                        specs = self._fast_out[raw]
-                        if out is None:
-                            arrays = [np.empty(shape, dtype) for shape, dtype in specs]
-                        else:
-                            arrays = self._check_out(out, specs)
                         ctx.outputs_get(not raw, arrays)
+                        self._last_ctx = ctx
                         self._frame_id = ctx.last_frame_id
                         return arrays
         self._check_open("run")
@@ -397,8 +408,10 @@ class Model:
             self._check_open("run")
             return self._run_general(self._ctx, prepared, shape_set, raw, out)
 
-    def _run_general(self, ctx, prepared, shape_set, raw, out) -> List[np.ndarray]:
-        """inputs_set + run + outputs_get on `ctx` (the caller holds what serializes it)."""
+    def _run_general(self, ctx, prepared, shape_set, raw, out,
+                     record: bool = True) -> List[np.ndarray]:
+        """inputs_set + run + outputs_get on `ctx` (the caller holds what serializes it);
+        `record`: the run is the model's own (its frame id and perf follow it)."""
         if shape_set is not None:
             self._select_shape_set(ctx, shape_set)
         items = [a if layout == t.layout else
@@ -406,16 +419,17 @@ class Model:
                            pass_through=True) if type(layout) is tuple else
                  _ll.Input(a, index=t.index, fmt=_ll.TensorFormat[layout])
                  for t, (a, layout) in zip(self.inputs, prepared)]
+        arrays = self._out_arrays(ctx, shape_set, raw, out)
         ctx.inputs_set(items)
         ctx.run()
-        self._last_ctx = ctx
-        arrays = self._out_arrays(ctx, shape_set, raw, out)
         ctx.outputs_get(want_float=not raw, out=arrays)
-        self._frame_id = ctx.last_frame_id
+        if record:
+            self._last_ctx = ctx
+            self._frame_id = ctx.last_frame_id
         return arrays
 
     def _select_shape_set(self, ctx, k: int) -> None:
-        if self._ctx_sets.get(ctx.handle, 0) == k:
+        if self._ctx_sets.get(ctx, 0) == k:
             return
         attrs = []
         for t, shape in zip(self.inputs, self.shape_sets[k]):
@@ -423,7 +437,7 @@ class Model:
             a.dims = shape
             attrs.append(a)
         ctx.set_input_shapes(attrs)
-        self._ctx_sets[ctx.handle] = k
+        self._ctx_sets[ctx] = k
 
     def _out_arrays(self, ctx, shape_set, raw: bool, out) -> List[np.ndarray]:
         key = (shape_set or 0, bool(raw))
@@ -445,10 +459,16 @@ class Model:
         for i, (a, (shape, dtype)) in enumerate(zip(out, specs)):
             if not isinstance(a, np.ndarray) or a.shape != shape or a.dtype != dtype \
                     or not a.flags.c_contiguous or not a.flags.writeable:
-                got = (f"{a.shape} {a.dtype}" if isinstance(a, np.ndarray)
-                       else type(a).__name__)
+                if not isinstance(a, np.ndarray):
+                    got = type(a).__name__
+                else:
+                    got = f"{a.shape} {a.dtype}" + ("" if a.flags.c_contiguous
+                                                     else ", not C-contiguous") + \
+                        ("" if a.flags.writeable else ", read-only")
                 raise ValueError(f"out[{i}] must be a writable C-contiguous {dtype} array of "
                                  f"shape {shape}; got {got}")
+        if len({id(a) for a in out}) != len(out):
+            raise ValueError("out= gives the same array for two outputs; give one per output")
         return out
 
     def _run_zero_copy(self, prepared, shape_set, raw, out):
@@ -468,14 +488,16 @@ class Model:
             runner.close()
         return self.zero_copy(outputs=kind, input_dtypes=dtypes, _internal=True)
 
-    def _run_session(self, runner, prepared, shape_set, raw, out) -> List[np.ndarray]:
+    def _run_session(self, runner, prepared, shape_set, raw, out,
+                     record: bool = True) -> List[np.ndarray]:
         """The general flow's result through a zero-copy session: copy in, run, copy out."""
         if shape_set is not None:
             runner.set_shape_set(shape_set)
         for view, (a, layout), t in zip(runner.inputs, prepared, self.inputs):
             _copy_in(view, a, layout, t.layout)
         runner.run()
-        self._last_ctx = runner._ctx
+        if record:
+            self._last_ctx = runner._ctx
         key = (shape_set or 0, bool(raw))
         if key not in self._out_cache:
             self._out_cache[key] = [(v.shape, v.dtype) for v in runner.outputs]
@@ -520,6 +542,9 @@ class Model:
         """
         if self._ctx is None:
             return
+        for s in list(self._sessions):
+            if not s.closed:
+                s._check_no_views()      # BufferError before anything is closed
         for p in list(self._pools):
             p.shutdown(wait=True, cancel_pending=True)
         with self._lock:
@@ -540,7 +565,11 @@ class Model:
     def __del__(self, _warn=warnings.warn):
         ctx = getattr(self, "_ctx", None)
         if ctx is not None and not ctx.closed:
-            _warn(f"unclosed {self!r}", ResourceWarning, source=self)
+            try:
+                what = repr(self)
+            except Exception:            # interpreter teardown: no generators, no imports
+                what = "rknnx.Model"
+            _warn(f"unclosed {what}", ResourceWarning, source=self)
 
 
 def _copy_in(view: np.ndarray, array: np.ndarray, layout: str, model_layout: str) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import queue
 import threading
+import warnings
+import weakref
 from concurrent.futures import Future
 from typing import Any, Iterable, Iterator, List, Optional, Sequence
 
@@ -21,6 +23,7 @@ from rknnx.errors import NotSupportedError
 __all__ = ["Pool"]
 
 _STOP = object()
+_IDLE_CHECK_S = 0.5                    # how often an idle worker looks whether its pool lives
 #: core masks the workers are pinned to, in turn, on chips with several NPU cores
 _NPU_CORES = {"RK3588": 3, "RK3576": 2}
 _CORES = {3: (_ll.CoreMask.CORE_0, _ll.CoreMask.CORE_1, _ll.CoreMask.CORE_2),
@@ -71,7 +74,7 @@ class Pool:
         model._check_open("Pool")
         self.model = model
         self._queue: "queue.Queue" = queue.Queue(maxsize=queue_size or 2 * workers)
-        self._closed = False
+        self._closed = True                # until the workers run (no warning for a failed init)
         self._submit_lock = threading.Lock()
         masks = self._masks(model, workers, core_masks)
         self._contexts: List[Any] = []
@@ -85,11 +88,15 @@ class Pool:
             self._close_contexts()
             raise
         self._masks_of = masks
+        # the workers hold the queue and a weak reference to the pool, never the pool
+        # itself: a pool nobody holds is collected, warns, and its workers stop
+        ref = weakref.ref(self)
         for k in range(len(self._contexts)):
-            t = threading.Thread(target=self._work, args=(k,), daemon=True,
+            t = threading.Thread(target=_work, args=(ref, self._queue, k), daemon=True,
                                  name=f"rknnx-pool-{k}")
             t.start()
             self._threads.append(t)
+        self._closed = False
 
     @staticmethod
     def _masks(model, workers, core_masks):
@@ -112,8 +119,17 @@ class Pool:
         """A context (general flow) or, on zero-copy-only chips, a session of the model."""
         if model._general:
             ctx = model._new_context()
-            if mask is not None:
-                ctx.set_core_mask(mask)
+            try:
+                ops = getattr(model, "_custom_ops", ())
+                if ops:
+                    from rknnx import custom
+
+                    custom.register(ctx, ops)
+                if mask is not None:
+                    ctx.set_core_mask(mask)
+            except BaseException:
+                ctx.close()
+                raise
             return ctx
         session = model.zero_copy(_internal=True)
         if mask is not None:
@@ -159,31 +175,24 @@ class Pool:
             yield window.get().result()
             pending -= 1
 
-    # -- the workers -----------------------------------------------------------------------
-    def _work(self, k: int) -> None:
+    # -- the workers (see _work below) -----------------------------------------------------
+    def _job(self, k: int, job) -> None:
+        """Run one frame on worker `k`'s context, into the job's future."""
         model = self.model
+        prepared, shape_set = job.inputs
         runner = self._contexts[k]
-        while True:
-            job = self._queue.get()
-            if job is _STOP:
-                return
-            if not job.future.set_running_or_notify_cancel():
-                continue
-            try:
-                prepared, shape_set = job.inputs
-                if model._general:
-                    result = model._run_general(runner, prepared, shape_set, job.raw, None)
-                else:
-                    fresh = model._runner_for(runner, prepared, job.raw)
-                    if fresh is not runner:
-                        runner = self._contexts[k] = fresh
-                        if self._masks_of:
-                            runner._ctx.set_core_mask(self._masks_of[k])
-                    result = model._run_session(runner, prepared, shape_set, job.raw, None)
-            except BaseException as exc:
-                job.future.set_exception(exc)
-            else:
-                job.future.set_result(result)
+        if model._general:
+            result = model._run_general(runner, prepared, shape_set, job.raw, None,
+                                        record=False)
+        else:
+            fresh = model._runner_for(runner, prepared, job.raw)
+            if fresh is not runner:
+                runner = self._contexts[k] = fresh
+                if self._masks_of:
+                    runner._ctx.set_core_mask(self._masks_of[k])
+            result = model._run_session(runner, prepared, shape_set, job.raw, None,
+                                        record=False)
+        job.future.set_result(result)
 
     # -- lifetime --------------------------------------------------------------------------
     @property
@@ -217,6 +226,15 @@ class Pool:
             c.close()
         self._contexts = []
 
+    def __del__(self, _warn=warnings.warn):
+        if getattr(self, "_closed", True):
+            return
+        self._closed = True              # the workers see the pool gone and stop
+        _warn(f"unclosed rknnx.Pool of {len(getattr(self, '_threads', ()))} workers: "
+              "use shutdown() or `with`", ResourceWarning, source=self)
+        for c in getattr(self, "_contexts", ()):
+            c.close()
+
     def __enter__(self) -> "Pool":
         return self
 
@@ -226,3 +244,28 @@ class Pool:
     def __repr__(self) -> str:
         state = "shut down" if self._closed else f"{self.workers} workers"
         return f"<rknnx.Pool {state} on {self.model!r}>"
+
+
+def _work(pool_ref, jobs: "queue.Queue", k: int) -> None:
+    """Worker `k`: take frames until told to stop or until its pool is gone (collected
+    without a shutdown: it checks a weak reference while idle)."""
+    while True:
+        try:
+            job = jobs.get(timeout=_IDLE_CHECK_S)
+        except queue.Empty:
+            if pool_ref() is None:
+                return
+            continue
+        if job is _STOP:
+            return
+        if not job.future.set_running_or_notify_cancel():
+            continue
+        pool = pool_ref()
+        if pool is None:
+            job.future.set_exception(RuntimeError("the Pool was collected"))
+            return
+        try:
+            pool._job(k, job)
+        except BaseException as exc:
+            job.future.set_exception(exc)
+        del pool, job

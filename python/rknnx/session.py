@@ -187,18 +187,35 @@ class ZeroCopySession:
         self._plan_syncs()
 
     def _plan_syncs(self) -> None:
-        # exactly the mems the runtime will not sync: cacheable, bound, not chained (an
-        # output the NPU writes and reads back never passes through the CPU cache)
-        chained_out = set(self._chained.values())
+        # exactly the mems the runtime will not sync: cacheable and bound.  A chained
+        # output is an input too: the CPU may have written the state it starts from and
+        # reads what it became, so it is cleaned before and invalidated after like the rest
         self._sync_in = [m for i, m in enumerate(self._in_mems)
                          if self._session_syncs_in and i not in self._chained and self._cached(m)]
-        self._sync_out = [m for o, m in enumerate(self._out_mems)
-                          if self._session_syncs_out and o not in chained_out and self._cached(m)]
+        self._sync_out = [m for m in self._out_mems
+                          if self._session_syncs_out and self._cached(m)]
+        if self._session_syncs_in:
+            self._sync_in += [self._out_mems[o] for o in set(self._chained.values())
+                              if self._cached(self._out_mems[o])]
         # with nothing to sync, run() is the context's own run(): no Python in between
         if self._sync_in or self._sync_out:
             self.__dict__.pop("run", None)
         else:
             self.run = self._ctx.run
+
+    def _check_no_views(self, mems=None) -> None:
+        """BufferError, changing nothing, if a user view of `mems` (default: all of the
+        session's memory) is alive: the session's own views are let go for the count and
+        made again."""
+        mems = self._owned if mems is None else [m for m in mems if m is not None]
+        self._inputs = self._outputs = ()
+        viewed = [m for m in mems if m.exports]
+        if viewed:
+            n = sum(m.exports for m in viewed)
+            if self._ctx is not None and self._in_mems:
+                self._views()
+            raise BufferError(f"{n} buffer view(s) of the session's memory still exported; "
+                              "delete the numpy arrays first (nothing was changed)")
 
     def _cached(self, mem) -> bool:
         """Whether `mem` goes through the CPU cache (all but non-cacheable allocations)."""
@@ -332,10 +349,11 @@ class ZeroCopySession:
         size = need if size is None else int(size)
         if size < need:
             raise ValueError(f"input {index} needs {need} bytes from the fd; got size={size}")
+        old = self._in_mems[index]
+        self._check_no_views([old])
         mem = self._ctx.create_mem_from_fd(fd, size, offset)
         self._owned.append(mem)
         self._inputs = self._outputs = ()
-        old = self._in_mems[index]
         try:
             self._ctx.set_io_mem(mem, attr)
         except BaseException:
@@ -388,7 +406,7 @@ class ZeroCopySession:
         self._check_index(output, len(self._out_mems), "output")
         self._check_index(input, len(self._in_mems), "input")
         self._check_chain(output, input)
-        self._inputs = self._outputs = ()
+        self._check_no_views([self._in_mems[input], self._out_mems[output]])
         attr = self._chain_attr(output, input)
         try:
             self._ctx.set_io_mem(self._out_mems[output], attr)
@@ -412,17 +430,18 @@ class ZeroCopySession:
             raise ValueError("set_shape_set: the model has fixed shapes")
         if not 0 <= index < len(sets):
             raise IndexError(f"shape set {index} out of range: the model has {len(sets)}")
-        if getattr(self, "_shape_set", None) == index:
+        if getattr(self, "_shape_set", None) == index and self._inputs:
             return
         attrs = []
         for t, shape in zip(self._model.inputs, sets[index]):
             a = t.attr.copy()
             a.dims = shape
             attrs.append(a)
-        self._inputs = self._outputs = ()
+        self._check_no_views()
+        self._shape_set = None
         self._ctx.set_input_shapes(attrs)
-        self._shape_set = index
         self._bind_all()
+        self._shape_set = index
 
     # -- lifetime --------------------------------------------------------------------------
     @property
@@ -450,10 +469,7 @@ class ZeroCopySession:
         if self._ctx is None:
             return
         with self._lock:
-            self._inputs = self._outputs = ()
-            for m in list(self._owned):
-                m.close()                  # BufferError while a user view is alive
-                self._owned.remove(m)
+            self._check_no_views()         # BufferError, the session intact, while one lives
             self._release()
 
     def _release(self) -> None:
@@ -482,5 +498,9 @@ class ZeroCopySession:
 
     def __del__(self, _warn=warnings.warn):
         if getattr(self, "_ctx", None) is not None:
-            _warn(f"unclosed {self!r}", ResourceWarning, source=self)
+            try:
+                what = repr(self)
+            except Exception:            # interpreter teardown: no generators, no imports
+                what = "rknnx.ZeroCopySession"
+            _warn(f"unclosed {what}", ResourceWarning, source=self)
 

@@ -267,3 +267,34 @@ def test_run_makes_no_garbage_and_no_growth(models, emu):
     assert garbage == 0, f"{garbage} objects in reference cycles after 10,000 runs"
     assert live(emu) == before_live
     assert rss_kib() - before_rss < 2048, "RSS grew by more than 2 MiB over 10,000 runs"
+
+
+def test_out_arrays_say_what_is_wrong_and_are_checked_before_the_run(models, emu):
+    m = models.open("tiny_relu")
+    x = np.zeros((1, 2), np.float32)
+    emu.reset_counters()
+    with pytest.raises(ValueError, match=r"out\[0\] must be a writable C-contiguous float32 array "
+                                         r"of shape \(1, 2\); got \(1, 2\) float32, read-only"):
+        m.run(x, out=[np.frombuffer(bytes(8), np.float32).reshape(1, 2)])
+    with pytest.raises(ValueError, match=r"got \(1, 2\) float32, not C-contiguous"):
+        m.run(x, out=[np.zeros((2, 2), np.float32)[:, :1].reshape(1, 2)
+                      if False else np.zeros((2, 4), np.float32)[:1, ::2]])
+    assert emu.counters()["runs"] == 0
+    dyn = models.open("dynamic")
+    a = np.empty(dyn.outputs[0].shape, np.float32)
+    x = np.zeros(dyn.shape_sets[0][0], np.uint8)
+    out = np.empty((1, 4, 32, 32), np.float32)
+    with pytest.raises(ValueError, match="out= gives the same array for two outputs"):
+        dyn.run(x, out=[out, out])
+    del a
+
+
+def test_a_dynamic_model_on_a_chip_without_shape_sets(models):
+    # RV1106 cannot report or choose shape sets: the model runs at the runtime's shapes
+    m = models.open("dynamic", "RV1106")
+    assert not m.dynamic
+    x = np.random.default_rng(0).integers(0, 256, m.inputs[0].shape, dtype=np.uint8)
+    with m.zero_copy() as s:
+        s.inputs[0][...] = x
+        s.run()
+        assert s.outputs[0].dtype == np.float32

@@ -128,3 +128,49 @@ def test_closing_the_model_shuts_its_pools(emu):
     with pytest.raises(RuntimeError, match="shut down"):
         pool.submit(np.ones((1, 2), np.float32))
     assert live(emu) == before
+
+
+def test_workers_get_the_models_custom_ops(models):
+    m = models.open("custom_op_model")
+
+    @rknnx.custom_op("cstSigmoid")
+    def sigmoid(inputs, outputs):
+        np.divide(1.0, 1.0 + np.exp(-inputs[0]), out=outputs[0])
+
+    m.register_custom_ops(sigmoid)
+    x = np.linspace(-2, 2, 16, dtype=np.float32).reshape(m.inputs[0].shape)
+    want = m.run(x)
+    with rknnx.Pool(m, workers=2) as pool:
+        for got in pool.map([x] * 4):
+            np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_pool_runs_leave_the_models_frame_id_and_perf(models):
+    m = models.open("tiny_relu")
+    x = np.zeros((1, 2), np.float32)
+    m.run(x)
+    m.run(x)
+    before = (m.frame_id, m.perf)
+    with rknnx.Pool(m, workers=2) as pool:
+        list(pool.map([x] * 5))
+    assert (m.frame_id, m.perf.run_us >= 0) == (before[0], True)
+
+
+def test_a_pool_nobody_holds_is_collected_and_its_threads_stop(emu):
+    import gc
+
+    from helpers import live, model_bytes
+
+    before, threads = live(emu), threading.active_count()
+    m = rknnx.Model(model_bytes("tiny_relu"))
+    pool = rknnx.Pool(m, workers=2)
+    pool.submit(np.zeros((1, 2), np.float32)).result()
+    with pytest.warns(ResourceWarning, match="unclosed rknnx.Pool of 2 workers"):
+        del pool
+        gc.collect()
+    m.close()
+    deadline = time.monotonic() + 5
+    while threading.active_count() > threads and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert threading.active_count() == threads
+    assert live(emu) == before

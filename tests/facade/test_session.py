@@ -133,22 +133,54 @@ def _counter_model():
     return b.build()
 
 
-def test_output_chained_into_the_next_input(emu):
+@pytest.mark.parametrize("flags", [0, NO_FLUSH])
+def test_output_chained_into_the_next_input(emu, flags):
     emu.set_platform("RK3588")
-    with rknnx.Model(_counter_model()) as m, m.zero_copy(flags=NO_FLUSH) as s:
-        s.inputs[0][...] = [[0, 1, 2, 3]]
-        s.run()
+    with rknnx.Model(_counter_model()) as m, m.zero_copy(flags=flags) as s:
         s.chain(0, 0)
+        assert s.inputs[0] is s.outputs[0]
+        s.inputs[0][...] = [[0, 1, 2, 3]]          # the state the CPU starts the chain from
         emu.reset_counters()
-        s.run()
-        s.run()
-        assert emu.counters()["syncs"] == 0          # NPU to NPU: no cache in between
-        s.sync_outputs()
+        for _ in range(3):
+            s.run()
+        # one clean and one invalidate of the state per run, by the runtime or the session
+        assert emu.counters()["syncs"] == 6
         v = np.array([[0, 1, 2, 3]], np.float32)
         for _ in range(3):
             v = v * 2 + 1
         np.testing.assert_array_equal(s.outputs[0], v)
-        assert s.inputs[0] is s.outputs[0]
+
+
+def test_a_refused_change_leaves_the_session_as_it_was(models, emu):
+    import os
+
+    m = models.open("dynamic")
+    s = m.zero_copy()
+    view = s.outputs[0]
+    for change in (lambda: s.set_shape_set(2), s.close):
+        with pytest.raises(BufferError, match=r"1 buffer view\(s\) of the session's memory still "
+                                              r"exported; delete the numpy arrays first "
+                                              r"\(nothing was changed\)"):
+            change()
+        assert not s.closed and len(s.inputs) == 1 and len(s.outputs) == 2
+    x = np.random.default_rng(0).integers(0, 256, m.shape_sets[0][0], dtype=np.uint8)
+    s.inputs[0][...] = x
+    s.run()                                         # still usable, at the same shape set
+    np.testing.assert_allclose(s.outputs[0], m.run(x)[0], rtol=1e-3, atol=1e-3)
+    fd = os.memfd_create("frame")
+    try:
+        os.ftruncate(fd, 1 << 20)
+        held = s.inputs[0]
+        with pytest.raises(BufferError, match="nothing was changed"):
+            s.bind_input_fd(0, fd)
+        del held
+        assert len(s.inputs) == 1
+    finally:
+        os.close(fd)
+    del view
+    s.set_shape_set(2)
+    assert s.inputs[0].shape == m.shape_sets[2][0]
+    s.close()
 
 
 def test_chaining_refuses_tensors_that_do_not_match(models):
