@@ -151,12 +151,7 @@ cdef class Context(_ContextBase):
     cdef int _load_attrs(self) except -1
     cdef int _query_into(self, rknn_query_cmd cmd, void* info, uint32_t size) except -1
     cdef int _check_index(self, long long idx, bint output) except -1
-    cdef int _output_layout(self, TensorAttr a, bint want_float, _Layout* lay) except -1
-    cdef tuple _which_tensor(self, TensorAttr attr)
-    cdef int _set_whole_mem(self, TensorMem mem, const char* what, bint weight) except -1
     cdef bint _groups_open(self) noexcept
-    cdef _IOSpecs _current_specs(self)
-    cdef int _inputs_set_fast(self, tuple items) except -1
     cdef int _check_io_dims(self) except -1
     cdef int _note_chip(self) except -1
     cdef int _require_chip(self, const char* fn) except -1

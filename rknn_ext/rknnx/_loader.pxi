@@ -13,9 +13,6 @@ import threading
 
 from rknnx import platforms as _platforms
 
-from posix.dlfcn cimport dlopen, dlsym, dlerror, RTLD_NOW, RTLD_LOCAL
-from posix.unistd cimport getpid
-from libc.string cimport memset
 
 cdef void* _handle = NULL                    # the library in use; NULL until loaded
 cdef object _runtime_path = None             # where it came from (str)

@@ -613,12 +613,7 @@ cdef class MatmulContext(_ContextBase):
         self._enter(b"create_mem")
         with nogil:
             m = _api.rknn_create_mem(self.ctx, <uint32_t>n)
-        if m != NULL:
-            # registered under the lock: a close() in another thread
-            # either refused this call or will find the mem
-            self._adopt(t, m, None, False)
-        self._release()
-        if m == NULL:
+        if not _adopt_created(self, t, m, None, False):     # releases the lock
             raise RKNNError(f"rknn_create_mem returned NULL (size {n})", None, "rknn_create_mem")
         if attr is not None:
             _mm_bind(t, attr, &lay)
