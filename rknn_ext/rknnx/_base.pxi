@@ -163,6 +163,106 @@ cdef class _ContextBase:
             self._mems.add(t)
         return t
 
+    # -- close: one sequence for Context and MatmulContext ----------------------------------
+    cdef int _close(self, str kind, str children) except -1:
+        """The body of close() (see docs/architecture.md, Lifetime): mark the context
+        closing under the lock and take its open children (mems, output groups); refuse,
+        unmarked, while a view of them is alive or a mem is another context's model
+        buffer; close the children; destroy the handle under the lock with the GIL
+        released; drop what the context held (_after_close).  A mem or a handle the
+        runtime would not free leaves the context open (close() may be retried).  `kind`
+        and `children` word the messages ("Context", "a TensorMem or outputs were")."""
+        cdef TensorMem m
+        cdef int ret = 0
+        if self.ctx == 0:
+            return 0
+        self._check_process()
+        self._check_not_busy("close")
+        self._close_check()
+        # Under the lock: mark the context closing (every new call is refused from now on,
+        # so no mem or output group can appear behind our back) and take the lists.  A
+        # call in flight in another thread holds the lock, so it has finished and
+        # registered what it made before we look.
+        self._acquire()
+        if self.ctx == 0 or self._closing:
+            self._release()
+            return 0
+        self._closing = True
+        mems = [m for m in self._mems if m.mem != NULL]
+        groups = self._open_groups()
+        self._release()
+        try:
+            # the view rule (see _check_no_views): views of our mems and outputs are
+            # refused from now on (_closing), counted here, and counted again by each
+            # mem / output group under the lock before it is freed
+            _check_no_views(sum([m._exports for m in mems])
+                            + sum([(<_OutputGroup>g)._exports for g in groups])
+                            + self._callback_views())
+            for m in mems:
+                if m._pins:
+                    raise BufferError(f"{m!r} is the model buffer of an open Context; close "
+                                      "that Context first")
+        except BufferError:
+            self._closing = False
+            raise
+        leftovers = _close_children(self, mems, groups, kind)
+        self._acquire()
+        if self._children_open():
+            # cannot happen (new calls are refused while closing); never destroy the
+            # context under a buffer that would then dangle
+            self._closing = False
+            self._release()
+            raise BufferError(f"{children} created while the {kind} was closing; "
+                              "close() again")
+        if self.ctx != 0:
+            ret = self._destroy_handle()
+        if ret >= 0:
+            self.ctx = 0
+        self._closing = False
+        self._release()
+        if ret < 0:
+            # the runtime kept the context: it stays open (its mems are closed) and
+            # close() may be retried
+            _warn_leftovers(leftovers, kind)
+            check(ret, self._destroy_name())
+        # drop references only now, outside the lock (a mem freed here takes its own
+        # context's lock)
+        error = self._after_close()
+        _warn_leftovers(leftovers, kind)
+        if error is not None:
+            # the context is closed; what a destroy callback raised is still reported
+            raise error
+        return 0
+
+    cdef int _close_check(self) except -1:
+        """What must hold before close() starts (a subclass refuses by raising)."""
+        return 0
+
+    cdef list _open_groups(self):
+        """The output groups still holding runtime buffers (called with the lock held)."""
+        return []
+
+    cdef Py_ssize_t _callback_views(self) noexcept:
+        """Views handed to callbacks that are still alive."""
+        return 0
+
+    cdef bint _children_open(self) noexcept:
+        """Whether a child appeared while closing (called with the lock held)."""
+        return _open_children(self._mems)
+
+    cdef int _destroy_handle(self) noexcept:
+        """Destroy self.ctx (lock held); the status.  Each subclass calls its own C
+        function with the GIL released."""
+        return 0
+
+    cdef const char* _destroy_name(self) noexcept:
+        """The C function _destroy_handle calls, for check()."""
+        return b"rknn_destroy"
+
+    cdef object _after_close(self):
+        """Drop what the closed context held; an error to raise afterwards, or None."""
+        return None
+
     @property
     def closed(self):
         """True once :meth:`close` ran."""
@@ -193,3 +293,44 @@ cdef bint _open_children(object mems):
             return True
     return False
 
+
+
+cdef list _close_children(_ContextBase self, list mems, list groups, str kind):
+    """Release the output groups and destroy the mems of a closing context; the reprs of
+    the mems closed (each gets a ResourceWarning once the context is closed).  A mem or an
+    output group the runtime would not free, or any other error, leaves the context open
+    (not closing) and is raised."""
+    cdef TensorMem m
+    errors = []
+    leftovers = []
+    try:
+        for g in groups:
+            try:
+                (<_OutputGroup>g)._release_c()
+            except RKNNError as e:
+                errors.append(e)
+        for m in mems:
+            desc = repr(m)
+            try:
+                m._destroy()
+            except RKNNError as e:
+                errors.append(e)
+            else:
+                leftovers.append(desc)
+    except BaseException:
+        # e.g. a view made in another thread since the check: stay open
+        self._closing = False
+        raise
+    if errors:
+        # a mem or output the runtime would not free: keep the context open (retry)
+        self._closing = False
+        _warn_leftovers(leftovers, kind)
+        raise errors[0]
+    return leftovers
+
+
+cdef int _warn_leftovers(list leftovers, str kind) except -1:
+    for desc in leftovers:
+        _warn(f"{desc} was still open when its {kind} closed; it was closed now "
+              "(close mems before their context)", ResourceWarning, stacklevel=2)
+    return 0

@@ -319,100 +319,42 @@ cdef class Context(_ContextBase):
 
         .. versionadded:: 0.1.0
         """
-        global _live_contexts
-        cdef TensorMem m
-        cdef _OutputGroup g
-        cdef PyObject* p
-        cdef rknn_context h
-        cdef int ret = 0
-        if self.ctx == 0:
-            return
-        self._check_process()
-        self._check_not_busy("close")
+        self._close("Context", "a TensorMem or outputs were")
+
+    # the parts of the close sequence (_ContextBase._close) that are Context's own
+    cdef int _close_check(self) except -1:
         if self._weight_borrowers > 0:
             raise RuntimeError(f"Context lends its weights to {self._weight_borrowers} open "
                                "Context(s) (share_weights_with); close them first")
-        # Under the lock: mark the context closing (every new call is refused from now on,
-        # so no mem or output group can appear behind our back) and take the lists.  A
-        # call in flight in another thread holds the lock, so it has finished and
-        # registered what it made before we look.
-        self._acquire()
-        if self.ctx == 0 or self._closing:
-            self._release()
-            return
-        self._closing = True
-        mems = [m for m in self._mems if m.mem != NULL]
+        return 0
+
+    cdef list _open_groups(self):
+        cdef _OutputGroup g
+        cdef PyObject* p = self._groups
         groups = []
-        p = self._groups
         while p != NULL:
             g = <_OutputGroup>p
             if g.outs != NULL:
                 groups.append(g)
             p = g._next                      # read after append: a collection may unlink
-        self._release()
-        try:
-            # the view rule (see _check_no_views): views of our mems and outputs are
-            # refused from now on (_closing), counted here, and counted again by each
-            # mem / output group under the lock before it is freed
-            _check_no_views(sum([m._exports for m in mems]) + sum([g._exports for g in groups])
-                            + self._cb_views)
-            for m in mems:
-                if m._pins:
-                    raise BufferError(f"{m!r} is the model buffer of an open Context; close "
-                                      "that Context first")
-        except BufferError:
-            self._closing = False
-            raise
-        errors = []
-        leftovers = []
-        try:
-            for g in groups:
-                try:
-                    g._release_c()
-                except RKNNError as e:
-                    errors.append(e)
-            for m in mems:
-                desc = repr(m)
-                try:
-                    m._destroy()
-                except RKNNError as e:
-                    errors.append(e)
-                else:
-                    leftovers.append(desc)
-        except BaseException:
-            # e.g. a view made in another thread since the check: stay open
-            self._closing = False
-            raise
-        if errors:
-            # a mem or output the runtime would not free: keep the context open (retry)
-            self._closing = False
-            for desc in leftovers:
-                _warn(f"{desc} was still open when its Context closed; it was closed now "
-                      "(close mems before their context)", ResourceWarning, stacklevel=2)
-            raise errors[0]
-        self._acquire()
-        h = self.ctx
-        if _open_children(self._mems) or self._groups_open():
-            # cannot happen (new calls are refused while closing); never destroy the
-            # context under a buffer that would then dangle
-            self._closing = False
-            self._release()
-            raise BufferError("a TensorMem or outputs were created while the Context was "
-                              "closing; close() again")
-        if h != 0 and _api.rknn_destroy != NULL:
+        return groups
+
+    cdef Py_ssize_t _callback_views(self) noexcept:
+        return self._cb_views
+
+    cdef bint _children_open(self) noexcept:
+        return _open_children(self._mems) or self._groups_open()
+
+    cdef int _destroy_handle(self) noexcept:
+        cdef int ret = 0
+        cdef rknn_context h = self.ctx
+        if _api.rknn_destroy != NULL:
             with nogil:
                 ret = _api.rknn_destroy(h)
-        if ret >= 0:
-            self.ctx = 0
-        self._closing = False
-        self._release()
-        if ret < 0:
-            # the runtime kept the context: it stays open (its mems are closed) and
-            # close() may be retried
-            for desc in leftovers:
-                _warn(f"{desc} was still open when its Context closed; it was closed now "
-                      "(close mems before their context)", ResourceWarning, stacklevel=2)
-            check(ret, b"rknn_destroy")
+        return ret
+
+    cdef object _after_close(self):
+        global _live_contexts
         if self._counted:
             self._counted = False
             _live_contexts -= 1
@@ -420,8 +362,6 @@ cdef class Context(_ContextBase):
                 self._model_mem._pins -= 1
             if self._weights_from is not None:
                 self._weights_from._weight_borrowers -= 1
-        # drop references only now, outside the lock (a mem freed here takes its
-        # own context's lock)
         slots, self._slots, self._bound = self._slots, {}, []
         self._io_dims = {}
         model_mem, self._model_mem = self._model_mem, None
@@ -434,12 +374,7 @@ cdef class Context(_ContextBase):
             (<_CustomOpSet>custom)._free_c()
         del slots, model_mem, weights_from, custom
         self._in_attrs = self._out_attrs = None
-        for desc in leftovers:
-            _warn(f"{desc} was still open when its Context closed; it was closed now "
-                  "(close mems before their context)", ResourceWarning, stacklevel=2)
-        if destroy_error is not None:
-            # the context is closed; what a destroy callback raised is still reported
-            raise destroy_error
+        return destroy_error
 
     def __enter__(self):
         self._check_open(b"__enter__")

@@ -100,6 +100,15 @@ cdef class _ContextBase:
     cdef int _raise_dead_binding(self) except -1
     cdef int _set_slot(self, object key, TensorMem mem) except -1
     cdef TensorMem _adopt(self, TensorMem t, rknn_tensor_mem* m, object owner, bint no_ctx)
+    # close(): the one sequence (_close) and the steps a subclass fills in
+    cdef int _close(self, str kind, str children) except -1
+    cdef int _close_check(self) except -1
+    cdef list _open_groups(self)
+    cdef Py_ssize_t _callback_views(self) noexcept
+    cdef bint _children_open(self) noexcept
+    cdef int _destroy_handle(self) noexcept
+    cdef const char* _destroy_name(self) noexcept
+    cdef object _after_close(self)
 
 
 # What inputs_set checks for one plain buffer at a position (no Input): the facts of the
@@ -147,6 +156,12 @@ cdef class Context(_ContextBase):
     cdef object _ranges                      # INPUT_DYNAMIC_RANGE per input (tuple), or None
     cdef readonly unsigned long long last_frame_id  # rknn_output_extend.frame_id of the last outputs_get
 
+    cdef int _close_check(self) except -1
+    cdef list _open_groups(self)
+    cdef Py_ssize_t _callback_views(self) noexcept
+    cdef bint _children_open(self) noexcept
+    cdef int _destroy_handle(self) noexcept
+    cdef object _after_close(self)
     cdef int _flow_error(self, int flow, const char* fn) except -1
     cdef int _load_attrs(self) except -1
     cdef int _query_into(self, rknn_query_cmd cmd, void* info, uint32_t size) except -1
@@ -184,6 +199,10 @@ cdef class MatmulContext(_ContextBase):
     cdef dict _quant                         # name -> (scale, zp) arrays given to the runtime
     cdef rknn_matmul_io_attr _bound_io       # the attr each of A/B/C was bound with (set_io_mem)
 
+    cdef int _close_check(self) except -1
+    cdef int _destroy_handle(self) noexcept
+    cdef const char* _destroy_name(self) noexcept
+    cdef object _after_close(self)
     cdef object _tensor(self, object which)
     cdef Py_ssize_t _scales_wanted(self, int w) except -1
     cdef int _raise_stale_binding(self, int w) except -1

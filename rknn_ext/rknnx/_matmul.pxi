@@ -438,73 +438,31 @@ cdef class MatmulContext(_ContextBase):
 
         .. versionadded:: 0.1.0
         """
+        self._close("MatmulContext", "a TensorMem was")
+
+    # the parts of the close sequence (_ContextBase._close) that are MatmulContext's own
+    cdef int _close_check(self) except -1:
+        require(<void*>_api.rknn_matmul_destroy, b"rknn_matmul_destroy")
+        return 0
+
+    cdef int _destroy_handle(self) noexcept:
+        cdef int ret
+        cdef rknn_context h = self.ctx
+        with nogil:
+            ret = _api.rknn_matmul_destroy(h)
+        return ret
+
+    cdef const char* _destroy_name(self) noexcept:
+        return b"rknn_matmul_destroy"
+
+    cdef object _after_close(self):
         global _live_contexts
-        cdef TensorMem m
-        cdef int ret = 0
-        cdef rknn_context h
-        if self.ctx == 0:
-            return
-        self._check_process()
-        self._check_not_busy("close")
-        # as Context.close: closing is marked and the list taken under the lock
-        self._acquire()
-        if self.ctx == 0 or self._closing:
-            self._release()
-            return
-        self._closing = True
-        mems = [m for m in self._mems if m.mem != NULL]
-        self._release()
-        try:
-            _check_no_views(sum([m._exports for m in mems]))
-        except BufferError:
-            self._closing = False
-            raise
-        errors = []
-        leftovers = []
-        try:
-            for m in mems:
-                desc = repr(m)
-                try:
-                    m._destroy()
-                except RKNNError as e:
-                    errors.append(e)
-                else:
-                    leftovers.append(desc)
-        except BaseException:
-            self._closing = False
-            raise
-        if not errors:
-            require(<void*>_api.rknn_matmul_destroy, b"rknn_matmul_destroy")
-            self._acquire()
-            h = self.ctx
-            if _open_children(self._mems):
-                self._closing = False
-                self._release()
-                raise BufferError("a TensorMem was created while the MatmulContext was "
-                                  "closing; close() again")
-            if h != 0:
-                with nogil:
-                    ret = _api.rknn_matmul_destroy(h)
-            if ret >= 0:
-                self.ctx = 0
-            self._release()
-        self._closing = False
-        if errors or ret < 0:
-            # a mem or the context the runtime would not free: it stays open (retry)
-            for desc in leftovers:
-                _warn(f"{desc} was still open when its MatmulContext closed; it was closed "
-                      "now (close mems before their context)", ResourceWarning, stacklevel=2)
-            if errors:
-                raise errors[0]
-            check(ret, b"rknn_matmul_destroy")
         if self._counted:
             self._counted = False
             _live_contexts -= 1
         slots, self._slots, self._bound, self._quant = self._slots, {}, [], {}
         del slots
-        for desc in leftovers:
-            _warn(f"{desc} was still open when its MatmulContext closed; it was closed now "
-                  "(close mems before their context)", ResourceWarning, stacklevel=2)
+        return None
 
     def __enter__(self):
         self._check_open(b"__enter__")
