@@ -18,15 +18,6 @@ cdef enum:
 
 _FLOW_NAMES = ("none", "general", "zero-copy")
 
-# the queries whose result is an rknn_tensor_attr, and whether they index outputs
-_ATTR_QUERIES = {
-    RKNN_QUERY_INPUT_ATTR: False, RKNN_QUERY_OUTPUT_ATTR: True,
-    RKNN_QUERY_NATIVE_INPUT_ATTR: False, RKNN_QUERY_NATIVE_OUTPUT_ATTR: True,
-    RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR: False, RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR: True,
-    RKNN_QUERY_CURRENT_INPUT_ATTR: False, RKNN_QUERY_CURRENT_OUTPUT_ATTR: True,
-    RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR: False, RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR: True,
-}
-
 
 cdef object _py_int(object v, str what):
     try:
@@ -67,16 +58,6 @@ cdef tuple _dims_in_fmt(TensorAttr a, int fmt):
         if a.c.fmt == RKNN_TENSOR_NCHW and fmt == RKNN_TENSOR_NHWC:
             return (d[0], d[2], d[3], d[1])
     return d
-
-
-cdef str _shape_str(shape):
-    return "(" + ", ".join(str(x) for x in shape) + ")"
-
-
-cdef str _ranges_str(tuple ranges):
-    """The shape sets of a dynamic model, per input: "input 0 'x': (1, 64, 64, 3) | ..."."""
-    return "; ".join([f"input {r.index} {r.name!r}: "
-                      + " | ".join([_shape_str(d) for d in r.dyn_range]) for r in ranges])
 
 
 @cython.no_gc_clear
@@ -151,121 +132,8 @@ cdef class Context(_ContextBase):
 
     def __init__(self, model=None, flags=0, *, share_weights_with=None, model_mem=None,
                  model_offset=0, model_size=None):
-        global _live_contexts
-        cdef Context src = None
-        cdef TensorMem mm = None
-        cdef rknn_init_extend ext
-        cdef rknn_init_extend* pext = NULL
-        cdef uint32_t cflags
-        cdef void* ptr = NULL
-        cdef uint32_t size = 0
-        cdef Py_buffer view
-        cdef bint have_view = False
-        cdef bytes path
-        cdef rknn_context h = 0
-        cdef int ret
-        cdef uint64_t off, avail, msize
-        if self.ctx != 0:
-            raise RuntimeError("Context is already initialized")
-        cflags = _u32(flags, "flags")
-        ensure_runtime()
-        require(<void*>_api.rknn_init, b"rknn_init")
-        memset(&ext, 0, sizeof(ext))
-        if share_weights_with is not None:
-            if not isinstance(share_weights_with, Context):
-                raise TypeError(f"share_weights_with must be a Context, got "
-                                f"{type(share_weights_with).__name__}")
-            src = share_weights_with
-            src._check_open(b"share_weights_with")
-            if src._dynamic_ranges():
-                raise ValueError(
-                    "share_weights_with: the source Context holds a dynamic-shape model "
-                    f"({_ranges_str(src._dynamic_ranges())}); the runtime refuses "
-                    "RKNN_FLAG_SHARE_WEIGHT_MEM for dynamic-shape models: load the model "
-                    "into its own Context instead")
-            ext.ctx = src.ctx
-            pext = &ext
-            cflags |= RKNN_FLAG_SHARE_WEIGHT_MEM
-        if model_mem is not None:
-            if not isinstance(model_mem, TensorMem):
-                raise TypeError(f"model_mem must be a TensorMem, got {type(model_mem).__name__}")
-            mm = model_mem
-            mm._check_open("Context(model_mem=...)")
-            off = _u32(model_offset, "model_offset")
-            if off >= mm.mem.size:
-                raise ValueError(f"model_offset {off} is outside the {mm.mem.size}-byte model_mem")
-            avail = mm.mem.size - off
-            msize = avail if model_size is None else _u32(model_size, "model_size")
-            if msize == 0 or msize > avail:
-                raise ValueError(f"model_size must be 1..{avail} bytes (the rest of model_mem "
-                                 f"after model_offset), got {msize}")
-            if mm.mem.virt_addr == NULL:
-                raise ValueError("model_mem has no CPU mapping (virt_addr is NULL)")
-            ext.real_model_offset = <int32_t>(mm.mem.offset + off)
-            ext.real_model_size = <uint32_t>msize
-            ext.model_buffer_fd = mm.mem.fd
-            ext.model_buffer_flags = mm.mem.flags
-            pext = &ext
-            cflags |= RKNN_FLAG_MODEL_BUFFER_ZERO_COPY
-            ptr = <char*>_mem_data(mm.mem) + off
-            size = <uint32_t>msize
-            if model is not None:
-                raise ValueError("pass either model or model_mem, not both")
-        elif model is None:
-            raise TypeError("Context() needs a model: a path, the model bytes, or model_mem=")
-        elif isinstance(model, (str, _os.PathLike)):
-            path = _os.fsencode(model)
-            if b"\0" in path or not path:
-                raise ValueError(f"model path {model!r} is empty or contains NUL")
-            ptr = <char*>path
-            size = 0
-        else:
-            try:
-                PyObject_GetBuffer(model, &view, PyBUF_SIMPLE)
-            except TypeError:
-                raise TypeError(f"model must be a path (str/PathLike), bytes or a buffer, "
-                                f"got {type(model).__name__}") from None
-            except (BufferError, ValueError) as e:
-                raise ValueError(f"model must be a C-contiguous buffer: {e}") from None
-            have_view = True
-            if view.len == 0 or view.len > 0xFFFFFFFF:
-                PyBuffer_Release(&view)
-                raise ValueError(f"model bytes must be 1..4294967295 bytes, got {view.len} "
-                                 "(an empty buffer would be read as a file path)")
-            ptr = view.buf
-            size = <uint32_t>view.len
-        # Counted before rknn_init runs (GIL released): a load_runtime() switch in another
-        # thread then refuses, instead of leaving this context in the old library.  Under
-        # the loader lock, so no switch is half-done; undone if the init fails.
-        with _load_lock:
-            _live_contexts += 1
-        ret = RKNN_ERR_FAIL
-        try:
-            if _api.rknn_init == NULL:       # the runtime was switched since the check
-                require(<void*>_api.rknn_init, b"rknn_init")
-            with nogil:
-                ret = _api.rknn_init(&h, ptr, size, cflags, pext)
-        finally:
-            if have_view:
-                PyBuffer_Release(&view)
-            if ret < 0 or h == 0:
-                if h != 0 and _api.rknn_destroy != NULL:
-                    _api.rknn_destroy(h)
-                    h = 0
-                _live_contexts -= 1
-        check(ret, b"rknn_init")
-        if h == 0:
-            raise RKNNError("rknn_init succeeded but returned a NULL context", None, "rknn_init")
-        self.ctx = h
-        self.flags = cflags
-        self._counted = True
-        self._note_chip()
-        if mm is not None:
-            self._model_mem = mm
-            mm._pins += 1
-        if src is not None:
-            self._weights_from = src
-            src._weight_borrowers += 1
+        _context_init(self, model, flags, share_weights_with, model_mem, model_offset,
+                      model_size)
 
     def __dealloc__(self):
         # Only frees (STYLE rule 8): no mem, output group or borrower is alive (each holds
@@ -395,46 +263,6 @@ cdef class Context(_ContextBase):
                 f"flow={_FLOW_NAMES[self._flow]}>")
 
     # -- model description -------------------------------------------------------------------
-    cdef int _load_attrs(self) except -1:
-        """Query and cache the input/output attributes (the current shape's after
-        set_input_shapes)."""
-        cdef rknn_input_output_num io
-        cdef rknn_tensor_attr a
-        cdef int ret
-        cdef uint32_t i
-        cdef rknn_query_cmd qi = RKNN_QUERY_INPUT_ATTR
-        cdef rknn_query_cmd qo = RKNN_QUERY_OUTPUT_ATTR
-        cdef unsigned long long g
-        if self._in_attrs is not None and self._attrs_gen == self._shape_gen:
-            return 0
-        while True:
-            # queried in several lock holds: keep them only if no shape change came between
-            g = self._shape_gen
-            # a dynamic-shape model: the plain queries describe the largest shapes (what
-            # buffers are sized by), the CURRENT_ ones the shapes the runtime computes at
-            if self._shapes_set or self._dynamic_ranges():
-                qi = RKNN_QUERY_CURRENT_INPUT_ATTR
-                qo = RKNN_QUERY_CURRENT_OUTPUT_ATTR
-            self._query_into(RKNN_QUERY_IN_OUT_NUM, &io, sizeof(io))
-            ins = []
-            outs = []
-            for i in range(io.n_input):
-                memset(&a, 0, sizeof(a))
-                a.index = i
-                self._query_into(qi, &a, sizeof(a))
-                ins.append(_attr_from_c(&a))
-            for i in range(io.n_output):
-                memset(&a, 0, sizeof(a))
-                a.index = i
-                self._query_into(qo, &a, sizeof(a))
-                outs.append(_attr_from_c(&a))
-            if self._shape_gen == g:
-                break
-        self._in_attrs = tuple(ins)
-        self._out_attrs = tuple(outs)
-        self._attrs_gen = g
-        return 0
-
     cdef int _query_into(self, rknn_query_cmd cmd, void* info, uint32_t size) except -1:
         cdef int ret
         self._check_open(b"query")
@@ -449,14 +277,14 @@ cdef class Context(_ContextBase):
     def n_input(self):
         """Number of model inputs."""
         self._check_open(b"n_input")
-        self._load_attrs()
+        _load_attrs(self)
         return len(self._in_attrs)
 
     @property
     def n_output(self):
         """Number of model outputs."""
         self._check_open(b"n_output")
-        self._load_attrs()
+        _load_attrs(self)
         return len(self._out_attrs)
 
     @property
@@ -464,14 +292,14 @@ cdef class Context(_ContextBase):
         """The input attributes (``INPUT_ATTR``, or ``CURRENT_INPUT_ATTR`` after
         :meth:`set_input_shapes`), as a tuple of copies."""
         self._check_open(b"input_attrs")
-        self._load_attrs()
+        _load_attrs(self)
         return tuple([(<TensorAttr>a).copy() for a in self._in_attrs])
 
     @property
     def output_attrs(self):
         """The output attributes, as a tuple of copies (see :attr:`input_attrs`)."""
         self._check_open(b"output_attrs")
-        self._load_attrs()
+        _load_attrs(self)
         return tuple([(<TensorAttr>a).copy() for a in self._out_attrs])
 
     def query(self, cmd, index=0):
@@ -505,110 +333,13 @@ cdef class Context(_ContextBase):
 
         .. versionadded:: 0.1.0
         """
-        cdef int c
-        cdef long long idx
-        cdef rknn_input_output_num io
-        cdef rknn_tensor_attr a
-        cdef rknn_perf_detail pd
-        cdef rknn_perf_run pr
-        cdef rknn_sdk_version sv
-        cdef rknn_mem_size ms
-        cdef rknn_custom_string cs
-        cdef rknn_tensor_mem dm
-        cdef rknn_input_range* rng
-        cdef int ret
-        cdef uint32_t r, k
-        try:
-            c = cmd
-        except (TypeError, OverflowError):
-            raise TypeError(f"cmd must be a QueryCmd, got {cmd!r}") from None
-        if not 0 <= c < RKNN_QUERY_CMD_MAX:
-            raise ValueError(f"cmd {cmd!r} is not a query command; expected one of "
-                             f"{[m.name for m in QueryCmd]}")
-        try:
-            idx = index
-        except (TypeError, OverflowError):
-            raise TypeError(f"index must be an int, got {index!r}") from None
-        self._check_open(b"query")
-        if self._chip is not None and not _platforms.supports_query(self._chip, c):
-            raise NotSupportedError(_platforms.why_not(self._chip, cmd=c), None, "rknn_query")
-        if c == RKNN_QUERY_IN_OUT_NUM:
-            self._query_into(RKNN_QUERY_IN_OUT_NUM, &io, sizeof(io))
-            return InOutNum(io.n_input, io.n_output)
-        if c in _ATTR_QUERIES or c == RKNN_QUERY_INPUT_DYNAMIC_RANGE:
-            self._check_index(idx, _ATTR_QUERIES.get(c, False))
-        if c in _ATTR_QUERIES:
-            memset(&a, 0, sizeof(a))
-            a.index = <uint32_t>idx
-            self._query_into(<rknn_query_cmd>c, &a, sizeof(a))
-            return _attr_from_c(&a)
-        if c == RKNN_QUERY_PERF_DETAIL:
-            # the text is the runtime's and valid until its next call: copy it under the lock
-            memset(&pd, 0, sizeof(pd))
-            require(<void*>_api.rknn_query, b"rknn_query")
-            self._enter(b"query")
-            ret = _api.rknn_query(self.ctx, RKNN_QUERY_PERF_DETAIL, &pd, sizeof(pd))
-            if ret >= 0 and pd.perf_data != NULL:
-                text = pd.perf_data[:strnlen(pd.perf_data, pd.data_len) if pd.data_len
-                                    else strnlen(pd.perf_data, 1 << 24)]
-            else:
-                text = b""
-            self._release()
-            check(ret, b"rknn_query")
-            return PerfDetail(text.decode("utf-8", "replace"))
-        if c == RKNN_QUERY_PERF_RUN:
-            memset(&pr, 0, sizeof(pr))
-            self._query_into(RKNN_QUERY_PERF_RUN, &pr, sizeof(pr))
-            return PerfRun(pr.run_duration)
-        if c == RKNN_QUERY_SDK_VERSION:
-            memset(&sv, 0, sizeof(sv))
-            self._query_into(RKNN_QUERY_SDK_VERSION, &sv, sizeof(sv))
-            return SdkVersion(_cstr(sv.api_version, sizeof(sv.api_version)),
-                              _cstr(sv.drv_version, sizeof(sv.drv_version)))
-        if c == RKNN_QUERY_MEM_SIZE:
-            memset(&ms, 0, sizeof(ms))
-            self._query_into(RKNN_QUERY_MEM_SIZE, &ms, sizeof(ms))
-            return MemSize(ms.total_weight_size, ms.total_internal_size,
-                           ms.total_dma_allocated_size, ms.total_sram_size, ms.free_sram_size)
-        if c == RKNN_QUERY_CUSTOM_STRING:
-            memset(&cs, 0, sizeof(cs))
-            self._query_into(RKNN_QUERY_CUSTOM_STRING, &cs, sizeof(cs))
-            return _cstr(cs.string, sizeof(cs.string))
-        if c == RKNN_QUERY_DEVICE_MEM_INFO:
-            memset(&dm, 0, sizeof(dm))
-            self._query_into(RKNN_QUERY_DEVICE_MEM_INFO, &dm, sizeof(dm))
-            return DeviceMemInfo(<size_t>dm.virt_addr, dm.phys_addr, dm.fd, dm.offset,
-                                 dm.size, dm.flags)
-        if c == RKNN_QUERY_INPUT_DYNAMIC_RANGE:
-            return self._query_range(<uint32_t>idx)
-        raise ValueError(f"query command {cmd!r} is not handled")  # pragma: no cover
-
-    cdef object _query_range(self, uint32_t idx):
-        """``RKNN_QUERY_INPUT_DYNAMIC_RANGE`` of input `idx` as an :class:`InputRange`."""
-        cdef rknn_input_range* rng = <rknn_input_range*>calloc(1, sizeof(rknn_input_range))
-        cdef uint32_t nd
-        if rng == NULL:
-            raise MemoryError()
-        try:
-            rng.index = idx
-            self._query_into(RKNN_QUERY_INPUT_DYNAMIC_RANGE, rng, sizeof(rknn_input_range))
-            nd = min(rng.n_dims, <uint32_t>RKNN_MAX_DIMS)
-            rows = tuple([tuple([rng.dyn_range[r][k] for k in range(nd)])
-                          for r in range(min(rng.shape_number, <uint32_t>RKNN_MAX_DYNAMIC_SHAPE_NUM))])
-            try:
-                fmt = TensorFormat(rng.fmt)
-            except ValueError:
-                fmt = int(rng.fmt)
-            return InputRange(rng.index, rng.shape_number, fmt,
-                              _cstr(rng.name, sizeof(rng.name)), rng.n_dims, rows)
-        finally:
-            free(rng)
+        return _query(self, cmd, index)
 
     cdef int _check_index(self, long long idx, bint output) except -1:
         cdef Py_ssize_t n
         if self._in_attrs is None:
             try:
-                self._load_attrs()
+                _load_attrs(self)
             except RKNNError:
                 # e.g. COLLECT_MODEL_INFO_ONLY contexts: let the runtime judge the index
                 return 0
@@ -699,43 +430,7 @@ cdef class Context(_ContextBase):
 
         .. versionadded:: 0.1.0
         """
-        global _live_contexts
-        cdef rknn_context src, out = 0
-        cdef int ret
-        cdef Context c = Context.__new__(Context)
-        self._check_open(b"dup")
-        require(<void*>_api.rknn_dup_context, b"rknn_dup_context")
-        self._require_chip(b"rknn_dup_context")
-        if self._dynamic_ranges():
-            raise ValueError(
-                "dup: the model has dynamic input shapes "
-                f"({_ranges_str(self._dynamic_ranges())}); the runtime refuses "
-                "rknn_dup_context for dynamic-shape models: create another Context from "
-                "the model instead")
-        self._enter(b"dup")
-        src = self.ctx
-        with nogil:
-            ret = _api.rknn_dup_context(&src, &out)
-        self._release()
-        check(ret, b"rknn_dup_context")
-        if out == 0:
-            raise RKNNError("rknn_dup_context succeeded but returned a NULL context", None,
-                            "rknn_dup_context")
-        c.ctx = out
-        c.flags = self.flags
-        c._counted = True
-        c._chip = self._chip
-        c._no_general = self._no_general
-        c._ranges = self._ranges
-        _live_contexts += 1
-        # the duplicate reads the same model buffer / borrowed weights
-        if self._model_mem is not None:
-            c._model_mem = self._model_mem
-            self._model_mem._pins += 1
-        if self._weights_from is not None:
-            c._weights_from = self._weights_from
-            self._weights_from._weight_borrowers += 1
-        return c
+        return _dup(self)
 
     def set_input_shape(self, TensorAttr attr not None):
         """Choose the shape of one input of a dynamic-shape model (``rknn_set_input_shape``).
@@ -769,22 +464,7 @@ cdef class Context(_ContextBase):
 
         .. versionadded:: 0.1.0
         """
-        cdef rknn_tensor_attr c
-        cdef int ret
-        self._check_open(b"set_input_shape")
-        self._check_index(attr.c.index, False)
-        require(<void*>_api.rknn_set_input_shape, b"rknn_set_input_shape")
-        self._require_chip(b"rknn_set_input_shape")
-        c = attr.c
-        self._enter(b"set_input_shape")
-        with nogil:
-            ret = _api.rknn_set_input_shape(self.ctx, &c)
-        if ret >= 0:
-            self._shapes_set = True
-            self._in_attrs = self._out_attrs = None
-            self._shape_gen += 1
-        self._release()
-        check(ret, b"rknn_set_input_shape")
+        _set_input_shape(self, attr)
 
     def set_input_shapes(self, attrs):
         """Choose the input shapes of a dynamic-shape model (``rknn_set_input_shapes``).
@@ -814,47 +494,7 @@ cdef class Context(_ContextBase):
 
         .. versionadded:: 0.1.0
         """
-        cdef rknn_tensor_attr* arr
-        cdef uint32_t n, i
-        cdef int ret
-        self._check_open(b"set_input_shapes")
-        items = list(attrs)
-        for a in items:
-            if not isinstance(a, TensorAttr):
-                raise TypeError(f"set_input_shapes takes TensorAttr objects, got "
-                                f"{type(a).__name__}")
-        self._load_attrs()
-        n = len(self._in_attrs)
-        if len(items) != n:
-            raise ValueError(f"set_input_shapes needs one TensorAttr per input: expected {n}, "
-                             f"got {len(items)}")
-        seen = set()
-        for a in items:
-            if (<TensorAttr>a).c.index >= n or (<TensorAttr>a).c.index in seen:
-                raise IndexError(f"TensorAttr index {(<TensorAttr>a).c.index} is out of range "
-                                 f"or repeated; expected each of 0..{n - 1} once")
-            seen.add((<TensorAttr>a).c.index)
-        require(<void*>_api.rknn_set_input_shapes, b"rknn_set_input_shapes")
-        self._require_chip(b"rknn_set_input_shapes")
-        arr = <rknn_tensor_attr*>PyMem_Malloc(max(n, 1) * sizeof(rknn_tensor_attr))
-        if arr == NULL:
-            raise MemoryError()
-        try:
-            for i in range(n):
-                arr[i] = (<TensorAttr>items[i]).c
-            self._enter(b"set_input_shapes")
-            with nogil:
-                ret = _api.rknn_set_input_shapes(self.ctx, n, arr)
-            if ret >= 0:
-                # attrs and the generation change together, under the lock: a check made
-                # against the old attrs sees the new generation once it holds the lock
-                self._shapes_set = True
-                self._in_attrs = self._out_attrs = None
-                self._shape_gen += 1
-            self._release()
-        finally:
-            PyMem_Free(arr)
-        check(ret, b"rknn_set_input_shapes")
+        _set_input_shapes(self, attrs)
 
     # -- custom operators --------------------------------------------------------------------
     def register_custom_ops(self, ops):
@@ -992,7 +632,7 @@ cdef class Context(_ContextBase):
         while True:
             # set_io_mem bindings are checked again only after a shape change
             if self._io_gen != self._shape_gen:
-                self._check_io_dims()
+                _check_io_dims(self)
             self._enter(b"run")
             if self._io_gen == self._shape_gen:
                 break
@@ -1012,24 +652,6 @@ cdef class Context(_ContextBase):
             _check_custom(ret, b"rknn_run", <_CustomOpSet>self._custom)
         check(ret, b"rknn_run")
         return ext.frame_id
-
-    cdef int _check_io_dims(self) except -1:
-        """Raise ValueError if a set_io_mem binding was made for other dims than the
-        current attributes'; else note the shapes as checked (run() skips this then)."""
-        cdef unsigned long long gen
-        self._load_attrs()
-        gen = self._attrs_gen
-        ins, outs = self._in_attrs, self._out_attrs
-        for key, dims in list(self._io_dims.items()):
-            kind, idx = key
-            a = (outs if kind == "output" else ins)[idx]
-            if a.dims != dims:
-                raise ValueError(f"{kind} {idx} ({a.name!r}) is bound with set_io_mem for dims "
-                                 f"{list(dims)}, but the input shapes changed and its current "
-                                 f"dims are {list(a.dims)}; bind it again with set_io_mem using "
-                                 f"the current attributes (input_attrs/output_attrs) before run()")
-        self._io_gen = gen
-        return 0
 
     # -- the chip -----------------------------------------------------------------------------
     cdef int _note_chip(self) except -1:
@@ -1052,32 +674,12 @@ cdef class Context(_ContextBase):
         None when the runtime does not say and no device tree names it."""
         return self._chip
 
-    cdef tuple _dynamic_ranges(self):
-        """The INPUT_DYNAMIC_RANGE of every input if the model has several shape sets
-        (a dynamic-shape model), else (); queried once per context."""
-        cdef uint32_t i
-        cdef rknn_input_output_num io
-        if self._ranges is None:
-            ranges = ()
-            if self._chip is None or _platforms.supports_query(
-                    self._chip, RKNN_QUERY_INPUT_DYNAMIC_RANGE):
-                try:
-                    # straight to C, not through query(): _load_attrs asks this
-                    self._query_into(RKNN_QUERY_IN_OUT_NUM, &io, sizeof(io))
-                    ranges = tuple([self._query_range(i) for i in range(io.n_input)])
-                except RKNNError:
-                    ranges = ()
-                if not any([r.shape_number > 1 for r in ranges]):
-                    ranges = ()
-            self._ranges = ranges
-        return self._ranges
-
     @property
     def is_dynamic(self):
         """True for a dynamic-shape model (``INPUT_DYNAMIC_RANGE`` lists more than one
         shape set for an input)."""
         self._check_open(b"is_dynamic")
-        return bool(self._dynamic_ranges())
+        return bool(_dynamic_ranges(self))
 
     def wait(self, *, timeout_ms=0):
         """Wait for a non-blocking run (``rknn_wait``), with the GIL released.

@@ -163,15 +163,11 @@ cdef class Context(_ContextBase):
     cdef int _destroy_handle(self) noexcept
     cdef object _after_close(self)
     cdef int _flow_error(self, int flow, const char* fn) except -1
-    cdef int _load_attrs(self) except -1
     cdef int _query_into(self, rknn_query_cmd cmd, void* info, uint32_t size) except -1
     cdef int _check_index(self, long long idx, bint output) except -1
     cdef bint _groups_open(self) noexcept
-    cdef int _check_io_dims(self) except -1
     cdef int _note_chip(self) except -1
     cdef int _require_chip(self, const char* fn) except -1
-    cdef tuple _dynamic_ranges(self)
-    cdef object _query_range(self, uint32_t idx)
 
 
 cdef class _OutputGroup:

@@ -61,7 +61,9 @@ include "_mem.pxi"          # TensorMem and its views: buffer flags, malloc/free
 include "_mem_create.pxi"   # the create_mem* bodies, create_mem2(): librknn, stat
 include "_outputs.pxi"      # Outputs/Output of the general flow: buffers, PyObject links
 include "_base.pxi"         # _ContextBase: lock, re-entry, deferred frees, close: pythread
-include "_context.pxi"      # Context: creation, close, queries, configuration, run
+include "_context.pxi"      # Context: its documented methods; close, configuration, run
+include "_context_init.pxi" # rknn_init (path, bytes, model mem, shared weights), dup
+include "_query.pxi"        # attributes, query(), dynamic shapes: strnlen, calloc
 include "_inputs.pxi"       # Input and inputs_set (fast path, _IOSpecs): buffers, PyMem
 include "_io.pxi"           # outputs_get and the set_*_mem bindings: buffers, tuples
 include "_matmul.pxi"       # MatmulContext and the int4/layout helpers

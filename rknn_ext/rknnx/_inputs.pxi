@@ -48,7 +48,7 @@ cdef class Input:
 cdef str _dynamic_hint(Context ctx, long long idx, TensorAttr a):
     """For a dynamic-shape model: its shape sets, the current one and what to do ("" for
     a static model).  Only called to word an error."""
-    ranges = ctx._dynamic_ranges()
+    ranges = _dynamic_ranges(ctx)
     if not ranges or idx >= len(ranges):
         return ""
     r = ranges[idx]
@@ -66,7 +66,7 @@ cdef tuple _pass_through_need(Context ctx, long long idx, int f, TensorAttr a):
         f = a.c.fmt
     if a.c.n_dims != 4 or (f != RKNN_TENSOR_NHWC and f != RKNN_TENSOR_NC1HWC2):
         return a.c.size, f"{_shape_str(a.dims)} {_type_name(a.c.type)} packed"
-    dynamic = bool(ctx._shapes_set or ctx._dynamic_ranges())
+    dynamic = bool(ctx._shapes_set or _dynamic_ranges(ctx))
     try:
         if f == RKNN_TENSOR_NHWC:
             if dynamic:
@@ -149,7 +149,7 @@ cdef _IOSpecs _current_specs(Context self):
     cdef _InputSpec* s
     cdef Py_ssize_t i, j, n, t, start
     cdef Py_ssize_t d[16]
-    self._load_attrs()
+    _load_attrs(self)
     if sp is not None and sp.src is self._in_attrs:
         return sp
     sp = _IOSpecs.__new__(_IOSpecs)
@@ -388,7 +388,7 @@ cdef int _inputs_set(Context self, object inputs) except -1:
     require(<void*>_api.rknn_inputs_set, b"rknn_inputs_set")
     if self._no_general:
         self._require_chip(b"rknn_inputs_set")
-    self._load_attrs()
+    _load_attrs(self)
     if type(inputs) is tuple:
         if _inputs_set_fast(self, <tuple>inputs):
             return 0
@@ -396,7 +396,7 @@ cdef int _inputs_set(Context self, object inputs) except -1:
         if _inputs_set_fast(self, tuple(<list>inputs)):
             return 0
     # the attrs checked against, and the shapes they are of (compared under the lock)
-    self._load_attrs()
+    _load_attrs(self)
     gen = self._attrs_gen
     ins = self._in_attrs
     if isinstance(inputs, (list, tuple)):

@@ -39,7 +39,7 @@ cdef object _outputs_get(Context self, object want_float, object out):
     if self._no_general:
         self._require_chip(b"rknn_outputs_get")
     require(<void*>_api.rknn_outputs_release, b"rknn_outputs_release")
-    self._load_attrs()
+    _load_attrs(self)
     gen = self._attrs_gen
     if self._run_gen != gen:
         raise ValueError(_STALE_OUTPUTS)
@@ -244,7 +244,7 @@ cdef tuple _which_tensor(Context self, TensorAttr attr):
     """(is_output, index) of the tensor `attr` names: by name, else by an unambiguous
     index (the runtime's rule)."""
     cdef TensorAttr a
-    self._load_attrs()
+    _load_attrs(self)
     name = attr.name
     if name:
         for a in self._in_attrs:
@@ -282,11 +282,11 @@ cdef int _check_io_attr(Context self, TensorMem mem, TensorAttr attr, bint is_ou
     if attr.c.fmt == RKNN_TENSOR_NC1HWC2:
         if is_out:
             ncmd = (RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR
-                    if self._shapes_set or self._dynamic_ranges()
+                    if self._shapes_set or _dynamic_ranges(self)
                     else RKNN_QUERY_NATIVE_OUTPUT_ATTR)
         else:
             ncmd = (RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR
-                    if self._shapes_set or self._dynamic_ranges()
+                    if self._shapes_set or _dynamic_ranges(self)
                     else RKNN_QUERY_NATIVE_INPUT_ATTR)
         expected = self.query(ncmd, idx).dims
     else:
