@@ -136,7 +136,7 @@ cdef class Context(_ContextBase):
                       model_size)
 
     def __dealloc__(self):
-        # Only frees (STYLE rule 8): no mem, output group or borrower is alive (each holds
+        # Only frees (docs/architecture.md, Lifetime): no mem, output group or borrower is alive (each holds
         # a reference to us), so nothing else can use the handle.
         global _live_contexts
         if self._custom is not None:

@@ -1,8 +1,8 @@
 # cython: language_level=3
 # The binding's shared C-level declarations (cdef classes and helpers of _core.pyx).
 #
-# Each cdef class owns at most one C handle (STYLE rule 5) and NULLs it after freeing;
-# children hold strong references to their parents (rule 6).
+# Each cdef class owns at most one C handle and NULLs it after freeing; children hold
+# strong references to their parents (docs/architecture.md, Lifetime).
 
 from cpython.pythread cimport PyThread_type_lock
 from cpython.object cimport PyObject
@@ -146,6 +146,22 @@ cdef class Context(_ContextBase):
     cdef _IOSpecs _specs                     # fast-path caches of _in_attrs, or None
     cdef object _custom                      # _CustomOpSet of registered custom ops, or None
     cdef Py_ssize_t _cb_views                # live views handed to custom op callbacks
+    # Shape generations (docs/architecture.md, Locking and the GIL).  A check made without
+    # the lock against the attributes remembers the generation it was made at and is
+    # compared again under the lock before C sees a buffer:
+    #  _shape_gen  the shapes themselves: +1, under the lock, per successful
+    #              set_input_shape(s).  Every other counter is a value it once had.
+    #  _attrs_gen  the cached _in_attrs/_out_attrs (and the _IOSpecs built from them):
+    #              _load_attrs queries again when it differs from _shape_gen; inputs_set
+    #              (both paths), set_io_mem and outputs_get check against it and, under
+    #              the lock, refuse (ValueError) or fall back to the general path when
+    #              _shape_gen moved since.
+    #  _io_gen     the set_io_mem bindings (_io_dims): run() compares them with the
+    #              current dims (_check_io_dims) only when it differs from _shape_gen,
+    #              so the usual run() costs one comparison.
+    #  _run_gen    the outputs the runtime holds: the _shape_gen of the last successful
+    #              run(); outputs_get refuses (ValueError) while it differs from the
+    #              attributes' generation (the outputs would be of the old shapes).
     cdef unsigned long long _shape_gen       # +1 (under the lock) per successful set_input_shape(s)
     cdef unsigned long long _attrs_gen       # the _shape_gen _in_attrs/_out_attrs were queried at
     cdef unsigned long long _io_gen          # the _shape_gen _io_dims were last checked against

@@ -19,13 +19,13 @@
 #  - A _CNode holds a borrowed pointer to its CustomOpContext and a `dead` flag.
 #    Context.__dealloc__ (garbage collection of an unclosed context) sets every flag
 #    before rknn_destroy: the destroy callbacks then return at once without touching
-#    Python objects, which a collection may already have cleared (and STYLE rule 8: a
-#    destructor runs no Python code).  Destroy callbacks run on Context.close() only.
+#    Python objects, which a collection may already have cleared (and a destructor runs
+#    no Python code: docs/architecture.md, Lifetime).  Destroy callbacks run on Context.close() only.
 #  - Exceptions never cross C: each trampoline catches everything, stores it on the
 #    node, and returns RKNN_ERR_FAIL so the runtime call fails; the binding re-raises the
 #    stored exception chained from the RKNNError of the failed call (run, register).
-#    (STYLE rule 9 asks `except -1 with gil` for callbacks; these are `noexcept with gil`
-#    because their caller is the runtime, which can only see the status.)
+#    (They are `noexcept with gil` rather than `except -1 with gil`: their caller is the
+#    runtime, which can only see the status, never a Python exception.)
 #
 # Views of the tensors (the choice the issue asks for).  Callbacks get zero-copy numpy
 # views of the runtime's tensor memory (virt_addr + offset), typed and shaped by the

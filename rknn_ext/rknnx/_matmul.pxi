@@ -406,7 +406,7 @@ cdef class MatmulContext(_ContextBase):
         _live_contexts += 1
 
     def __dealloc__(self):
-        # Only frees (STYLE rule 8): no mem is alive (each holds a reference to us).
+        # Only frees (docs/architecture.md, Lifetime): no mem is alive (each holds a reference to us).
         global _live_contexts
         if self.ctx != 0:
             # in a fork child the handle is the parent's: never call the runtime with it

@@ -1,6 +1,6 @@
 # TensorMem: one rknn_tensor_mem, its lifetime and its buffer-protocol views.
 #
-# Lifetime (DESIGN.md "Ownership and validity"):
+# Lifetime (docs/architecture.md, Lifetime):
 #  - a TensorMem holds a strong reference to its Context (rknn_destroy_mem needs it), so
 #    the context outlives it; the context tracks its mems in a WeakSet and closes the
 #    leftovers when it closes;
