@@ -45,7 +45,8 @@ cdef extern from "Python.h":
     int Py_IsInitialized() nogil
 
 cdef extern from "pythread.h" nogil:
-    # safe without the GIL (CPython reads the OS thread id); Cython declares it with
+    # safe without the GIL (CPython reads the OS thread id); declared here as nogil,
+    # which Cython's own declaration is not
     unsigned long PyThread_get_thread_ident()
 
 from librknn cimport *           # the vendor declarations and the entry-point table
