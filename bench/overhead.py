@@ -10,7 +10,7 @@ a shared machine):
 - ``py-general``:   ``Context.inputs_set`` + ``run`` + ``outputs_get(want_float=True)`` +
   ``release`` on numpy arrays
 - ``ctypes-general``: the same four calls through ctypes, structs prepared once: the
-  minimal Python loop (DESIGN's yardstick for the general flow)
+  minimal Python loop (the yardstick for the general flow: the binding should beat it)
 - ``py-view``:      ``np.asarray(mem)`` on a TensorMem bound to a tensor attribute
 
 Each line prints the median and p95 in nanoseconds per call and the ratio of the median

@@ -1,7 +1,8 @@
 /*
  * rknnx emulator: the contract between the model half (file format, parser, graph
  * executor: model.c, exec.c) and the runtime half (the rknn_* API: contexts, queries,
- * conversions, memory, cache emulation: api.c and friends).
+ * conversions, memory, cache emulation: runtime_core.c, runtime_context.c,
+ * runtime_io.c, runtime_layout.c, runtime_mem.c, runtime_custom.c, runtime_matmul.c).
  *
  * The executor works in the *model's* terms: every input and output buffer it sees is
  * in the tensor's model type (emu_io_desc.type) and logical layout (emu_io_desc.fmt,

@@ -2,9 +2,9 @@
  * rknnx: C declarations of the Rockchip RKNPU2 runtime API (librknnrt, API 2.x).
  *
  * Written for rknnx from the published ABI facts (names, values, layouts and
- * signatures); see shared/abi in the project notes.  The names match the vendor
+ * signatures) of the vendor's public API documents.  The names match the vendor
  * API so that C code written for librknnrt compiles against this header, and the
- * layouts match byte for byte (tests/test_abi.py proves every offset).
+ * layouts match byte for byte (tests/abi/test_abi.py proves every offset).
  */
 #ifndef RKNNX_RKNN_API_H
 #define RKNNX_RKNN_API_H

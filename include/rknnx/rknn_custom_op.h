@@ -1,6 +1,6 @@
 /*
  * rknnx: C declarations of the RKNPU2 custom-operator API (part of librknnrt).
- * Written for rknnx from the published ABI facts; layouts are checked by tests/test_abi.py.
+ * Written for rknnx from the published ABI facts; layouts are checked by tests/abi/test_abi.py.
  */
 #ifndef RKNNX_RKNN_CUSTOM_OP_H
 #define RKNNX_RKNN_CUSTOM_OP_H

@@ -5,12 +5,6 @@ import collections as _collections
 
 import numpy as _np
 
-from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
-from libc.string cimport memset, memcpy
-
-cdef extern from "<string.h>" nogil:
-    size_t strnlen(const char* s, size_t maxlen)
-
 
 # ---- element types -----------------------------------------------------------------------
 # Index = rknn_tensor_type.  itemsize 0: no byte-addressable element (INT4 packs two per

@@ -1,6 +1,6 @@
 # The vendor constants as Python values.  Every value is taken from the C declaration
 # (librknn.pxd -> rknn_api.h), never retyped, so the Python names cannot drift from the
-# header that tests/test_abi.py checks against the published ABI.
+# header that tests/abi/test_abi.py checks against the published ABI.
 #
 # Each C enum becomes an IntEnum (IntFlag for the OR-able flag sets) with the vendor
 # prefix dropped (TensorType.INT8 is RKNN_TENSOR_INT8); the vendor names also exist as

@@ -1,8 +1,8 @@
 # cython: language_level=3
 # The binding's shared C-level declarations (cdef classes and helpers of _core.pyx).
 #
-# Each cdef class owns at most one C handle (STYLE rule 5) and NULLs it after freeing;
-# children hold strong references to their parents (rule 6).
+# Each cdef class owns at most one C handle and NULLs it after freeing; children hold
+# strong references to their parents (docs/architecture.md, Lifetime).
 
 from cpython.pythread cimport PyThread_type_lock
 from cpython.object cimport PyObject
@@ -100,6 +100,15 @@ cdef class _ContextBase:
     cdef int _raise_dead_binding(self) except -1
     cdef int _set_slot(self, object key, TensorMem mem) except -1
     cdef TensorMem _adopt(self, TensorMem t, rknn_tensor_mem* m, object owner, bint no_ctx)
+    # close(): the one sequence (_close) and the steps a subclass fills in
+    cdef int _close(self, str kind, str children) except -1
+    cdef int _close_check(self) except -1
+    cdef list _open_groups(self)
+    cdef Py_ssize_t _callback_views(self) noexcept
+    cdef bint _children_open(self) noexcept
+    cdef int _destroy_handle(self) noexcept
+    cdef const char* _destroy_name(self) noexcept
+    cdef object _after_close(self)
 
 
 # What inputs_set checks for one plain buffer at a position (no Input): the facts of the
@@ -137,6 +146,22 @@ cdef class Context(_ContextBase):
     cdef _IOSpecs _specs                     # fast-path caches of _in_attrs, or None
     cdef object _custom                      # _CustomOpSet of registered custom ops, or None
     cdef Py_ssize_t _cb_views                # live views handed to custom op callbacks
+    # Shape generations (docs/architecture.md, Locking and the GIL).  A check made without
+    # the lock against the attributes remembers the generation it was made at and is
+    # compared again under the lock before C sees a buffer:
+    #  _shape_gen  the shapes themselves: +1, under the lock, per successful
+    #              set_input_shape(s).  Every other counter is a value it once had.
+    #  _attrs_gen  the cached _in_attrs/_out_attrs (and the _IOSpecs built from them):
+    #              _load_attrs queries again when it differs from _shape_gen; inputs_set
+    #              (both paths), set_io_mem and outputs_get check against it and, under
+    #              the lock, refuse (ValueError) or fall back to the general path when
+    #              _shape_gen moved since.
+    #  _io_gen     the set_io_mem bindings (_io_dims): run() compares them with the
+    #              current dims (_check_io_dims) only when it differs from _shape_gen,
+    #              so the usual run() costs one comparison.
+    #  _run_gen    the outputs the runtime holds: the _shape_gen of the last successful
+    #              run(); outputs_get refuses (ValueError) while it differs from the
+    #              attributes' generation (the outputs would be of the old shapes).
     cdef unsigned long long _shape_gen       # +1 (under the lock) per successful set_input_shape(s)
     cdef unsigned long long _attrs_gen       # the _shape_gen _in_attrs/_out_attrs were queried at
     cdef unsigned long long _io_gen          # the _shape_gen _io_dims were last checked against
@@ -147,21 +172,18 @@ cdef class Context(_ContextBase):
     cdef object _ranges                      # INPUT_DYNAMIC_RANGE per input (tuple), or None
     cdef readonly unsigned long long last_frame_id  # rknn_output_extend.frame_id of the last outputs_get
 
+    cdef int _close_check(self) except -1
+    cdef list _open_groups(self)
+    cdef Py_ssize_t _callback_views(self) noexcept
+    cdef bint _children_open(self) noexcept
+    cdef int _destroy_handle(self) noexcept
+    cdef object _after_close(self)
     cdef int _flow_error(self, int flow, const char* fn) except -1
-    cdef int _load_attrs(self) except -1
     cdef int _query_into(self, rknn_query_cmd cmd, void* info, uint32_t size) except -1
     cdef int _check_index(self, long long idx, bint output) except -1
-    cdef int _output_layout(self, TensorAttr a, bint want_float, _Layout* lay) except -1
-    cdef tuple _which_tensor(self, TensorAttr attr)
-    cdef int _set_whole_mem(self, TensorMem mem, const char* what, bint weight) except -1
     cdef bint _groups_open(self) noexcept
-    cdef _IOSpecs _current_specs(self)
-    cdef int _inputs_set_fast(self, tuple items) except -1
-    cdef int _check_io_dims(self) except -1
     cdef int _note_chip(self) except -1
     cdef int _require_chip(self, const char* fn) except -1
-    cdef tuple _dynamic_ranges(self)
-    cdef object _query_range(self, uint32_t idx)
 
 
 cdef class _OutputGroup:
@@ -189,6 +211,10 @@ cdef class MatmulContext(_ContextBase):
     cdef dict _quant                         # name -> (scale, zp) arrays given to the runtime
     cdef rknn_matmul_io_attr _bound_io       # the attr each of A/B/C was bound with (set_io_mem)
 
+    cdef int _close_check(self) except -1
+    cdef int _destroy_handle(self) noexcept
+    cdef const char* _destroy_name(self) noexcept
+    cdef object _after_close(self)
     cdef object _tensor(self, object which)
     cdef Py_ssize_t _scales_wanted(self, int w) except -1
     cdef int _raise_stale_binding(self, int w) except -1

@@ -19,20 +19,55 @@ helpers :func:`pack_int4`/:func:`unpack_int4` and the enums :class:`MatmulType`,
 :class:`CustomOp`, :class:`CustomOpContext`, :meth:`Context.register_custom_ops`.
 """
 
+# The C-level names every slice uses come in here, once; each include below says which
+# of them it needs.  (_kernels.pxi keeps its own few cimports: it is edited separately.)
 cimport cython
-from libc.stdint cimport int8_t, int16_t, int32_t, uint8_t, uint32_t, uint64_t
+from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE,
+                             PyBUF_ANY_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_F_CONTIGUOUS,
+                             PyBUF_WRITABLE, PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES)
+from cpython.mem cimport PyMem_Malloc, PyMem_Free
+from cpython.pycapsule cimport PyCapsule_New, PyCapsule_IsValid, PyCapsule_GetPointer
+from cpython.pythread cimport (PyThread_allocate_lock, PyThread_free_lock,
+                               PyThread_acquire_lock, PyThread_release_lock,
+                               NOWAIT_LOCK, WAIT_LOCK)
+from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.string cimport memset, memcpy
+from posix.dlfcn cimport dlopen, dlsym, dlerror, RTLD_NOW, RTLD_LOCAL
+from posix.unistd cimport getpid
 
-from librknn cimport *
+cdef extern from "<string.h>" nogil:
+    size_t strnlen(const char* s, size_t maxlen)
+
+cdef extern from "Python.h":
+    int Py_IsInitialized() nogil
+
+cdef extern from "pythread.h" nogil:
+    # safe without the GIL (CPython reads the OS thread id); declared here as nogil,
+    # which Cython's own declaration is not
+    unsigned long PyThread_get_thread_ident()
+
+from librknn cimport *           # the vendor declarations and the entry-point table
 from rknnx.errors import (RKNNError, NotSupportedError, RuntimeNotFoundError, FlowError,
                           from_code as _from_code)
 
-include "_loader.pxi"
-include "_consts.pxi"
-include "_attr.pxi"
-include "_dlpack.pxi"
-include "_mem.pxi"
-include "_outputs.pxi"
-include "_context.pxi"
-include "_matmul.pxi"
-include "_custom.pxi"
-include "_kernels.pxi"
+# One slice per subject (see docs/architecture.md, Layers); what each takes from above:
+include "_loader.pxi"       # dlopen/dlsym into _api, fork, chips: posix.dlfcn, getpid
+include "_consts.pxi"       # the vendor constants as enums: librknn only
+include "_attr.pxi"         # TensorAttr, types, layouts, query results: strnlen, buffers
+include "_dlpack.pxi"       # DLPack export: pycapsule, Py_IsInitialized, ref counting
+include "_mem.pxi"          # TensorMem and its views: buffer flags, malloc/free
+include "_mem_create.pxi"   # the create_mem* bodies, create_mem2(): librknn, stat
+include "_outputs.pxi"      # Outputs/Output of the general flow: buffers, PyObject links
+include "_base.pxi"         # _ContextBase: lock, re-entry, deferred frees, close: pythread
+include "_context.pxi"      # Context: its documented methods; close, configuration, run
+include "_context_init.pxi" # rknn_init (path, bytes, model mem, shared weights), dup
+include "_query.pxi"        # attributes, query(), dynamic shapes: strnlen, calloc
+include "_inputs.pxi"       # Input and inputs_set (fast path, _IOSpecs): buffers, PyMem
+include "_io.pxi"           # outputs_get and the set_*_mem bindings: buffers, tuples
+include "_matmul.pxi"       # MatmulContext: the matmul API on one rknn_matmul_ctx
+include "_matmul_layout.pxi"  # pack_int4/unpack_int4, B to the native layout: numpy
+include "_custom.pxi"       # custom operators: callbacks with the GIL, PyObject
+include "_kernels.pxi"      # layout/dequantization kernels (its own cimports)

@@ -19,13 +19,13 @@
 #  - A _CNode holds a borrowed pointer to its CustomOpContext and a `dead` flag.
 #    Context.__dealloc__ (garbage collection of an unclosed context) sets every flag
 #    before rknn_destroy: the destroy callbacks then return at once without touching
-#    Python objects, which a collection may already have cleared (and STYLE rule 8: a
-#    destructor runs no Python code).  Destroy callbacks run on Context.close() only.
+#    Python objects, which a collection may already have cleared (and a destructor runs
+#    no Python code: docs/architecture.md, Lifetime).  Destroy callbacks run on Context.close() only.
 #  - Exceptions never cross C: each trampoline catches everything, stores it on the
 #    node, and returns RKNN_ERR_FAIL so the runtime call fails; the binding re-raises the
 #    stored exception chained from the RKNNError of the failed call (run, register).
-#    (STYLE rule 9 asks `except -1 with gil` for callbacks; these are `noexcept with gil`
-#    because their caller is the runtime, which can only see the status.)
+#    (They are `noexcept with gil` rather than `except -1 with gil`: their caller is the
+#    runtime, which can only see the status, never a Python exception.)
 #
 # Views of the tensors (the choice the issue asks for).  Callbacks get zero-copy numpy
 # views of the runtime's tensor memory (virt_addr + offset), typed and shaped by the
@@ -44,7 +44,6 @@
 
 import threading as _threading
 
-from cpython.ref cimport PyObject
 
 TargetType = _make_enum(_enum.IntEnum, "TargetType", [
     ("CPU", "RKNN_TARGET_TYPE_CPU", RKNN_TARGET_TYPE_CPU),
@@ -491,3 +490,82 @@ cdef int _check_custom(int ret, const char* fn, _CustomOpSet opset) except -1:
     except RKNNError as status:
         raise err from status
     raise err
+
+
+# ---- Context.register_custom_ops (the documented wrapper is in _context.pxi) ---------------
+cdef list _custom_ops_to_register(Context self, object ops):
+    """The CustomOp objects of `ops`, checked: CPU ops with an op type not registered on
+    the context yet and not given twice."""
+    items = list(ops) if not isinstance(ops, CustomOp) else [ops]
+    if not items:
+        raise ValueError("register_custom_ops needs at least one CustomOp")
+    seen = set() if self._custom is None else {o.op_type for o in (<_CustomOpSet>self._custom).ops}
+    for o in items:
+        if not isinstance(o, CustomOp):
+            raise TypeError(f"register_custom_ops takes CustomOp objects, got {type(o).__name__}")
+        if (<CustomOp>o).op_type is None or (<CustomOp>o).compute is None:
+            raise TypeError("a CustomOp made without __init__ (no op_type/compute) cannot "
+                            "be registered; create it with CustomOp(op_type, compute)")
+        if (<CustomOp>o).target != RKNN_TARGET_TYPE_CPU:
+            raise NotSupportedError(
+                f"custom op {(<CustomOp>o).op_type!r} targets the GPU: rknnx runs custom ops "
+                "in Python on the CPU only (an OpenCL op needs its kernel in C)", None,
+                "rknn_register_custom_ops")
+        if (<CustomOp>o).op_type in seen:
+            raise ValueError(f"op type {(<CustomOp>o).op_type!r} is registered already or "
+                             "given twice")
+        seen.add((<CustomOp>o).op_type)
+    return items
+
+
+cdef int _register_custom_op(Context self, _CustomOpSet opset, CustomOp op) except -1:
+    """Register one op with its own rknn_register_custom_ops call (its init callbacks run
+    now, and _registering tells the trampolines which op they belong to)."""
+    cdef rknn_custom_op* cop = opset._new_cop()
+    cdef _OpReg reg
+    cdef int ret
+    cdef bytes b
+    cop.version = op.version
+    cop.target = RKNN_TARGET_TYPE_CPU
+    b = op.op_type.encode("utf-8")
+    memcpy(cop.op_type, <const char*>b, len(b))
+    cop.init = _tramp_init
+    if op.prepare is not None:
+        cop.prepare = _tramp_prepare
+    cop.compute = _tramp_compute
+    if op.destroy is not None:
+        cop.destroy = _tramp_destroy
+    reg = _OpReg.__new__(_OpReg)
+    reg.op = op
+    reg.opset = opset
+    reg.context = self
+    prev = getattr(_registering, "reg", None)
+    _registering.reg = reg
+    try:
+        self._enter(b"register_custom_ops")
+        with nogil:
+            ret = _api.rknn_register_custom_ops(self.ctx, cop, 1)
+        self._release()
+    finally:
+        _registering.reg = prev
+    if ret < 0:
+        _check_custom(ret, b"rknn_register_custom_ops", opset)
+    check(ret, b"rknn_register_custom_ops")
+    opset.ops.append(op)
+    return 0
+
+
+cdef int _register_custom_ops(Context self, object ops) except -1:
+    """Context.register_custom_ops: check every op, then register them one by one."""
+    cdef _CustomOpSet opset
+    self._check_open(b"register_custom_ops")
+    self._check_not_busy("register_custom_ops")
+    items = _custom_ops_to_register(self, ops)
+    require(<void*>_api.rknn_register_custom_ops, b"rknn_register_custom_ops")
+    self._require_chip(b"rknn_register_custom_ops")
+    if self._custom is None:
+        self._custom = _CustomOpSet.__new__(_CustomOpSet)
+    opset = self._custom
+    for o in items:
+        _register_custom_op(self, opset, <CustomOp>o)
+    return 0

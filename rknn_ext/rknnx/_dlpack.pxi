@@ -5,13 +5,6 @@
 # count was incremented: the mem cannot be closed while a consumer holds the tensor.
 # The deleter may be called by the consumer from any thread, with or without the GIL.
 
-from libc.stdint cimport int32_t, int64_t, uint16_t
-from cpython.pycapsule cimport (PyCapsule_New, PyCapsule_IsValid, PyCapsule_GetPointer)
-from cpython.ref cimport Py_INCREF, Py_DECREF, PyObject
-
-cdef extern from "Python.h":
-    int Py_IsInitialized() nogil
-
 cdef enum:
     _KDLCPU = 1                               # DLDeviceType kDLCPU
 

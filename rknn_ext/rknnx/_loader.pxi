@@ -13,9 +13,6 @@ import threading
 
 from rknnx import platforms as _platforms
 
-from posix.dlfcn cimport dlopen, dlsym, dlerror, RTLD_NOW, RTLD_LOCAL
-from posix.unistd cimport getpid
-from libc.string cimport memset
 
 cdef void* _handle = NULL                    # the library in use; NULL until loaded
 cdef object _runtime_path = None             # where it came from (str)
@@ -99,9 +96,11 @@ def emulator_path():
     Returns
     -------
     str
-        ``<package>/_emulator/librknnrt.so`` (it may not exist in a build without it).
+        ``<package>/_emulator/librknnrt.so`` (it may not exist in a build without it), as
+        ``rknnx.emulator._locate.bundled_library()`` says: the one place that locates it.
     """
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "_emulator", "librknnrt.so")
+    from rknnx.emulator._locate import bundled_library   # pure Python; imported on use
+    return bundled_library()
 
 
 cdef int _open_library(str path, str source, list tried) except -1:
@@ -228,30 +227,23 @@ cdef void _api_restore(rknnx_api table):
     _api = table
 
 
-def runtime_info(model=None):
+def runtime_info():
     """Describe the loaded runtime, loading it first if needed.
 
-    Parameters
-    ----------
-    model : str, os.PathLike or buffer, optional
-        A model the runtime can load.  The runtime reports its own version only through
-        ``rknn_query(RKNN_QUERY_SDK_VERSION)`` on a context, so with a model this opens a
-        context on it, reads the versions and closes it again.
+    The runtime's own and the driver's versions need an open context:
+    ``rknnx.runtime.runtime_info(model)`` adds them.
 
     Returns
     -------
     dict
         ``path`` (the library), ``source`` (how it was chosen), ``is_emulator``,
-        ``functions`` (the API names it provides) and ``missing`` (those it lacks); with
-        ``model``, also ``sdk_version`` and ``driver_version``; on the emulator, also
-        ``platform`` (the chip personality new contexts get).
+        ``functions`` (the API names it provides) and ``missing`` (those it lacks); on
+        the emulator, also ``platform`` (the chip personality new contexts get).
 
     Raises
     ------
     RuntimeNotFoundError
         If no runtime can be loaded.
-    RKNNError
-        If ``model`` is given and the runtime cannot open it.
 
     .. versionadded:: 0.1.0
     """
@@ -274,11 +266,6 @@ def runtime_info(model=None):
         plat = (<const char* (*)() noexcept nogil>emu_platform)()
         if plat != NULL:
             info["platform"] = plat.decode("utf-8", "replace")
-    if model is not None:
-        with Context(model) as ctx:
-            version = ctx.query(RKNN_QUERY_SDK_VERSION)
-        info["sdk_version"] = version.api_version
-        info["driver_version"] = version.drv_version
     return info
 
 

@@ -1,6 +1,6 @@
 # TensorMem: one rknn_tensor_mem, its lifetime and its buffer-protocol views.
 #
-# Lifetime (DESIGN.md "Ownership and validity"):
+# Lifetime (docs/architecture.md, Lifetime):
 #  - a TensorMem holds a strong reference to its Context (rknn_destroy_mem needs it), so
 #    the context outlives it; the context tracks its mems in a WeakSet and closes the
 #    leftovers when it closes;
@@ -14,10 +14,6 @@
 
 import weakref as _weakref
 
-from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_ANY_CONTIGUOUS,
-                             PyBUF_WRITABLE, PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES,
-                             PyBUF_C_CONTIGUOUS, PyBUF_F_CONTIGUOUS, PyBUF_SIMPLE)
-from libc.stdlib cimport malloc, free
 
 cdef char _EMPTY[1]                          # what a 0-byte export points at (never NULL)
 _EMPTY[0] = 0
@@ -670,89 +666,3 @@ cdef object _array_fallback(object exporter, object dtype, object copy):
             raise ValueError(f"converting {a.dtype} to {_np.dtype(dtype)} needs a copy")
         return a.astype(dtype)
     return a.copy() if copy else a
-
-
-# ---- allocation (module level: for ALLOC_NO_CONTEXT) ----------------------------------------
-def create_mem2(size, flags=RKNN_MEM_FLAG_ALLOC_NO_CONTEXT, Context context=None):
-    """Allocate NPU memory with ``rknn_create_mem2``, with or without a context.
-
-    Parameters
-    ----------
-    size : int
-        Bytes (1 .. 2**32 - 1).
-    flags : MemAllocFlag, default ALLOC_NO_CONTEXT
-        ``CACHEABLE``/``NON_CACHEABLE``/``TRY_ALLOC_SRAM``, OR-ed with
-        ``ALLOC_NO_CONTEXT`` to allocate without a context (then ``context`` must be
-        None): the way to hold a model for ``RKNN_FLAG_MODEL_BUFFER_ZERO_COPY``.
-    context : Context, optional
-        The allocating context (required without ``ALLOC_NO_CONTEXT``).
-
-    Returns
-    -------
-    TensorMem
-
-    Raises
-    ------
-    ValueError
-        For a bad size or flags, or a closed / missing context.
-    RKNNError
-        If the runtime returns NULL.
-
-    .. versionadded:: 0.1.0
-    """
-    cdef uint64_t f = _alloc_flags(flags)
-    if context is not None:
-        return context.create_mem2(size, flags)
-    if not f & RKNN_MEM_FLAG_ALLOC_NO_CONTEXT:
-        raise ValueError("create_mem2 without a context needs MemAllocFlag.ALLOC_NO_CONTEXT "
-                         "in flags (or pass context=)")
-    global _live_free_mems
-    cdef uint64_t n = _mem_size(size, 0xFFFFFFFF)
-    cdef rknn_tensor_mem* m = NULL
-    cdef TensorMem t = TensorMem.__new__(TensorMem)
-    ensure_runtime()
-    # counted before the call (GIL released), under the loader lock, as Context() is: a
-    # runtime switch cannot happen while the mem is being made in the current runtime
-    with _load_lock:
-        _live_free_mems += 1
-    try:
-        require(<void*>_api.rknn_create_mem2, b"rknn_create_mem2")
-        with nogil:
-            m = _api.rknn_create_mem2(0, n, f)
-    finally:
-        if m == NULL:
-            _live_free_mems -= 1
-    if m == NULL:
-        raise RKNNError(f"rknn_create_mem2 returned NULL (size {n}, flags 0x{f:x})", None,
-                        "rknn_create_mem2")
-    t.mem = m
-    return t
-
-
-cdef uint64_t _mem_size(object size, uint64_t limit) except 0:
-    cdef object v
-    if isinstance(size, bool):
-        raise TypeError(f"size must be an integer number of bytes, got bool ({size!r})")
-    try:
-        v = size.__index__()
-    except AttributeError:
-        raise TypeError(f"size must be an integer number of bytes, got "
-                        f"{type(size).__name__}") from None
-    if not 0 < v <= limit:
-        raise ValueError(f"size must be 1..{limit} bytes, got {v}")
-    return <uint64_t>v
-
-
-cdef uint64_t _alloc_flags(object flags) except? 0xFFFFFFFFFFFFFFFF:
-    cdef object v = int(flags)
-    cdef object known = (RKNN_FLAG_MEMORY_CACHEABLE | RKNN_FLAG_MEMORY_NON_CACHEABLE |
-                         RKNN_FLAG_MEMORY_TRY_ALLOC_SRAM | RKNN_MEM_FLAG_ALLOC_NO_CONTEXT)
-    if v < 0:
-        raise ValueError(f"flags must be a non-negative combination of MemAllocFlag values "
-                         f"(CACHEABLE, NON_CACHEABLE, TRY_ALLOC_SRAM, ALLOC_NO_CONTEXT), got {v}")
-    if v & ~known:
-        raise ValueError(f"flags 0x{v:x} has unknown bits; expected MemAllocFlag values "
-                         f"(CACHEABLE, NON_CACHEABLE, TRY_ALLOC_SRAM, ALLOC_NO_CONTEXT)")
-    if (v & RKNN_FLAG_MEMORY_CACHEABLE) and (v & RKNN_FLAG_MEMORY_NON_CACHEABLE):
-        raise ValueError("flags cannot be both CACHEABLE and NON_CACHEABLE")
-    return <uint64_t>v

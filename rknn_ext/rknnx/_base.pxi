@@ -1,0 +1,336 @@
+# What Context and MatmulContext share (_ContextBase): the handle, the per-context lock,
+# re-entry, deferred frees, the mems a context made and the mems bound to it, and the one
+# close sequence of both.
+#
+# Threads.  Each Context has its own lock (no global lock).  Every call that uses the
+# handle takes it, checks the handle is still open, makes the C call (with the GIL
+# released where the call can block or copy) and releases it; close() takes it too, so a
+# close() from another thread waits for a run in flight instead of destroying the
+# context under it.  Waiters never hold the GIL while they block (see _acquire), and no
+# Python object is allocated while the lock is held, so a garbage collection cannot run
+# a __dealloc__ that needs the same lock on the thread holding it.
+#
+# Lifetime.  TensorMem, _OutputGroup and Contexts sharing our weights hold strong
+# references to us, so __dealloc__ only runs when none is left.  Bindings made with
+# set_io_mem / set_weight_mem / set_internal_mem are held in a dict (and a list for the
+# run() check): a cycle context -> dict -> mem -> context is broken by the garbage
+# collector clearing the dict, never the context's own fields (no_gc_clear), so the mem's
+# __dealloc__ still finds the context handle.
+
+# Re-entry.  Python code can run while a thread holds a context's lock: custom-op
+# callbacks run inside rknn_run / rknn_register_custom_ops / rknn_destroy, and a garbage
+# collection or a finalizer may run inside them.  The lock is not re-entrant, so that
+# thread must never wait for it: _enter / _check_not_busy raise RuntimeError instead
+# (calling the context from its own callback), and the destructors of its mems and output
+# buffers, which cannot raise, defer their C call (_defer) to the moment the lock is
+# released (_release), when the runtime is no longer busy with the context.  _owner is
+# written only by the thread holding the lock, so a thread reading its own ident there
+# knows it holds it.
+@cython.no_gc_clear
+cdef class _ContextBase:
+    """What :class:`Context` and :class:`MatmulContext` share (internal)."""
+
+    def __cinit__(self, *args, **kwargs):
+        self.ctx = 0
+        self._owner = 0
+        self._pid = _this_pid
+        self._lock = PyThread_allocate_lock()
+        if self._lock == NULL:
+            raise MemoryError("cannot allocate the context lock")
+        self._slots = {}
+        self._bound = []
+        self._mems = _weakref.WeakSet()
+        self._deferred = NULL
+        self._n_deferred = 0
+        self._cap_deferred = 0
+
+    def __dealloc__(self):
+        # Only frees.  Nothing is deferred here (the lock is free; _release flushed), but
+        # never leak an array if it were.
+        cdef Py_ssize_t i
+        if self._deferred != NULL:
+            for i in range(self._n_deferred):
+                free(self._deferred[i].outs)
+            free(self._deferred)
+            self._deferred = NULL
+        if self._lock != NULL:
+            PyThread_free_lock(self._lock)
+            self._lock = NULL
+
+    # -- locking ------------------------------------------------------------------------------
+    cdef void _acquire(self) noexcept:
+        # Try without blocking first (the common, uncontended case costs no GIL switch);
+        # else wait with the GIL released, so the holder can finish its call.
+        if not PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
+            with nogil:
+                PyThread_acquire_lock(self._lock, WAIT_LOCK)
+        self._owner = PyThread_get_thread_ident()
+
+    cdef void _release(self) noexcept nogil:
+        # first the C calls owed while the lock was ours (the runtime is free again)
+        cdef Py_ssize_t i
+        cdef _Deferred* d
+        if self._n_deferred:
+            for i in range(self._n_deferred):
+                d = &self._deferred[i]
+                if self.ctx != 0:
+                    if d.mem != NULL and _api.rknn_destroy_mem != NULL:
+                        _api.rknn_destroy_mem(self.ctx, d.mem)
+                    if d.outs != NULL and _api.rknn_outputs_release != NULL:
+                        _api.rknn_outputs_release(self.ctx, d.n, d.outs)
+                free(d.outs)
+            self._n_deferred = 0
+        self._owner = 0
+        PyThread_release_lock(self._lock)
+
+    cdef bint _held_here(self) noexcept nogil:
+        """True when the calling thread holds the lock (so it must not wait for it)."""
+        return self._owner != 0 and self._owner == PyThread_get_thread_ident()
+
+    cdef bint _defer(self, rknn_tensor_mem* mem, rknn_output* outs, uint32_t n) noexcept nogil:
+        """Owe a destroy_mem / outputs_release until the lock is released (the caller
+        holds it, on this thread); False if no memory for the note (then it leaks)."""
+        cdef _Deferred* grown
+        cdef Py_ssize_t cap
+        if self._n_deferred == self._cap_deferred:
+            cap = 8 if self._cap_deferred == 0 else 2 * self._cap_deferred
+            grown = <_Deferred*>realloc(self._deferred, cap * sizeof(_Deferred))
+            if grown == NULL:
+                return False
+            self._deferred = grown
+            self._cap_deferred = cap
+        self._deferred[self._n_deferred].mem = mem
+        self._deferred[self._n_deferred].outs = outs
+        self._deferred[self._n_deferred].n = n
+        self._n_deferred += 1
+        return True
+
+    cdef int _check_not_busy(self, str what) except -1:
+        if self._held_here():
+            raise RuntimeError(
+                f"{what}: the {type(self).__name__} is busy in this thread (a call on it is "
+                "running a custom op callback, which is where this was called from); a "
+                "callback cannot call back into its own context")
+        return 0
+
+    cdef int _check_process(self) except -1:
+        """RuntimeError in a fork child for an object created before the fork."""
+        if self._pid != _this_pid:
+            _raise_inherited(self, self._pid)
+        return 0
+
+    cdef int _enter(self, const char* what) except -1:
+        """Take the lock; raise ValueError (lock released) if the context is closed."""
+        if self._pid != _this_pid:
+            _raise_inherited(self, self._pid)
+        if self._held_here():                # the name is decoded only to raise
+            self._check_not_busy(what.decode())
+        self._acquire()
+        if self.ctx == 0 or self._closing:
+            self._release()
+            raise ValueError(f"{what.decode()} on closed {type(self).__name__}")
+        return 0
+
+    cdef int _check_open(self, const char* what) except -1:
+        if self._pid != _this_pid:
+            _raise_inherited(self, self._pid)
+        if self.ctx == 0 or self._closing:
+            raise ValueError(f"{what.decode()} on closed {type(self).__name__}")
+        return 0
+
+    cdef int _raise_dead_binding(self) except -1:
+        for key, m in self._slots.items():
+            if (<TensorMem>m)._dead:
+                raise ValueError(f"the TensorMem bound as {key!r} was closed; bind another one "
+                                 "(set_io_mem/set_weight_mem/set_internal_mem) before run()")
+        raise ValueError("a bound TensorMem was closed")  # pragma: no cover
+
+    cdef int _set_slot(self, object key, TensorMem mem) except -1:
+        self._slots[key] = mem
+        self._bound = list(self._slots.values())
+        if mem._bound_to is None:
+            mem._bound_to = _weakref.WeakSet()
+        mem._bound_to.add(self)
+        return 0
+
+    cdef TensorMem _adopt(self, TensorMem t, rknn_tensor_mem* m, object owner, bint no_ctx):
+        t.mem = m
+        t.owner = owner
+        if no_ctx:
+            _count_free_mem()
+        else:
+            t.context = self
+            self._mems.add(t)
+        return t
+
+    # -- close: one sequence for Context and MatmulContext ----------------------------------
+    cdef int _close(self, str kind, str children) except -1:
+        """The body of close() (see docs/architecture.md, Lifetime): mark the context
+        closing under the lock and take its open children (mems, output groups); refuse,
+        unmarked, while a view of them is alive or a mem is another context's model
+        buffer; close the children; destroy the handle under the lock with the GIL
+        released; drop what the context held (_after_close).  A mem or a handle the
+        runtime would not free leaves the context open (close() may be retried).  `kind`
+        and `children` word the messages ("Context", "a TensorMem or outputs were")."""
+        cdef TensorMem m
+        cdef int ret = 0
+        if self.ctx == 0:
+            return 0
+        self._check_process()
+        self._check_not_busy("close")
+        self._close_check()
+        # Under the lock: mark the context closing (every new call is refused from now on,
+        # so no mem or output group can appear behind our back) and take the lists.  A
+        # call in flight in another thread holds the lock, so it has finished and
+        # registered what it made before we look.
+        self._acquire()
+        if self.ctx == 0 or self._closing:
+            self._release()
+            return 0
+        self._closing = True
+        mems = [m for m in self._mems if m.mem != NULL]
+        groups = self._open_groups()
+        self._release()
+        try:
+            # the view rule (see _check_no_views): views of our mems and outputs are
+            # refused from now on (_closing), counted here, and counted again by each
+            # mem / output group under the lock before it is freed
+            _check_no_views(sum([m._exports for m in mems])
+                            + sum([(<_OutputGroup>g)._exports for g in groups])
+                            + self._callback_views())
+            for m in mems:
+                if m._pins:
+                    raise BufferError(f"{m!r} is the model buffer of an open Context; close "
+                                      "that Context first")
+        except BufferError:
+            self._closing = False
+            raise
+        leftovers = _close_children(self, mems, groups, kind)
+        self._acquire()
+        if self._children_open():
+            # cannot happen (new calls are refused while closing); never destroy the
+            # context under a buffer that would then dangle
+            self._closing = False
+            self._release()
+            raise BufferError(f"{children} created while the {kind} was closing; "
+                              "close() again")
+        if self.ctx != 0:
+            ret = self._destroy_handle()
+        if ret >= 0:
+            self.ctx = 0
+        self._closing = False
+        self._release()
+        if ret < 0:
+            # the runtime kept the context: it stays open (its mems are closed) and
+            # close() may be retried
+            _warn_leftovers(leftovers, kind)
+            check(ret, self._destroy_name())
+        # drop references only now, outside the lock (a mem freed here takes its own
+        # context's lock)
+        error = self._after_close()
+        _warn_leftovers(leftovers, kind)
+        if error is not None:
+            # the context is closed; what a destroy callback raised is still reported
+            raise error
+        return 0
+
+    cdef int _close_check(self) except -1:
+        """What must hold before close() starts (a subclass refuses by raising)."""
+        return 0
+
+    cdef list _open_groups(self):
+        """The output groups still holding runtime buffers (called with the lock held)."""
+        return []
+
+    cdef Py_ssize_t _callback_views(self) noexcept:
+        """Views handed to callbacks that are still alive."""
+        return 0
+
+    cdef bint _children_open(self) noexcept:
+        """Whether a child appeared while closing (called with the lock held)."""
+        return _open_children(self._mems)
+
+    cdef int _destroy_handle(self) noexcept:
+        """Destroy self.ctx (lock held); the status.  Each subclass calls its own C
+        function with the GIL released."""
+        return 0
+
+    cdef const char* _destroy_name(self) noexcept:
+        """The C function _destroy_handle calls, for check()."""
+        return b"rknn_destroy"
+
+    cdef object _after_close(self):
+        """Drop what the closed context held; an error to raise afterwards, or None."""
+        return None
+
+    @property
+    def closed(self):
+        """True once :meth:`close` ran."""
+        return self.ctx == 0
+
+    @property
+    def handle(self):
+        """The context handle (int; 0 once closed)."""
+        return self.ctx
+
+    @property
+    def mems(self):
+        """The open :class:`TensorMem` objects this context created."""
+        return [m for m in self._mems if (<TensorMem>m).mem != NULL]
+
+    @property
+    def bindings(self):
+        """What the ``set_*_mem`` calls bound: a dict from the slot to the mem."""
+        return dict(self._slots)
+
+
+cdef bint _open_children(object mems):
+    """Whether a mem of a context is still open (called with its lock held: allocates
+    nothing)."""
+    cdef TensorMem m
+    for m in mems:
+        if m.mem != NULL:
+            return True
+    return False
+
+
+
+cdef list _close_children(_ContextBase self, list mems, list groups, str kind):
+    """Release the output groups and destroy the mems of a closing context; the reprs of
+    the mems closed (each gets a ResourceWarning once the context is closed).  A mem or an
+    output group the runtime would not free, or any other error, leaves the context open
+    (not closing) and is raised."""
+    cdef TensorMem m
+    errors = []
+    leftovers = []
+    try:
+        for g in groups:
+            try:
+                (<_OutputGroup>g)._release_c()
+            except RKNNError as e:
+                errors.append(e)
+        for m in mems:
+            desc = repr(m)
+            try:
+                m._destroy()
+            except RKNNError as e:
+                errors.append(e)
+            else:
+                leftovers.append(desc)
+    except BaseException:
+        # e.g. a view made in another thread since the check: stay open
+        self._closing = False
+        raise
+    if errors:
+        # a mem or output the runtime would not free: keep the context open (retry)
+        self._closing = False
+        _warn_leftovers(leftovers, kind)
+        raise errors[0]
+    return leftovers
+
+
+cdef int _warn_leftovers(list leftovers, str kind) except -1:
+    for desc in leftovers:
+        _warn(f"{desc} was still open when its {kind} closed; it was closed now "
+              "(close mems before their context)", ResourceWarning, stacklevel=2)
+    return 0

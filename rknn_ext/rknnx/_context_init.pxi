@@ -1,0 +1,188 @@
+# Making a Context: rknn_init from a model path, the model bytes or NPU memory holding the
+# model (MODEL_BUFFER_ZERO_COPY), optionally sharing another context's weights
+# (SHARE_WEIGHT_MEM); and rknn_dup_context.  Context.__init__ and Context.dup (in
+# _context.pxi) are the documented wrappers.
+
+
+cdef Context _weights_source(object share_weights_with, rknn_init_extend* ext):
+    """The open Context whose weights a new one shares (ext.ctx is set to it)."""
+    cdef Context src
+    if not isinstance(share_weights_with, Context):
+        raise TypeError(f"share_weights_with must be a Context, got "
+                        f"{type(share_weights_with).__name__}")
+    src = share_weights_with
+    src._check_open(b"share_weights_with")
+    if _dynamic_ranges(src):
+        raise ValueError(
+            "share_weights_with: the source Context holds a dynamic-shape model "
+            f"({_ranges_str(_dynamic_ranges(src))}); the runtime refuses "
+            "RKNN_FLAG_SHARE_WEIGHT_MEM for dynamic-shape models: load the model "
+            "into its own Context instead")
+    ext.ctx = src.ctx
+    return src
+
+
+cdef TensorMem _model_mem_source(object model_mem, object model_offset, object model_size,
+                                 rknn_init_extend* ext, void** ptr, uint32_t* size):
+    """The TensorMem that holds the model (MODEL_BUFFER_ZERO_COPY): offset and size
+    checked, the extend's real_model_* / model_buffer_* fields and the model pointer set."""
+    cdef TensorMem mm
+    cdef uint64_t off, avail, msize
+    if not isinstance(model_mem, TensorMem):
+        raise TypeError(f"model_mem must be a TensorMem, got {type(model_mem).__name__}")
+    mm = model_mem
+    mm._check_open("Context(model_mem=...)")
+    off = _u32(model_offset, "model_offset")
+    if off >= mm.mem.size:
+        raise ValueError(f"model_offset {off} is outside the {mm.mem.size}-byte model_mem")
+    avail = mm.mem.size - off
+    msize = avail if model_size is None else _u32(model_size, "model_size")
+    if msize == 0 or msize > avail:
+        raise ValueError(f"model_size must be 1..{avail} bytes (the rest of model_mem "
+                         f"after model_offset), got {msize}")
+    if mm.mem.virt_addr == NULL:
+        raise ValueError("model_mem has no CPU mapping (virt_addr is NULL)")
+    ext.real_model_offset = <int32_t>(mm.mem.offset + off)
+    ext.real_model_size = <uint32_t>msize
+    ext.model_buffer_fd = mm.mem.fd
+    ext.model_buffer_flags = mm.mem.flags
+    ptr[0] = <char*>_mem_data(mm.mem) + off
+    size[0] = <uint32_t>msize
+    return mm
+
+
+cdef int _model_bytes(object model, Py_buffer* view) except -1:
+    """Get the buffer of model bytes (the caller releases it)."""
+    try:
+        PyObject_GetBuffer(model, view, PyBUF_SIMPLE)
+    except TypeError:
+        raise TypeError(f"model must be a path (str/PathLike), bytes or a buffer, "
+                        f"got {type(model).__name__}") from None
+    except (BufferError, ValueError) as e:
+        raise ValueError(f"model must be a C-contiguous buffer: {e}") from None
+    if view.len == 0 or view.len > 0xFFFFFFFF:
+        PyBuffer_Release(view)
+        raise ValueError(f"model bytes must be 1..4294967295 bytes, got {view.len} "
+                         "(an empty buffer would be read as a file path)")
+    return 0
+
+
+cdef int _context_init(Context self, object model, object flags, object share_weights_with,
+                       object model_mem, object model_offset, object model_size) except -1:
+    """Context.__init__: check the arguments, then rknn_init with the GIL released."""
+    global _live_contexts
+    cdef Context src = None
+    cdef TensorMem mm = None
+    cdef rknn_init_extend ext
+    cdef rknn_init_extend* pext = NULL
+    cdef uint32_t cflags
+    cdef void* ptr = NULL
+    cdef uint32_t size = 0
+    cdef Py_buffer view
+    cdef bint have_view = False
+    cdef bytes path
+    cdef rknn_context h = 0
+    cdef int ret
+    if self.ctx != 0:
+        raise RuntimeError("Context is already initialized")
+    cflags = _u32(flags, "flags")
+    ensure_runtime()
+    require(<void*>_api.rknn_init, b"rknn_init")
+    memset(&ext, 0, sizeof(ext))
+    if share_weights_with is not None:
+        src = _weights_source(share_weights_with, &ext)
+        pext = &ext
+        cflags |= RKNN_FLAG_SHARE_WEIGHT_MEM
+    if model_mem is not None:
+        mm = _model_mem_source(model_mem, model_offset, model_size, &ext, &ptr, &size)
+        pext = &ext
+        cflags |= RKNN_FLAG_MODEL_BUFFER_ZERO_COPY
+        if model is not None:
+            raise ValueError("pass either model or model_mem, not both")
+    elif model is None:
+        raise TypeError("Context() needs a model: a path, the model bytes, or model_mem=")
+    elif isinstance(model, (str, _os.PathLike)):
+        path = _os.fsencode(model)
+        if b"\0" in path or not path:
+            raise ValueError(f"model path {model!r} is empty or contains NUL")
+        ptr = <char*>path
+        size = 0
+    else:
+        _model_bytes(model, &view)
+        have_view = True
+        ptr = view.buf
+        size = <uint32_t>view.len
+    # Counted before rknn_init runs (GIL released): a load_runtime() switch in another
+    # thread then refuses, instead of leaving this context in the old library.  Under
+    # the loader lock, so no switch is half-done; undone if the init fails.
+    with _load_lock:
+        _live_contexts += 1
+    ret = RKNN_ERR_FAIL
+    try:
+        if _api.rknn_init == NULL:       # the runtime was switched since the check
+            require(<void*>_api.rknn_init, b"rknn_init")
+        with nogil:
+            ret = _api.rknn_init(&h, ptr, size, cflags, pext)
+    finally:
+        if have_view:
+            PyBuffer_Release(&view)
+        if ret < 0 or h == 0:
+            if h != 0 and _api.rknn_destroy != NULL:
+                _api.rknn_destroy(h)
+                h = 0
+            _live_contexts -= 1
+    check(ret, b"rknn_init")
+    if h == 0:
+        raise RKNNError("rknn_init succeeded but returned a NULL context", None, "rknn_init")
+    self.ctx = h
+    self.flags = cflags
+    self._counted = True
+    self._note_chip()
+    if mm is not None:
+        self._model_mem = mm
+        mm._pins += 1
+    if src is not None:
+        self._weights_from = src
+        src._weight_borrowers += 1
+    return 0
+
+
+cdef Context _dup(Context self):
+    """Context.dup: rknn_dup_context; the copy shares the model buffer / borrowed weights."""
+    global _live_contexts
+    cdef rknn_context src, out = 0
+    cdef int ret
+    cdef Context c = Context.__new__(Context)
+    self._check_open(b"dup")
+    require(<void*>_api.rknn_dup_context, b"rknn_dup_context")
+    self._require_chip(b"rknn_dup_context")
+    if _dynamic_ranges(self):
+        raise ValueError(
+            "dup: the model has dynamic input shapes "
+            f"({_ranges_str(_dynamic_ranges(self))}); the runtime refuses "
+            "rknn_dup_context for dynamic-shape models: create another Context from "
+            "the model instead")
+    self._enter(b"dup")
+    src = self.ctx
+    with nogil:
+        ret = _api.rknn_dup_context(&src, &out)
+    self._release()
+    check(ret, b"rknn_dup_context")
+    if out == 0:
+        raise RKNNError("rknn_dup_context succeeded but returned a NULL context", None,
+                        "rknn_dup_context")
+    c.ctx = out
+    c.flags = self.flags
+    c._counted = True
+    c._chip = self._chip
+    c._no_general = self._no_general
+    c._ranges = self._ranges
+    _live_contexts += 1
+    # the duplicate reads the same model buffer / borrowed weights
+    if self._model_mem is not None:
+        c._model_mem = self._model_mem
+        self._model_mem._pins += 1
+    if self._weights_from is not None:
+        c._weights_from = self._weights_from
+        self._weights_from._weight_borrowers += 1
+    return c

@@ -1,0 +1,398 @@
+# Outputs of the general flow and the zero-copy bindings: the bodies of
+# Context.outputs_get, set_io_mem, set_weight_mem and set_internal_mem (the methods in
+# _context.pxi are their documented wrappers).
+
+cdef str _STALE_OUTPUTS = ("outputs_get: the input shapes changed since the last run() "
+                           "(set_input_shapes); run() again before outputs_get")
+
+
+cdef int _output_layout(TensorAttr a, bint want_float, _Layout* lay) except -1:
+    """What rknn_outputs_get returns for output `a`: NCHW, float32 or the model type."""
+    cdef rknn_tensor_attr c = a.c
+    if c.n_dims == 4 and c.fmt == RKNN_TENSOR_NHWC:
+        c.dims[1], c.dims[2], c.dims[3] = a.c.dims[3], a.c.dims[1], a.c.dims[2]
+        c.fmt = RKNN_TENSOR_NCHW
+    c.w_stride = 0
+    c.h_stride = 0
+    c.size_with_stride = 0
+    if want_float:
+        c.type = RKNN_TENSOR_FLOAT32
+    elif c.fmt == RKNN_TENSOR_NC1HWC2:
+        c.fmt = RKNN_TENSOR_UNDEFINED
+    if not _type_known(c.type) or _FORMAT[<int>c.type] == NULL:
+        _layout_raw(lay, 0)
+        return 0
+    _layout_of_attr(&c, lay, -1)
+    return 0
+
+
+# -- outputs_get ------------------------------------------------------------------------------
+cdef object _outputs_get(Context self, object want_float, object out):
+    """Context.outputs_get: the checks both forms share, then into the caller's buffers
+    (out=) or into buffers the runtime allocates (an Outputs)."""
+    cdef bint wf = bool(want_float)
+    cdef unsigned long long gen
+    self._check_open(b"outputs_get")
+    if self._flow == _FLOW_ZERO_COPY:
+        self._flow_error(_FLOW_GENERAL, b"rknn_outputs_get")
+    require(<void*>_api.rknn_outputs_get, b"rknn_outputs_get")
+    if self._no_general:
+        self._require_chip(b"rknn_outputs_get")
+    require(<void*>_api.rknn_outputs_release, b"rknn_outputs_release")
+    _load_attrs(self)
+    gen = self._attrs_gen
+    if self._run_gen != gen:
+        raise ValueError(_STALE_OUTPUTS)
+    if out is not None:
+        return _outputs_into(self, out, wf, gen)
+    return _outputs_alloc(self, wf, gen)
+
+
+cdef int _outputs_enter(Context self, unsigned long long gen) except -1:
+    """Take the lock for rknn_outputs_get and keep it, unless the outputs would be of other
+    shapes than the attributes checked at generation `gen` (a shape change since the checks
+    or since the last run) or the context is in the zero-copy flow: then release and raise."""
+    self._enter(b"outputs_get")
+    if self._shape_gen != gen or self._run_gen != gen:
+        self._release()
+        raise ValueError(_STALE_OUTPUTS)
+    if self._flow == _FLOW_ZERO_COPY:
+        self._release()
+        self._flow_error(_FLOW_GENERAL, b"rknn_outputs_get")
+    return 0
+
+
+cdef inline void _outputs_got(Context self, uint64_t frame_id) noexcept:
+    """Under the lock, after a successful rknn_outputs_get: note the frame and the flow."""
+    self.last_frame_id = frame_id
+    if self._flow == _FLOW_NONE:
+        self._flow = _FLOW_GENERAL
+        self._flow_set_by = b"outputs_get()"
+
+
+cdef int _check_out_buffer(TensorAttr a, bint wf, str label, Py_buffer* v) except -1:
+    """Check a caller's buffer for output `a`: dtype, exact size and shape of what
+    rknn_outputs_get writes."""
+    cdef _Layout lay
+    cdef int t
+    _output_layout(a, wf, &lay)
+    t = RKNN_TENSOR_FLOAT32 if wf else a.c.type
+    if _type_of_format(v.format) != t:
+        raise ValueError(f"{label} must be {dtype_of(t)} for "
+                         f"want_float={wf}, got buffer format "
+                         f"{v.format.decode('ascii', 'replace')!r}")
+    if v.len != lay.nbytes:
+        raise ValueError(f"{label} needs exactly {lay.nbytes} bytes "
+                         f"({_shape_str(_layout_shape(&lay))} {dtype_of(t)}), "
+                         f"got {v.len}")
+    if v.ndim > 1:
+        got = tuple([v.shape[k] for k in range(v.ndim)])
+        if _strip_ones(got) != _strip_ones(_layout_shape(&lay)):
+            raise ValueError(f"{label} must have shape "
+                             f"{_shape_str(_layout_shape(&lay))}, got "
+                             f"{_shape_str(got)}")
+    return 0
+
+
+cdef list _outputs_into(Context self, object out, bint wf, unsigned long long gen):
+    """outputs_get(out=...): the runtime writes into the caller's buffers
+    (is_prealloc = 1) and the call is paired with rknn_outputs_release at once."""
+    cdef uint32_t n = len(self._out_attrs), i
+    cdef int ret = 0, ret2 = 0
+    cdef rknn_output* arr = NULL
+    cdef Py_buffer* views = NULL
+    cdef Py_ssize_t nviews = 0
+    cdef rknn_output_extend oext
+    cdef TensorAttr a
+    memset(&oext, 0, sizeof(oext))
+    if not isinstance(out, (list, tuple)):
+        raise TypeError(f"out must be a sequence (list or tuple) of buffers, one per "
+                        f"output ({n}), got {type(out).__name__}")
+    outs = list(out)
+    if len(outs) != n:
+        raise ValueError(f"out must hold one buffer per output: expected {n}, "
+                         f"got {len(outs)}")
+    arr = <rknn_output*>calloc(max(n, 1), sizeof(rknn_output))
+    views = <Py_buffer*>PyMem_Malloc(max(n, 1) * sizeof(Py_buffer))
+    if arr == NULL or views == NULL:
+        free(arr)
+        PyMem_Free(views)
+        raise MemoryError()
+    try:
+        for i in range(n):
+            a = self._out_attrs[i]
+            label = f"out[{i}] (output {a.name!r})"
+            try:
+                PyObject_GetBuffer(outs[i], &views[i],
+                                   PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
+            except (BufferError, ValueError) as e:
+                raise ValueError(f"{label} must be a writable C-contiguous buffer: {e}") \
+                    from None
+            except TypeError:
+                raise TypeError(f"{label}: expected a writable buffer (numpy array), "
+                                f"got {type(outs[i]).__name__}") from None
+            nviews += 1
+            _check_out_buffer(a, wf, label, &views[i])
+            arr[i].want_float = wf
+            arr[i].is_prealloc = 1
+            arr[i].index = i
+            arr[i].buf = views[i].buf
+            arr[i].size = <uint32_t>views[i].len
+        _outputs_enter(self, gen)
+        with nogil:
+            ret = _api.rknn_outputs_get(self.ctx, n, arr, &oext)
+            if ret >= 0:
+                ret2 = _api.rknn_outputs_release(self.ctx, n, arr)
+        if ret >= 0:
+            _outputs_got(self, oext.frame_id)
+        self._release()
+    finally:
+        for i in range(nviews):
+            PyBuffer_Release(&views[i])
+        PyMem_Free(views)
+        free(arr)
+    check(ret, b"rknn_outputs_get")
+    check(ret2, b"rknn_outputs_release")
+    return outs
+
+
+cdef Outputs _new_outputs(Context self, uint32_t n, bint wf):
+    """An Outputs of `n` Output objects on a new output group linked into the context's
+    list (no runtime buffers yet)."""
+    cdef _OutputGroup g = _OutputGroup.__new__(_OutputGroup)
+    cdef Outputs result
+    cdef Output o
+    cdef tuple items
+    cdef uint32_t i
+    g.context = self
+    items = PyTuple_New(n)
+    for i in range(n):
+        o = Output.__new__(Output)
+        o._group = g
+        o._i = i
+        o._want_float = wf
+        o._src = self._out_attrs[i]        # copied when .attr is first read
+        Py_INCREF(o)
+        PyTuple_SET_ITEM(items, i, o)
+    result = Outputs.__new__(Outputs)
+    result._group = g
+    result._items = items
+    g._next = self._groups
+    if self._groups != NULL:
+        (<_OutputGroup>self._groups)._prev = <PyObject*>g
+    self._groups = <PyObject*>g
+    g._linked = True
+    return result
+
+
+cdef Outputs _outputs_alloc(Context self, bint wf, unsigned long long gen):
+    """outputs_get() without out=: the runtime allocates the buffers (is_prealloc = 0) and
+    the returned Outputs owns them until released."""
+    cdef uint32_t n = len(self._out_attrs), i
+    cdef int ret = 0
+    cdef rknn_output* arr = NULL
+    cdef rknn_output_extend oext
+    cdef _OutputGroup g
+    cdef Output o
+    cdef _IOSpecs sp
+    cdef Outputs result
+    memset(&oext, 0, sizeof(oext))
+    # everything that can fail in Python is made first, so the runtime's buffers always
+    # end up owned by the group
+    sp = _current_specs(self)
+    result = _new_outputs(self, n, wf)
+    g = result._group
+    arr = <rknn_output*>calloc(max(n, 1), sizeof(rknn_output))
+    if arr == NULL:
+        raise MemoryError()
+    for i in range(n):
+        arr[i].want_float = wf
+        arr[i].is_prealloc = 0
+        arr[i].index = i
+    try:
+        _outputs_enter(self, gen)
+    except BaseException:
+        free(arr)
+        raise
+    with nogil:
+        ret = _api.rknn_outputs_get(self.ctx, n, arr, &oext)
+    if ret >= 0:
+        g.outs = arr
+        g.n = n
+        g.frame_id = oext.frame_id
+        _outputs_got(self, oext.frame_id)
+    self._release()
+    if ret < 0:
+        free(arr)
+        check(ret, b"rknn_outputs_get")
+    for i in range(n):
+        o = result._items[i]
+        if sp.outs != NULL and sp.n_out == n:
+            o._layout = sp.outs[i + n if wf else i]
+        else:
+            _output_layout(self._out_attrs[i], wf, &o._layout)
+        # never let a view reach past what the runtime returned
+        if arr[i].buf == NULL:
+            _layout_raw(&o._layout, 0)
+        elif o._layout.nbytes > arr[i].size or o._layout.ndim == 0 and arr[i].size < o._layout.itemsize:
+            _layout_raw(&o._layout, arr[i].size)
+    return result
+
+
+# -- the zero-copy bindings ---------------------------------------------------------------------
+cdef tuple _which_tensor(Context self, TensorAttr attr):
+    """(is_output, index) of the tensor `attr` names: by name, else by an unambiguous
+    index (the runtime's rule)."""
+    cdef TensorAttr a
+    _load_attrs(self)
+    name = attr.name
+    if name:
+        for a in self._in_attrs:
+            if a.name == name:
+                return (False, a.c.index)
+        for a in self._out_attrs:
+            if a.name == name:
+                return (True, a.c.index)
+        raise ValueError(f"attr.name {name!r} names no input or output of the model; "
+                         f"expected one of {[a.name for a in self._in_attrs]} (inputs) "
+                         f"or {[a.name for a in self._out_attrs]} (outputs)")
+    ni, no = len(self._in_attrs), len(self._out_attrs)
+    i = attr.c.index
+    if no <= i < ni:
+        return (False, i)
+    if ni <= i < no:
+        return (True, i)
+    raise ValueError(f"attr (index {i}, no name) does not say which tensor it is: set "
+                     f"attr.name to an input or output name (attributes from query() "
+                     "carry it)")
+
+
+cdef int _check_io_attr(Context self, TensorMem mem, TensorAttr attr, bint is_out, long long idx,
+                        TensorAttr model_attr, _Layout* lay) except -1:
+    """Check what set_io_mem binds: `attr` (type, dims in its fmt, pass_through) against
+    the model's attribute of that tensor and the mem's size.  1 when the data is typed
+    (`lay` is then the layout a view exports), 0 when it is not."""
+    kind = "output" if is_out else "input"
+    if not is_out and attr.c.pass_through and attr.c.type != model_attr.c.type:
+        raise ValueError(f"input {idx} ({model_attr.name!r}): pass_through needs the model "
+                         f"type {_type_name(model_attr.c.type)}, got {_type_name(attr.c.type)}")
+    if not _type_known(attr.c.type):
+        raise ValueError(f"attr.type {attr.c.type} is not a TensorType")
+    # the shape must be the model's (the current one of a dynamic model), in attr.fmt
+    if attr.c.fmt == RKNN_TENSOR_NC1HWC2:
+        if is_out:
+            ncmd = (RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR
+                    if self._shapes_set or _dynamic_ranges(self)
+                    else RKNN_QUERY_NATIVE_OUTPUT_ATTR)
+        else:
+            ncmd = (RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR
+                    if self._shapes_set or _dynamic_ranges(self)
+                    else RKNN_QUERY_NATIVE_INPUT_ATTR)
+        expected = self.query(ncmd, idx).dims
+    else:
+        expected = _dims_in_fmt(model_attr, attr.c.fmt)
+    if attr.dims != expected:
+        raise ValueError(f"{kind} {idx} ({model_attr.name!r}): attr.dims {list(attr.dims)} "
+                         f"do not match the model's {list(expected)} ({attr.layout}); "
+                         "expected the dims of the queried attribute")
+    if attr.c.fmt == RKNN_TENSOR_NC1HWC2 and attr.c.type != model_attr.c.type:
+        raise ValueError(f"{kind} {idx} ({model_attr.name!r}): NC1HWC2 is the native layout, "
+                         f"in the model type {_type_name(model_attr.c.type)} only; got "
+                         f"{_type_name(attr.c.type)} (use NHWC or NCHW for a converted type)")
+    if _FORMAT[<int>attr.c.type] == NULL:
+        return 0
+    # channel padding exists only in the model's own type (the emulator's rule,
+    # emulator/runtime_layout.c)
+    _layout_of_attr(&attr.c, lay, model_attr.c.type)
+    if lay.extent > mem.mem.size:
+        raise ValueError(f"TensorMem of {mem.mem.size} bytes is too small for {kind} "
+                         f"{idx} ({model_attr.name!r}) as {_type_name(attr.c.type)} "
+                         f"{attr.layout} {list(attr.dims)}: expected at least "
+                         f"{lay.extent} bytes (w_stride/h_stride padding included)")
+    return 1
+
+
+cdef int _set_io_mem(Context self, TensorMem mem, TensorAttr attr) except -1:
+    """Context.set_io_mem: check, bind under the lock (refused if the shapes moved since
+    the checks), then give the mem the tensor's layout."""
+    cdef _Layout lay
+    cdef bint typed
+    cdef int ret
+    cdef TensorAttr model_attr
+    cdef unsigned long long gen
+    self._check_open(b"set_io_mem")
+    mem._check_open("set_io_mem")
+    if self._flow == _FLOW_GENERAL:
+        self._flow_error(_FLOW_ZERO_COPY, b"rknn_set_io_mem")
+    require(<void*>_api.rknn_set_io_mem, b"rknn_set_io_mem")
+    is_out, idx = _which_tensor(self, attr)
+    gen = self._attrs_gen                  # the shapes model_attr is of
+    model_attr = (self._out_attrs if is_out else self._in_attrs)[idx]
+    kind = "output" if is_out else "input"
+    typed = _check_io_attr(self, mem, attr, is_out, idx, model_attr, &lay)
+    self._enter(b"set_io_mem")
+    if self._shape_gen != gen:
+        self._release()
+        raise ValueError("set_io_mem: the input shapes changed (set_input_shapes, "
+                         "concurrently) while the binding was checked; bind again with "
+                         "the current attributes")
+    if self._flow == _FLOW_GENERAL:
+        self._release()
+        self._flow_error(_FLOW_ZERO_COPY, b"rknn_set_io_mem")
+    if mem.mem == NULL:
+        self._release()
+        raise ValueError("set_io_mem on closed TensorMem")
+    ret = _api.rknn_set_io_mem(self.ctx, mem.mem, &attr.c)
+    if ret >= 0:
+        # what run() compares with the current dims after a shape change
+        self._io_dims[(kind, idx)] = model_attr.dims
+    if ret >= 0 and self._flow == _FLOW_NONE:
+        self._flow = _FLOW_ZERO_COPY
+        self._flow_set_by = b"set_io_mem()"
+    self._release()
+    check(ret, b"rknn_set_io_mem")
+    self._set_slot((kind, idx), mem)
+    if typed:
+        mem._layout = lay
+        mem._attr = attr.copy()
+        (<TensorAttr>mem._attr)._ntype = model_attr.c.type
+        mem._bound = True
+    else:
+        mem._bound = False
+        mem._attr = None
+    return 0
+
+
+cdef int _set_whole_mem(Context self, TensorMem mem, const char* what, bint weight) except -1:
+    """set_weight_mem / set_internal_mem: check the size against MEM_SIZE, bind, keep."""
+    cdef int ret
+    cdef rknn_mem_size ms
+    self._check_open(what)
+    mem._check_open(what.decode())
+    if weight:
+        require(<void*>_api.rknn_set_weight_mem, b"rknn_set_weight_mem")
+    else:
+        require(<void*>_api.rknn_set_internal_mem, b"rknn_set_internal_mem")
+    memset(&ms, 0, sizeof(ms))
+    try:
+        self._query_into(RKNN_QUERY_MEM_SIZE, &ms, sizeof(ms))
+    except RKNNError:
+        pass                         # the runtime will judge the size itself
+    else:
+        need = ms.total_weight_size if weight else ms.total_internal_size
+        if mem.mem.size < need:
+            raise ValueError(f"TensorMem of {mem.mem.size} bytes is too small for the "
+                             f"{'weights' if weight else 'internal tensors'}: expected at "
+                             f"least {need} bytes (query(QueryCmd.MEM_SIZE))")
+    self._enter(what)
+    if mem.mem == NULL:
+        self._release()
+        raise ValueError(f"{what.decode()} on closed TensorMem")
+    if weight:
+        ret = _api.rknn_set_weight_mem(self.ctx, mem.mem)
+    else:
+        ret = _api.rknn_set_internal_mem(self.ctx, mem.mem)
+    self._release()
+    check(ret, b"rknn_set_weight_mem" if weight else b"rknn_set_internal_mem")
+    self._set_slot("weight" if weight else "internal", mem)
+    return 0
