@@ -33,7 +33,12 @@ ModelSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
 
 _QUERY = _ll.QueryCmd
 _FLOW_FUNCS = ("rknn_inputs_set", "rknn_outputs_get")
-_PASS = "pass_through"                 # layout tag of an input handed over as it is
+_PASS = "pass_through"
+
+
+def _writable_c(a: np.ndarray) -> bool:
+    f = a.flags                         # one flags object, two reads
+    return f.c_contiguous and f.writeable                 # layout tag of an input handed over as it is
 
 
 @dataclass(frozen=True)
@@ -102,7 +107,7 @@ class Model:
         self._source = _source_of(source)
         self._flags = int(flags) | (int(_ll.InitFlag.COLLECT_PERF_MASK) if perf else 0)
         self._core_mask = None
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()
         self._sessions: "weakref.WeakSet" = weakref.WeakSet()
         self._pools: "weakref.WeakSet" = weakref.WeakSet()
         self._runner = None            # zero-copy session behind run() on zero-copy-only chips
@@ -458,7 +463,7 @@ class Model:
             raise ValueError(f"out= needs {len(specs)} array(s), one per output; got {len(out)}")
         for i, (a, (shape, dtype)) in enumerate(zip(out, specs)):
             if not isinstance(a, np.ndarray) or a.shape != shape or a.dtype != dtype \
-                    or not a.flags.c_contiguous or not a.flags.writeable:
+                    or not _writable_c(a):
                 if not isinstance(a, np.ndarray):
                     got = type(a).__name__
                 else:
@@ -467,7 +472,7 @@ class Model:
                         ("" if a.flags.writeable else ", read-only")
                 raise ValueError(f"out[{i}] must be a writable C-contiguous {dtype} array of "
                                  f"shape {shape}; got {got}")
-        if len({id(a) for a in out}) != len(out):
+        if len(out) > 1 and len({id(a) for a in out}) != len(out):
             raise ValueError("out= gives the same array for two outputs; give one per output")
         return out
 
