@@ -148,3 +148,25 @@ def _reference():
     from rknnx.emulator import reference
 
     return reference
+
+
+#: what a binding probe starts with (see probe)
+PROBE_PRELUDE = """
+import gc, sys, threading
+import numpy as np
+import rknnx
+from rknnx import _core as C
+from rknnx.emulator import samples
+TINY = samples.tiny_relu()
+"""
+
+
+def probe(code: str) -> str:
+    """Run `code` (after PROBE_PRELUDE) in a fresh interpreter on the emulator; it must exit
+    cleanly: a probe that used to crash the process fails the test instead of pytest."""
+    import textwrap
+
+    proc = run_python(PROBE_PRELUDE + textwrap.dedent(code), env={"RKNNX_RUNTIME": "emulator"})
+    assert proc.returncode == 0, (f"probe died with status {proc.returncode}\n"
+                                  f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+    return proc.stdout

@@ -20,7 +20,7 @@
  * Prints the nanoseconds of each iteration, one per line (pool: the wall time of all N
  * frames, one line).  Simulated NPU time on the emulator: env RKNN_EMU_NPU_TIME_US.
  */
-#define _POSIX_C_SOURCE 200809L
+#include "bench_common.h"         /* first: it sets _POSIX_C_SOURCE */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -30,20 +30,7 @@
 
 #include "rknn_api.h"
 
-#define MAX_IO 16
-
-static long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int fail(const char *what, int rc)
-{
-    fprintf(stderr, "flows: %s failed: %d\n", what, rc);
-    return 1;
-}
+static int fail(const char *what, int rc) { return bench_fail("flows", what, rc); }
 
 static size_t elem_size(rknn_tensor_type t)
 {

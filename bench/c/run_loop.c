@@ -8,7 +8,7 @@
  * rknn_outputs_get(want_float=1), rknn_outputs_release) with zeroed inputs.
  * Prints the nanoseconds of each iteration, one per line, to stdout.
  */
-#define _POSIX_C_SOURCE 200809L
+#include "bench_common.h"         /* first: it sets _POSIX_C_SOURCE */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,20 +16,7 @@
 
 #include "rknn_api.h"
 
-#define MAX_IO 16
-
-static long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int fail(const char *what, int rc)
-{
-    fprintf(stderr, "run_loop: %s failed: %d\n", what, rc);
-    return 1;
-}
+static int fail(const char *what, int rc) { return bench_fail("run_loop", what, rc); }
 
 int main(int argc, char **argv)
 {

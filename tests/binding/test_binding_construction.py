@@ -3,30 +3,12 @@ what they are, never crash, and never write into a cleared reference."""
 
 from __future__ import annotations
 
-import textwrap
 
 import pytest
 
 import rknnx
 
-from helpers import run_python
-
-PRELUDE = """
-import gc, sys, threading
-import numpy as np
-import rknnx
-from rknnx import _core as C
-from rknnx.emulator import samples
-TINY = samples.tiny_relu()
-"""
-
-
-def probe(code: str) -> str:
-    """Run `code` in a fresh interpreter on the emulator; it must exit cleanly."""
-    proc = run_python(PRELUDE + textwrap.dedent(code), env={"RKNNX_RUNTIME": "emulator"})
-    assert proc.returncode == 0, (f"probe died with status {proc.returncode}\n"
-                                  f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
-    return proc.stdout
+from helpers import probe
 
 
 def test_gc_clear_never_writes_into_none():

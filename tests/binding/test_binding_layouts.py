@@ -4,7 +4,6 @@ type), and set_io_mem checks the dims of the attribute it binds."""
 
 from __future__ import annotations
 
-import textwrap
 
 import numpy as np
 import pytest
@@ -12,24 +11,7 @@ import pytest
 import rknnx
 from rknnx.lowlevel import TensorAttr, TensorFormat, TensorType
 
-from helpers import run_python
-
-PRELUDE = """
-import gc, sys, threading
-import numpy as np
-import rknnx
-from rknnx import _core as C
-from rknnx.emulator import samples
-TINY = samples.tiny_relu()
-"""
-
-
-def probe(code: str) -> str:
-    """Run `code` in a fresh interpreter on the emulator; it must exit cleanly."""
-    proc = run_python(PRELUDE + textwrap.dedent(code), env={"RKNNX_RUNTIME": "emulator"})
-    assert proc.returncode == 0, (f"probe died with status {proc.returncode}\n"
-                                  f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
-    return proc.stdout
+from helpers import probe
 
 
 HUGE = [
