@@ -49,6 +49,11 @@ class ZeroCopySession:
     input_dtypes : dtype or sequence of dtypes, optional
         The element type of each input view (default: uint8 for a quantized 4-D image
         input, else the model's type); the runtime converts on the NPU side.
+    inputs : {"logical", "native"}
+        The input views in the model's layout (default), or in the NPU's own layout and
+        type (``NATIVE_INPUT_ATTR``: e.g. int8 NHWC with padded rows, or NC1HWC2 for
+        other channel counts), which the runtime takes as it is: write data already
+        normalized and quantized (``rknnx.lowlevel.quantize``, ``nchw_to_nc1hwc2``).
     cacheable : bool
         Allocate cacheable memory (the default, fast for the CPU) or non-cacheable memory
         (coherent: no sync ever needed, slow CPU reads).
@@ -68,9 +73,16 @@ class ZeroCopySession:
     """
 
     def __init__(self, model, *, outputs: str = "float32", input_dtypes=None,
-                 cacheable: bool = True, flags: int = 0, sync: bool = True):
+                 cacheable: bool = True, flags: int = 0, sync: bool = True,
+                 inputs: str = "logical"):
         if outputs not in _OUTPUT_KINDS:
             raise ValueError(f"outputs must be one of {_OUTPUT_KINDS}; got {outputs!r}")
+        if inputs not in ("logical", "native"):
+            raise ValueError(f"inputs must be 'logical' or 'native'; got {inputs!r}")
+        if inputs == "native" and input_dtypes is not None:
+            raise ValueError("inputs='native' takes the model's own types: leave input_dtypes "
+                             "out")
+        self.input_kind = inputs
         self._ctx = None
         self._model = model
         self.output_kind = outputs
@@ -128,6 +140,12 @@ class ZeroCopySession:
         return mem
 
     def _in_attr(self, i: int):
+        if self.input_kind == "native":
+            cmd = (_ll.QueryCmd.CURRENT_NATIVE_INPUT_ATTR if self._model.dynamic
+                   else _ll.QueryCmd.NATIVE_INPUT_ATTR)
+            a = self._ctx.query(cmd, i)
+            a.pass_through = True          # taken as it is: no conversion by the runtime
+            return a
         a = self._ctx.input_attrs[i]
         a.type = _ll.type_of_dtype(self._in_dtypes[i])
         return a

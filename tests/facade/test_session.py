@@ -290,3 +290,46 @@ def test_native_outputs_read_as_the_general_flows(models, platform):
             s.read(3)
         with pytest.raises(ValueError, match="layout must be 'NCHW' or 'NHWC'; got 'NC1HWC2'"):
             s.read(0, layout="nc1hwc2")
+
+
+# ---- native inputs --------------------------------------------------------------------------
+@pytest.mark.parametrize("platform", ["RK3588", "RK3566"])
+def test_native_image_input_takes_quantized_data_as_it_is(models, platform):
+    from helpers import to_model
+
+    from rknnx.emulator import reference
+
+    m = models.open("detector", platform)
+    xs = user_inputs(m, np.random.default_rng(10))
+    want = m.run(*xs)
+    md = reference.as_model(model_bytes("detector", platform))
+    q = to_model(md.tensors[md.inputs[0]], xs[0])       # normalized and quantized, NHWC
+    with m.zero_copy(inputs="native") as s:
+        assert s.input_kind == "native" and s.input_attrs[0].layout == "NHWC"
+        assert s.inputs[0].dtype == np.int8
+        s.inputs[0][...] = q
+        s.run()
+        np.testing.assert_allclose(s.outputs[0], want[0], rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("platform", ["RK3588", "RK3566"])
+def test_native_nc1hwc2_input_written_with_the_kernel(emu, platform):
+    b = ModelBuilder(platform)
+    x = b.input("x", (1, 6, 5, 5), "int8", fmt="NHWC", scale=0.05, zp=3)
+    b.output(b.relu(x))
+    emu.set_platform(platform)
+    q = np.random.default_rng(11).integers(-128, 128, (1, 6, 5, 5), dtype=np.int8)  # NHWC
+    model = b.build()
+    want = expected_outputs(model, [q], False)[0]          # q as codes of the model's input
+    with rknnx.Model(model) as m:
+        with m.zero_copy(inputs="native", outputs="raw") as s:
+            native = s.inputs[0]
+            assert s.input_attrs[0].layout == "NC1HWC2" and native.ndim == 5
+            ll.nchw_to_nc1hwc2(q, native.shape[-1], layout="NHWC", out=native)
+            s.run()
+            np.testing.assert_array_equal(s.outputs[0], want)
+            del native
+        with pytest.raises(ValueError, match="inputs='native' takes the model's own types"):
+            m.zero_copy(inputs="native", input_dtypes=np.uint8)
+        with pytest.raises(ValueError, match="inputs must be 'logical' or 'native'; got 'raw'"):
+            m.zero_copy(inputs="raw")
