@@ -70,13 +70,39 @@ cdef inline void _outputs_got(Context self, uint64_t frame_id) noexcept:
         self._flow_set_by = b"outputs_get()"
 
 
-cdef int _check_out_buffer(TensorAttr a, bint wf, str label, Py_buffer* v) except -1:
-    """Check a caller's buffer for output `a`: dtype, exact size and shape of what
-    rknn_outputs_get writes."""
+cdef bint _same_shape_but_ones(const Py_buffer* v, const _Layout* lay) noexcept:
+    """The buffer's shape is the layout's, size-1 dimensions aside (a 1-D or 0-D buffer is
+    judged by its size alone)."""
+    cdef int i = 0, j = 0
+    if v.ndim <= 1:
+        return True
+    while True:
+        while i < v.ndim and v.shape[i] == 1:
+            i += 1
+        while j < lay.ndim and lay.shape[j] == 1:
+            j += 1
+        if i == v.ndim or j == lay.ndim:
+            return i == v.ndim and j == lay.ndim
+        if v.shape[i] != lay.shape[j]:
+            return False
+        i += 1
+        j += 1
+
+
+cdef str _out_label(uint32_t i, TensorAttr a):
+    return f"out[{i}] (output {a.name!r})"
+
+
+cdef int _check_out_buffer(TensorAttr a, bint wf, uint32_t i, Py_buffer* v) except -1:
+    """Check a caller's buffer for output `a` (number `i`): dtype, exact size and shape of
+    what rknn_outputs_get writes.  The message's label is made only when one is raised."""
     cdef _Layout lay
     cdef int t
     _output_layout(a, wf, &lay)
     t = RKNN_TENSOR_FLOAT32 if wf else a.c.type
+    if _type_of_format(v.format) == t and v.len == lay.nbytes and _same_shape_but_ones(v, &lay):
+        return 0
+    label = _out_label(i, a)
     if _type_of_format(v.format) != t:
         raise ValueError(f"{label} must be {dtype_of(t)} for "
                          f"want_float={wf}, got buffer format "
@@ -121,18 +147,17 @@ cdef list _outputs_into(Context self, object out, bint wf, unsigned long long ge
     try:
         for i in range(n):
             a = self._out_attrs[i]
-            label = f"out[{i}] (output {a.name!r})"
             try:
                 PyObject_GetBuffer(outs[i], &views[i],
                                    PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
             except (BufferError, ValueError) as e:
-                raise ValueError(f"{label} must be a writable C-contiguous buffer: {e}") \
-                    from None
+                raise ValueError(f"{_out_label(i, a)} must be a writable C-contiguous "
+                                 f"buffer: {e}") from None
             except TypeError:
-                raise TypeError(f"{label}: expected a writable buffer (numpy array), "
-                                f"got {type(outs[i]).__name__}") from None
+                raise TypeError(f"{_out_label(i, a)}: expected a writable buffer (numpy "
+                                f"array), got {type(outs[i]).__name__}") from None
             nviews += 1
-            _check_out_buffer(a, wf, label, &views[i])
+            _check_out_buffer(a, wf, i, &views[i])
             arr[i].want_float = wf
             arr[i].is_prealloc = 1
             arr[i].index = i
