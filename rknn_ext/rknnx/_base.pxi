@@ -188,6 +188,14 @@ cdef class _ContextBase:
             self._release()
             return 0
         self._closing = True
+        try:
+            # again under the lock: a borrower that claimed our weights while we waited
+            # for it (Context(share_weights_with=) claims them before its rknn_init)
+            self._close_check()
+        except BaseException:
+            self._closing = False
+            self._release()
+            raise
         mems = [m for m in self._mems if m.mem != NULL]
         groups = self._open_groups()
         self._release()

@@ -70,7 +70,6 @@ cdef int _model_bytes(object model, Py_buffer* view) except -1:
 cdef int _context_init(Context self, object model, object flags, object share_weights_with,
                        object model_mem, object model_offset, object model_size) except -1:
     """Context.__init__: check the arguments, then rknn_init with the GIL released."""
-    global _live_contexts
     cdef Context src = None
     cdef TensorMem mm = None
     cdef rknn_init_extend ext
@@ -78,27 +77,58 @@ cdef int _context_init(Context self, object model, object flags, object share_we
     cdef uint32_t cflags
     cdef void* ptr = NULL
     cdef uint32_t size = 0
-    cdef Py_buffer view
-    cdef bint have_view = False
-    cdef bytes path
-    cdef rknn_context h = 0
-    cdef int ret
     if self.ctx != 0:
         raise RuntimeError("Context is already initialized")
     cflags = _u32(flags, "flags")
     ensure_runtime()
     require(<void*>_api.rknn_init, b"rknn_init")
     memset(&ext, 0, sizeof(ext))
+    if model_mem is not None and model is not None:
+        raise ValueError("pass either model or model_mem, not both")
+    # The weights' source and the model's memory are claimed right after their checks,
+    # with the GIL held all along: a close() in another thread then sees the claim and
+    # refuses, instead of freeing them while rknn_init (GIL released) reads them.  The
+    # claims are given back if the init fails.
     if share_weights_with is not None:
         src = _weights_source(share_weights_with, &ext)
+        src._weight_borrowers += 1
         pext = &ext
         cflags |= RKNN_FLAG_SHARE_WEIGHT_MEM
-    if model_mem is not None:
-        mm = _model_mem_source(model_mem, model_offset, model_size, &ext, &ptr, &size)
-        pext = &ext
-        cflags |= RKNN_FLAG_MODEL_BUFFER_ZERO_COPY
-        if model is not None:
-            raise ValueError("pass either model or model_mem, not both")
+    try:
+        if model_mem is not None:
+            mm = _model_mem_source(model_mem, model_offset, model_size, &ext, &ptr, &size)
+            if mm._closing:
+                mm = None
+                raise ValueError("Context(model_mem=...): the TensorMem is being closed")
+            mm._pins += 1
+            pext = &ext
+            cflags |= RKNN_FLAG_MODEL_BUFFER_ZERO_COPY
+        _context_init_call(self, model, mm is not None, cflags, pext, ptr, size)
+    except BaseException:
+        if src is not None:
+            src._weight_borrowers -= 1
+        if mm is not None:
+            mm._pins -= 1
+        raise
+    if mm is not None:
+        self._model_mem = mm
+    if src is not None:
+        self._weights_from = src
+    return 0
+
+
+cdef int _context_init_call(Context self, object model, bint from_mem, uint32_t cflags,
+                            rknn_init_extend* pext, void* ptr, uint32_t size) except -1:
+    """rknn_init of a model path or bytes (or, with `from_mem`, of `ptr`/`size` already
+    pointing into the model's memory), counted as a live context from before the call."""
+    global _live_contexts
+    cdef Py_buffer view
+    cdef bint have_view = False
+    cdef bytes path
+    cdef rknn_context h = 0
+    cdef int ret
+    if from_mem:
+        pass
     elif model is None:
         raise TypeError("Context() needs a model: a path, the model bytes, or model_mem=")
     elif isinstance(model, (str, _os.PathLike)):
@@ -138,12 +168,6 @@ cdef int _context_init(Context self, object model, object flags, object share_we
     self.flags = cflags
     self._counted = True
     self._note_chip()
-    if mm is not None:
-        self._model_mem = mm
-        mm._pins += 1
-    if src is not None:
-        self._weights_from = src
-        src._weight_borrowers += 1
     return 0
 
 
