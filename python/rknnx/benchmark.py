@@ -282,6 +282,13 @@ def general_flow(model, raw: bool, iterations: int, warmup: int,
     out = [np.empty(a.shape, a.dtype) for a in model.run(*xs, raw=raw)]
     run = model.run
     frame = frame_loop(lambda: run(*xs, raw=raw, out=out), iterations, warmup, counters)
+    if not model._general:
+        # a chip without the general API (RV1106 ...): model.run goes through zero-copy
+        # memory, and there are no rknn_inputs_set / rknn_outputs_get phases to time
+        record = combine(frame, {"phases": {}, "run_cpu_ns": 0.0})
+        record["note"] = (f"{model.chip} has no general API: model.run copies through "
+                          "zero-copy memory")
+        return record
     ctx = model._new_context()
     try:
         prepared, _ = model.prepare_inputs(xs)
@@ -454,7 +461,8 @@ def format_table(result: Dict[str, Any]) -> str:
              f" | rknnx {m.get('rknnx', '?')} | "
              f"{'emulator' if m.get('is_emulator') else 'librknnrt'} {m.get('sdk_version', '')}"
              f" | {m.get('chip', '')}")
-    return title + "\n" + "\n".join(lines)
+    notes = sorted({f["note"] for f in result["flows"].values() if f.get("note")})
+    return title + "\n" + "\n".join(lines) + "".join(f"\n({n})" for n in notes)
 
 
 def _pyplot():

@@ -135,6 +135,15 @@ def test_doctor():
     (("run", "--sample", "multi_io"),
      "rknnx run: error: the model has 3 input(s) (image, feat, seq); got 0 --input"),
     (("info",), "rknnx info: error: give a MODEL file (or --sample NAME)"),
+    (("info", "/"), "rknnx info: error: '/' is a directory, not a model file"),
+    (("doctor", "--model", "missing.rknn"),
+     "rknnx doctor: error: model file 'missing.rknn' does not exist"),
+    (("emulator", "--write-samples", "unused", "--target", "RK9999"),
+     "rknnx emulator: error: --target 'RK9999' is not a chip rknnx knows; expected one of"),
+    (("bench", "--sample", "tiny_relu", "--plot", "out.txt"),
+     "rknnx bench: error: --plot writes a PNG: give a FILE.png, got 'out.txt'"),
+    (("bench", "--sample", "tiny_relu", "--seconds", "-1"),
+     "rknnx bench: error: --seconds must be > 0; got -1.0"),
 ])
 def test_user_errors_are_one_line(args, message):
     proc = cli(*args)
@@ -185,3 +194,14 @@ def test_readme_first_command_is_the_main_job():
     proc = cli("bench", "--sample", "classifier", "-n", "3", "--warmup", "1")
     assert proc.returncode == 0, proc.stderr
     assert "general-float32" in proc.stdout and "zero-copy vs general:" in proc.stdout
+
+
+def test_bench_on_a_chip_without_the_general_api():
+    proc = cli("bench", "--sample", "tiny_relu", "-n", "5", env={**ENV, "RKNN_EMU_PLATFORM": "RV1106"})
+    assert proc.returncode == 0, proc.stderr
+    assert "(RV1106 has no general API: model.run copies through zero-copy memory)" in proc.stdout
+
+
+def test_help_says_the_whole_first_paragraph():
+    proc = cli("doctor", "--help")
+    assert "what to do about anything missing" in " ".join(proc.stdout.split())

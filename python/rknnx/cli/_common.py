@@ -60,9 +60,21 @@ def model_source(args):
         return maker(target=info.get("platform") or "RK3588")
     if not args.model:
         raise UserError("give a MODEL file (or --sample NAME)")
-    if not os.path.isfile(args.model):
-        raise UserError(f"model file {args.model!r} does not exist")
+    check_model_path(args.model)
     return args.model
+
+
+def check_model_path(path: str) -> None:
+    """UserError unless `path` is a file (saying when it is a directory)."""
+    if os.path.isdir(path):
+        raise UserError(f"{path!r} is a directory, not a model file")
+    if not os.path.isfile(path):
+        raise UserError(f"model file {path!r} does not exist")
+
+
+def help_text(doc: str) -> str:
+    """A sub-command's description: the first paragraph of its module docstring."""
+    return " ".join(doc.strip().split("\n\n")[0].split()).replace("``", "")
 
 
 def _name(args) -> str:

@@ -6,9 +6,11 @@ C baselines, frame sizes, pools and detector frames is ``bench/`` in the source 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
-from rknnx.cli._common import add_model_arguments, load_runtime, open_model
+from rknnx.cli._common import (UserError, add_model_arguments, help_text, load_runtime,
+                               open_model)
 
 
 def _iterations(model, seconds: float) -> int:
@@ -49,6 +51,15 @@ def verdict(result) -> str:
 def run(args) -> int:
     from rknnx import benchmark
 
+    if args.iterations is not None and args.iterations < 1:
+        raise UserError(f"--iterations must be >= 1; got {args.iterations}")
+    if args.seconds <= 0:
+        raise UserError(f"--seconds must be > 0; got {args.seconds}")
+    if args.plot and not args.plot.lower().endswith(".png"):
+        raise UserError(f"--plot writes a PNG: give a FILE.png, got {args.plot!r}")
+    for path in (args.plot, args.json if args.json != "-" else None):
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            raise UserError(f"the folder of {path!r} does not exist")
     load_runtime()
     with open_model(args) as model:
         iterations = args.iterations or _iterations(model, args.seconds)
@@ -76,7 +87,7 @@ def run(args) -> int:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("bench", help="general vs zero-copy flow, phase by phase",
-                       description=__doc__.splitlines()[0].replace("``", ""))
+                       description=help_text(__doc__))
     add_model_arguments(p)
     p.add_argument("--iterations", "-n", type=int, default=None,
                    help="frames per flow (default: what fits in --seconds)")

@@ -11,6 +11,8 @@ import glob
 import os
 import sys
 
+from rknnx.cli._common import help_text
+
 _NODES = ("/dev/dri/renderD*", "/dev/rknpu*", "/sys/kernel/debug/rknpu")
 
 
@@ -37,6 +39,10 @@ def run(args) -> int:
             os.environ.get("RKNNX_RUNTIME") != "emulator":
         fallback = True
     model = args.model
+    if model is not None:
+        from rknnx.cli._common import check_model_path
+
+        check_model_path(model)
     if model is None and info["is_emulator"]:
         from rknnx.emulator import samples
 
@@ -94,7 +100,7 @@ def run(args) -> int:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("doctor", help="show the runtime, the chip and what it supports",
-                       description=__doc__.splitlines()[0].replace("``", ""))
+                       description=help_text(__doc__))
     p.add_argument("--strict", action="store_true",
                    help="fail instead of falling back to the emulator")
     p.add_argument("--model", metavar="FILE",

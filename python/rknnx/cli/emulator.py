@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from rknnx.cli._common import UserError
+from rknnx.cli._common import UserError, help_text
 
 
 def include_dir() -> str:
@@ -25,6 +25,13 @@ def run(args) -> int:
     libdir = os.path.dirname(lib)
     inc = include_dir()
     if args.write_samples:
+        from rknnx import platforms
+
+        try:
+            args.target = platforms.normalize_chip(args.target)
+        except ValueError:
+            raise UserError(f"--target {args.target!r} is not a chip rknnx knows; expected "
+                            f"one of {', '.join(platforms.CHIPS)}") from None
         os.makedirs(args.write_samples, exist_ok=True)
         for name, maker in sorted(samples.ALL.items()):
             path = os.path.join(args.write_samples, f"{name}.rknn")
@@ -42,7 +49,7 @@ def run(args) -> int:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("emulator", help="where the CPU emulator and headers are; sample models",
-                       description=__doc__.splitlines()[0].replace("``", ""))
+                       description=help_text(__doc__))
     p.add_argument("--write-samples", metavar="DIR",
                    help="write every sample model (.rknn for the emulator) into DIR")
     p.add_argument("--target", default="RK3588",

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from rknnx.cli._common import add_model_arguments, fmt_shape, human_bytes, load_runtime, open_model
+from rknnx.cli._common import (add_model_arguments, fmt_shape, help_text, human_bytes,
+                               load_runtime, open_model)
 
 
 def describe(model) -> dict:
@@ -95,7 +96,7 @@ def run(args) -> int:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("info", help="describe a model: tensors, layouts, memory, versions",
-                       description=__doc__.splitlines()[0].replace("``", ""))
+                       description=help_text(__doc__))
     add_model_arguments(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=run)

@@ -8,13 +8,16 @@ import time
 
 import numpy as np
 
-from rknnx.cli._common import UserError, add_model_arguments, fmt_shape, load_runtime, open_model
+from rknnx.cli._common import (UserError, add_model_arguments, fmt_shape, help_text,
+                               load_runtime, open_model)
 
 _IMAGE_EXT = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm")
 
 
 def read_input(path: str, info) -> np.ndarray:
     """A .npy array, or an image as uint8 HWC (RGB) resized to the input when it differs."""
+    if os.path.isdir(path):
+        raise UserError(f"input {path!r} is a directory, not a file")
     if not os.path.isfile(path):
         raise UserError(f"input file {path!r} does not exist")
     if path.lower().endswith(".npy"):
@@ -48,6 +51,8 @@ def summary(i: int, name: str, a: np.ndarray) -> str:
 
 
 def run(args) -> int:
+    if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise UserError(f"--out {args.out!r} exists and is not a directory")
     load_runtime()
     with open_model(args) as model:
         if len(args.input) != len(model.inputs):
@@ -83,7 +88,7 @@ def _safe(name: str) -> str:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("run", help="run a model on .npy arrays or images, save the outputs",
-                       description=__doc__.splitlines()[0].replace("``", ""))
+                       description=help_text(__doc__))
     add_model_arguments(p)
     p.add_argument("--input", "-i", action="append", default=[], metavar="FILE",
                    help="an input (.npy, or an image for a pixel input); once per input")
