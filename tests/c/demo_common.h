@@ -64,6 +64,17 @@ static inline void demo_write_file(const char *prefix, unsigned idx, const void 
     fclose(f);
 }
 
+/* One attribute, printed with the header's string helpers as the vendor examples do. */
+static inline void demo_dump_attr(const char *kind, const rknn_tensor_attr *a)
+{
+    printf("%s %u: name=%s n_dims=%u dims=[", kind, a->index, a->name, a->n_dims);
+    for (uint32_t d = 0; d < a->n_dims; d++)
+        printf(d ? ", %u" : "%u", a->dims[d]);
+    printf("] n_elems=%u size=%u fmt=%s type=%s qnt_type=%s zp=%d scale=%f\n", a->n_elems,
+           a->size, get_format_string(a->fmt), get_type_string(a->type),
+           get_qnt_type_string(a->qnt_type), a->zp, a->scale);
+}
+
 static inline void demo_prologue(rknn_context ctx, rknn_input_output_num *io,
                                  rknn_tensor_attr **in_attrs, rknn_tensor_attr **out_attrs,
                                  int out_query)
@@ -79,10 +90,12 @@ static inline void demo_prologue(rknn_context ctx, rknn_input_output_num *io,
     for (uint32_t i = 0; i < io->n_input; i++) {
         (*in_attrs)[i].index = i;
         CHECK(rknn_query(ctx, RKNN_QUERY_INPUT_ATTR, &(*in_attrs)[i], sizeof(rknn_tensor_attr)));
+        demo_dump_attr("input", &(*in_attrs)[i]);
     }
     for (uint32_t i = 0; i < io->n_output; i++) {
         (*out_attrs)[i].index = i;
         CHECK(rknn_query(ctx, (rknn_query_cmd)out_query, &(*out_attrs)[i], sizeof(rknn_tensor_attr)));
+        demo_dump_attr("output", &(*out_attrs)[i]);
     }
     rknn_custom_string cs;
     CHECK(rknn_query(ctx, RKNN_QUERY_CUSTOM_STRING, &cs, sizeof cs));

@@ -98,6 +98,8 @@ def test_c_demo(programs, tmp_path, prog, chip, which):
         return
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "rknnx-emulator" in proc.stdout
+    # the attributes printed with the header's helpers, as the vendor examples do
+    assert "fmt=NHWC type=INT8 qnt_type=AFFINE" in proc.stdout
     check_outputs(model, users, tmp_path)
 
 
@@ -111,3 +113,22 @@ def test_c_demo_copies(programs, tmp_path):
         assert "(in 0, out 0," in proc.stdout
     proc = run_program(programs["general_flow"], model, users, tmp_path, "RK3588")
     assert "synced 0)" in proc.stdout
+
+
+@pytest.mark.parametrize("layout", ["normal", "native"])
+@pytest.mark.parametrize("chip", ["RK3588", "RK3566"])
+def test_matmul_demo_call_order(tmp_path, chip, layout):
+    """The vendor matmul example's calls, in its order, compiled with -I include/rknnx only:
+    int8 x int8 -> int32 against the product computed in C."""
+    lib = library_path()
+    libdir = str(lib.parent)
+    exe = compile_c([os.path.join(HERE, "c", "matmul_demo.c")], tmp_path / "matmul_demo",
+                    flags=[f"-L{libdir}", f"-Wl,-rpath,{libdir}"], libs=["-lrknnrt"])
+    env = dict(os.environ, RKNN_EMU_PLATFORM=chip, RKNN_LOG_LEVEL="0")
+    proc = subprocess.run([str(exe), "4", "64", "32", layout], capture_output=True, text=True,
+                          env=env, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "matmul type: RKNN_INT8_MM_INT8_TO_INT32" in out
+    assert "A: name=" in out and "type=INT8" in out and "type=INT32" in out
+    assert out.strip().endswith("max abs diff 0")
