@@ -10,21 +10,9 @@
  * rknn_destroy_mem, rknn_matmul_destroy.  Prints "max abs diff D" and exits 0 when D is 0.
  */
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "rknn_api.h"
+#include "demo_common.h"           /* CHECK; rknn_api.h */
 #include "rknn_matmul_api.h"
-
-#define CHECK(call)                                                                   \
-    do {                                                                              \
-        int _rc = (call);                                                             \
-        if (_rc != RKNN_SUCC) {                                                       \
-            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, _rc); \
-            exit(2);                                                                  \
-        }                                                                             \
-    } while (0)
 
 static void dump(const char *which, const rknn_matmul_tensor_attr *a)
 {
