@@ -1,7 +1,9 @@
 """The vectorised paths of the layout and quantization kernels (contiguous runs of 16 and
-more elements, h and w taken as one run of pixels, the 16x16 transposes both ways) equal
-their numpy expressions bit for bit, on the values where a shortcut would differ: ties,
-NaN, infinities, huge values, odd and out-of-range zero points, runs that end mid-vector."""
+more elements, h and w taken as one run of pixels, the 16x16 transposes both ways, the
+dequantizing paths: AVX2 where the processor has it, the 128-bit one the boards' NEON takes,
+the plain expression) equal their numpy expressions bit for bit, on the values where a
+shortcut would differ: ties, NaN, infinities, huge values, odd and out-of-range zero points,
+runs that end mid-vector, results that do not start on a vector boundary."""
 
 from __future__ import annotations
 
@@ -10,6 +12,14 @@ import pytest
 
 from rknnx import _core as k
 from rknnx.emulator import reference
+
+
+@pytest.fixture(params=k._kernel_paths())
+def path(request):
+    """Each dequantizing path this build and processor have, the widest restored after."""
+    before = k._kernel_path(request.param)
+    yield request.param
+    k._kernel_path(before)
 
 
 def bits(a):
@@ -64,7 +74,7 @@ def test_quantize_per_channel_contiguous_rows_equal_reference():
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8])
 @pytest.mark.parametrize("zp", [0, -3, 7, 300, -2**23 - 1])
-def test_dequantize_contiguous_runs_equal_numpy(dtype, zp):
+def test_dequantize_contiguous_runs_equal_numpy(dtype, zp, path):
     rng = np.random.default_rng(1)
     q = rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max + 1, 4099, dtype=dtype)
     q[:256] = np.arange(256).astype(np.uint8).view(dtype)
@@ -83,18 +93,18 @@ def np_nc1hwc2(src, channels):
 
 # h x w with h * w >= 16 but w < 16 (one merged run), w a multiple of 16, odd sizes
 SHAPES = [(1, 2, 5, 4, 16), (2, 3, 3, 7, 16), (1, 1, 20, 20, 16), (1, 2, 2, 16, 32),
-          (1, 1, 1, 17, 16), (1, 2, 9, 3, 32)]
+          (1, 1, 1, 17, 16), (1, 2, 9, 3, 32), (1, 3, 1, 21, 16), (1, 1, 8, 8, 16)]
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("signed", [True, False])
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
-def test_nc1hwc2_merged_runs_equal_numpy(shape, signed, layout):
+def test_nc1hwc2_merged_runs_equal_numpy(shape, signed, layout, path):
     dt = np.int8 if signed else np.uint8
     rng = np.random.default_rng(sum(shape))
     src = rng.integers(np.iinfo(dt).min, np.iinfo(dt).max + 1, shape, dtype=dt)
     c = shape[1] * shape[4] - 3
-    for sc, zp in ((0.0625, -3), (0.37, 11)):
+    for sc, zp in ((0.0625, -3), (0.37, 11), (0.5, 2**22 + 1)):
         want = (np_nc1hwc2(src, c).astype(np.float32) - np.float32(zp)) * np.float32(sc)
         raw = np_nc1hwc2(src, c)
         if layout == "NHWC":
@@ -108,6 +118,38 @@ def test_nc1hwc2_merged_runs_equal_numpy(shape, signed, layout):
         got = k.nc1hwc2_to_nchw(padded[:, :, :, :shape[3]], c, layout=layout, scale=sc,
                                 zero_point=zp)
         assert_bits(got, np.ascontiguousarray(want))
+
+
+@pytest.mark.parametrize("offset", range(0, 32, 4))
+def test_dequantized_results_at_every_vector_offset_equal_numpy(offset, path):
+    """out= views starting at each float of a 32-byte vector: the kernels' first, shifted
+    block and the aligned ones after it write every value once, right."""
+    rng = np.random.default_rng(offset)
+    src = rng.integers(-128, 128, (1, 2, 5, 9, 16), dtype=np.int8)
+    want = (np_nc1hwc2(src, 29).astype(np.float32) + np.float32(5)) * np.float32(0.3)
+    buf = np.zeros(want.size * 4 + 64, np.uint8)
+    start = -buf.ctypes.data % 32 + offset
+    out = buf[start:start + want.nbytes].view(np.float32).reshape(want.shape)
+    got = k.nc1hwc2_to_nchw(src, 29, scale=0.3, zero_point=-5, out=out)
+    assert got is out
+    assert_bits(out, want)
+    q = rng.integers(-128, 128, 203, dtype=np.int8)
+    flat = buf[start:start + 4 * q.size].view(np.float32)
+    k.dequantize(q, 0.3, -5, out=flat)
+    assert_bits(flat, (q.astype(np.float32) + np.float32(5)) * np.float32(0.3))
+
+
+def test_kernel_path_is_set_and_restored():
+    have = k._kernel_paths()
+    assert have[:2] == ("plain", "vector128")
+    before = k._kernel_path("plain")
+    try:
+        assert k._kernel_path() == "plain"
+        with pytest.raises(ValueError, match="path must be one of"):
+            k._kernel_path("avx512")
+    finally:
+        k._kernel_path(before)
+    assert k._kernel_path() == have[-1]
 
 
 @pytest.mark.parametrize("shape", [(1, 30, 5, 4), (2, 16, 4, 4), (1, 33, 20, 20),
