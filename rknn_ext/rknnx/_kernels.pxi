@@ -263,6 +263,7 @@ cdef extern from *:
        256-bit store.  The boards' NEON has 128-bit registers only. */
     #if RKNNX_K_VQ && defined(__x86_64__)
     #define RKNNX_K_AVX2 1
+    #include <cpuid.h>
     typedef unsigned char rknnx_k_v32b __attribute__((vector_size(32)));
     typedef unsigned short rknnx_k_v16h __attribute__((vector_size(32)));
     typedef float rknnx_k_v8f __attribute__((vector_size(32)));
@@ -274,9 +275,25 @@ cdef extern from *:
     #define RKNNX_K_HI16X2 4, 20, 5, 21, 6, 22, 7, 23, 12, 28, 13, 29, 14, 30, 15, 31
     #define RKNNX_K_CAT16 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, \
         19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31
+    /* CPUID: AVX2, and AVX with the YMM state enabled by the OS (XGETBV); asked once
+       (every thread finds the same answer).  Not __builtin_cpu_supports: its table is
+       not filled in every toolchain's shared libraries (zig's, which builds the wheels). */
     static int rknnx_k_have_avx2(void)
     {
-        return __builtin_cpu_supports("avx2");
+        static int have = -1;
+        int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
+        if (h < 0) {
+            unsigned a, b, c, d, lo, hi;
+            h = 0;
+            if (__get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 27)) && (c & (1u << 28))) {
+                __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+                if ((lo & 6u) == 6u && __get_cpuid_count(7, 0, &a, &b, &c, &d)
+                        && (b & (1u << 5)))
+                    h = 1;
+            }
+            __atomic_store_n(&have, h, __ATOMIC_RELAXED);
+        }
+        return h;
     }
     /* pixel a in the low lane, pixel b in the high one, flipped */
     __attribute__((target("avx2")))
@@ -637,6 +654,26 @@ cdef extern from *:
     #if RKNNX_K_TILES
     /* Dequantize W >= 4 pixels of 16 codes (flipped by flip) into kmax rows of float32
        (row stride dk bytes): see above. */
+    /* q: 4 channels x 4 pixels of codes -> the first n (<= 4) of those channel rows */
+    static inline void rknnx_k_rows4(rknnx_k_v16 q, rknnx_k_v4f b, rknnx_k_v4f sc, char *d,
+                                     ptrdiff_t dk, ptrdiff_t n)
+    {
+        rknnx_k_v4f f[4];
+        rknnx_k_codes4x4(q, b, sc, f);
+        if (n >= 4) {
+            memcpy(d, &f[0], 16);
+            memcpy(d + dk, &f[1], 16);
+            memcpy(d + 2 * dk, &f[2], 16);
+            memcpy(d + 3 * dk, &f[3], 16);
+            return;
+        }
+        if (n > 0)
+            memcpy(d, &f[0], 16);
+        if (n > 1)
+            memcpy(d + dk, &f[1], 16);
+        if (n > 2)
+            memcpy(d + 2 * dk, &f[2], 16);
+    }
     static int rknnx_k_quads16(const unsigned char *src, ptrdiff_t sw, ptrdiff_t W, char *dst,
                                ptrdiff_t dk, ptrdiff_t kmax, float zp, float sc,
                                unsigned char flip)
@@ -649,32 +686,31 @@ cdef extern from *:
         for (;;) {
             if (w0 + 4 > W)
                 w0 = W - 4;                  /* the last quad overlaps the one before */
-            rknnx_k_v16 p[4], q[4];
-            for (int j = 0; j < 4; j++) {
-                memcpy(&p[j], src + (w0 + j) * sw, 16);
-                p[j] ^= vf;
-            }
+            const unsigned char *s0 = src + w0 * sw;
+            rknnx_k_v16 p0, p1, p2, p3;
+            memcpy(&p0, s0, 16);
+            memcpy(&p1, s0 + sw, 16);
+            memcpy(&p2, s0 + 2 * sw, 16);
+            memcpy(&p3, s0 + 3 * sw, 16);
+            p0 ^= vf;
+            p1 ^= vf;
+            p2 ^= vf;
+            p3 ^= vf;
             /* a*: pixels 0 and 1 interleaved (16-bit pairs), b*: pixels 2 and 3 */
-            rknnx_k_v8h a0 = (rknnx_k_v8h)__builtin_shufflevector(p[0], p[1], RKNNX_K_LO8);
-            rknnx_k_v8h a1 = (rknnx_k_v8h)__builtin_shufflevector(p[0], p[1], RKNNX_K_HI8);
-            rknnx_k_v8h b0 = (rknnx_k_v8h)__builtin_shufflevector(p[2], p[3], RKNNX_K_LO8);
-            rknnx_k_v8h b1 = (rknnx_k_v8h)__builtin_shufflevector(p[2], p[3], RKNNX_K_HI8);
-            /* q[g]: channels 4g..4g+3, each as the codes of pixels 0..3 */
-            q[0] = (rknnx_k_v16)__builtin_shufflevector(a0, b0, RKNNX_K_LO16);
-            q[1] = (rknnx_k_v16)__builtin_shufflevector(a0, b0, RKNNX_K_HI16);
-            q[2] = (rknnx_k_v16)__builtin_shufflevector(a1, b1, RKNNX_K_LO16);
-            q[3] = (rknnx_k_v16)__builtin_shufflevector(a1, b1, RKNNX_K_HI16);
-            for (int g = 0; g < 4; g++) {
-                rknnx_k_v4f f[4];
-                rknnx_k_codes4x4(q[g], vb, vs, f);
-                if (kmax == 16) {
-                    for (int j = 0; j < 4; j++)
-                        memcpy((float *)(dst + (4 * g + j) * dk) + w0, &f[j], 16);
-                } else {
-                    for (int j = 0; j < 4 && 4 * g + j < kmax; j++)
-                        memcpy((float *)(dst + (4 * g + j) * dk) + w0, &f[j], 16);
-                }
-            }
+            rknnx_k_v8h a0 = (rknnx_k_v8h)__builtin_shufflevector(p0, p1, RKNNX_K_LO8);
+            rknnx_k_v8h a1 = (rknnx_k_v8h)__builtin_shufflevector(p0, p1, RKNNX_K_HI8);
+            rknnx_k_v8h b0 = (rknnx_k_v8h)__builtin_shufflevector(p2, p3, RKNNX_K_LO8);
+            rknnx_k_v8h b1 = (rknnx_k_v8h)__builtin_shufflevector(p2, p3, RKNNX_K_HI8);
+            /* channels 4g..4g+3, each as the codes of pixels 0..3 */
+            char *d = dst + w0 * 4;
+            rknnx_k_rows4((rknnx_k_v16)__builtin_shufflevector(a0, b0, RKNNX_K_LO16),
+                          vb, vs, d, dk, kmax);
+            rknnx_k_rows4((rknnx_k_v16)__builtin_shufflevector(a0, b0, RKNNX_K_HI16),
+                          vb, vs, d + 4 * dk, dk, kmax - 4);
+            rknnx_k_rows4((rknnx_k_v16)__builtin_shufflevector(a1, b1, RKNNX_K_LO16),
+                          vb, vs, d + 8 * dk, dk, kmax - 8);
+            rknnx_k_rows4((rknnx_k_v16)__builtin_shufflevector(a1, b1, RKNNX_K_HI16),
+                          vb, vs, d + 12 * dk, dk, kmax - 12);
             if (w0 + 4 >= W)
                 return 1;
             w0 += 4;
