@@ -716,7 +716,54 @@ cdef extern from *:
             w0 += 4;
         }
     }
+    /* The same for blocks of 8 channels (int8 on RK3566/RK3568): each pixel's 8 codes
+       loaded into the low half of a register, pixels 0/1 and 2/3 interleaved, then one
+       interleave gives channels 0..3 and 4..7 as 4 codes each: 23 vector operations per 16
+       values.  0 when this path is not to be taken (then the plain loops run). */
+    /* 8 bytes into the low half of a register (a 64-bit load: no store to the stack
+       followed by a wider read, which stalls) */
+    static inline rknnx_k_v16 rknnx_k_low8(const unsigned char *p)
+    {
+        typedef unsigned long long v2q __attribute__((vector_size(16)));
+        unsigned long long x;
+        memcpy(&x, p, 8);
+        v2q v = {x, 0};
+        return (rknnx_k_v16)v;
+    }
+    static int rknnx_k_tiles8_ok(float zp, int mode)
+    {
+        return mode != 2 && rknnx_k_path() >= 1 && rknnx_k_magic_ok(zp);
+    }
+    static void rknnx_k_tiles8(const unsigned char *src, ptrdiff_t sw, ptrdiff_t W,
+                               char *dst, ptrdiff_t dk, ptrdiff_t kmax, float zp, float sc,
+                               int mode)
+    {
+        const unsigned char flip = mode == 0 ? 0x80 : 0;
+        const float bias = 8388608.0f + (flip ? 128.0f : 0.0f) + zp;
+        const rknnx_k_v4f vb = {bias, bias, bias, bias}, vs = {sc, sc, sc, sc};
+        rknnx_k_v16 vf;
+        memset(&vf, flip, sizeof vf);
+        ptrdiff_t w0 = 0;
+        for (;;) {
+            if (w0 + 4 > W)
+                w0 = W - 4;
+            const unsigned char *s0 = src + w0 * sw;
+            rknnx_k_v16 p0 = rknnx_k_low8(s0), p1 = rknnx_k_low8(s0 + sw);
+            rknnx_k_v16 p2 = rknnx_k_low8(s0 + 2 * sw), p3 = rknnx_k_low8(s0 + 3 * sw);
+            rknnx_k_v8h a = (rknnx_k_v8h)(__builtin_shufflevector(p0, p1, RKNNX_K_LO8) ^ vf);
+            rknnx_k_v8h b = (rknnx_k_v8h)(__builtin_shufflevector(p2, p3, RKNNX_K_LO8) ^ vf);
+            char *d = dst + w0 * 4;
+            rknnx_k_rows4((rknnx_k_v16)__builtin_shufflevector(a, b, RKNNX_K_LO16),
+                          vb, vs, d, dk, kmax);
+            rknnx_k_rows4((rknnx_k_v16)__builtin_shufflevector(a, b, RKNNX_K_HI16),
+                          vb, vs, d + 4 * dk, dk, kmax - 4);
+            if (w0 + 4 >= W)
+                return;
+            w0 += 4;
+        }
+    }
     #endif
+
 
     /* One block row: W >= 16 pixels of 16 codes (pixel stride sw bytes, codes
        contiguous) -> kmax rows of W values (row stride dk bytes, values contiguous).
@@ -800,6 +847,9 @@ cdef extern from *:
                           Py_ssize_t P, unsigned char* dst, Py_ssize_t dw) nogil
     int rknnx_k_tiles16(const unsigned char* src, Py_ssize_t sw, Py_ssize_t W, char* dst,
                         Py_ssize_t dk, Py_ssize_t kmax, float zp, float sc, int mode) nogil
+    int rknnx_k_tiles8_ok(float zp, int mode) nogil
+    void rknnx_k_tiles8(const unsigned char* src, Py_ssize_t sw, Py_ssize_t W, char* dst,
+                        Py_ssize_t dk, Py_ssize_t kmax, float zp, float sc, int mode) nogil
 
 cdef void _blocked_to_plain(const _kparams* p, bint per_channel, bint row_c,
                             Py_ssize_t N, Py_ssize_t C1, Py_ssize_t H, Py_ssize_t W,
@@ -807,7 +857,7 @@ cdef void _blocked_to_plain(const _kparams* p, bint per_channel, bint row_c,
                             const Py_ssize_t* ps, const char* s, char* d) noexcept nogil:
     """NC1HWC2 (strides bs, 5) -> (n, c, h, w) (strides ps, 4), channels >= C dropped.
     Rows run over w, or over the C2 channels of a block when row_c."""
-    cdef Py_ssize_t n, c1, k, h, w, kmax, c, c0, P = W, HS = H
+    cdef Py_ssize_t n, c1, k, h, w, kmax, c, c0, P = W, HS = H, blk = 0
     cdef const char* sb
     cdef char* db
     cdef const char* sp
@@ -817,22 +867,35 @@ cdef void _blocked_to_plain(const _kparams* p, bint per_channel, bint row_c,
     if H > 1 and bs[2] == W * bs[3] and ps[2] == W * ps[3]:
         P = H * W
         HS = 1
+    # blocks of 16 channels (C2 16, 32) or of 8 (int8 on RK3566/68) in vector registers
     if (RKNNX_K_TILES and p.tile_mode >= 0 and not per_channel and not row_c
-            and C2 % 16 == 0 and bs[4] == 1 and P >= 16
-            and ps[3] == (1 if p.tile_mode == 2 else 4)):
+            and bs[4] == 1 and P >= 16 and ps[3] == (1 if p.tile_mode == 2 else 4)):
+        if C2 % 16 == 0:
+            blk = 16
+        elif C2 == 8 and rknnx_k_tiles8_ok(p.dzp, p.tile_mode):
+            blk = 8
+    if blk:
         for n in range(N):
             for c1 in range(C1):
-                for c0 in range(0, C2, 16):
+                c0 = 0
+                while c0 < C2:
                     kmax = C - c1 * C2 - c0
-                    if kmax > 16:
-                        kmax = 16
+                    if kmax > blk:
+                        kmax = blk
                     if kmax <= 0:
                         break
                     sb = s + n * bs[0] + c1 * bs[1] + c0
                     db = d + n * ps[0] + (c1 * C2 + c0) * ps[1]
                     for h in range(HS):
-                        rknnx_k_tiles16(<const unsigned char*>(sb + h * bs[2]), bs[3], P,
-                                        db + h * ps[2], ps[1], kmax, p.dzp, p.dsc, p.tile_mode)
+                        if blk == 16:
+                            rknnx_k_tiles16(<const unsigned char*>(sb + h * bs[2]), bs[3], P,
+                                            db + h * ps[2], ps[1], kmax, p.dzp, p.dsc,
+                                            p.tile_mode)
+                        else:
+                            rknnx_k_tiles8(<const unsigned char*>(sb + h * bs[2]), bs[3], P,
+                                           db + h * ps[2], ps[1], kmax, p.dzp, p.dsc,
+                                           p.tile_mode)
+                    c0 += blk
         return
     if row_c:
         # pixel by pixel, all the blocks of one pixel in turn: the result is written in
