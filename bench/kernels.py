@@ -63,6 +63,11 @@ def configs():
         yield (f"nc1hwc2 int8 -> NCHW int8 (raw) {s}x{s}x255",
                lambda q=q, s=s: np.ascontiguousarray(q.transpose(0, 1, 4, 2, 3).reshape(1, 256, s, s)[:, :255]),
                lambda q=q: k.nc1hwc2_to_nchw(q, 255))
+    q8 = rng.integers(-128, 128, (1, 32, 80, 80, 8), dtype=np.int8)      # C2 8: RK3566/68
+    yield ("nc1hwc2 int8 -> NCHW float32 80x80x255 c2=8",
+           lambda: (q8.transpose(0, 1, 4, 2, 3).reshape(1, 256, 80, 80)[:, :255]
+                    .astype(np.float32) - np.float32(-3)) * np.float32(0.0625),
+           lambda: k.nc1hwc2_to_nchw(q8, 255, scale=0.0625, zero_point=-3))
     x8 = rng.integers(-128, 128, (1, 255, 80, 80), dtype=np.int8)
     xf = rng.standard_normal((1, 640, 640, 3)).astype(np.float32)
     xh = xf.astype(np.float16)
