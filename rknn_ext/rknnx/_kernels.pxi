@@ -220,9 +220,18 @@ cdef extern from *:
        numpy makes.  Exact when zp is an integer with |zp| <= 2**22 (rknnx_k_magic_ok); the
        interleaving with the constant takes the place of the widening, so 16 codes cost two
        byte and four 16-bit interleaves, four subtractions, four products and four stores. */
+    /* The trick reads bytes as 16- and 32-bit lanes (little-endian only) and needs IEEE
+       float vectors (SSE2, AArch64; ARMv7 NEON flushes subnormals and drops NaN
+       payloads): elsewhere the plain expression runs. */
+    #if RKNNX_K_VQ && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ \
+        && (defined(__SSE2__) || defined(__aarch64__))
+    #define RKNNX_K_MAGIC 1
+    #else
+    #define RKNNX_K_MAGIC 0
+    #endif
     static inline int rknnx_k_magic_ok(float zp)
     {
-        return zp >= -4194304.0f && zp <= 4194304.0f && zp == (float)(int)zp;
+        return RKNNX_K_MAGIC && zp >= -4194304.0f && zp <= 4194304.0f && zp == (float)(int)zp;
     }
     /* The widest dequantizing path the kernels may take: 2 AVX2 (where the processor has
        it), 1 128-bit vectors, 0 the plain expression.  Lowered only by the tests and the
@@ -232,9 +241,9 @@ cdef extern from *:
     {
         return __atomic_load_n(&rknnx_k_path_cap, __ATOMIC_RELAXED);
     }
-    static inline void rknnx_k_set_path(int level)
+    static inline int rknnx_k_set_path(int level)
     {
-        __atomic_store_n(&rknnx_k_path_cap, level, __ATOMIC_RELAXED);
+        return __atomic_exchange_n(&rknnx_k_path_cap, level, __ATOMIC_RELAXED);
     }
     #if RKNNX_K_VQ
     typedef unsigned char rknnx_k_v16b __attribute__((vector_size(16)));
@@ -261,7 +270,7 @@ cdef extern from *:
        pixels 0..3 in the low 128-bit lane and 4..7 in the high one, so that every
        interleave stays inside its lane (vpunpck*) and each channel's 8 values leave as one
        256-bit store.  The boards' NEON has 128-bit registers only. */
-    #if RKNNX_K_VQ && defined(__x86_64__)
+    #if RKNNX_K_MAGIC && defined(__x86_64__)
     #define RKNNX_K_AVX2 1
     #include <cpuid.h>
     typedef unsigned char rknnx_k_v32b __attribute__((vector_size(32)));
@@ -308,7 +317,7 @@ cdef extern from *:
     /* q: 4 channels x 8 pixels of codes -> the first n (<= 4) of those channel rows */
     __attribute__((target("avx2")))
     static inline void rknnx_k_rows4_avx2(rknnx_k_v32b q, rknnx_k_v8f b, rknnx_k_v8f sc,
-                                          char *d, ptrdiff_t dk, ptrdiff_t n)
+                                          char *d, ptrdiff_t r0, ptrdiff_t dk, ptrdiff_t n)
     {
         const rknnx_k_v32b z = {0};
         const rknnx_k_v16h m = {0x4b00, 0x4b00, 0x4b00, 0x4b00, 0x4b00, 0x4b00, 0x4b00,
@@ -321,18 +330,18 @@ cdef extern from *:
         rknnx_k_v8f f2 = ((rknnx_k_v8f)__builtin_shufflevector(hi, m, RKNNX_K_LO16X2) - b) * sc;
         rknnx_k_v8f f3 = ((rknnx_k_v8f)__builtin_shufflevector(hi, m, RKNNX_K_HI16X2) - b) * sc;
         if (n >= 4) {
-            memcpy(d, &f0, 32);
-            memcpy(d + dk, &f1, 32);
-            memcpy(d + 2 * dk, &f2, 32);
-            memcpy(d + 3 * dk, &f3, 32);
+            memcpy(d + r0 * dk, &f0, 32);
+            memcpy(d + (r0 + 1) * dk, &f1, 32);
+            memcpy(d + (r0 + 2) * dk, &f2, 32);
+            memcpy(d + (r0 + 3) * dk, &f3, 32);
             return;
         }
         if (n > 0)
-            memcpy(d, &f0, 32);
+            memcpy(d + r0 * dk, &f0, 32);
         if (n > 1)
-            memcpy(d + dk, &f1, 32);
+            memcpy(d + (r0 + 1) * dk, &f1, 32);
         if (n > 2)
-            memcpy(d + 2 * dk, &f2, 32);
+            memcpy(d + (r0 + 2) * dk, &f2, 32);
     }
     __attribute__((target("avx2")))
     static int rknnx_k_octs16_avx2(const unsigned char *src, ptrdiff_t sw, ptrdiff_t W,
@@ -362,13 +371,13 @@ cdef extern from *:
             rknnx_k_v16h b1 = (rknnx_k_v16h)__builtin_shufflevector(p2, p3, RKNNX_K_HI8X2);
             char *d = dst + w0 * 4;
             rknnx_k_rows4_avx2((rknnx_k_v32b)__builtin_shufflevector(a0, b0, RKNNX_K_LO16X2),
-                               vb, vs, d, dk, kmax);
+                               vb, vs, d, 0, dk, kmax);
             rknnx_k_rows4_avx2((rknnx_k_v32b)__builtin_shufflevector(a0, b0, RKNNX_K_HI16X2),
-                               vb, vs, d + 4 * dk, dk, kmax - 4);
+                               vb, vs, d, 4, dk, kmax - 4);
             rknnx_k_rows4_avx2((rknnx_k_v32b)__builtin_shufflevector(a1, b1, RKNNX_K_LO16X2),
-                               vb, vs, d + 8 * dk, dk, kmax - 8);
+                               vb, vs, d, 8, dk, kmax - 8);
             rknnx_k_rows4_avx2((rknnx_k_v32b)__builtin_shufflevector(a1, b1, RKNNX_K_HI16X2),
-                               vb, vs, d + 12 * dk, dk, kmax - 12);
+                               vb, vs, d, 12, dk, kmax - 12);
             if (w0 + 8 >= W)
                 return 1;
             w0 = w0 == 0 && lead ? lead : w0 + 8;
@@ -412,7 +421,7 @@ cdef extern from *:
                                 ptrdiff_t n, float zp, float sc, unsigned char flip)
     {
         ptrdiff_t i = 0;
-    #if RKNNX_K_VQ
+    #if RKNNX_K_MAGIC
     #if RKNNX_K_AVX2
         if (n >= 64 && rknnx_k_path() >= 2 && rknnx_k_magic_ok(zp) && rknnx_k_have_avx2())
             i = rknnx_k_deq_row_avx2(s, d, n, zp, sc, flip);
@@ -455,10 +464,10 @@ cdef extern from *:
                            float lo, float hi) nogil
     void rknnx_k_quant_strided(const char* s, Py_ssize_t ss, char* d, Py_ssize_t ds,
                                Py_ssize_t n, float sc, float zp, float lo, float hi) nogil
-    const int RKNNX_K_VQ
+    const int RKNNX_K_MAGIC
     int rknnx_k_have_avx2() nogil
     int rknnx_k_path() nogil
-    void rknnx_k_set_path(int level) nogil
+    int rknnx_k_set_path(int level) nogil
     void rknnx_k_deq_s8(const signed char* s, float* d, Py_ssize_t n, float zp, float sc) nogil
     void rknnx_k_deq_u8(const unsigned char* s, float* d, Py_ssize_t n, float zp,
                         float sc) nogil
@@ -469,7 +478,7 @@ _K_PATHS = ("plain", "vector128", "avx2")
 
 def _kernel_paths():
     """The dequantizing paths this build and processor have, narrowest first."""
-    return _K_PATHS[:1 + (1 if RKNNX_K_VQ else 0) + (1 if RKNNX_K_VQ and rknnx_k_have_avx2() else 0)]
+    return _K_PATHS[:1 + (1 if RKNNX_K_MAGIC else 0) + (1 if rknnx_k_have_avx2() else 0)]
 
 
 def _kernel_path(path=None):
@@ -477,12 +486,11 @@ def _kernel_path(path=None):
     ``path``, set it (process-wide) and return the one before.  Private: the tests and
     bench/kernels.py narrow it to run the boards' 128-bit path on an x86-64 host."""
     have = _kernel_paths()
-    cur = have[min(rknnx_k_path(), len(have) - 1)]
-    if path is not None:
-        if path not in have:
-            raise ValueError(f"_kernel_path: path must be one of {have}, got {path!r}")
-        rknnx_k_set_path(have.index(path))
-    return cur
+    if path is None:
+        return have[min(rknnx_k_path(), len(have) - 1)]
+    if path not in have:
+        raise ValueError(f"_kernel_path: path must be one of {have}, got {path!r}")
+    return have[min(rknnx_k_set_path(have.index(path)), len(have) - 1)]
 
 
 cdef void _row(const _kparams* p, Py_ssize_t ch, const char* s, Py_ssize_t ss, char* d,
@@ -656,23 +664,23 @@ cdef extern from *:
        (row stride dk bytes): see above. */
     /* q: 4 channels x 4 pixels of codes -> the first n (<= 4) of those channel rows */
     static inline void rknnx_k_rows4(rknnx_k_v16 q, rknnx_k_v4f b, rknnx_k_v4f sc, char *d,
-                                     ptrdiff_t dk, ptrdiff_t n)
+                                     ptrdiff_t r0, ptrdiff_t dk, ptrdiff_t n)
     {
         rknnx_k_v4f f[4];
         rknnx_k_codes4x4(q, b, sc, f);
         if (n >= 4) {
-            memcpy(d, &f[0], 16);
-            memcpy(d + dk, &f[1], 16);
-            memcpy(d + 2 * dk, &f[2], 16);
-            memcpy(d + 3 * dk, &f[3], 16);
+            memcpy(d + r0 * dk, &f[0], 16);
+            memcpy(d + (r0 + 1) * dk, &f[1], 16);
+            memcpy(d + (r0 + 2) * dk, &f[2], 16);
+            memcpy(d + (r0 + 3) * dk, &f[3], 16);
             return;
         }
         if (n > 0)
-            memcpy(d, &f[0], 16);
+            memcpy(d + r0 * dk, &f[0], 16);
         if (n > 1)
-            memcpy(d + dk, &f[1], 16);
+            memcpy(d + (r0 + 1) * dk, &f[1], 16);
         if (n > 2)
-            memcpy(d + 2 * dk, &f[2], 16);
+            memcpy(d + (r0 + 2) * dk, &f[2], 16);
     }
     static int rknnx_k_quads16(const unsigned char *src, ptrdiff_t sw, ptrdiff_t W, char *dst,
                                ptrdiff_t dk, ptrdiff_t kmax, float zp, float sc,
@@ -704,13 +712,13 @@ cdef extern from *:
             /* channels 4g..4g+3, each as the codes of pixels 0..3 */
             char *d = dst + w0 * 4;
             rknnx_k_rows4((rknnx_k_v16)__builtin_shufflevector(a0, b0, RKNNX_K_LO16),
-                          vb, vs, d, dk, kmax);
+                          vb, vs, d, 0, dk, kmax);
             rknnx_k_rows4((rknnx_k_v16)__builtin_shufflevector(a0, b0, RKNNX_K_HI16),
-                          vb, vs, d + 4 * dk, dk, kmax - 4);
+                          vb, vs, d, 4, dk, kmax - 4);
             rknnx_k_rows4((rknnx_k_v16)__builtin_shufflevector(a1, b1, RKNNX_K_LO16),
-                          vb, vs, d + 8 * dk, dk, kmax - 8);
+                          vb, vs, d, 8, dk, kmax - 8);
             rknnx_k_rows4((rknnx_k_v16)__builtin_shufflevector(a1, b1, RKNNX_K_HI16),
-                          vb, vs, d + 12 * dk, dk, kmax - 12);
+                          vb, vs, d, 12, dk, kmax - 12);
             if (w0 + 4 >= W)
                 return 1;
             w0 += 4;
@@ -754,9 +762,9 @@ cdef extern from *:
             rknnx_k_v8h b = (rknnx_k_v8h)(__builtin_shufflevector(p2, p3, RKNNX_K_LO8) ^ vf);
             char *d = dst + w0 * 4;
             rknnx_k_rows4((rknnx_k_v16)__builtin_shufflevector(a, b, RKNNX_K_LO16),
-                          vb, vs, d, dk, kmax);
+                          vb, vs, d, 0, dk, kmax);
             rknnx_k_rows4((rknnx_k_v16)__builtin_shufflevector(a, b, RKNNX_K_HI16),
-                          vb, vs, d + 4 * dk, dk, kmax - 4);
+                          vb, vs, d, 4, dk, kmax - 4);
             if (w0 + 4 >= W)
                 return;
             w0 += 4;
@@ -767,19 +775,14 @@ cdef extern from *:
 
     /* One block row: W >= 16 pixels of 16 codes (pixel stride sw bytes, codes
        contiguous) -> kmax rows of W values (row stride dk bytes, values contiguous).
-       mode 0: int8 -> float32, 1: uint8 -> float32, 2: bytes copied.  Returns 0 when the
-       compiler has no vector extensions (the caller then takes the plain loops). */
-    static int rknnx_k_tiles16(const unsigned char *src, ptrdiff_t sw, ptrdiff_t W, char *dst,
+       mode 0: int8 -> float32, 1: uint8 -> float32, 2: bytes copied.  rknnx_k_tiles16
+       returns 0 when the compiler has no vector extensions (the caller then takes the
+       plain loops); rknnx_k_zips16 is its 16 x 16 transpose, for the raw codes and for
+       the dequantization the float trick cannot take. */
+    #if RKNNX_K_TILES
+    static void rknnx_k_zips16(const unsigned char *src, ptrdiff_t sw, ptrdiff_t W, char *dst,
                                ptrdiff_t dk, ptrdiff_t kmax, float zp, float sc, int mode)
     {
-    #if RKNNX_K_TILES
-    #if RKNNX_K_AVX2
-        if (mode != 2 && W >= 8 && rknnx_k_path() >= 2 && rknnx_k_magic_ok(zp)
-                && rknnx_k_have_avx2())
-            return rknnx_k_octs16_avx2(src, sw, W, dst, dk, kmax, zp, sc, mode == 0 ? 0x80 : 0);
-    #endif
-        if (mode != 2 && rknnx_k_path() >= 1 && rknnx_k_magic_ok(zp))
-            return rknnx_k_quads16(src, sw, W, dst, dk, kmax, zp, sc, mode == 0 ? 0x80 : 0);
         rknnx_k_v16 r[16];
         unsigned char t[16][16];
         ptrdiff_t w0 = 0;
@@ -805,9 +808,24 @@ cdef extern from *:
                 }
             }
             if (w0 + 16 >= W)
-                return 1;
+                return;
             w0 += 16;
         }
+    }
+    #endif
+    static int rknnx_k_tiles16(const unsigned char *src, ptrdiff_t sw, ptrdiff_t W, char *dst,
+                               ptrdiff_t dk, ptrdiff_t kmax, float zp, float sc, int mode)
+    {
+    #if RKNNX_K_TILES
+    #if RKNNX_K_AVX2
+        if (mode != 2 && W >= 8 && rknnx_k_path() >= 2 && rknnx_k_magic_ok(zp)
+                && rknnx_k_have_avx2())
+            return rknnx_k_octs16_avx2(src, sw, W, dst, dk, kmax, zp, sc, mode == 0 ? 0x80 : 0);
+    #endif
+        if (mode != 2 && rknnx_k_path() >= 1 && rknnx_k_magic_ok(zp))
+            return rknnx_k_quads16(src, sw, W, dst, dk, kmax, zp, sc, mode == 0 ? 0x80 : 0);
+        rknnx_k_zips16(src, sw, W, dst, dk, kmax, zp, sc, mode);
+        return 1;
     #else
         return 0;
     #endif
