@@ -243,6 +243,10 @@ def zero_copy_variants(model, iters: int, st: Settings, counters, src) -> Dict[s
     return out
 
 
+def _empty() -> None:
+    return None
+
+
 # -- scenarios ----------------------------------------------------------------------------------
 def scenario_overhead(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict[str, Any]:
     from rknnx.emulator import samples
@@ -258,7 +262,10 @@ def scenario_overhead(st: Settings, tmp: Path, c: CBaseline, counters, say) -> D
             # interleaved rounds, the best median of each kept: the first loop of a run
             # otherwise pays for the machine waking up
             for _ in range(3):
-                for name, fn in (("session_run", s.run), ("lowlevel_run", s._ctx.run)):
+                # python_floor: an empty call timed the same way (the cost of the Python
+                # timing loop itself, which the C loop does not pay)
+                for name, fn in (("session_run", s.run), ("lowlevel_run", s._ctx.run),
+                                 ("python_floor", _empty)):
                     got = B.frame_loop(fn, n, w)["frame"]
                     if name not in res or got["median_ns"] < res[name]["median_ns"]:
                         res[name] = got
@@ -564,6 +571,9 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
             extra <= 150, "ns")
         ll = o["lowlevel_run"]["median_ns"] - o["c_zerocopy"]["median_ns"]
         add("(lowlevel Context.run() over the C loop)", round(ll), "(info)", True, "ns")
+        if "python_floor" in o:
+            add("(an empty Python call timed the same way: the timing loop itself)",
+                round(o["python_floor"]["median_ns"]), "(info)", True, "ns")
         ratio = o["model_run"]["median_ns"] / o["c_general"]["median_ns"]
         add("general flow model.run() / C general loop", round(ratio, 2), "<= 2x", ratio <= 2, "x")
         ratio = o["lowlevel_general"]["median_ns"] / o["c_general"]["median_ns"]
@@ -632,10 +642,14 @@ def report(r: Dict[str, Any]) -> str:
         rows = [["", "median", "p95", "vs C"]]
         for k, base in (("c_zerocopy", None), ("session_run", "c_zerocopy"),
                         ("lowlevel_run", "c_zerocopy"), ("c_general", None),
-                        ("model_run", "c_general"), ("lowlevel_general", "c_general")):
+                        ("model_run", "c_general"), ("lowlevel_general", "c_general"),
+                        ("python_floor", None)):
+            if k not in o:
+                continue
             v = o[k]
             rel = (f"x{v['median_ns'] / o[base]['median_ns']:.2f} "
-                   f"({v['median_ns'] - o[base]['median_ns']:+.0f} ns)") if base else "1.00"
+                   f"({v['median_ns'] - o[base]['median_ns']:+.0f} ns)") if base else \
+                ("1.00" if k.startswith("c_") else "-")
             rows.append([k, B._ns(v["median_ns"]), B._ns(v["p95_ns"]), rel])
         out.append(_row_table(rows))
         out.append(B.format_table(o["flows"]))
