@@ -139,10 +139,23 @@ cdef extern from *:
         r = r > hi ? hi : r;
         return r;
     }
-    #if defined(__GNUC__) && ((__GNUC__ >= 12) || defined(__clang__))
+    #if defined(__GNUC__) && ((__GNUC__ >= 10) || defined(__clang__))
     #define RKNNX_K_VQ 1
     #if defined(__SSE2__)
     #include <emmintrin.h>
+    #endif
+    /* Constant shuffles of two vectors: __builtin_shufflevector (Clang, GCC >= 12) or
+       __builtin_shuffle with a mask vector M of the same lanes (GCC 10 and 11: Ubuntu
+       22.04's and Debian 11's compilers, where the package is built from source for
+       Python 3.10).  Shuffles into a wider vector need the former (RKNNX_K_WIDE). */
+    typedef signed char rknnx_k_m16b __attribute__((vector_size(16)));
+    typedef short rknnx_k_m8h __attribute__((vector_size(16)));
+    #if defined(__clang__) || __GNUC__ >= 12
+    #define RKNNX_K_SHUF(M, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+    #define RKNNX_K_WIDE 1
+    #else
+    #define RKNNX_K_SHUF(M, a, b, ...) __builtin_shuffle(a, b, (M){__VA_ARGS__})
+    #define RKNNX_K_WIDE 0
     #endif
     /* 4 float lanes (GCC/Clang vector extensions; comparisons give lane masks and
        selects are bit operations, so there is no branch to stop vectorisation). */
@@ -257,12 +270,12 @@ cdef extern from *:
     {
         const rknnx_k_v16b z = {0};
         const rknnx_k_v8h m = {0x4b00, 0x4b00, 0x4b00, 0x4b00, 0x4b00, 0x4b00, 0x4b00, 0x4b00};
-        rknnx_k_v8h lo = (rknnx_k_v8h)__builtin_shufflevector(u, z, RKNNX_K_LO8);
-        rknnx_k_v8h hi = (rknnx_k_v8h)__builtin_shufflevector(u, z, RKNNX_K_HI8);
-        f[0] = ((rknnx_k_v4f)__builtin_shufflevector(lo, m, RKNNX_K_LO16) - b) * sc;
-        f[1] = ((rknnx_k_v4f)__builtin_shufflevector(lo, m, RKNNX_K_HI16) - b) * sc;
-        f[2] = ((rknnx_k_v4f)__builtin_shufflevector(hi, m, RKNNX_K_LO16) - b) * sc;
-        f[3] = ((rknnx_k_v4f)__builtin_shufflevector(hi, m, RKNNX_K_HI16) - b) * sc;
+        rknnx_k_v8h lo = (rknnx_k_v8h)RKNNX_K_SHUF(rknnx_k_m16b, u, z, RKNNX_K_LO8);
+        rknnx_k_v8h hi = (rknnx_k_v8h)RKNNX_K_SHUF(rknnx_k_m16b, u, z, RKNNX_K_HI8);
+        f[0] = ((rknnx_k_v4f)RKNNX_K_SHUF(rknnx_k_m8h, lo, m, RKNNX_K_LO16) - b) * sc;
+        f[1] = ((rknnx_k_v4f)RKNNX_K_SHUF(rknnx_k_m8h, lo, m, RKNNX_K_HI16) - b) * sc;
+        f[2] = ((rknnx_k_v4f)RKNNX_K_SHUF(rknnx_k_m8h, hi, m, RKNNX_K_LO16) - b) * sc;
+        f[3] = ((rknnx_k_v4f)RKNNX_K_SHUF(rknnx_k_m8h, hi, m, RKNNX_K_HI16) - b) * sc;
     }
     #endif
     /* nc1hwc2_to_nchw's dequantizing path (rknnx_k_quads16 below) on x86-64 processors
@@ -270,7 +283,7 @@ cdef extern from *:
        pixels 0..3 in the low 128-bit lane and 4..7 in the high one, so that every
        interleave stays inside its lane (vpunpck*) and each channel's 8 values leave as one
        256-bit store.  The boards' NEON has 128-bit registers only. */
-    #if RKNNX_K_MAGIC && defined(__x86_64__)
+    #if RKNNX_K_MAGIC && RKNNX_K_WIDE && defined(__x86_64__)
     #define RKNNX_K_AVX2 1
     #include <cpuid.h>
     typedef unsigned char rknnx_k_v32b __attribute__((vector_size(32)));
@@ -648,9 +661,9 @@ cdef extern from *:
     {
         rknnx_k_v16 o[16];
         for (int i = 0; i < 8; i++) {
-            o[2 * i] = __builtin_shufflevector(r[i], r[i + 8], 0, 16, 1, 17, 2, 18, 3, 19,
+            o[2 * i] = RKNNX_K_SHUF(rknnx_k_m16b, r[i], r[i + 8], 0, 16, 1, 17, 2, 18, 3, 19,
                                                4, 20, 5, 21, 6, 22, 7, 23);
-            o[2 * i + 1] = __builtin_shufflevector(r[i], r[i + 8], 8, 24, 9, 25, 10, 26, 11,
+            o[2 * i + 1] = RKNNX_K_SHUF(rknnx_k_m16b, r[i], r[i + 8], 8, 24, 9, 25, 10, 26, 11,
                                                    27, 12, 28, 13, 29, 14, 30, 15, 31);
         }
         memcpy(r, o, sizeof o);
@@ -705,19 +718,19 @@ cdef extern from *:
             p2 ^= vf;
             p3 ^= vf;
             /* a*: pixels 0 and 1 interleaved (16-bit pairs), b*: pixels 2 and 3 */
-            rknnx_k_v8h a0 = (rknnx_k_v8h)__builtin_shufflevector(p0, p1, RKNNX_K_LO8);
-            rknnx_k_v8h a1 = (rknnx_k_v8h)__builtin_shufflevector(p0, p1, RKNNX_K_HI8);
-            rknnx_k_v8h b0 = (rknnx_k_v8h)__builtin_shufflevector(p2, p3, RKNNX_K_LO8);
-            rknnx_k_v8h b1 = (rknnx_k_v8h)__builtin_shufflevector(p2, p3, RKNNX_K_HI8);
+            rknnx_k_v8h a0 = (rknnx_k_v8h)RKNNX_K_SHUF(rknnx_k_m16b, p0, p1, RKNNX_K_LO8);
+            rknnx_k_v8h a1 = (rknnx_k_v8h)RKNNX_K_SHUF(rknnx_k_m16b, p0, p1, RKNNX_K_HI8);
+            rknnx_k_v8h b0 = (rknnx_k_v8h)RKNNX_K_SHUF(rknnx_k_m16b, p2, p3, RKNNX_K_LO8);
+            rknnx_k_v8h b1 = (rknnx_k_v8h)RKNNX_K_SHUF(rknnx_k_m16b, p2, p3, RKNNX_K_HI8);
             /* channels 4g..4g+3, each as the codes of pixels 0..3 */
             char *d = dst + w0 * 4;
-            rknnx_k_rows4((rknnx_k_v16)__builtin_shufflevector(a0, b0, RKNNX_K_LO16),
+            rknnx_k_rows4((rknnx_k_v16)RKNNX_K_SHUF(rknnx_k_m8h, a0, b0, RKNNX_K_LO16),
                           vb, vs, d, 0, dk, kmax);
-            rknnx_k_rows4((rknnx_k_v16)__builtin_shufflevector(a0, b0, RKNNX_K_HI16),
+            rknnx_k_rows4((rknnx_k_v16)RKNNX_K_SHUF(rknnx_k_m8h, a0, b0, RKNNX_K_HI16),
                           vb, vs, d, 4, dk, kmax - 4);
-            rknnx_k_rows4((rknnx_k_v16)__builtin_shufflevector(a1, b1, RKNNX_K_LO16),
+            rknnx_k_rows4((rknnx_k_v16)RKNNX_K_SHUF(rknnx_k_m8h, a1, b1, RKNNX_K_LO16),
                           vb, vs, d, 8, dk, kmax - 8);
-            rknnx_k_rows4((rknnx_k_v16)__builtin_shufflevector(a1, b1, RKNNX_K_HI16),
+            rknnx_k_rows4((rknnx_k_v16)RKNNX_K_SHUF(rknnx_k_m8h, a1, b1, RKNNX_K_HI16),
                           vb, vs, d, 12, dk, kmax - 12);
             if (w0 + 4 >= W)
                 return 1;
@@ -758,12 +771,12 @@ cdef extern from *:
             const unsigned char *s0 = src + w0 * sw;
             rknnx_k_v16 p0 = rknnx_k_low8(s0), p1 = rknnx_k_low8(s0 + sw);
             rknnx_k_v16 p2 = rknnx_k_low8(s0 + 2 * sw), p3 = rknnx_k_low8(s0 + 3 * sw);
-            rknnx_k_v8h a = (rknnx_k_v8h)(__builtin_shufflevector(p0, p1, RKNNX_K_LO8) ^ vf);
-            rknnx_k_v8h b = (rknnx_k_v8h)(__builtin_shufflevector(p2, p3, RKNNX_K_LO8) ^ vf);
+            rknnx_k_v8h a = (rknnx_k_v8h)(RKNNX_K_SHUF(rknnx_k_m16b, p0, p1, RKNNX_K_LO8) ^ vf);
+            rknnx_k_v8h b = (rknnx_k_v8h)(RKNNX_K_SHUF(rknnx_k_m16b, p2, p3, RKNNX_K_LO8) ^ vf);
             char *d = dst + w0 * 4;
-            rknnx_k_rows4((rknnx_k_v16)__builtin_shufflevector(a, b, RKNNX_K_LO16),
+            rknnx_k_rows4((rknnx_k_v16)RKNNX_K_SHUF(rknnx_k_m8h, a, b, RKNNX_K_LO16),
                           vb, vs, d, 0, dk, kmax);
-            rknnx_k_rows4((rknnx_k_v16)__builtin_shufflevector(a, b, RKNNX_K_HI16),
+            rknnx_k_rows4((rknnx_k_v16)RKNNX_K_SHUF(rknnx_k_m8h, a, b, RKNNX_K_HI16),
                           vb, vs, d, 4, dk, kmax - 4);
             if (w0 + 4 >= W)
                 return;
