@@ -68,6 +68,11 @@ def configs():
            lambda: (q8.transpose(0, 1, 4, 2, 3).reshape(1, 256, 80, 80)[:, :255]
                     .astype(np.float32) - np.float32(-3)) * np.float32(0.0625),
            lambda: k.nc1hwc2_to_nchw(q8, 255, scale=0.0625, zero_point=-3))
+    h8 = rng.standard_normal((1, 32, 80, 80, 8)).astype(np.float16)      # fp16 outputs
+    yield ("nc1hwc2 float16 -> NCHW float32 80x80x255",
+           lambda: h8.transpose(0, 1, 4, 2, 3).reshape(1, 256, 80, 80)[:, :255]
+           .astype(np.float32),
+           lambda: k.nc1hwc2_to_nchw(h8, 255, dtype=np.float32))
     x8 = rng.integers(-128, 128, (1, 255, 80, 80), dtype=np.int8)
     xf = rng.standard_normal((1, 640, 640, 3)).astype(np.float32)
     xh = xf.astype(np.float16)

@@ -55,7 +55,8 @@ ctypedef struct _kparams:
     const float* qzp
     float qlo
     float qhi
-    int tile_mode          # rknnx_k_tiles16 mode for this conversion, -1: none
+    int tile_mode          # rknnx_k_tiles16 mode for this conversion (3: float16 ->
+                           # float32, rknnx_k_tiles8h), -1: none
     float dzp              # dequantize, one set of parameters (the tiles)
     float dsc
 
@@ -461,6 +462,72 @@ cdef extern from *:
                 d[i] = ((float)s[i] - zp) * sc;
         }
     }
+    /* float16 -> float32 four lanes at a time, the same integer steps as _float_of (the
+       exponent rebiased, inf/NaN rebiased twice keeping the payload, zero and subnormals
+       renormalized by one exact float subtraction): needs the float trick's conditions. */
+    #if RKNNX_K_MAGIC
+    typedef unsigned int rknnx_k_v4u __attribute__((vector_size(16)));
+    typedef int rknnx_k_m4i __attribute__((vector_size(16)));
+    #define RKNNX_K_SPLAT4(x) {x, x, x, x}
+    static inline rknnx_k_v4f rknnx_k_half4(rknnx_k_v4u h)
+    {
+        const rknnx_k_v4u k7fff = RKNNX_K_SPLAT4(0x7fffu), k8000 = RKNNX_K_SPLAT4(0x8000u);
+        const rknnx_k_v4u kexp = RKNNX_K_SPLAT4(0x0f800000u), zero = RKNNX_K_SPLAT4(0u);
+        const rknnx_k_v4u kre = RKNNX_K_SPLAT4(0x38000000u), ksub = RKNNX_K_SPLAT4(0x38800000u);
+        const rknnx_k_v4f magic = RKNNX_K_SPLAT4(6.103515625e-05f);     /* 2**-14 */
+        rknnx_k_v4u o = (h & k7fff) << 13;
+        rknnx_k_v4u e = o & kexp;
+        rknnx_k_v4u special = (rknnx_k_v4u)(e == kexp), tiny = (rknnx_k_v4u)(e == zero);
+        rknnx_k_v4u normal = o + kre + (special & kre);
+        rknnx_k_v4u sub = (rknnx_k_v4u)((rknnx_k_v4f)(o + ksub) - magic);
+        rknnx_k_v4u r = (tiny & sub) | (~tiny & normal);
+        return (rknnx_k_v4f)(r | ((h & k8000) << 16));
+    }
+    /* 8 halves -> the float lanes of the first 4 and of the last 4 */
+    static inline void rknnx_k_halves8(rknnx_k_v8h x, rknnx_k_v4f *lo, rknnx_k_v4f *hi)
+    {
+        const rknnx_k_v8h z = {0};
+        *lo = rknnx_k_half4((rknnx_k_v4u)RKNNX_K_SHUF(rknnx_k_m8h, x, z, RKNNX_K_LO16));
+        *hi = rknnx_k_half4((rknnx_k_v4u)RKNNX_K_SHUF(rknnx_k_m8h, x, z, RKNNX_K_HI16));
+    }
+    #endif
+    static inline float rknnx_k_half1(uint16_t hb)        /* _float_of, for the tails */
+    {
+        uint32_t sign = (uint32_t)(hb & 0x8000u) << 16, o = (uint32_t)(hb & 0x7fffu) << 13;
+        uint32_t e = o & 0x0f800000u;
+        float f;
+        if (e == 0x0f800000u) {
+            o += 0x70000000u;
+        } else if (e == 0) {
+            const float magic = 6.103515625e-05f;
+            o += 0x38800000u;
+            memcpy(&f, &o, 4);
+            f -= magic;
+            memcpy(&o, &f, 4);
+        } else {
+            o += 0x38000000u;
+        }
+        o |= sign;
+        memcpy(&f, &o, 4);
+        return f;
+    }
+    static void rknnx_k_f16_row(const uint16_t *restrict s, float *restrict d, ptrdiff_t n)
+    {
+        ptrdiff_t i = 0;
+    #if RKNNX_K_MAGIC
+        if (rknnx_k_path() >= 1) {
+            for (; i + 8 <= n; i += 8) {
+                rknnx_k_v8h x;
+                rknnx_k_v4f f[2];
+                memcpy(&x, s + i, 16);
+                rknnx_k_halves8(x, &f[0], &f[1]);
+                memcpy(d + i, f, sizeof f);
+            }
+        }
+    #endif
+        for (; i < n; i++)
+            d[i] = rknnx_k_half1(s[i]);
+    }
     static void rknnx_k_deq_s8(const signed char *restrict s, float *restrict d, ptrdiff_t n,
                                float zp, float sc)
     {
@@ -478,6 +545,7 @@ cdef extern from *:
     void rknnx_k_quant_strided(const char* s, Py_ssize_t ss, char* d, Py_ssize_t ds,
                                Py_ssize_t n, float sc, float zp, float lo, float hi) nogil
     const int RKNNX_K_MAGIC
+    void rknnx_k_f16_row(const uint16_t* s, float* d, Py_ssize_t n) nogil
     int rknnx_k_have_avx2() nogil
     int rknnx_k_path() nogil
     int rknnx_k_set_path(int level) nogil
@@ -574,8 +642,7 @@ cdef void _row(const _kparams* p, Py_ssize_t ch, const char* s, Py_ssize_t ss, c
                 (<uint16_t*>(d + i * ds))[0] = _half_of((<const float*>(s + i * ss))[0])
     elif k == _K_F16_F32:
         if ss == 2 and ds == 4:
-            for i in range(n):
-                (<float*>d)[i] = _float_of((<const uint16_t*>s)[i])
+            rknnx_k_f16_row(<const uint16_t*>s, <float*>d, n)
         else:
             for i in range(n):
                 (<float*>(d + i * ds))[0] = _float_of((<const uint16_t*>(s + i * ss))[0])
@@ -783,6 +850,55 @@ cdef extern from *:
             w0 += 4;
         }
     }
+    /* float16 blocks of 8 channels (fp16 outputs) -> float32 rows, 4 pixels at a time:
+       interleaved by 16-bit then by 32-bit lanes into one register per 2 channels of 4
+       halves each, converted by rknnx_k_halves8.  0 when not to be taken. */
+    static int rknnx_k_tiles8h_ok(void)
+    {
+        return RKNNX_K_MAGIC && rknnx_k_path() >= 1;
+    }
+    #if RKNNX_K_MAGIC
+    static inline void rknnx_k_rows2h(rknnx_k_v4u q, char *d, ptrdiff_t r0, ptrdiff_t dk,
+                                      ptrdiff_t n)
+    {
+        rknnx_k_v4f lo, hi;
+        rknnx_k_halves8((rknnx_k_v8h)q, &lo, &hi);
+        if (n > 0)
+            memcpy(d + r0 * dk, &lo, 16);
+        if (n > 1)
+            memcpy(d + (r0 + 1) * dk, &hi, 16);
+    }
+    #endif
+    static void rknnx_k_tiles8h(const unsigned char *src, ptrdiff_t sw, ptrdiff_t W, char *dst,
+                                ptrdiff_t dk, ptrdiff_t kmax)
+    {
+    #if RKNNX_K_MAGIC
+        ptrdiff_t w0 = 0;
+        for (;;) {
+            if (w0 + 4 > W)
+                w0 = W - 4;
+            const unsigned char *s0 = src + w0 * sw;
+            rknnx_k_v8h p0, p1, p2, p3;
+            memcpy(&p0, s0, 16);
+            memcpy(&p1, s0 + sw, 16);
+            memcpy(&p2, s0 + 2 * sw, 16);
+            memcpy(&p3, s0 + 3 * sw, 16);
+            /* a*: pixels 0 and 1 by channel pairs, b*: pixels 2 and 3 */
+            rknnx_k_v4u a0 = (rknnx_k_v4u)RKNNX_K_SHUF(rknnx_k_m8h, p0, p1, RKNNX_K_LO16);
+            rknnx_k_v4u a1 = (rknnx_k_v4u)RKNNX_K_SHUF(rknnx_k_m8h, p0, p1, RKNNX_K_HI16);
+            rknnx_k_v4u b0 = (rknnx_k_v4u)RKNNX_K_SHUF(rknnx_k_m8h, p2, p3, RKNNX_K_LO16);
+            rknnx_k_v4u b1 = (rknnx_k_v4u)RKNNX_K_SHUF(rknnx_k_m8h, p2, p3, RKNNX_K_HI16);
+            char *d = dst + w0 * 4;
+            rknnx_k_rows2h(RKNNX_K_SHUF(rknnx_k_m4i, a0, b0, 0, 4, 1, 5), d, 0, dk, kmax);
+            rknnx_k_rows2h(RKNNX_K_SHUF(rknnx_k_m4i, a0, b0, 2, 6, 3, 7), d, 2, dk, kmax - 2);
+            rknnx_k_rows2h(RKNNX_K_SHUF(rknnx_k_m4i, a1, b1, 0, 4, 1, 5), d, 4, dk, kmax - 4);
+            rknnx_k_rows2h(RKNNX_K_SHUF(rknnx_k_m4i, a1, b1, 2, 6, 3, 7), d, 6, dk, kmax - 6);
+            if (w0 + 4 >= W)
+                return;
+            w0 += 4;
+        }
+    #endif
+    }
     #endif
 
 
@@ -879,6 +995,9 @@ cdef extern from *:
     int rknnx_k_tiles16(const unsigned char* src, Py_ssize_t sw, Py_ssize_t W, char* dst,
                         Py_ssize_t dk, Py_ssize_t kmax, float zp, float sc, int mode) nogil
     int rknnx_k_tiles8_ok(float zp, int mode) nogil
+    int rknnx_k_tiles8h_ok() nogil
+    void rknnx_k_tiles8h(const unsigned char* src, Py_ssize_t sw, Py_ssize_t W, char* dst,
+                         Py_ssize_t dk, Py_ssize_t kmax) nogil
     void rknnx_k_tiles8(const unsigned char* src, Py_ssize_t sw, Py_ssize_t W, char* dst,
                         Py_ssize_t dk, Py_ssize_t kmax, float zp, float sc, int mode) nogil
 
@@ -900,8 +1019,12 @@ cdef void _blocked_to_plain(const _kparams* p, bint per_channel, bint row_c,
         HS = 1
     # blocks of 16 channels (C2 16, 32) or of 8 (int8 on RK3566/68) in vector registers
     if (RKNNX_K_TILES and p.tile_mode >= 0 and not per_channel and not row_c
-            and bs[4] == 1 and P >= 16 and ps[3] == (1 if p.tile_mode == 2 else 4)):
-        if C2 % 16 == 0:
+            and bs[4] == (2 if p.tile_mode == 3 else 1) and P >= 16
+            and ps[3] == (1 if p.tile_mode == 2 else 4)):
+        if p.tile_mode == 3:
+            if C2 % 8 == 0 and rknnx_k_tiles8h_ok():
+                blk = 8
+        elif C2 % 16 == 0:
             blk = 16
         elif C2 == 8 and rknnx_k_tiles8_ok(p.dzp, p.tile_mode):
             blk = 8
@@ -915,13 +1038,16 @@ cdef void _blocked_to_plain(const _kparams* p, bint per_channel, bint row_c,
                         kmax = blk
                     if kmax <= 0:
                         break
-                    sb = s + n * bs[0] + c1 * bs[1] + c0
+                    sb = s + n * bs[0] + c1 * bs[1] + c0 * bs[4]
                     db = d + n * ps[0] + (c1 * C2 + c0) * ps[1]
                     for h in range(HS):
                         if blk == 16:
                             rknnx_k_tiles16(<const unsigned char*>(sb + h * bs[2]), bs[3], P,
                                             db + h * ps[2], ps[1], kmax, p.dzp, p.dsc,
                                             p.tile_mode)
+                        elif p.tile_mode == 3:
+                            rknnx_k_tiles8h(<const unsigned char*>(sb + h * bs[2]), bs[3], P,
+                                            db + h * ps[2], ps[1], kmax)
                         else:
                             rknnx_k_tiles8(<const unsigned char*>(sb + h * bs[2]), bs[3], P,
                                            db + h * ps[2], ps[1], kmax, p.dzp, p.dsc,
@@ -1461,6 +1587,7 @@ def nc1hwc2_to_nchw(src, channels, *, layout="NCHW", scale=None, zero_point=0, d
                 p.tile_mode = 2
         elif a.dtype == _K_F16 and dt == _K_F32:
             p.kind = _K_F16_F32
+            p.tile_mode = 3
         elif a.dtype == _K_F32 and dt == _K_F16:
             p.kind = _K_F32_F16
         else:

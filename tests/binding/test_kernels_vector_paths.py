@@ -140,6 +140,37 @@ def test_dequantized_results_at_every_vector_offset_equal_numpy(offset, path):
     assert_bits(flat, (q.astype(np.float32) + np.float32(5)) * np.float32(0.3))
 
 
+def test_every_half_converts_as_numpy_on_each_path(path):
+    """float16 -> float32 (from_float16 and the native fp16 layout of nc1hwc2_to_nchw) for
+    each of the 65536 halves: zeros, subnormals, infinities, NaN payloads included."""
+    h = np.arange(65536, dtype=np.uint16).view(np.float16)
+    want = h.astype(np.float32)
+    assert_bits(k.from_float16(h), want)
+    for n in (9, 15, 16, 23):                                   # vector tails
+        assert_bits(k.from_float16(h[-n:]), want[-n:])
+    blocked = h.reshape(1, 4, 64, 32, 8)                         # C2 8, as fp16 outputs
+    assert_bits(k.nc1hwc2_to_nchw(blocked, 32, dtype=np.float32),
+                np_nc1hwc2(blocked, 32).astype(np.float32))
+
+
+@pytest.mark.parametrize("shape", [(1, 4, 4, 5, 8), (2, 2, 1, 17, 8), (1, 2, 3, 7, 16),
+                                   (1, 3, 20, 20, 8)])
+def test_float16_blocks_equal_numpy(shape, path):
+    rng = np.random.default_rng(sum(shape))
+    src = (rng.standard_normal(shape) * 1000).astype(np.float16)
+    c = shape[1] * shape[4] - 3                                  # a short last block
+    for layout in ("NCHW", "NHWC"):
+        want = np_nc1hwc2(src, c).astype(np.float32)
+        if layout == "NHWC":
+            want = want.transpose(0, 2, 3, 1)
+        got = k.nc1hwc2_to_nchw(src, c, layout=layout, dtype=np.float32)
+        assert_bits(got, np.ascontiguousarray(want))
+    padded = np.zeros(shape[:3] + (shape[3] + 3, shape[4]), np.float16)
+    padded[:, :, :, :shape[3]] = src                             # row padding in the strides
+    assert_bits(k.nc1hwc2_to_nchw(padded[:, :, :, :shape[3]], c, dtype=np.float32),
+                np_nc1hwc2(src, c).astype(np.float32))
+
+
 def test_kernel_path_is_set_and_restored():
     have = k._kernel_paths()
     # "plain" always; "vector128" where the build has the vector trick (GCC >= 10 or clang,
