@@ -528,6 +528,71 @@ cdef extern from *:
         for (; i < n; i++)
             d[i] = rknnx_k_half1(s[i]);
     }
+    /* float32 -> float16 bits, the scalar steps of _half_of on 4 lanes with selects: the
+       overflow/inf/NaN, subnormal (one exact float addition of 0.5) and normal (rebias,
+       round to nearest even) results are all computed and the lane's own is kept. */
+    static inline uint16_t rknnx_k_tohalf1(float f)      /* _half_of, for the tails */
+    {
+        uint32_t x, a, h, m;
+        memcpy(&x, &f, 4);
+        uint32_t sign = (x >> 16) & 0x8000u;
+        a = x & 0x7fffffffu;
+        if (a >= 0x47800000u) {
+            m = (a >> 13) & 0x3ffu;
+            return (uint16_t)(sign | 0x7c00u | (a > 0x7f800000u ? (m ? m : 1u) : 0u));
+        }
+        if (a < 0x38800000u) {
+            float v;
+            memcpy(&v, &a, 4);
+            v += 0.5f;
+            memcpy(&h, &v, 4);
+            return (uint16_t)(sign | (h - 0x3f000000u));
+        }
+        h = a + 0xc8000fffu + ((a >> 13) & 1u);
+        return (uint16_t)(sign | (h >> 13));
+    }
+    #if RKNNX_K_MAGIC
+    static inline rknnx_k_v4u rknnx_k_tohalf4(rknnx_k_v4f f)
+    {
+        const rknnx_k_v4u abs = RKNNX_K_SPLAT4(0x7fffffffu), k8000 = RKNNX_K_SPLAT4(0x8000u);
+        const rknnx_k_m4i big0 = RKNNX_K_SPLAT4(0x47800000), inf = RKNNX_K_SPLAT4(0x7f800000);
+        const rknnx_k_m4i tiny0 = RKNNX_K_SPLAT4(0x38800000), one = RKNNX_K_SPLAT4(1);
+        const rknnx_k_m4i k3ff = RKNNX_K_SPLAT4(0x3ff), k7c00 = RKNNX_K_SPLAT4(0x7c00);
+        const rknnx_k_m4i zero = RKNNX_K_SPLAT4(0);
+        const rknnx_k_v4u rebias = RKNNX_K_SPLAT4(0xc8000fffu), k3f = RKNNX_K_SPLAT4(0x3f000000u);
+        const rknnx_k_v4f half = RKNNX_K_SPLAT4(0.5f);
+        rknnx_k_v4u x = (rknnx_k_v4u)f;
+        rknnx_k_v4u au = x & abs;
+        rknnx_k_m4i a = (rknnx_k_m4i)au;                 /* >= 0: signed compares work */
+        rknnx_k_m4i big = a >= big0, nan = a > inf, tiny = a < tiny0;
+        rknnx_k_m4i m = (a >> 13) & k3ff;
+        m = m + ((m == zero) & one);
+        rknnx_k_m4i hbig = k7c00 | (nan & m);
+        rknnx_k_m4i hsub = (rknnx_k_m4i)((rknnx_k_v4u)((rknnx_k_v4f)au + half) - k3f);
+        rknnx_k_m4i hn = (rknnx_k_m4i)((au + rebias + ((au >> 13) & (rknnx_k_v4u)one)) >> 13);
+        rknnx_k_m4i h = (big & hbig) | (~big & ((tiny & hsub) | (~tiny & hn)));
+        return (rknnx_k_v4u)h | ((x >> 16) & k8000);
+    }
+    #endif
+    static void rknnx_k_f32_f16_row(const float *restrict s, uint16_t *restrict d, ptrdiff_t n)
+    {
+        ptrdiff_t i = 0;
+    #if RKNNX_K_MAGIC
+        if (rknnx_k_path() >= 1) {
+            for (; i + 8 <= n; i += 8) {
+                rknnx_k_v4f f0, f1;
+                memcpy(&f0, s + i, 16);
+                memcpy(&f1, s + i + 4, 16);
+                rknnx_k_v8h h0 = (rknnx_k_v8h)rknnx_k_tohalf4(f0);
+                rknnx_k_v8h h1 = (rknnx_k_v8h)rknnx_k_tohalf4(f1);
+                rknnx_k_v8h h = RKNNX_K_SHUF(rknnx_k_m8h, h0, h1, 0, 2, 4, 6, 8, 10, 12, 14);
+                memcpy(d + i, &h, 16);
+            }
+        }
+    #endif
+        for (; i < n; i++)
+            d[i] = rknnx_k_tohalf1(s[i]);
+    }
     static void rknnx_k_deq_s8(const signed char *restrict s, float *restrict d, ptrdiff_t n,
                                float zp, float sc)
     {
@@ -546,6 +611,7 @@ cdef extern from *:
                                Py_ssize_t n, float sc, float zp, float lo, float hi) nogil
     const int RKNNX_K_MAGIC
     void rknnx_k_f16_row(const uint16_t* s, float* d, Py_ssize_t n) nogil
+    void rknnx_k_f32_f16_row(const float* s, uint16_t* d, Py_ssize_t n) nogil
     int rknnx_k_have_avx2() nogil
     int rknnx_k_path() nogil
     int rknnx_k_set_path(int level) nogil
@@ -635,8 +701,7 @@ cdef void _row(const _kparams* p, Py_ssize_t ch, const char* s, Py_ssize_t ss, c
                 memset(d + i * ds, 0, p.itemsize)
     elif k == _K_F32_F16:
         if ss == 4 and ds == 2:
-            for i in range(n):
-                (<uint16_t*>d)[i] = _half_of((<const float*>s)[i])
+            rknnx_k_f32_f16_row(<const float*>s, <uint16_t*>d, n)
         else:
             for i in range(n):
                 (<uint16_t*>(d + i * ds))[0] = _half_of((<const float*>(s + i * ss))[0])

@@ -153,6 +153,29 @@ def test_every_half_converts_as_numpy_on_each_path(path):
                 np_nc1hwc2(blocked, 32).astype(np.float32))
 
 
+def test_to_float16_equals_numpy_on_each_path(path):
+    """float32 -> float16 on the values where rounding can go wrong (every half, the
+    midpoints between neighbours and their neighbours, overflow, subnormals, NaN payloads)
+    and on random bit patterns, through the vector loop and its tail."""
+    h = np.arange(65536, dtype=np.uint16).view(np.float16).astype(np.float32)
+    f = np.sort(h[np.isfinite(h)])
+    mids = f[:-1] / 2 + f[1:] / 2
+    rng = np.random.default_rng(7)
+    cand = np.concatenate([
+        h, mids, np.nextafter(mids, np.float32(np.inf)), np.nextafter(mids, np.float32(-np.inf)),
+        np.array([65504, 65519.996, 65520, 65536, 1e30, 2.0**-25, 2.0**-24 * 1.5, 1e-45, 1e-40],
+                 np.float32),
+        np.array([0x7f800001, 0x7fc00000, 0xffc00001, 0x7f802000, 0x7fbfffff, 0x7f801fff],
+                 np.uint32).view(np.float32),
+        rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32).view(np.float32)])
+    rng.shuffle(cand)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = cand.astype(np.float16)
+    assert_bits(k.to_float16(cand), want)
+    for n in (7, 9, 17):
+        assert_bits(k.to_float16(cand[-n:]), want[-n:])
+
+
 @pytest.mark.parametrize("shape", [(1, 4, 4, 5, 8), (2, 2, 1, 17, 8), (1, 2, 3, 7, 16),
                                    (1, 3, 20, 20, 8)])
 def test_float16_blocks_equal_numpy(shape, path):
