@@ -964,6 +964,29 @@ cdef extern from *:
         }
     #endif
     }
+    #else
+    /* no vector extensions: the 8-channel paths are never taken (the callers ask first) */
+    static int rknnx_k_tiles8_ok(float zp, int mode)
+    {
+        (void)zp;
+        (void)mode;
+        return 0;
+    }
+    static void rknnx_k_tiles8(const unsigned char *src, ptrdiff_t sw, ptrdiff_t W, char *dst,
+                               ptrdiff_t dk, ptrdiff_t kmax, float zp, float sc, int mode)
+    {
+        (void)src; (void)sw; (void)W; (void)dst; (void)dk; (void)kmax; (void)zp; (void)sc;
+        (void)mode;
+    }
+    static int rknnx_k_tiles8h_ok(void)
+    {
+        return 0;
+    }
+    static void rknnx_k_tiles8h(const unsigned char *src, ptrdiff_t sw, ptrdiff_t W, char *dst,
+                                ptrdiff_t dk, ptrdiff_t kmax)
+    {
+        (void)src; (void)sw; (void)W; (void)dst; (void)dk; (void)kmax;
+    }
     #endif
 
 
