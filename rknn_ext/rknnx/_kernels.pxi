@@ -593,6 +593,20 @@ cdef extern from *:
         for (; i < n; i++)
             d[i] = rknnx_k_tohalf1(s[i]);
     }
+    /* Table lookups of contiguous codes, in C with restrict pointers so that their code
+       does not depend on how the compiler treats the large _row around them. */
+    static void rknnx_k_lut32_row(const unsigned char *restrict s, float *restrict d,
+                                  ptrdiff_t n, const float *restrict lut)
+    {
+        for (ptrdiff_t i = 0; i < n; i++)
+            d[i] = lut[s[i]];
+    }
+    static void rknnx_k_lut16_row(const unsigned char *restrict s, uint16_t *restrict d,
+                                  ptrdiff_t n, const uint16_t *restrict lut)
+    {
+        for (ptrdiff_t i = 0; i < n; i++)
+            d[i] = lut[s[i]];
+    }
     static void rknnx_k_deq_s8(const signed char *restrict s, float *restrict d, ptrdiff_t n,
                                float zp, float sc)
     {
@@ -611,6 +625,10 @@ cdef extern from *:
                                Py_ssize_t n, float sc, float zp, float lo, float hi) nogil
     const int RKNNX_K_MAGIC
     void rknnx_k_f16_row(const uint16_t* s, float* d, Py_ssize_t n) nogil
+    void rknnx_k_lut32_row(const unsigned char* s, float* d, Py_ssize_t n,
+                           const float* lut) nogil
+    void rknnx_k_lut16_row(const unsigned char* s, uint16_t* d, Py_ssize_t n,
+                           const uint16_t* lut) nogil
     void rknnx_k_f32_f16_row(const float* s, uint16_t* d, Py_ssize_t n) nogil
     int rknnx_k_have_avx2() nogil
     int rknnx_k_path() nogil
@@ -653,16 +671,14 @@ cdef void _row(const _kparams* p, Py_ssize_t ch, const char* s, Py_ssize_t ss, c
     if k == _K_LUT_F32:
         l32 = p.lut32 + 256 * ch
         if ss == 1 and ds == 4:
-            for i in range(n):
-                (<float*>d)[i] = l32[sb[i]]
+            rknnx_k_lut32_row(sb, <float*>d, n, l32)
         else:
             for i in range(n):
                 (<float*>(d + i * ds))[0] = l32[sb[i * ss]]
     elif k == _K_LUT_F16:
         l16 = p.lut16 + 256 * ch
         if ss == 1 and ds == 2:
-            for i in range(n):
-                (<uint16_t*>d)[i] = l16[sb[i]]
+            rknnx_k_lut16_row(sb, <uint16_t*>d, n, l16)
         else:
             for i in range(n):
                 (<uint16_t*>(d + i * ds))[0] = l16[sb[i * ss]]
