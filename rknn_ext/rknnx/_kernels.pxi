@@ -980,6 +980,33 @@ cdef extern from *:
         }
     #endif
     }
+    /* float16 blocks of 4 channels (fp16 on RK3566/68): each pixel's 4 halves loaded into
+       the low half of a register, then the same two interleaves give channels 0/1 and
+       2/3 of 4 pixels. */
+    static void rknnx_k_tiles4h(const unsigned char *src, ptrdiff_t sw, ptrdiff_t W, char *dst,
+                                ptrdiff_t dk, ptrdiff_t kmax)
+    {
+    #if RKNNX_K_MAGIC
+        ptrdiff_t w0 = 0;
+        for (;;) {
+            if (w0 + 4 > W)
+                w0 = W - 4;
+            const unsigned char *s0 = src + w0 * sw;
+            rknnx_k_v8h p0 = (rknnx_k_v8h)rknnx_k_low8(s0);
+            rknnx_k_v8h p1 = (rknnx_k_v8h)rknnx_k_low8(s0 + sw);
+            rknnx_k_v8h p2 = (rknnx_k_v8h)rknnx_k_low8(s0 + 2 * sw);
+            rknnx_k_v8h p3 = (rknnx_k_v8h)rknnx_k_low8(s0 + 3 * sw);
+            rknnx_k_v4u a = (rknnx_k_v4u)RKNNX_K_SHUF(rknnx_k_m8h, p0, p1, RKNNX_K_LO16);
+            rknnx_k_v4u b = (rknnx_k_v4u)RKNNX_K_SHUF(rknnx_k_m8h, p2, p3, RKNNX_K_LO16);
+            char *d = dst + w0 * 4;
+            rknnx_k_rows2h(RKNNX_K_SHUF(rknnx_k_m4i, a, b, 0, 4, 1, 5), d, 0, dk, kmax);
+            rknnx_k_rows2h(RKNNX_K_SHUF(rknnx_k_m4i, a, b, 2, 6, 3, 7), d, 2, dk, kmax - 2);
+            if (w0 + 4 >= W)
+                return;
+            w0 += 4;
+        }
+    #endif
+    }
     #else
     /* no vector extensions: the 8-channel paths are never taken (the callers ask first) */
     static int rknnx_k_tiles8_ok(float zp, int mode)
@@ -999,6 +1026,11 @@ cdef extern from *:
         return 0;
     }
     static void rknnx_k_tiles8h(const unsigned char *src, ptrdiff_t sw, ptrdiff_t W, char *dst,
+                                ptrdiff_t dk, ptrdiff_t kmax)
+    {
+        (void)src; (void)sw; (void)W; (void)dst; (void)dk; (void)kmax;
+    }
+    static void rknnx_k_tiles4h(const unsigned char *src, ptrdiff_t sw, ptrdiff_t W, char *dst,
                                 ptrdiff_t dk, ptrdiff_t kmax)
     {
         (void)src; (void)sw; (void)W; (void)dst; (void)dk; (void)kmax;
@@ -1102,6 +1134,8 @@ cdef extern from *:
     int rknnx_k_tiles8h_ok() nogil
     void rknnx_k_tiles8h(const unsigned char* src, Py_ssize_t sw, Py_ssize_t W, char* dst,
                          Py_ssize_t dk, Py_ssize_t kmax) nogil
+    void rknnx_k_tiles4h(const unsigned char* src, Py_ssize_t sw, Py_ssize_t W, char* dst,
+                         Py_ssize_t dk, Py_ssize_t kmax) nogil
     void rknnx_k_tiles8(const unsigned char* src, Py_ssize_t sw, Py_ssize_t W, char* dst,
                         Py_ssize_t dk, Py_ssize_t kmax, float zp, float sc, int mode) nogil
 
@@ -1128,6 +1162,8 @@ cdef void _blocked_to_plain(const _kparams* p, bint per_channel, bint row_c,
         if p.tile_mode == 3:
             if C2 % 8 == 0 and rknnx_k_tiles8h_ok():
                 blk = 8
+            elif C2 == 4 and rknnx_k_tiles8h_ok():
+                blk = 4
         elif C2 % 16 == 0:
             blk = 16
         elif C2 == 8 and rknnx_k_tiles8_ok(p.dzp, p.tile_mode):
@@ -1149,8 +1185,11 @@ cdef void _blocked_to_plain(const _kparams* p, bint per_channel, bint row_c,
                             rknnx_k_tiles16(<const unsigned char*>(sb + h * bs[2]), bs[3], P,
                                             db + h * ps[2], ps[1], kmax, p.dzp, p.dsc,
                                             p.tile_mode)
-                        elif p.tile_mode == 3:
+                        elif blk == 8 and p.tile_mode == 3:
                             rknnx_k_tiles8h(<const unsigned char*>(sb + h * bs[2]), bs[3], P,
+                                            db + h * ps[2], ps[1], kmax)
+                        elif blk == 4:
+                            rknnx_k_tiles4h(<const unsigned char*>(sb + h * bs[2]), bs[3], P,
                                             db + h * ps[2], ps[1], kmax)
                         else:
                             rknnx_k_tiles8(<const unsigned char*>(sb + h * bs[2]), bs[3], P,

@@ -148,9 +148,10 @@ def test_every_half_converts_as_numpy_on_each_path(path):
     assert_bits(k.from_float16(h), want)
     for n in (9, 15, 16, 23):                                   # vector tails
         assert_bits(k.from_float16(h[-n:]), want[-n:])
-    blocked = h.reshape(1, 4, 64, 32, 8)                         # C2 8, as fp16 outputs
-    assert_bits(k.nc1hwc2_to_nchw(blocked, 32, dtype=np.float32),
-                np_nc1hwc2(blocked, 32).astype(np.float32))
+    for c2 in (8, 4):                       # fp16 outputs: C2 8, and 4 on RK3566/68
+        blocked = h.reshape(1, 32 // c2, 64, 32, c2)
+        assert_bits(k.nc1hwc2_to_nchw(blocked, 32, dtype=np.float32),
+                    np_nc1hwc2(blocked, 32).astype(np.float32))
 
 
 def test_to_float16_equals_numpy_on_each_path(path):
@@ -177,7 +178,7 @@ def test_to_float16_equals_numpy_on_each_path(path):
 
 
 @pytest.mark.parametrize("shape", [(1, 4, 4, 5, 8), (2, 2, 1, 17, 8), (1, 2, 3, 7, 16),
-                                   (1, 3, 20, 20, 8)])
+                                   (1, 3, 20, 20, 8), (1, 3, 4, 5, 4), (2, 2, 1, 9, 4)])
 def test_float16_blocks_equal_numpy(shape, path):
     rng = np.random.default_rng(sum(shape))
     src = (rng.standard_normal(shape) * 1000).astype(np.float16)
