@@ -789,15 +789,17 @@ cdef void _nd(const _kparams* p, Py_ssize_t nch, Py_ssize_t chs, Py_ssize_t chd,
 
 
 
-# The hot path of nc1hwc2_to_nchw for 8-bit codes with C2 a multiple of 16 (GCC/Clang
-# vector extensions: SSE2 on x86-64, NEON on aarch64, no intrinsics).  Raw codes: tiles of
-# 16 pixels x 16 channels are transposed in registers and each channel's 16 codes written
-# as one run.  Dequantized to float32: 4 pixels at a time, two rounds of interleaving give
-# one register per 4 channels holding each channel's 4 codes side by side, and the
-# interleaving with the float pattern of rknnx_k_codes4x4 then spreads each channel's
-# codes over one float register, written as one run of 4 values: 22 vector operations per
-# 16 values and no spills, against 27 and a round trip through memory for a 16 x 16
-# transpose followed by the widening.  Plain C loops elsewhere.
+# The hot paths of nc1hwc2_to_nchw (GCC/Clang vector extensions: SSE2 on x86-64, NEON on
+# aarch64, no intrinsics).  Raw 8-bit codes, C2 a multiple of 16: tiles of 16 pixels x 16
+# channels are transposed in registers and each channel's 16 codes written as one run.
+# Dequantized to float32: 4 pixels at a time, two rounds of interleaving give one register
+# per 4 channels holding each channel's 4 codes side by side, and the interleaving with the
+# float pattern of rknnx_k_codes4x4 then spreads each channel's codes over one float
+# register, written as one run of 4 values: 22 vector operations per 16 values and no
+# spills, against 27 and a round trip through memory for a 16 x 16 transpose followed by
+# the widening (blocks of 16 channels, or of 8 for int8 on RK3566/68; AVX2: 8 pixels).
+# float16 blocks of 8 or 4 channels to float32 the same way with 16-bit lanes.  Plain C
+# loops elsewhere.
 cdef extern from *:
     """
     #include <stddef.h>
