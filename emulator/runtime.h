@@ -34,12 +34,23 @@
 #include "rknn_matmul_api.h"
 
 #define EMU_VERSION_STRING "0.1.0"
+/* The librknnrt version the library plays.  The default build is a 2.x runtime as strict
+   as the boards' (docs/abi-notes.md, "Board facts"); built with EMU_RUNTIME_1_5 it is
+   librknnrt 1.5.2: the functions that version lacks are not exported (exports-1.5.map),
+   its version strings and its "Information:" log wording (runtimes before 1.6.0). */
+#ifdef EMU_RUNTIME_1_5
+#define EMU_API_VERSION    "1.5.2"
+#define EMU_DRV_VERSION    "0.8.2"
+#define EMU_LOG_COLONS     1
+#else
 #define EMU_API_VERSION    "2.5.0"
 #define EMU_DRV_VERSION    "0.9.8"
-/* The emulator's identity inside the parentheses of RKNN_QUERY_SDK_VERSION: no dots, since
-   clients split the version string on "." and expect exactly "X.Y.Z" before the first
-   space (the vendor writes "2.5.0 (hash@date)"). */
-#define EMU_VERSION_TAG    "rknnx-emulator v0-1-0"
+#define EMU_LOG_COLONS     0
+#endif
+/* The emulator's identity inside the parentheses of RKNN_QUERY_SDK_VERSION, where the
+   vendor writes "<hash>@<ISO time>": no dots, since clients split the version string on
+   "." and expect exactly "X.Y.Z" before the first space. */
+#define EMU_VERSION_TAG    "rknnx-emulator-v0-1-0@2026-12-01T00:00:00"
 
 /* ---- logging ------------------------------------------------------------------------- */
 enum { EMU_LOG_E = 0, EMU_LOG_W = 1, EMU_LOG_I = 2, EMU_LOG_D = 3, EMU_LOG_V = 4 };
@@ -49,6 +60,7 @@ void emu_log(int level, const char *func, const char *fmt, ...)
 #define EMU_WARN(fn, ...) emu_log(EMU_LOG_W, fn, __VA_ARGS__)
 #define EMU_INFO(fn, ...) emu_log(EMU_LOG_I, fn, __VA_ARGS__)
 void emu_log_refresh_env(void);  /* re-read RKNN_LOG_LEVEL unless set by the control */
+int emu_log_enabled(int level);
 
 /* ---- counters ------------------------------------------------------------------------ */
 typedef struct emu_counters_atomic {
@@ -119,9 +131,12 @@ uint32_t emu_platform_count(void);
 const emu_platform *emu_platform_at(uint32_t i);
 int emu_platform_supports_func(const emu_platform *p, const char *func);
 int emu_platform_supports_query(const emu_platform *p, int cmd);
+int emu_refuse_func(const emu_platform *p, const char *func);   /* logs; the status */
 /* Whether core mask m is valid on p: AUTO, ALL, 0, 1, 0_1; plus 2 and 0_1_2 on 3 cores. */
 int emu_core_mask_valid(const emu_platform *p, uint32_t m);
 int64_t emu_npu_time_us(void);
+int emu_env_flag(const char *name);           /* env var set and not "0" */
+int emu_npu_memory_short(uint64_t bytes);     /* RKNN_EMU_NPU_MEMORY below bytes */
 
 /* ---- memory ------------------------------------------------------------------------------
  * An emu_buf is one piece of emulated DRAM: its CPU view (a shared mapping of a memfd or of
@@ -261,6 +276,7 @@ typedef struct emu_ctx {
     emu_shared *weights_from; /* SHARE_WEIGHT_MEM: the context whose weights we use (ref) */
     uint32_t n_in, n_out;
     uint32_t shape_set;
+    int shapes_chosen;        /* rknn_set_input_shape(s) succeeded: CURRENT_* answer */
     uint32_t core_mask;
     int batch_core_num;
     int flow;

@@ -25,6 +25,7 @@
  * listed in docs/abi-notes.md.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -256,6 +257,34 @@ static int read_file(const char *path, uint8_t **out, size_t *size)
     return rc;
 }
 
+/* The three I lines every rknn_init prints at RKNN_LOG_LEVEL >= 2, in the wording of the
+   runtime version played: "Information:" with colons before 1.6.0, commas after. */
+static void log_init_info(const emu_ctx *c)
+{
+    if (!emu_log_enabled(EMU_LOG_I))
+        return;
+    const char *sep = EMU_LOG_COLONS ? ":" : ",";
+    const emu_platform *p = c->plat;
+    const char *npu = strcmp(p->npu_group, "RK3566") == 0 ? "RKNPU lite"
+                      : strcmp(p->name, "RK3576") == 0    ? "RKNPU f2"
+                                                          : "RKNPU v2";
+    char plat[16];
+    size_t k = 0;
+    for (; p->name[k] && k + 1 < sizeof plat; k++)
+        plat[k] = (char)tolower((unsigned char)p->name[k]);
+    plat[k] = '\0';
+    const emu_io_desc *d = c->n_in ? emu_model_input(c->m, 0) : NULL;
+    const char *layout = !d ? "UNDEFINED" : d->fmt == RKNN_TENSOR_NCHW ? "NCHW"
+                         : d->fmt == RKNN_TENSOR_NHWC ? "NHWC" : "UNDEFINED";
+    emu_log(EMU_LOG_I, NULL, "RKNN Runtime Information%s librknnrt version: %s (%s)", sep,
+            EMU_API_VERSION, EMU_VERSION_TAG);
+    emu_log(EMU_LOG_I, NULL, "RKNN Driver Information%s version: %s", sep, EMU_DRV_VERSION);
+    emu_log(EMU_LOG_I, NULL, "RKNN Model Information%s version: 6, toolkit version: "
+            "rknnx-emulator-%s, target: %s, target platform: %s, framework name: rknnx, "
+            "framework layout: %s, model inference type: %s", sep, EMU_VERSION_STRING, npu,
+            plat, layout, emu_model_n_shape_sets(c->m) ? "dynamic_shape" : "static_shape");
+}
+
 int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
               rknn_init_extend *extend)
 {
@@ -272,6 +301,14 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
     if (!p) {
         EMU_ERR(fn, "RKNN_EMU_PLATFORM='%s' is not a known chip", getenv("RKNN_EMU_PLATFORM"));
         return RKNN_ERR_DEVICE_UNAVAILABLE;
+    }
+
+    if (emu_env_flag("RKNN_EMU_NO_DEVICE")) {
+        /* what a board without the rknpu driver, or a user without access to its device
+           node, prints (and returns) */
+        EMU_ERR(NULL, "failed to open rknpu module, need to insmod rknpu dirver!");
+        EMU_ERR(NULL, "failed to open rknn device!");
+        return RKNN_ERR_FAIL;
     }
 
     /* the model bytes: from a zero-copy model buffer, a path, or memory */
@@ -335,7 +372,9 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
     if (target && *target) {
         const emu_platform *tp = emu_platform_find(target);
         if (!tp || strcmp(tp->npu_group, p->npu_group) != 0) {
-            EMU_ERR(fn, "the model was built for %s, this NPU is %s", target, p->name);
+            /* the board's words (no function prefix) */
+            EMU_ERR(NULL, "This rknn model is for %s, but current platform is %s",
+                    tp ? tp->name : target, p->name);
             rc = RKNN_ERR_TARGET_PLATFORM_UNMATCH;
             goto fail;
         }
@@ -348,9 +387,8 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
             goto fail;
         }
         if (emu_model_n_shape_sets(m) > 0 || emu_model_n_shape_sets(wsrc->m) > 0) {
-            EMU_ERR(fn, "RKNN_FLAG_SHARE_WEIGHT_MEM: %s a dynamic-shape model; dynamic-shape "
-                    "models cannot share weights (switch shapes with rknn_set_input_shapes)",
-                    emu_model_n_shape_sets(m) > 0 ? "this model is" : "extend->ctx holds");
+            EMU_ERR(NULL, "RKNN_FLAG_SHARE_WEIGHT_MEM is invalid, dynamic shape rknn model is "
+                    "not supported!");
             rc = RKNN_ERR_FAIL;
             goto fail;
         }
@@ -361,6 +399,14 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
             rc = RKNN_ERR_MODEL_INVALID;
             goto fail;
         }
+    }
+    uint64_t dma = emu_model_weight_size(m) + emu_model_internal_size(m) + nbytes;
+    if (emu_npu_memory_short(dma)) {
+        EMU_ERR(NULL, "failed to allocate handle, ret: -1, errno: 14");
+        EMU_ERR(NULL, "failed to malloc npu memory, size: %llu, flags: 0x2",
+                (unsigned long long)dma);
+        rc = RKNN_ERR_FAIL;
+        goto fail;
     }
     c = emu_ctx_alloc(p, flag);
     if (!c || !(c->shared = shared_new(m))) {
@@ -388,7 +434,9 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
     if ((rc = emu_ctx_register(c)) != RKNN_SUCC)
         goto fail;
     *context = c->handle;
-    EMU_INFO(fn, "context 0x%llx on %s, flags 0x%x", (unsigned long long)c->handle, p->name, flag);
+    log_init_info(c);
+    emu_log(EMU_LOG_D, fn, "context 0x%llx on %s, flags 0x%x", (unsigned long long)c->handle,
+            p->name, flag);
     rc = RKNN_SUCC;
     c = NULL;
 fail:
@@ -507,6 +555,32 @@ static const char emu_perf_not_collected[] =
     "per-layer timing was not collected: create the context with RKNN_FLAG_COLLECT_PERF_MASK "
     "for the operator time table\n";
 
+static const char *const g_query_names[RKNN_QUERY_CMD_MAX] = {
+    "RKNN_QUERY_IN_OUT_NUM", "RKNN_QUERY_INPUT_ATTR", "RKNN_QUERY_OUTPUT_ATTR",
+    "RKNN_QUERY_PERF_DETAIL", "RKNN_QUERY_PERF_RUN", "RKNN_QUERY_SDK_VERSION",
+    "RKNN_QUERY_MEM_SIZE", "RKNN_QUERY_CUSTOM_STRING", "RKNN_QUERY_NATIVE_INPUT_ATTR",
+    "RKNN_QUERY_NATIVE_OUTPUT_ATTR", "RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR",
+    "RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR", "RKNN_QUERY_DEVICE_MEM_INFO",
+    "RKNN_QUERY_INPUT_DYNAMIC_RANGE", "RKNN_QUERY_CURRENT_INPUT_ATTR",
+    "RKNN_QUERY_CURRENT_OUTPUT_ATTR", "RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR",
+    "RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR",
+};
+
+static const char *query_struct(int cmd)
+{
+    switch (cmd) {
+    case RKNN_QUERY_IN_OUT_NUM: return "rknn_input_output_num";
+    case RKNN_QUERY_PERF_DETAIL: return "rknn_perf_detail";
+    case RKNN_QUERY_PERF_RUN: return "rknn_perf_run";
+    case RKNN_QUERY_SDK_VERSION: return "rknn_sdk_version";
+    case RKNN_QUERY_MEM_SIZE: return "rknn_mem_size";
+    case RKNN_QUERY_CUSTOM_STRING: return "rknn_custom_string";
+    case RKNN_QUERY_DEVICE_MEM_INFO: return "rknn_tensor_mem";
+    case RKNN_QUERY_INPUT_DYNAMIC_RANGE: return "rknn_input_range";
+    default: return "rknn_tensor_attr";
+    }
+}
+
 static size_t query_size(int cmd)
 {
     switch (cmd) {
@@ -550,11 +624,24 @@ static int query_attr(emu_ctx *c, int cmd, rknn_tensor_attr *a)
     }
     uint32_t idx = a->index, n = is_out ? c->n_out : c->n_in;
     if (idx >= n) {
-        EMU_ERR(fn, "%s index %u out of range (model has %u)", is_out ? "output" : "input", idx, n);
+        EMU_ERR(fn, "%s, p_attr->index(%u) >= %s_num(%u)!", g_query_names[cmd], idx,
+                is_out ? "output" : "input", n);
         return RKNN_ERR_PARAM_INVALID;
     }
     const emu_io_desc *d = is_out ? emu_model_output(c->m, idx) : emu_model_input(c->m, idx);
     uint32_t sets = emu_model_n_shape_sets(c->m);
+    if (sets && current && !c->shapes_chosen) {
+        /* a dynamic-shape model has no current shape until one is set */
+        EMU_ERR(fn, "%s error, please call rknn_set_input_shape first", g_query_names[cmd]);
+        return RKNN_ERR_FAIL;
+    }
+    if (sets && cmd == RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR) {
+        EMU_ERR(fn, "%s command is invalid for dynamic shapes rknn model!", g_query_names[cmd]);
+        return RKNN_ERR_FAIL;
+    }
+    if (sets && !current && kind == EMU_ATTR_NATIVE)
+        EMU_WARN(NULL, "%s: dynamic shape rknn model, it will return max %s native shape!",
+                 g_query_names[cmd], is_out ? "output" : "input");
     if (current || sets == 0) {
         uint32_t set = current ? c->shape_set : 0;
         const uint32_t *dims = is_out ? emu_model_output_dims(c->m, set, idx, NULL)
@@ -600,17 +687,23 @@ int rknn_query(rknn_context context, rknn_query_cmd cmd, void *info, uint32_t si
         return rc;
     size_t want = query_size((int)cmd);
     if (!info) {
-        EMU_ERR(fn, "info is NULL");
+        EMU_ERR(fn, "info == nullptr!");
+        rc = RKNN_ERR_PARAM_INVALID;
+        goto out;
+    }
+    if ((int)cmd < 0 || (int)cmd >= RKNN_QUERY_CMD_MAX) {
+        EMU_ERR(fn, "cmd = %d is not in [0, %d]!", (int)cmd, RKNN_QUERY_CMD_MAX - 1);
         rc = RKNN_ERR_PARAM_INVALID;
         goto out;
     }
     if (want == 0 || !emu_platform_supports_query(c->plat, (int)cmd)) {
-        EMU_ERR(fn, "query command %d is not supported on %s", (int)cmd, c->plat->name);
+        EMU_ERR(fn, "unsupported cmd(%d)!", (int)cmd);
         rc = RKNN_ERR_PARAM_INVALID;
         goto out;
     }
-    if (size != want) {
-        EMU_ERR(fn, "query command %d: size %u, expected %zu", (int)cmd, size, want);
+    if (size < want) {
+        /* only a too small buffer is refused; a larger one is written up to the struct */
+        EMU_ERR(fn, "info_len(%u) < sizeof(%s)(%zu)!", size, query_struct((int)cmd), want);
         rc = RKNN_ERR_PARAM_INVALID;
         goto out;
     }
@@ -671,8 +764,7 @@ int rknn_query(rknn_context context, rknn_query_cmd cmd, void *info, uint32_t si
         memset(r, 0, sizeof *r);
         snprintf(r->api_version, sizeof r->api_version, "%s (%s)", EMU_API_VERSION,
                  EMU_VERSION_TAG);
-        snprintf(r->drv_version, sizeof r->drv_version, "%s (%s, %s)", EMU_DRV_VERSION,
-                 EMU_VERSION_TAG, c->plat->name);
+        snprintf(r->drv_version, sizeof r->drv_version, "%s", EMU_DRV_VERSION);
         break;
     }
     case RKNN_QUERY_MEM_SIZE: {
@@ -719,8 +811,16 @@ int rknn_query(rknn_context context, rknn_query_cmd cmd, void *info, uint32_t si
         rknn_input_range *r = info;
         uint32_t idx = r->index;
         if (idx >= c->n_in) {
-            EMU_ERR(fn, "input index %u out of range (model has %u)", idx, c->n_in);
+            EMU_ERR(fn, "RKNN_QUERY_INPUT_DYNAMIC_RANGE, p_attr->index(%u) >= input_num(%u)!",
+                    idx, c->n_in);
             rc = RKNN_ERR_PARAM_INVALID;
+            break;
+        }
+        if (emu_model_n_shape_sets(c->m) == 0) {
+            /* boards refuse this query on a static model, with a warning */
+            EMU_WARN(NULL, "query RKNN_QUERY_INPUT_DYNAMIC_RANGE error, rknn model is static "
+                     "shape type, please export rknn with dynamic_shapes");
+            rc = RKNN_ERR_MODEL_INVALID;
             break;
         }
         const emu_io_desc *d = emu_model_input(c->m, idx);
@@ -731,8 +831,7 @@ int rknn_query(rknn_context context, rknn_query_cmd cmd, void *info, uint32_t si
         r->name[sizeof r->name - 1] = '\0';
         r->n_dims = d->n_dims;
         uint32_t sets = emu_model_n_shape_sets(c->m);
-        /* a static model reports its one shape */
-        r->shape_number = sets ? sets : 1;
+        r->shape_number = sets;
         if (r->shape_number > RKNN_MAX_DYNAMIC_SHAPE_NUM)
             r->shape_number = RKNN_MAX_DYNAMIC_SHAPE_NUM;
         for (uint32_t s = 0; s < r->shape_number; s++) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "runtime.h"
 
@@ -22,9 +23,18 @@ static atomic_int g_log_override = -1;             /* < 0: use the environment *
 static atomic_int g_log_env = 1;                   /* RKNN_LOG_LEVEL as last read */
 static atomic_int g_log_env_read;
 
+
 const char *rknn_emu_version(void) { return EMU_VERSION_STRING; }
 
-/* ---- logging -------------------------------------------------------------------------- */
+/* ---- logging --------------------------------------------------------------------------
+ * RKNN_LOG_LEVEL as boards read it: 0 errors, 1 + warnings (the default: a plain C program
+ * prints no I lines), 2 + information (the init lines), 3 + debug, 4..6 more detail (the
+ * emulator has nothing more to say there).  Another value is refused with one line and the
+ * default kept.  Lines read "<L> RKNN: [HH:MM:SS.mmm] <message>"; the mini runtime of the
+ * RV1106 family writes no time.  Most vendor messages start "<function>, ", which is what
+ * the func argument gives. */
+static void log_line(int level, const char *func, const char *msg);
+
 void emu_log_refresh_env(void)
 {
     const char *s = getenv("RKNN_LOG_LEVEL");
@@ -32,8 +42,13 @@ void emu_log_refresh_env(void)
     if (s && *s) {
         char *end;
         long v = strtol(s, &end, 10);
-        if (*end == '\0')
-            lvl = v < 0 ? 0 : (v > 5 ? 5 : (int)v);
+        if (*end == '\0' && v >= 0 && v <= 6)
+            lvl = (int)v;
+        else if (atomic_load(&g_log_override) < 0) {
+            char m[80];
+            snprintf(m, sizeof m, "Unsupported log level: %.16s", s);
+            log_line(EMU_LOG_W, NULL, m);
+        }
     }
     atomic_store(&g_log_env, lvl);
     atomic_store(&g_log_env_read, 1);
@@ -49,24 +64,41 @@ static int log_level(void)
     return atomic_load_explicit(&g_log_env, memory_order_relaxed);
 }
 
+int emu_log_enabled(int level) { return level <= log_level(); }
+
+static void log_line(int level, const char *func, const char *msg)
+{
+    static const char tags[] = "EWIDT";
+    char stamp[48] = "";
+    const emu_platform *p = emu_platform_current(NULL);
+    if (!p || (p->family != EMU_FAM_RV1106 && p->family != EMU_FAM_RK2118)) {
+        struct timespec ts;
+        struct tm tm;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        localtime_r(&ts.tv_sec, &tm);
+        snprintf(stamp, sizeof stamp, "[%02d:%02d:%02d.%03ld] ", tm.tm_hour, tm.tm_min,
+                 tm.tm_sec, ts.tv_nsec / 1000000L);
+    }
+    /* one fprintf per line so lines from several threads do not interleave */
+    fprintf(stderr, "%c RKNN: %s%s%s%s\n", tags[level < 0 ? 0 : (level > 4 ? 4 : level)],
+            stamp, func ? func : "", func ? ", " : "", msg);
+}
+
 void emu_log(int level, const char *func, const char *fmt, ...)
 {
     if (level > log_level())
         return;
-    static const char tags[] = "EWIDV";
     char msg[768];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    /* one fprintf per line so lines from several threads do not interleave */
-    fprintf(stderr, "%c RKNN: %s: %s\n", tags[level < 0 ? 0 : (level > 4 ? 4 : level)],
-            func ? func : "rknn", msg);
+    log_line(level, func, msg);
 }
 
 int rknn_emu_set_log_level(int level)
 {
-    atomic_store(&g_log_override, level < 0 ? -1 : (level > 5 ? 5 : level));
+    atomic_store(&g_log_override, level < 0 ? -1 : (level > 6 ? 6 : level));
     if (level < 0)
         emu_log_refresh_env();
     return RKNN_SUCC;
@@ -436,6 +468,27 @@ int emu_platform_supports_query(const emu_platform *p, int cmd)
     }
 }
 
+/* ---- board conditions set by the environment ---------------------------------------------
+ * RKNN_EMU_NO_DEVICE=1: rknn_init fails as on a board without the rknpu driver or without
+ * access to its device node.  RKNN_EMU_NPU_MEMORY=<bytes>: the NPU memory one allocation
+ * may take (the model's DMA memory at rknn_init, one create_mem); more fails as a board
+ * whose NPU memory (CMA) is exhausted. */
+int emu_env_flag(const char *name)
+{
+    const char *s = getenv(name);
+    return s && *s && strcmp(s, "0") != 0;
+}
+
+int emu_npu_memory_short(uint64_t bytes)
+{
+    const char *s = getenv("RKNN_EMU_NPU_MEMORY");
+    if (!s || !*s)
+        return 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    return *end == '\0' && bytes > v;
+}
+
 /* ---- simulated NPU time ------------------------------------------------------------------ */
 int64_t emu_npu_time_us(void)
 {
@@ -547,6 +600,28 @@ int emu_ctx_unregister(rknn_context h, emu_ctx **out)
     return rc;
 }
 
+/* A function the chip does not have (Table 3-1), refused in the words and with the status
+   of the board: the mini runtime of RV1106/RV1103 (and RK2118) says "context config
+   invalid!" to the general API and "not supported in mini runtime!" to the rest; a
+   single-core NPU answers rknn_set_core_mask with RKNN_ERR_TARGET_PLATFORM_UNMATCH. */
+int emu_refuse_func(const emu_platform *p, const char *func)
+{
+    if (p->family == EMU_FAM_RV1106 || p->family == EMU_FAM_RK2118) {
+        if (strcmp(func, "rknn_inputs_set") == 0 || strcmp(func, "rknn_outputs_get") == 0 ||
+            strcmp(func, "rknn_outputs_release") == 0)
+            EMU_ERR(func, "context config invalid!");
+        else
+            EMU_ERR(NULL, "%s not supported in mini runtime!", func);
+        return RKNN_ERR_FAIL;
+    }
+    if (strcmp(func, "rknn_set_core_mask") == 0) {
+        EMU_ERR(func, "%s has one NPU core: core masks are not supported", p->name);
+        return RKNN_ERR_TARGET_PLATFORM_UNMATCH;
+    }
+    EMU_ERR(func, "not supported on %s", p->name);
+    return RKNN_ERR_FAIL;
+}
+
 int emu_ctx_enter(rknn_context h, const char *func, emu_ctx **out)
 {
     emu_ctx *c = emu_ctx_get(h);
@@ -564,9 +639,9 @@ int emu_ctx_enter(rknn_context h, const char *func, emu_ctx **out)
         return RKNN_ERR_CTX_INVALID;
     }
     if (!emu_platform_supports_func(c->plat, func)) {
-        EMU_ERR(func, "not supported on %s", c->plat->name);
+        int rc = emu_refuse_func(c->plat, func);
         emu_ctx_put(c);
-        return RKNN_ERR_FAIL;
+        return rc;
     }
     if (emu_custom_current() == c) {
         /* a custom-op callback calling back into its own context, which is locked by the

@@ -52,12 +52,20 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
         goto out;
     }
     if (!inputs || n_inputs == 0 || n_inputs > c->n_in) {
-        EMU_ERR(fn, "n_inputs %u invalid (model has %u) or inputs NULL", n_inputs, c->n_in);
+        if (inputs && n_inputs > c->n_in)
+            EMU_ERR(fn, "param input num(%u) > model input num(%u)", n_inputs, c->n_in);
+        else
+            EMU_ERR(fn, "n_inputs %u invalid (model has %u) or inputs NULL", n_inputs, c->n_in);
         rc = RKNN_ERR_PARAM_INVALID;
         goto out;
     }
     if ((rc = emu_ctx_check_flow(c, EMU_FLOW_GENERAL, fn)))
         goto out;
+    if (emu_model_n_shape_sets(c->m) && !c->shapes_chosen) {
+        EMU_ERR(fn, "dynamic shape rknn model: call rknn_set_input_shapes first");
+        rc = RKNN_ERR_FAIL;
+        goto out;
+    }
     ls = calloc(n_inputs, sizeof *ls);
     if (!ls) {
         rc = RKNN_ERR_MALLOC_FAIL;
@@ -100,8 +108,8 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
         if (in->size < need) {
             /* only a too-small buffer is refused, in the runtime's words; a larger one is
                read up to the size of the current shape */
-            EMU_ERR(fn, "input %u is too small: param input size(%u) < model input size(%llu)", in->index,
-                    in->size, (unsigned long long)need);
+            EMU_ERR(fn, "param input size(%u) < model input size(%llu)", in->size,
+                    (unsigned long long)need);
             rc = RKNN_ERR_PARAM_INVALID;
             goto out;
         }
@@ -181,6 +189,14 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
     void **outs = NULL;
     if (c->flags & RKNN_FLAG_COLLECT_MODEL_INFO_ONLY) {
         EMU_ERR(fn, "a RKNN_FLAG_COLLECT_MODEL_INFO_ONLY context cannot run");
+        rc = RKNN_ERR_FAIL;
+        goto out;
+    }
+    if (emu_model_n_shape_sets(c->m) && !c->shapes_chosen &&
+        emu_platform_supports_func(c->plat, "rknn_set_input_shapes")) {
+        /* a dynamic-shape model runs at a shape set chosen first (boards abort here); a
+           chip that cannot choose one runs it at its first */
+        EMU_ERR(fn, "dynamic shape rknn model: call rknn_set_input_shapes first");
         rc = RKNN_ERR_FAIL;
         goto out;
     }
@@ -511,8 +527,40 @@ static int attr_dims_model_order(const emu_io_desc *d, const rknn_tensor_attr *a
     return 1;
 }
 
+/* The board's refusal of shapes the model does not have: every shape it supports, then
+   what it was given (E lines), and RKNN_ERR_FAIL. */
+static void log_shapes_refused(emu_ctx *c, const char *fn, uint32_t i,
+                               const rknn_tensor_attr *given)
+{
+    const emu_io_desc *d = emu_model_input(c->m, i);
+    uint32_t sets = emu_model_n_shape_sets(c->m);
+    char buf[160];
+    EMU_ERR(fn, "error, input name = %s supported input shapes are as follows:", d->name);
+    for (uint32_t s = 0; s < sets; s++) {
+        uint32_t nd;
+        const uint32_t *dims = emu_model_input_dims(c->m, s, i, &nd);
+        size_t k = 0;
+        for (uint32_t j = 0; dims && j < nd && k < sizeof buf; j++)
+            k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%u", j ? "," : "", dims[j]);
+        EMU_ERR(NULL, " shape = [%s], layout = %s", k ? buf : "",
+                d->fmt == RKNN_TENSOR_NCHW ? "NCHW" : d->fmt == RKNN_TENSOR_NHWC ? "NHWC"
+                                                                     : "UNDEFINED");
+    }
+    size_t k = 0;
+    for (uint32_t j = 0; j < given->n_dims && j < RKNN_MAX_DIMS && k < sizeof buf; j++)
+        k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%u", j ? ", " : "", given->dims[j]);
+    EMU_ERR(NULL, "while get rknn_tensor_attr[%u].name = %s, dims = [%s], fmt = %s", i,
+            given->name, k ? buf : "", given->fmt == RKNN_TENSOR_NCHW ? "NCHW"
+                                       : given->fmt == RKNN_TENSOR_NHWC ? "NHWC" : "UNDEFINED");
+}
+
 static int set_shapes(emu_ctx *c, const char *fn, uint32_t n, const rknn_tensor_attr *attrs)
 {
+    if (emu_model_n_shape_sets(c->m) == 0) {
+        EMU_ERR(fn, "error, rknn model is static shape type, please export rknn with "
+                "dynamic_shapes");
+        return RKNN_ERR_FAIL;
+    }
     if (!attrs || n != c->n_in) {
         EMU_ERR(fn, "n_inputs %u invalid (model has %u) or attrs NULL", n, c->n_in);
         return RKNN_ERR_PARAM_INVALID;
@@ -534,6 +582,13 @@ static int set_shapes(emu_ctx *c, const char *fn, uint32_t n, const rknn_tensor_
                 rc = RKNN_ERR_PARAM_INVALID;
                 goto out;
             }
+        if (attrs[k].fmt != RKNN_TENSOR_NHWC && attrs[k].fmt != RKNN_TENSOR_UNDEFINED) {
+            /* boards take the shapes of 4-D inputs in NHWC only */
+            EMU_ERR(fn, "input %u: fmt %s is not supported, only NHWC or UNDEFINED", i,
+                    attrs[k].fmt == RKNN_TENSOR_NCHW ? "NCHW" : "NC1HWC2");
+            rc = RKNN_ERR_PARAM_INVALID;
+            goto out;
+        }
         if (!attr_dims_model_order(emu_model_input(c->m, i), &attrs[k], want[i])) {
             EMU_ERR(fn, "input %u: n_dims %u does not match the model", i, attrs[k].n_dims);
             rc = RKNN_ERR_PARAM_INVALID;
@@ -553,11 +608,25 @@ static int set_shapes(emu_ctx *c, const char *fn, uint32_t n, const rknn_tensor_
             found = (int)s;
     }
     if (found < 0) {
-        EMU_ERR(fn, "the shapes are not one of the model's %u shape sets "
-                "(RKNN_QUERY_INPUT_DYNAMIC_RANGE)", sets ? sets : 1);
-        rc = RKNN_ERR_PARAM_INVALID;
+        /* name the first input whose shape no set has */
+        uint32_t bad = 0;
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t i = attrs[k].index, hit = 0;
+            for (uint32_t s = 0; s < sets && !hit; s++) {
+                uint32_t nd;
+                const uint32_t *d = emu_model_input_dims(c->m, s, i, &nd);
+                hit = d && memcmp(d, want[i], nd * sizeof(uint32_t)) == 0;
+            }
+            if (!hit) {
+                bad = k;
+                break;
+            }
+        }
+        log_shapes_refused(c, fn, attrs[bad].index, &attrs[bad]);
+        rc = RKNN_ERR_FAIL;
         goto out;
     }
+    c->shapes_chosen = 1;
     if ((uint32_t)found != c->shape_set) {
         c->shape_set = (uint32_t)found;
         memset(c->in_set, 0, c->n_in * sizeof *c->in_set);   /* old-shape data is stale */
@@ -605,7 +674,7 @@ int rknn_set_input_shape(rknn_context ctx, rknn_tensor_attr *attr)
         const emu_io_desc *d = emu_model_input(c->m, i);
         all[i].index = i;
         all[i].n_dims = d->n_dims;
-        all[i].fmt = d->fmt;
+        all[i].fmt = RKNN_TENSOR_UNDEFINED;   /* dims in the model's order */
         memcpy(all[i].dims, emu_ctx_in_dims(c, i), d->n_dims * sizeof(uint32_t));
     }
     all[attr->index] = *attr;

@@ -306,7 +306,7 @@ static int ctx_ok_for(rknn_context ctx, const char *func, const emu_platform **p
     *plat = c->plat;
     emu_ctx_put(c);
     if (!emu_platform_supports_func(*plat, func)) {
-        EMU_ERR(func, "not supported on %s", (*plat)->name);
+        emu_refuse_func(*plat, func);
         return 0;
     }
     return 1;
@@ -319,7 +319,12 @@ rknn_tensor_mem *rknn_create_mem(rknn_context ctx, uint32_t size)
     if (!ctx_ok_for(ctx, "rknn_create_mem", &p))
         return NULL;
     if (size == 0) {
-        EMU_ERR("rknn_create_mem", "size is 0");
+        EMU_ERR("rknn_create_mem", "invalid size: %u", size);
+        return NULL;
+    }
+    if (emu_npu_memory_short(size)) {
+        EMU_ERR(NULL, "failed to allocate handle, ret: -1, errno: 14");
+        EMU_ERR(NULL, "failed to malloc npu memory, size: %u, flags: 0x2", size);
         return NULL;
     }
     emu_mem *m = emu_mem_alloc_internal(size, 1, ctx, 0, 0, p);
@@ -352,6 +357,12 @@ rknn_tensor_mem *rknn_create_mem2(rknn_context ctx, uint64_t size, uint64_t allo
     }
     if (size == 0 || size > UINT32_MAX) {
         EMU_ERR("rknn_create_mem2", "invalid size %llu", (unsigned long long)size);
+        return NULL;
+    }
+    if (emu_npu_memory_short(size)) {
+        EMU_ERR(NULL, "failed to allocate handle, ret: -1, errno: 14");
+        EMU_ERR(NULL, "failed to malloc npu memory, size: %llu, flags: 0x%llx",
+                (unsigned long long)size, (unsigned long long)alloc_flags);
         return NULL;
     }
     int cacheable = !(alloc_flags & RKNN_FLAG_MEMORY_NON_CACHEABLE);
@@ -733,8 +744,8 @@ int rknn_set_io_mem(rknn_context ctx, rknn_tensor_mem *pub, rknn_tensor_attr *at
     }
     uint64_t need = emu_layout_bytes(&l);
     if (m->size < need) {
-        EMU_ERR(fn, "%s %u: mem of %llu bytes is too small, need %llu (size_with_stride)",
-                is_out ? "output" : "input", idx, (unsigned long long)m->size,
+        EMU_ERR(fn, "%s memory size(%llu) < model %s size(%llu)", is_out ? "output" : "input",
+                (unsigned long long)m->size, is_out ? "output" : "input",
                 (unsigned long long)need);
         rc = RKNN_ERR_PARAM_INVALID;
         goto out;

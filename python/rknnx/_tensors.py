@@ -12,7 +12,8 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["QuantInfo", "NativeInfo", "TensorInfo", "describe", "as_input", "PIXEL_LAYOUTS"]
+__all__ = ["QuantInfo", "NativeInfo", "TensorInfo", "describe", "as_input", "set_shapes",
+           "PIXEL_LAYOUTS"]
 
 #: the layouts a 4-D input can be given in, by name
 PIXEL_LAYOUTS = ("NHWC", "NCHW")
@@ -152,3 +153,31 @@ def as_input(info: TensorInfo, array, data_format: Optional[str] = None,
 
 def shapes_str(shapes: Sequence[Tuple[int, ...]]) -> str:
     return ", ".join(str(tuple(s)) for s in shapes)
+
+
+def set_shapes(ctx, inputs: Sequence[TensorInfo], shapes: Sequence[Tuple[int, ...]]) -> None:
+    """Set the input shapes of a dynamic-shape model's context: one shape per input, in the
+    model's layout.  Boards take the shapes of 4-D inputs in NHWC only (docs/abi-notes.md),
+    so NCHW shapes are handed over as NHWC.  A runtime without ``rknn_set_input_shapes``
+    (before 1.5.0 none; some builds only the deprecated single-input form) gets one
+    ``rknn_set_input_shape`` per input."""
+    from rknnx import lowlevel
+    from rknnx.errors import NotSupportedError
+
+    attrs = []
+    for t, shape in zip(inputs, shapes):
+        a = t.attr.copy()
+        if len(shape) == 4 and t.layout == "NCHW":
+            a.fmt = lowlevel.TensorFormat.NHWC
+            shape = _permute(tuple(shape), "NCHW", "NHWC")
+        a.dims = shape
+        attrs.append(a)
+    try:
+        ctx.set_input_shapes(attrs)
+    except NotSupportedError:
+        from rknnx.runtime import note_fallback
+
+        note_fallback("rknn_set_input_shapes",
+                      "shapes are set one input at a time (rknn_set_input_shape)")
+        for a in attrs:
+            ctx.set_input_shape(a)

@@ -23,9 +23,9 @@ import numpy as np
 
 from rknnx import lowlevel as _ll
 from rknnx import platforms as _platforms
-from rknnx._tensors import TensorInfo, as_input, describe, shapes_str
+from rknnx._tensors import TensorInfo, as_input, describe, set_shapes, shapes_str
 from rknnx.errors import NotSupportedError, RKNNError
-from rknnx.runtime import chip_of
+from rknnx.runtime import chip_of, note_fallback
 
 __all__ = ["Model", "Perf"]
 
@@ -51,19 +51,44 @@ class Perf:
     detail: Optional[str]
 
 
-def _source_of(source: ModelSource):
-    """What the low-level Context takes, kept so that more contexts can be opened."""
+def _source_of(source: ModelSource) -> Tuple[bytes, Optional[str]]:
+    """The model's bytes, owned by the Model (every context it opens later loads these,
+    whatever happens to the caller's buffer or file), and the path they came from."""
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
+        if os.path.isdir(path):
+            raise IsADirectoryError(f"model path {path!r} is a directory; give the .rknn file "
+                                    "in it")
         if not os.path.isfile(path):
             raise FileNotFoundError(f"model file {path!r} does not exist")
-        return path
+        with open(path, "rb") as f:
+            return f.read(), path
+    if isinstance(source, bytes):
+        return source, None
     try:
-        memoryview(source)
+        view = memoryview(source)
     except TypeError:
         raise TypeError(f"a model is a path, bytes or a buffer; got {type(source).__name__}") \
             from None
-    return source
+    with view:
+        return view.tobytes(), None          # a copy: the caller may reuse its buffer
+
+
+def _open_context(source: bytes, flags: int, path: Optional[str]):
+    """``rknn_init`` of the model's bytes; a failure says its cause and fix when rknnx can
+    see it (no NPU device, a model for another chip ...: rknnx._board)."""
+    try:
+        return _ll.Context(source, flags)
+    except RKNNError as e:
+        if e.func != "rknn_init" or e.code is None:
+            raise
+        from rknnx import _board
+
+        info = _ll.runtime_info()
+        better = _board.explain_init_failure(e, source, path, info, chip_of())
+        if better is e:
+            raise
+        raise better from None
 
 
 class Model:
@@ -104,7 +129,9 @@ class Model:
     def __init__(self, source: ModelSource, *, core_mask=None, flags: int = 0,
                  perf: bool = False):
         self._ctx = None
-        self._source = _source_of(source)
+        self._source, path = _source_of(source)
+        #: the file the model was read from (None for bytes)
+        self.path: Optional[str] = path
         self._flags = int(flags) | (int(_ll.InitFlag.COLLECT_PERF_MASK) if perf else 0)
         self._core_mask = None
         self._lock = threading.Lock()
@@ -116,7 +143,7 @@ class Model:
         # each context's current shape set (weak keys: a closed pool's contexts drop out)
         self._ctx_sets: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         self._out_cache: Dict[Tuple[int, bool], List[Tuple[Tuple[int, ...], np.dtype]]] = {}
-        self._ctx = _ll.Context(self._source, self._flags)
+        self._ctx = _open_context(self._source, self._flags, path)
         try:
             #: the chip the model runs on ("RK3588" ...; None on an unknown board)
             self.chip: Optional[str] = chip_of(self._ctx)
@@ -131,32 +158,35 @@ class Model:
     # -- description -----------------------------------------------------------------------
     def _describe(self) -> None:
         ctx = self._ctx
-        self.dynamic = False
-        ranges = []
-        if self.supports(query="INPUT_DYNAMIC_RANGE"):
-            for i in range(ctx.n_input):
-                r = ctx.query(_QUERY.INPUT_DYNAMIC_RANGE, i)
-                ranges.append(r.dyn_range)
-            self.dynamic = any(len(r) > 1 for r in ranges)
-        n_sets = max((len(r) for r in ranges), default=0)
+        # Every query here but the attributes is optional, as in the vendor's RKNNLite: a
+        # runtime that refuses one (a static model's INPUT_DYNAMIC_RANGE on every board, a
+        # NATIVE_* or MEM_SIZE on an old or mini runtime) leaves its fact unknown, and the
+        # reason in `notes`.
+        #: why facts are missing from this description (refused queries), for `rknnx info`
+        self.notes: List[str] = []
+        ranges = ctx.input_ranges          # () for a static model (the binding's rule)
+        #: True for a dynamic-shape model (several input shape sets)
+        self.dynamic: bool = bool(ranges)
+        n_sets = max((len(r.dyn_range) for r in ranges), default=0)
         #: the shape sets of a dynamic model: one tuple of input shapes per set ([] if static)
         self.shape_sets: List[Tuple[Tuple[int, ...], ...]] = (
-            [tuple(r[k] for r in ranges) for k in range(n_sets)] if self.dynamic else [])
+            [tuple(r.dyn_range[k] for r in ranges) for k in range(n_sets)] if self.dynamic
+            else [])
         self.inputs: Tuple[TensorInfo, ...] = tuple(
             describe(i, a, self._native(_QUERY.NATIVE_INPUT_ATTR, i))
             for i, a in enumerate(ctx.input_attrs))
         self.outputs: Tuple[TensorInfo, ...] = tuple(
             describe(i, a, self._native(_QUERY.NATIVE_OUTPUT_ATTR, i))
             for i, a in enumerate(ctx.output_attrs))
-        version = ctx.query(_QUERY.SDK_VERSION)
-        #: the runtime's version string (``rknn_sdk_version.api_version``)
-        self.sdk_version: str = version.api_version
-        #: the NPU driver's version string
-        self.driver_version: str = version.drv_version
-        #: ``MemSize`` of the model: weight, internal and DMA bytes
-        self.mem_size = ctx.query(_QUERY.MEM_SIZE)
-        #: the string the model was converted with (``rknn_custom_string``)
-        self.custom_string: str = ctx.query(_QUERY.CUSTOM_STRING)
+        version = self._optional(_QUERY.SDK_VERSION)
+        #: the runtime's version string (``rknn_sdk_version.api_version``; "" if refused)
+        self.sdk_version: str = version.api_version if version is not None else ""
+        #: the NPU driver's version string ("" if refused)
+        self.driver_version: str = version.drv_version if version is not None else ""
+        #: ``MemSize`` of the model: weight, internal and DMA bytes (None if refused)
+        self.mem_size = self._optional(_QUERY.MEM_SIZE)
+        #: the string the model was converted with (``rknn_custom_string``; "" if refused)
+        self.custom_string: str = self._optional(_QUERY.CUSTOM_STRING) or ""
         # run()'s fast path: the input shapes it accepts as they are, the outputs it makes
         self._fast_shapes = (tuple(t.shape for t in self.inputs)
                              if self._general and not self.dynamic else None)
@@ -183,11 +213,18 @@ class Model:
         except ValueError:
             return True
 
-    def _native(self, cmd, i):
+    def _optional(self, cmd, i: int = 0):
+        """``ctx.query(cmd, i)``, or None with the reason noted when the runtime refuses."""
         try:
             return self._ctx.query(cmd, i)
-        except (RKNNError, ValueError):
-            return None                # e.g. a runtime that reports none for this model
+        except (RKNNError, ValueError) as e:
+            self.notes.append(f"{cmd.name} refused: {e}")
+            return None
+
+    def _native(self, cmd, i):
+        if not self.supports(query=cmd.name):
+            return None
+        return self._optional(cmd, i)
 
     @property
     def closed(self) -> bool:
@@ -254,21 +291,27 @@ class Model:
     def _new_context(self, flags: int = 0):
         """A context for a session or pool worker, sharing the weights with the model's:
         ``rknn_dup_context`` where the chip has it (and the model is static), else a new
-        ``rknn_init`` with ``RKNN_FLAG_SHARE_WEIGHT_MEM``, else a plain ``rknn_init``."""
+        ``rknn_init`` with ``RKNN_FLAG_SHARE_WEIGHT_MEM``, else a plain ``rknn_init`` of the
+        model's bytes (a runtime without dup or weight sharing: one W line says so)."""
         self._check_open("a new context")
         flags = self._flags | int(flags)
+        ctx = None
         if not self.dynamic and flags == self._flags and self.supports("rknn_dup_context"):
-            ctx = self._ctx.dup()
-        elif not self.dynamic:
+            try:
+                ctx = self._ctx.dup()
+            except (NotSupportedError, RKNNError) as e:
+                # an old or mini runtime without it: the model is loaded again instead
+                note_fallback("rknn_dup_context", f"each session and pool worker loads the "
+                              f"model again (more memory) ({e})")
+        if ctx is None and not self.dynamic:
             try:
                 ctx = _ll.Context(self._source, flags | int(_ll.InitFlag.SHARE_WEIGHT_MEM),
                                   share_weights_with=self._ctx)
             except RKNNError:
-                # the runtime refuses to share (e.g. a dynamic-shape model on a chip that
-                # cannot report its shape sets): a context with weights of its own
-                ctx = _ll.Context(self._source, flags)
-        else:
-            ctx = _ll.Context(self._source, flags)
+                # the runtime refuses to share: a context with weights of its own
+                ctx = None
+        if ctx is None:
+            ctx = _open_context(self._source, flags, self.path)
         if self._core_mask is not None:
             ctx.set_core_mask(self._core_mask)
         return ctx
@@ -434,14 +477,11 @@ class Model:
         return arrays
 
     def _select_shape_set(self, ctx, k: int) -> None:
-        if self._ctx_sets.get(ctx, 0) == k:
+        """Set shape set `k` on `ctx` unless it is there already (a new context has none:
+        a dynamic model runs only at a shape set chosen first)."""
+        if self._ctx_sets.get(ctx) == k:
             return
-        attrs = []
-        for t, shape in zip(self.inputs, self.shape_sets[k]):
-            a = t.attr.copy()
-            a.dims = shape
-            attrs.append(a)
-        ctx.set_input_shapes(attrs)
+        set_shapes(ctx, self.inputs, self.shape_sets[k])
         self._ctx_sets[ctx] = k
 
     def _out_arrays(self, ctx, shape_set, raw: bool, out) -> List[np.ndarray]:

@@ -33,6 +33,7 @@ __all__ = [
     "QUERY_CODES",
     "normalize_chip",
     "family",
+    "same_npu",
     "supports",
     "supports_query",
     "unsupported_functions",
@@ -192,6 +193,20 @@ def normalize_chip(chip: str) -> str:
     if name not in _FAMILY_OF:
         raise ValueError(f"unknown chip {chip!r}; expected one of {', '.join(CHIPS)}")
     return name
+
+
+#: chips whose NPUs run the same compiled models (the runtime accepts a model built for
+#: any chip of its group): RK3566 and RK3568, RV1106 and RV1103, RV1106B and RV1103B
+_NPU_GROUP = {"RK3568": "RK3566", "RV1103": "RV1106", "RV1103B": "RV1106B"}
+
+
+def same_npu(a: str, b: str) -> bool:
+    """Whether a model built for chip `a` runs on chip `b` (one NPU group)."""
+    try:
+        a, b = normalize_chip(a), normalize_chip(b)
+    except ValueError:
+        return a.upper() == b.upper()
+    return _NPU_GROUP.get(a, a) == _NPU_GROUP.get(b, b)
 
 
 def family(chip: str) -> str:

@@ -9,11 +9,14 @@ adds what needs an open context (the runtime's and the driver's versions).
 from __future__ import annotations
 
 import os
+import sys
+import threading
 from typing import Any, Dict, Optional, Union
 
 from rknnx.emulator._locate import bundled_library
 
-__all__ = ["load_runtime", "runtime_info", "emulator_path", "chip_of", "refuse_if_unsupported"]
+__all__ = ["load_runtime", "runtime_info", "emulator_path", "chip_of", "refuse_if_unsupported",
+           "note_fallback"]
 
 ModelSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
 
@@ -130,3 +133,31 @@ def refuse_if_unsupported(what: str, c_function: str, context=None) -> None:
     if not ok:
         raise NotSupportedError(f"{what}: {platforms.why_not(chip, c_function)}", None,
                                 c_function)
+
+
+_NOTED: set = set()
+_NOTED_LOCK = threading.Lock()
+
+
+def note_fallback(function: str, instead: str) -> None:
+    """Say once per process, in one ``W rknnx:`` line on stderr, that the loaded runtime
+    lacks (or refused) `function` and what rknnx does `instead`.
+
+    Older librknnrt versions still on many boards lack functions that newer ones have
+    (``rknn_create_mem2``, ``rknn_mem_sync``, ``rknn_dup_context`` on the RV1106 mini
+    runtime ...); the facade goes on without them where it can (docs/architecture.md,
+    "Runtimes boards have").  The line names the library and its version so that a user
+    who wants the faster path knows what to update.
+    """
+    with _NOTED_LOCK:
+        if function in _NOTED:
+            return
+        _NOTED.add(function)
+    try:
+        from rknnx import lowlevel
+
+        info = lowlevel.runtime_info()
+        lib = f"librknnrt {info.get('version') or '(version unknown)'} at {info['path']}"
+    except Exception:                    # the note must never be what fails
+        lib = "the loaded librknnrt"
+    sys.stderr.write(f"W rknnx: {lib} has no {function}; {instead}\n")

@@ -24,7 +24,9 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from rknnx import lowlevel as _ll
-from rknnx._tensors import default_dtype
+from rknnx._tensors import default_dtype, set_shapes
+from rknnx.errors import NotSupportedError
+from rknnx.runtime import note_fallback
 
 __all__ = ["ZeroCopySession"]
 
@@ -101,6 +103,16 @@ class ZeroCopySession:
             ctx_flags = int(self._ctx.flags)
             self._session_syncs_in = bool(sync) and bool(ctx_flags & _F.DISABLE_FLUSH_INPUT_MEM_CACHE)
             self._session_syncs_out = bool(sync) and bool(ctx_flags & _F.DISABLE_FLUSH_OUTPUT_MEM_CACHE)
+            if (self._session_syncs_in or self._session_syncs_out) and self._cacheable:
+                # the session would sync with rknn_mem_sync: refuse now, not at the first run
+                info = _ll.runtime_info()
+                if "rknn_mem_sync" in info["missing"]:
+                    raise NotSupportedError(
+                        f"flags DISABLE_FLUSH_*_MEM_CACHE hand cache maintenance to the "
+                        f"session, which needs rknn_mem_sync; librknnrt "
+                        f"{info.get('version') or ''} at {info['path']} lacks it: open the "
+                        f"session without those flags (the runtime then syncs itself)",
+                        None, "rknn_mem_sync")
             ops = getattr(model, "_custom_ops", ())
             if ops:
                 from rknnx import custom
@@ -133,7 +145,15 @@ class ZeroCopySession:
     # -- binding ---------------------------------------------------------------------------
     def _alloc(self, nbytes: int) -> _ll.TensorMem:
         flags = _ll.MemAllocFlag.CACHEABLE if self._cacheable else _ll.MemAllocFlag.NON_CACHEABLE
-        mem = self._ctx.create_mem2(nbytes, flags)
+        try:
+            mem = self._ctx.create_mem2(nbytes, flags)
+        except NotSupportedError:
+            # a runtime before 1.6.0: rknn_create_mem gives the cacheable memory that
+            # create_mem2 gives by default; non-cacheable memory cannot be had there
+            if not self._cacheable:
+                raise
+            note_fallback("rknn_create_mem2", "sessions allocate with rknn_create_mem")
+            mem = self._ctx.create_mem(nbytes)
         self._owned.append(mem)
         if not self._cacheable:
             self._coherent.append(mem)
@@ -450,14 +470,9 @@ class ZeroCopySession:
             raise IndexError(f"shape set {index} out of range: the model has {len(sets)}")
         if getattr(self, "_shape_set", None) == index and self._inputs:
             return
-        attrs = []
-        for t, shape in zip(self._model.inputs, sets[index]):
-            a = t.attr.copy()
-            a.dims = shape
-            attrs.append(a)
         self._check_no_views()
         self._shape_set = None
-        self._ctx.set_input_shapes(attrs)
+        set_shapes(self._ctx, self._model.inputs, sets[index])
         self._bind_all()
         self._shape_set = index
 

@@ -657,9 +657,17 @@ cdef class Context(_ContextBase):
     cdef int _note_chip(self) except -1:
         """Look the chip of the new context up once (the emulator's personality, else the
         board's device tree) and note whether it has the general flow."""
+        cdef rknn_sdk_version sv
         self._chip = _chip_of(self.ctx)
         self._no_general = (self._chip is not None
                             and not _platforms.supports(self._chip, "rknn_inputs_set"))
+        if _runtime_version is None and _api.rknn_query != NULL:
+            # the runtime's version, for messages about what it lacks (no lock needed: the
+            # context is not shared yet)
+            memset(&sv, 0, sizeof(sv))
+            if _api.rknn_query(self.ctx, RKNN_QUERY_SDK_VERSION, &sv, sizeof(sv)) >= 0:
+                _set_runtime_version(_cstr(sv.api_version, sizeof(sv.api_version))
+                                     .split(" ")[0] or None)
         return 0
 
     cdef int _require_chip(self, const char* fn) except -1:
@@ -680,6 +688,16 @@ cdef class Context(_ContextBase):
         shape set for an input)."""
         self._check_open(b"is_dynamic")
         return bool(_dynamic_ranges(self))
+
+    @property
+    def input_ranges(self):
+        """The shape sets of a dynamic-shape model: one :class:`InputRange` per input
+        (``RKNN_QUERY_INPUT_DYNAMIC_RANGE``), or ``()`` for a static model.  Asked once per
+        model: boards refuse the query on a static model (status -6 and a warning line of
+        the runtime's), which means static here; contexts made by :meth:`dup` or with
+        ``share_weights_with`` take the answer of their source."""
+        self._check_open(b"input_ranges")
+        return _dynamic_ranges(self)
 
     def wait(self, *, timeout_ms=0):
         """Wait for a non-blocking run (``rknn_wait``), with the GIL released.

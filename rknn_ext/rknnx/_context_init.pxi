@@ -114,6 +114,9 @@ cdef int _context_init(Context self, object model, object flags, object share_we
         self._model_mem = mm
     if src is not None:
         self._weights_from = src
+        # the same model: its shape sets need not be asked again (on a static model the
+        # runtime answers that query with a warning line)
+        self._ranges = src._ranges
     return 0
 
 

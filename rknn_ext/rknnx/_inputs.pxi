@@ -66,7 +66,8 @@ cdef tuple _pass_through_need(Context ctx, long long idx, int f, TensorAttr a):
         f = a.c.fmt
     if a.c.n_dims != 4 or (f != RKNN_TENSOR_NHWC and f != RKNN_TENSOR_NC1HWC2):
         return a.c.size, f"{_shape_str(a.dims)} {_type_name(a.c.type)} packed"
-    dynamic = bool(ctx._shapes_set or _dynamic_ranges(ctx))
+    # the current shape's attributes exist once shapes were set (see Context.input_attrs)
+    dynamic = bool(ctx._shapes_set)
     try:
         if f == RKNN_TENSOR_NHWC:
             if dynamic:
@@ -389,6 +390,12 @@ cdef int _inputs_set(Context self, object inputs) except -1:
     if self._no_general:
         self._require_chip(b"rknn_inputs_set")
     _load_attrs(self)
+    if not self._shapes_set and _dynamic_ranges(self):
+        # a dynamic-shape model has no current shape until one is chosen (boards refuse,
+        # or abort: docs/abi-notes.md)
+        raise ValueError("inputs_set: the model has dynamic input shapes ("
+                         + _ranges_str(_dynamic_ranges(self)) + "); choose the shape set of "
+                         "your data with set_input_shapes() first")
     if type(inputs) is tuple:
         if _inputs_set_fast(self, <tuple>inputs):
             return 0

@@ -306,12 +306,10 @@ cdef int _check_io_attr(Context self, TensorMem mem, TensorAttr attr, bint is_ou
     # the shape must be the model's (the current one of a dynamic model), in attr.fmt
     if attr.c.fmt == RKNN_TENSOR_NC1HWC2:
         if is_out:
-            ncmd = (RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR
-                    if self._shapes_set or _dynamic_ranges(self)
+            ncmd = (RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR if self._shapes_set
                     else RKNN_QUERY_NATIVE_OUTPUT_ATTR)
         else:
-            ncmd = (RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR
-                    if self._shapes_set or _dynamic_ranges(self)
+            ncmd = (RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR if self._shapes_set
                     else RKNN_QUERY_NATIVE_INPUT_ATTR)
         expected = self.query(ncmd, idx).dims
     else:

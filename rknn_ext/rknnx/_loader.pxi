@@ -17,6 +17,7 @@ from rknnx import platforms as _platforms
 cdef void* _handle = NULL                    # the library in use; NULL until loaded
 cdef object _runtime_path = None             # where it came from (str)
 cdef object _runtime_source = None           # how it was chosen
+cdef object _runtime_version = None          # its "X.Y.Z" once a context asked (SDK_VERSION)
 _load_lock = threading.Lock()
 cdef Py_ssize_t _live_contexts = 0           # kept by Context; blocks a runtime switch
 cdef Py_ssize_t _live_free_mems = 0          # open ALLOC_NO_CONTEXT mems; block it too
@@ -90,6 +91,12 @@ cdef int _refuse_unsupported(object chip, str fn) except -1:
     return 0
 
 
+cdef str _resolve(str word):
+    """The library path for a loader word (``emulator``, ``emulator-1.5.2``) or a path."""
+    from rknnx.emulator._locate import resolve_word   # pure Python; imported on use
+    return resolve_word(word)
+
+
 def emulator_path():
     """Path of the CPU emulator of librknnrt bundled with rknnx.
 
@@ -139,12 +146,11 @@ cdef int _load(object path) except -1:
     cdef list candidates = []
     if path is not None:
         path = os.fspath(path)
-        candidates.append((emulator_path() if path == "emulator" else path, "load_runtime()"))
+        candidates.append((_resolve(path), "load_runtime()"))
     else:
         env = os.environ.get("RKNNX_RUNTIME")
         if env:
-            candidates.append((emulator_path() if env == "emulator" else env,
-                               "RKNNX_RUNTIME"))
+            candidates.append((_resolve(env), "RKNNX_RUNTIME"))
         else:
             for cand in _SYSTEM_CANDIDATES:
                 candidates.append((cand, "system loader" if "/" not in cand else "vendor path"))
@@ -202,7 +208,7 @@ def load_runtime(path=None):
         target = None
         if path is not None:
             target = os.fspath(path)
-            target = emulator_path() if target == "emulator" else target
+            target = _resolve(target)
         if _handle != NULL and target is not None and target == _runtime_path:
             pass
         elif _handle != NULL and (_live_contexts or _live_free_mems):
@@ -214,12 +220,19 @@ def load_runtime(path=None):
             old_api = _api
             _handle = NULL
             try:
+                _set_runtime_version(None)
                 _load(path)
             except BaseException:
                 _handle = old_handle
                 _api_restore(old_api)
                 raise
     return runtime_info()
+
+
+cdef int _set_runtime_version(object version) except -1:
+    global _runtime_version
+    _runtime_version = version
+    return 0
 
 
 cdef void _api_restore(rknnx_api table):
@@ -260,6 +273,7 @@ def runtime_info():
         "is_emulator": emu_probe != NULL,
         "functions": provided,
         "missing": missing,
+        "version": _runtime_version,
     }
     cdef const char* plat
     if emu_platform != NULL:
@@ -278,9 +292,10 @@ def api_function_names():
 cdef int require(void* fnptr, const char* fn) except -1:
     """Raise NotSupportedError if the loaded runtime lacks `fn` (fnptr is its slot)."""
     if fnptr == NULL:
+        version = f" {_runtime_version}" if _runtime_version else ""
         raise NotSupportedError(
-            f"librknnrt at {_runtime_path} lacks {fn.decode()}: this runtime version does not "
-            f"provide it (update the RKNPU2 runtime on the board)", None, fn.decode())
+            f"librknnrt{version} at {_runtime_path} lacks {fn.decode()}: this runtime version "
+            f"does not provide it (update the RKNPU2 runtime on the board)", None, fn.decode())
     return 0
 
 

@@ -40,8 +40,9 @@ cdef int _load_attrs(Context self) except -1:
         # queried in several lock holds: keep them only if no shape change came between
         g = self._shape_gen
         # a dynamic-shape model: the plain queries describe the largest shapes (what
-        # buffers are sized by), the CURRENT_ ones the shapes the runtime computes at
-        if self._shapes_set or _dynamic_ranges(self):
+        # buffers are sized by); once shapes were set, the CURRENT_ ones describe them.
+        # Boards refuse CURRENT_* before rknn_set_input_shapes (docs/abi-notes.md).
+        if self._shapes_set:
             qi = RKNN_QUERY_CURRENT_INPUT_ATTR
             qo = RKNN_QUERY_CURRENT_OUTPUT_ATTR
         self._query_into(RKNN_QUERY_IN_OUT_NUM, &io, sizeof(io))

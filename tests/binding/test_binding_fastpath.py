@@ -198,6 +198,9 @@ def test_shape_change_invalidates_the_cache(track, bh, general_platform, single)
     ctx = track.model("dynamic", general_platform)
     rng = np.random.default_rng(4)
     first = rng.integers(0, 256, size=DYNAMIC_SETS[0], dtype=np.uint8)
+    a = ctx.input_attrs[0]
+    a.dims = tuple(DYNAMIC_SETS[0])       # a dynamic model runs at a shape chosen first
+    ctx.set_input_shapes([a])
     assert assert_all_same(ctx, [first])[0] == "ok"         # cache built for shape 0
     for dims in list(DYNAMIC_SETS[1:]) + [DYNAMIC_SETS[0]]:
         a = ctx.input_attrs[0]
@@ -236,6 +239,9 @@ def test_outputs_attr_keeps_its_shape_across_set_input_shapes(track, bh, general
 
     ctx = track.model("dynamic", general_platform)
     x = np.zeros(DYNAMIC_SETS[0], np.uint8)
+    a = ctx.input_attrs[0]
+    a.dims = tuple(DYNAMIC_SETS[0])
+    ctx.set_input_shapes([a])
     ctx.inputs_set([x])
     ctx.run()
     outs = ctx.outputs_get()

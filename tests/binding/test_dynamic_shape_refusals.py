@@ -33,7 +33,15 @@ def test_static_models_still_dup(track):
 
 def test_size_mismatch_names_the_shape_sets(track):
     ctx = track.model("dynamic")
-    frame = np.zeros((1, 96, 96, 3), np.uint8)              # set 1, never chosen
+    frame = np.zeros((1, 96, 96, 3), np.uint8)              # set 1
+    # no shape set chosen yet: boards refuse (or abort), the binding says what to do
+    with pytest.raises(ValueError, match=r"^inputs_set: the model has dynamic input shapes "
+                                         rf"\(input 0 'image': {SETS}\); choose the shape set "
+                                         r"of your data with set_input_shapes\(\) first$"):
+        ctx.inputs_set([frame])
+    a = ctx.input_attrs[0]
+    a.dims = (1, 64, 64, 3)
+    ctx.set_input_shapes([a])
     with pytest.raises(ValueError, match=r"^input 0 \('image'\) expects 12288 bytes .* got 27648; "
                                          r"the model has dynamic input shapes: the shape sets "
                                          rf"of input 0 are {SETS}, the current one is "

@@ -231,7 +231,7 @@ def test_error_is_logged(emu, make_ctx, capfd):
     c = make_ctx(samples.tiny_relu())
     assert c.inputs_set_rc([np.float32([1])]) == PARAM_INVALID
     err = capfd.readouterr().err
-    assert "E RKNN: rknn_inputs_set:" in err and "too small" in err
+    assert "rknn_inputs_set, param input size(4) < model input size(8)" in err
     emu.set_log_level(-1 + 0)   # back to env
     emu.set_log_level(0)
     c.run_rc()                  # INPUT_INVALID, an error: still printed at level 0
@@ -240,4 +240,4 @@ def test_error_is_logged(emu, make_ctx, capfd):
     assert "W RKNN" not in capfd.readouterr().err
     emu.set_log_level(1)
     api().rknn_set_input_shape(c.h, C.byref(c.in_attr(0)))
-    assert "W RKNN: rknn_set_input_shape: deprecated" in capfd.readouterr().err
+    assert "rknn_set_input_shape, deprecated" in capfd.readouterr().err

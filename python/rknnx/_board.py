@@ -1,0 +1,128 @@
+"""What a board user meets first when ``rknn_init`` fails, turned into one clear exception.
+
+The runtime says why in its own ``E RKNN:`` lines on stderr and returns a bare status
+(docs/abi-notes.md, "Board facts"): -1 for a missing NPU device, a device the user may not
+open, or NPU memory that is exhausted; -6 for a model that is not a model, or one made by a
+newer toolkit than the runtime; -13 (or -1 on old runtimes) for a model built for another
+chip.  rknnx cannot read those lines, so it checks what it can see (the device nodes, their
+permissions, the chip in the model and on the board) and raises the error of the status
+with the cause and the fix in its message.  ``rknnx doctor`` runs the same checks.
+
+Pure Python: imports without the compiled extension.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+from typing import List, Optional
+
+from rknnx import errors, platforms
+
+__all__ = ["npu_device_problem", "explain_init_failure", "model_target", "DEVICE_NODES"]
+
+#: the NPU's device nodes: the DRM render node of the rknpu driver (RK3588 ... ), the misc
+#: node of older kernels and of the RV1106 family
+DEVICE_NODES = ("/dev/dri/renderD129", "/dev/rknpu", "/dev/dri/renderD128")
+
+_FIX = ("add the user to the group that owns the node (usually `video` or `render`: "
+        "`sudo usermod -aG video $USER`, then log in again) or run as root; in Docker pass "
+        "the node and the device tree: `--device /dev/dri/renderD129 "
+        "-v /proc/device-tree/compatible:/proc/device-tree/compatible:ro`")
+
+
+def npu_device_problem(root: str = "/") -> Optional[str]:
+    """Why this process cannot open the NPU, or None when a device node it may open exists.
+
+    Parameters
+    ----------
+    root : str
+        The file system root to look under (for tests).
+    """
+    if os.environ.get("RKNN_EMU_NO_DEVICE", "0") not in ("", "0"):
+        # the emulator plays a board whose device is missing (emulator/FORMAT.md, controls)
+        return (f"no NPU device node ({', '.join(DEVICE_NODES[:2])}) can be opened (the "
+                "emulator plays a board without one: RKNN_EMU_NO_DEVICE is set)")
+    found: List[str] = []
+    for node in DEVICE_NODES:
+        path = os.path.join(root, node.lstrip("/"))
+        if os.path.exists(path):
+            if os.access(path, os.R_OK | os.W_OK):
+                return None
+            found.append(path)
+    if found:
+        owners = []
+        for path in found:
+            try:
+                owners.append(f"{path} (group {grp.getgrgid(os.stat(path).st_gid).gr_name})")
+            except (KeyError, OSError):
+                owners.append(path)
+        return (f"the NPU device exists but this user may not open it: {', '.join(owners)}; "
+                + _FIX)
+    return (f"no NPU device node exists ({', '.join(DEVICE_NODES[:2])}): the rknpu kernel "
+            "driver is not loaded (a board image without it, or a kernel module to load with "
+            "`modprobe rknpu`), or this is a container started without it; " + _FIX)
+
+
+def model_target(model: bytes) -> Optional[str]:
+    """The chip a model was built for, when the bytes say it (a model written by
+    ``rknnx.emulator``, or a ``.rknn`` whose metadata names ``target_platform``)."""
+    if model[:8] == b"RKNXEMDL":
+        try:
+            from rknnx.emulator import builder
+
+            return builder.decode(model).target.upper()
+        except Exception:                    # a damaged file: the runtime says so itself
+            return None
+    head = model[:1 << 20]
+    k = head.find(b'"target_platform"')
+    if k < 0:
+        return None
+    tail = head[k:k + 200].decode("ascii", "replace")
+    for part in tail.replace("[", '"').replace("]", '"').split('"')[2:]:
+        part = part.strip(" :,")
+        if part:
+            try:
+                return platforms.normalize_chip(part)
+            except ValueError:
+                return part.upper()
+    return None
+
+
+def explain_init_failure(exc: errors.RKNNError, model: bytes, path: Optional[str],
+                         runtime: dict, chip: Optional[str]) -> errors.RKNNError:
+    """The error to raise for a failed ``rknn_init`` of `model`: of the same status, with
+    the cause rknnx can see and its fix in the message (`exc` itself when it sees none)."""
+    what = f"model {path!r}" if path else f"the model ({len(model)} bytes)"
+    version = runtime.get("version") or "of unknown version"
+    lib = f"librknnrt {version} at {runtime.get('path')}"
+    target = model_target(model)
+    if target and chip and target != chip and not platforms.same_npu(target, chip):
+        return errors.TargetPlatformUnmatchError(
+            f"{what} was built for {target}, but this NPU is {chip}: convert the model again "
+            f"with rknn-toolkit2 for target_platform='{chip.lower()}' (status {exc.code})",
+            exc.code, exc.func)
+    if exc.code == -1:
+        problem = npu_device_problem()
+        if problem is not None and not (runtime.get("is_emulator")
+                                        and "RKNN_EMU_NO_DEVICE" not in os.environ):
+            return errors.DeviceUnavailableError(
+                f"rknn_init of {what} failed (status -1): {problem}", exc.code, exc.func)
+        return errors.RKNNFailError(
+            f"rknn_init of {what} failed (status -1) on {lib}; the runtime's E lines above "
+            "say why. When they say 'failed to malloc npu memory', the NPU memory is "
+            "exhausted: close other models and sessions, or free CMA memory (a larger "
+            "cma= on the kernel command line)", exc.code, exc.func)
+    if exc.code == -6:
+        hint = ""
+        if runtime.get("is_emulator") and model[:8] != b"RKNXEMDL":
+            hint = (" The emulator runs only models written by rknnx.emulator (a real .rknn "
+                    "holds NPU code no CPU can run): run this one on a board.")
+        elif model[:8] != b"RKNXEMDL" and not runtime.get("is_emulator"):
+            hint = (" If the file is a .rknn made by a newer rknn-toolkit2 than the runtime, "
+                    "update the runtime: models of toolkit 2.x need librknnrt >= 2.0.0, of "
+                    "1.5.2/1.6.0 need >= 1.5.2; else convert the model again.")
+        return errors.ModelInvalidError(
+            f"{lib} cannot load {what} (status -6, RKNN_ERR_MODEL_INVALID).{hint}",
+            exc.code, exc.func)
+    return exc
