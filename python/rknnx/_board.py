@@ -42,7 +42,8 @@ def npu_device_problem(root: str = "/") -> Optional[str]:
     if os.environ.get("RKNN_EMU_NO_DEVICE", "0") not in ("", "0"):
         # the emulator plays a board whose device is missing (emulator/FORMAT.md, controls)
         return (f"no NPU device node ({', '.join(DEVICE_NODES[:2])}) can be opened (the "
-                "emulator plays a board without one: RKNN_EMU_NO_DEVICE is set)")
+                "emulator plays a board without one: RKNN_EMU_NO_DEVICE is set); on a board: "
+                "is the rknpu driver loaded (`dmesg | grep -i rknpu`)? then " + _FIX)
     found: List[str] = []
     for node in DEVICE_NODES:
         path = os.path.join(root, node.lstrip("/"))
@@ -96,6 +97,12 @@ def explain_init_failure(exc: errors.RKNNError, model: bytes, path: Optional[str
     what = f"model {path!r}" if path else f"the model ({len(model)} bytes)"
     version = runtime.get("version") or "of unknown version"
     lib = f"librknnrt {version} at {runtime.get('path')}"
+    if exc.code == -1:
+        problem = npu_device_problem()
+        if problem is not None and not (runtime.get("is_emulator")
+                                        and "RKNN_EMU_NO_DEVICE" not in os.environ):
+            return errors.DeviceUnavailableError(
+                f"rknn_init of {what} failed (status -1): {problem}", exc.code, exc.func)
     target = model_target(model)
     if target and chip and target != chip and not platforms.same_npu(target, chip):
         return errors.TargetPlatformUnmatchError(
@@ -103,11 +110,6 @@ def explain_init_failure(exc: errors.RKNNError, model: bytes, path: Optional[str
             f"with rknn-toolkit2 for target_platform='{chip.lower()}' (status {exc.code})",
             exc.code, exc.func)
     if exc.code == -1:
-        problem = npu_device_problem()
-        if problem is not None and not (runtime.get("is_emulator")
-                                        and "RKNN_EMU_NO_DEVICE" not in os.environ):
-            return errors.DeviceUnavailableError(
-                f"rknn_init of {what} failed (status -1): {problem}", exc.code, exc.func)
         return errors.RKNNFailError(
             f"rknn_init of {what} failed (status -1) on {lib}; the runtime's E lines above "
             "say why. When they say 'failed to malloc npu memory', the NPU memory is "

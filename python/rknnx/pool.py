@@ -18,7 +18,8 @@ from concurrent.futures import Future
 from typing import Any, Iterable, Iterator, List, Optional, Sequence
 
 from rknnx import lowlevel as _ll
-from rknnx.errors import NotSupportedError
+from rknnx.errors import NotSupportedError, RKNNError
+from rknnx.runtime import note_fallback
 
 __all__ = ["Pool"]
 
@@ -82,7 +83,8 @@ class Pool:
         model._pools.add(self)
         try:
             for k in range(workers):
-                runner = self._worker_context(model, masks[k] if masks else None)
+                runner = self._worker_context(model, masks[k] if masks else None,
+                                              core_masks is not None)
                 self._contexts.append(runner)
         except BaseException:
             self._close_contexts()
@@ -115,8 +117,10 @@ class Pool:
         return [cores[k % len(cores)] for k in range(workers)]
 
     @staticmethod
-    def _worker_context(model, mask):
-        """A context (general flow) or, on zero-copy-only chips, a session of the model."""
+    def _worker_context(model, mask, asked: bool):
+        """A context (general flow) or, on zero-copy-only chips, a session of the model;
+        pinned to `mask` if given.  A mask the pool chose itself (`asked` False) that the
+        runtime refuses is dropped, with one W line: the pool runs unpinned."""
         if model._general:
             ctx = model._new_context()
             try:
@@ -126,14 +130,18 @@ class Pool:
 
                     custom.register(ctx, ops)
                 if mask is not None:
-                    ctx.set_core_mask(mask)
+                    _pin(ctx, mask, asked)
             except BaseException:
                 ctx.close()
                 raise
             return ctx
         session = model.zero_copy(_internal=True)
         if mask is not None:
-            session._ctx.set_core_mask(mask)
+            try:
+                _pin(session._ctx, mask, asked)
+            except BaseException:
+                session.close()
+                raise
         return session
 
     # -- feeding ---------------------------------------------------------------------------
@@ -189,7 +197,7 @@ class Pool:
             if fresh is not runner:
                 runner = self._contexts[k] = fresh
                 if self._masks_of:
-                    runner._ctx.set_core_mask(self._masks_of[k])
+                    _pin(runner._ctx, self._masks_of[k], False)
             result = model._run_session(runner, prepared, shape_set, job.raw, None,
                                         record=False)
         job.future.set_result(result)
@@ -269,3 +277,15 @@ def _work(pool_ref, jobs: "queue.Queue", k: int) -> None:
         except BaseException as exc:
             job.future.set_exception(exc)
         del pool, job
+
+
+def _pin(ctx, mask, asked: bool) -> None:
+    """``ctx.set_core_mask(mask)``; a refusal raises if the user asked for the mask, else
+    it is noted once and the context stays on the runtime's choice of core."""
+    try:
+        ctx.set_core_mask(mask)
+    except (RKNNError, NotSupportedError) as e:
+        if asked:
+            raise
+        note_fallback("rknn_set_core_mask", f"pool workers run on the cores the runtime "
+                      f"chooses ({e})")

@@ -160,4 +160,4 @@ def note_fallback(function: str, instead: str) -> None:
         lib = f"librknnrt {info.get('version') or '(version unknown)'} at {info['path']}"
     except Exception:                    # the note must never be what fails
         lib = "the loaded librknnrt"
-    sys.stderr.write(f"W rknnx: {lib} has no {function}; {instead}\n")
+    sys.stderr.write(f"W rknnx: {lib}: {function} is not available; {instead}\n")

@@ -12,6 +12,8 @@ import rknnx
 import rknnx.custom
 from rknnx.lowlevel import CustomOp, CustomOpContext
 
+pytestmark = pytest.mark.needs("rknn_register_custom_ops")
+
 GENERAL = ("RK3588", "RK3566")
 
 

@@ -123,6 +123,7 @@ def _on_chips(cases):
     return [(p, *c) for p in GENERAL for c in cases if not (p == "RK3566" and "int4" in c[:2])]
 
 
+@pytest.mark.needs("rknn_matmul_set_quant_params")
 @pytest.mark.parametrize("platform, ka, kb, kc, how", _on_chips(_QUANTIZED))
 def test_quantized_products_match_numpy(track, platform, ka, kb, kc, how):
     track.ctl.set_platform(platform)
@@ -211,6 +212,7 @@ def test_chips_without_matmul_refuse_naming_chip_and_function(track, chip):
 
 
 # ---- rknnx.Matmul ----------------------------------------------------------------------------
+@pytest.mark.needs("rknn_B_normal_layout_to_native_layout")
 @pytest.mark.parametrize("b_layout", ["normal", "native", "transposed"])
 @pytest.mark.parametrize("platform, ka, kb, kc", _on_chips([
     ("float16", "float16", "float32"), ("int8", "int8", "int32"), ("float16", "int8", "float16"),
@@ -242,6 +244,7 @@ def KINDS_TYPE(ka, kb, kc):
     return SUPPORTED[(ka, kb)][kc]
 
 
+@pytest.mark.needs("rknn_B_normal_layout_to_native_layout")
 def test_set_b_with_native_bytes_and_call_convenience(track):
     track.ctl.set_platform("RK3588")
     rng = np.random.default_rng(6)
@@ -259,6 +262,7 @@ def test_set_b_with_native_bytes_and_call_convenience(track):
     assert mm.closed
 
 
+@pytest.mark.needs("rknn_B_normal_layout_to_native_layout")
 def test_call_with_b_and_one_dimensional_a(track):
     track.ctl.set_platform("RK3566")
     rng = np.random.default_rng(7)
@@ -276,6 +280,7 @@ def test_call_with_b_and_one_dimensional_a(track):
                                    rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.needs("rknn_matmul_create_dynamic_shape")
 @pytest.mark.parametrize("platform", GENERAL)
 def test_dynamic_shapes_remake_the_views(track, platform):
     track.ctl.set_platform(platform)
@@ -298,6 +303,7 @@ def test_dynamic_shapes_remake_the_views(track, platform):
             mm.set_shape(2, 64, 32)
 
 
+@pytest.mark.needs("rknn_matmul_create_dynamic_shape")
 def test_dynamic_shapes_with_another_k_take_a_new_b(track):
     track.ctl.set_platform("RK3588")
     rng = np.random.default_rng(9)

@@ -130,6 +130,7 @@ def test_closing_the_model_shuts_its_pools(emu):
     assert live(emu) == before
 
 
+@pytest.mark.needs("rknn_register_custom_ops")
 def test_workers_get_the_models_custom_ops(models):
     m = models.open("custom_op_model")
 

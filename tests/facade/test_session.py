@@ -70,6 +70,7 @@ def test_views_are_npu_memory(models):
     (0, False, False),        # non-cacheable memory is coherent: nobody syncs
     (NO_FLUSH, False, False),
 ])
+@pytest.mark.needs("rknn_mem_sync", "rknn_create_mem2")
 def test_every_cacheable_mem_is_synced_once_per_run(models, emu, flags, cacheable, synced):
     m = models.open("tiny_int8_add")
     xs = user_inputs(m, np.random.default_rng(2))
@@ -86,6 +87,7 @@ def test_every_cacheable_mem_is_synced_once_per_run(models, emu, flags, cacheabl
         close_enough(np.asarray(s.outputs[0]), want[0])
 
 
+@pytest.mark.needs("rknn_mem_sync", "rknn_create_mem2")
 def test_without_sync_the_npu_sees_stale_data(models, emu):
     m = models.open("tiny_relu")
     with m.zero_copy(flags=NO_FLUSH, sync=False) as s:
@@ -133,6 +135,7 @@ def _counter_model():
     return b.build()
 
 
+@pytest.mark.needs("rknn_mem_sync", "rknn_create_mem2")
 @pytest.mark.parametrize("flags", [0, NO_FLUSH])
 def test_output_chained_into_the_next_input(emu, flags):
     emu.set_platform("RK3588")
@@ -247,6 +250,7 @@ def test_runs_of_one_session_from_two_threads_are_serialized(models, emu):
         emu.set_npu_time_us(0)
 
 
+@pytest.mark.needs("rknn_mem_sync", "rknn_create_mem2")
 def test_run_is_the_contexts_own_when_nothing_needs_syncing(models):
     m = models.open("tiny_relu")
     with m.zero_copy() as s, m.zero_copy(flags=NO_FLUSH) as t:

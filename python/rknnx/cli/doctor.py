@@ -11,6 +11,7 @@ import glob
 import os
 import sys
 
+from rknnx import _board
 from rknnx.cli._common import help_text
 
 _NODES = ("/dev/dri/renderD*", "/dev/rknpu*", "/sys/kernel/debug/rknpu")
@@ -47,8 +48,12 @@ def run(args) -> int:
         from rknnx.emulator import samples
 
         model = samples.tiny_relu(target=info.get("platform", "RK3588"))
+    opened = None
     if model is not None:
-        info = runtime.runtime_info(model)
+        opened = _open(model)
+        if isinstance(opened, rknnx.Model):
+            info = dict(info, sdk_version=opened.sdk_version,
+                        driver_version=opened.driver_version)
     board_chip = platforms.detect_chip()
     chip = info.get("platform") if info["is_emulator"] else board_chip
     nodes = device_nodes()
@@ -82,10 +87,36 @@ def run(args) -> int:
                 print("  (zero-copy flow only: rknnx.Model.run goes through NPU memory)")
         else:
             print(f"{chip} supports every function of the API")
+    cma = _cma()
+    if cma and not info["is_emulator"]:
+        print(f"NPU memory: {cma[0] // 1024} MiB free of {cma[1] // 1024} MiB (CMA)")
+    status = 0
+    if isinstance(opened, rknnx.Model) and args.model is None:
+        opened.close()                   # a sample, opened for the versions only
+    elif isinstance(opened, rknnx.Model):
+        if isinstance(model, bytes):
+            target = _board.model_target(model)
+        else:
+            with open(model, "rb") as f:
+                target = _board.model_target(f.read())
+        ins = ", ".join(f"{t.name}{list(t.shape)}:{t.dtype}" for t in opened.inputs)
+        kind = "dynamic shapes" if opened.dynamic else "static shapes"
+        built = f"built for {target}" if target else "the file names no chip"
+        print(f"model:     opens here ({kind}; {built}; inputs {ins})")
+        if opened.mem_size is not None:
+            print(f"           NPU memory it takes: "
+                  f"{opened.mem_size.total_dma_allocated_size / 2**20:.1f} MiB")
+        for note in opened.notes:
+            print(f"           {note}")
+        opened.close()
+    elif opened is not None:
+        print(f"model:     cannot be opened: {opened}")
+        status = 1
     advice = []
-    if not info["is_emulator"] and not nodes:
-        advice.append("no NPU device node: is the rknpu kernel driver loaded? "
-                      "(dmesg | grep -i rknpu)")
+    problem = None if info["is_emulator"] and not os.environ.get("RKNN_EMU_NO_DEVICE") \
+        else _board.npu_device_problem()
+    if problem:
+        advice.append(problem)
     if info["is_emulator"] and not nodes and fallback:
         advice.append("on a board, install librknnrt.so (RKNPU2 runtime) into /usr/lib")
     if info["is_emulator"] and nodes:
@@ -94,8 +125,29 @@ def run(args) -> int:
     for line in advice:
         print(f"-> {line}")
     if model is None:
-        print("(pass --model FILE.rknn to read the runtime and driver versions)")
-    return 0
+        print("(pass --model FILE.rknn to check that the model opens here, and to read the "
+              "runtime and driver versions)")
+    return status
+
+
+def _open(model):
+    """The model opened with rknnx.Model, or the error that says why it cannot be."""
+    import rknnx
+
+    try:
+        return rknnx.Model(model)
+    except (rknnx.RKNNError, OSError, ValueError) as exc:
+        return exc
+
+
+def _cma():
+    """(free, total) KiB of the contiguous memory the NPU allocates from, or None."""
+    try:
+        with open("/proc/meminfo") as f:
+            rows = dict(line.split(":", 1) for line in f if ":" in line)
+        return int(rows["CmaFree"].split()[0]), int(rows["CmaTotal"].split()[0])
+    except (OSError, KeyError, ValueError):
+        return None
 
 
 def add_parser(sub) -> None:
