@@ -37,7 +37,7 @@ def compile_c(sources, out: Path, *, shared=False, flags=(), libs=()) -> Path:
     return out
 
 
-def run_python(code: str, env=None, timeout=120) -> subprocess.CompletedProcess:
+def run_python(code: str, env=None, timeout=120, cwd=None) -> subprocess.CompletedProcess:
     """Run `code` in a fresh interpreter (fresh runtime loader state)."""
     full_env = dict(os.environ)
     if env:
@@ -47,7 +47,7 @@ def run_python(code: str, env=None, timeout=120) -> subprocess.CompletedProcess:
             else:
                 full_env[k] = v
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=full_env, timeout=timeout)
+                          env=full_env, timeout=timeout, cwd=cwd)
 
 
 # ---- the binding and facade tests' helpers (fixtures in conftest.py) ------------------

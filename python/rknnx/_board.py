@@ -19,7 +19,8 @@ from typing import List, Optional
 
 from rknnx import errors, platforms
 
-__all__ = ["npu_device_problem", "explain_init_failure", "model_target", "DEVICE_NODES"]
+__all__ = ["npu_device_problem", "explain_init_failure", "model_target", "DEVICE_NODES",
+           "emulator_fallback_reason"]
 
 #: the NPU's device nodes: the DRM render node of the rknpu driver (RK3588 ... ), the misc
 #: node of older kernels and of the RV1106 family
@@ -63,6 +64,34 @@ def npu_device_problem(root: str = "/") -> Optional[str]:
     return (f"no NPU device node exists ({', '.join(DEVICE_NODES[:2])}): the rknpu kernel "
             "driver is not loaded (a board image without it, or a kernel module to load with "
             "`modprobe rknpu`), or this is a container started without it; " + _FIX)
+
+
+#: the machine names of the CPUs Rockchip NPUs sit beside
+_ARM = ("aarch64", "arm64", "armv7l", "armv8l", "armv7", "armhf", "arm")
+
+
+def emulator_fallback_reason(machine: Optional[str] = None, root: str = "/") -> Optional[str]:
+    """Why this host cannot be a Rockchip board (so no librknnrt can exist here and the
+    bundled emulator stands in), or None when it may be one: then a missing librknnrt is
+    an error, never a silent fallback.
+
+    Parameters
+    ----------
+    machine : str, optional
+        ``platform.machine()`` (for tests).
+    root : str
+        The file system root to look under (for tests).
+    """
+    import platform as _platform
+
+    machine = (machine or _platform.machine()).lower()
+    if machine not in _ARM:
+        return f"this is an {machine} host, not a Rockchip board"
+    tree = os.path.join(root, "proc/device-tree/compatible")
+    if platforms.detect_chip(tree) is None and not any(
+            os.path.exists(os.path.join(root, n.lstrip("/"))) for n in DEVICE_NODES):
+        return f"this {machine} host has no Rockchip chip in its device tree and no NPU device"
+    return None
 
 
 def model_target(model: bytes) -> Optional[str]:

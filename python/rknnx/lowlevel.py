@@ -23,7 +23,8 @@ except ImportError as exc:  # pragma: no cover - depends on how the package was 
     ) from exc
 
 from rknnx._core import (  # noqa: E402  (after the check above)
-    load_runtime, runtime_info, emulator_path, api_function_names, Context, TensorAttr,
+    load_runtime, runtime_info, emulator_path, api_function_names, FALLBACK_SOURCE, Context,
+    TensorAttr,
     TensorMem, Input, Output, Outputs, InitFlag, QueryCmd, TensorType, TensorFormat,
     QntType, CoreMask, MemFlag, MemAllocFlag, MemSyncMode, InOutNum, SdkVersion, MemSize,
     PerfRun, PerfDetail, InputRange, DeviceMemInfo, create_mem2, dtype_of, type_of_dtype,
@@ -37,6 +38,7 @@ from rknnx._core import (  # noqa: E402  (after the check above)
 __all__ = [
     "load_runtime",
     "runtime_info",
+    "FALLBACK_SOURCE",
     "emulator_path",
     "api_function_names",
     "Context",

@@ -2,13 +2,16 @@
 #
 # Resolution order: rknnx.load_runtime(path); env RKNNX_RUNTIME (a path, or the word
 # "emulator" for the library bundled in the package); then "librknnrt.so" through the
-# system loader and the vendor's usual install paths.  A symbol the library lacks
+# system loader and the vendor's usual install paths; then, only on a host that cannot be
+# a Rockchip board (rknnx._board.emulator_fallback_reason), the bundled emulator, said in
+# one W line.  A symbol the library lacks
 # leaves its slot NULL: calling that function raises NotSupportedError, it never
 # becomes a NULL call.  Handles are never dlclose()d: another thread may still be
 # inside a function of the old library, and the vendor runtime does not support
 # being unloaded.
 
 import os
+import sys
 import threading
 
 from rknnx import platforms as _platforms
@@ -91,6 +94,10 @@ cdef int _refuse_unsupported(object chip, str fn) except -1:
     return 0
 
 
+#: runtime_info()["source"] when the emulator stands in for a runtime this host cannot have
+FALLBACK_SOURCE = "emulator fallback (not a board)"
+
+
 cdef str _resolve(str word):
     """The library path for a loader word (``emulator``, ``emulator-1.5.2``) or a path."""
     from rknnx.emulator._locate import resolve_word   # pure Python; imported on use
@@ -156,6 +163,15 @@ cdef int _load(object path) except -1:
                 candidates.append((cand, "system loader" if "/" not in cand else "vendor path"))
     for cand, source in candidates:
         if _open_library(cand, source, tried):
+            return 0
+    if path is None and not os.environ.get("RKNNX_RUNTIME"):
+        # No librknnrt where boards have one.  On a host that cannot be a board, the
+        # bundled emulator stands in (one W line); on a board that is an error.
+        from rknnx._board import emulator_fallback_reason   # pure Python
+        reason = emulator_fallback_reason()
+        if reason is not None and _open_library(emulator_path(), FALLBACK_SOURCE, tried):
+            sys.stderr.write(f"W rknnx: no librknnrt: {reason}; using the bundled CPU "
+                             f"emulator (set RKNNX_RUNTIME to choose a library)\n")
             return 0
     lines = "\n  ".join(tried)
     raise RuntimeNotFoundError(

@@ -4,6 +4,7 @@ extension links (never librknnrt: it is loaded at run time)."""
 from __future__ import annotations
 
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -59,10 +60,48 @@ def test_cli_doctor_falls_back_to_the_emulator_without_a_board():
     proc = run_python("import sys; from rknnx.__main__ import main; sys.exit(main(['doctor']))",
                       env={"RKNNX_RUNTIME": None, "LD_LIBRARY_PATH": ""})
     assert proc.returncode == 0, proc.stderr
-    assert "no NPU runtime found on this machine" in proc.stdout
-    assert "(CPU emulator, chosen by load_runtime())" in proc.stdout
+    assert "no NPU runtime on this machine, which cannot be a board" in proc.stdout
+    assert "(CPU emulator, chosen by emulator fallback (not a board))" in proc.stdout
+    assert proc.stderr.count("W rknnx: no librknnrt: this is an x86_64 host") == 1 or \
+        "arm" in platform.machine() or "aarch64" in platform.machine()
     assert "functions: 35 of 35 RKNN API entry points" in proc.stdout
     assert "sdk:       2.5.0 (rknnx-emulator" in proc.stdout
     strict = run_python("import sys; from rknnx.__main__ import main; sys.exit(main(['doctor', '--strict']))",
                         env={"RKNNX_RUNTIME": None, "LD_LIBRARY_PATH": ""})
-    assert strict.returncode == 1 and "no RKNN runtime (librknnrt) could be loaded" in strict.stderr
+    assert strict.returncode == 1 and "--strict refuses the emulator" in strict.stderr
+
+
+def test_library_falls_back_to_the_emulator_only_where_no_board_can_be(tmp_path):
+    """A PC has no librknnrt and cannot have one: the library (not just the CLI) uses the
+    emulator and says so once.  An ARM host with a Rockchip device tree or an NPU device
+    node may be a board: a missing librknnrt there is an error, never a silent fallback."""
+    proc = run_python("""
+import numpy as np, rknnx
+from rknnx.emulator import samples
+from rknnx.lite import RKNNLite
+with rknnx.Model(samples.tiny_relu()) as m:
+    print(m.run(np.float32([[1, -2]]))[0].tolist(), rknnx.runtime_info()["source"])
+lite = RKNNLite()                      # the drop-in on a PC, as the README says
+open("m.rknn", "wb").write(samples.tiny_relu())
+print(lite.load_rknn("m.rknn"), lite.init_runtime(), lite.inference([np.float32([[3, -1]])]))
+lite.release()
+""", env={"RKNNX_RUNTIME": None, "LD_LIBRARY_PATH": ""}, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "[[1.0, 0.0]] emulator fallback (not a board)",
+        "0 0 [array([[3., 0.]], dtype=float32)]"]
+    assert proc.stderr.count("W rknnx: no librknnrt: ") == 1
+    from rknnx._board import emulator_fallback_reason
+
+    assert emulator_fallback_reason("x86_64", str(tmp_path)) == \
+        "this is an x86_64 host, not a Rockchip board"
+    assert "no Rockchip chip" in emulator_fallback_reason("aarch64", str(tmp_path))
+    tree = tmp_path / "proc" / "device-tree"
+    tree.mkdir(parents=True)
+    (tree / "compatible").write_bytes(b"radxa,rock-5b\0rockchip,rk3588\0")
+    assert emulator_fallback_reason("aarch64", str(tmp_path)) is None
+    (tree / "compatible").write_bytes(b"raspberrypi,5-model-b\0brcm,bcm2712\0")
+    assert emulator_fallback_reason("aarch64", str(tmp_path)) is not None
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "rknpu").write_bytes(b"")
+    assert emulator_fallback_reason("aarch64", str(tmp_path)) is None

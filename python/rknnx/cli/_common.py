@@ -13,20 +13,18 @@ class UserError(Exception):
 
 
 def load_runtime(strict: bool = False, quiet: bool = False) -> dict:
-    """The board's librknnrt, else (unless `strict`) the bundled emulator, said on stderr."""
-    from rknnx import runtime
+    """The runtime the library chooses (the board's librknnrt; on a host that cannot be a
+    board, the bundled emulator, which the loader announces in one W line).  `strict`:
+    refuse that stand-in.  `quiet` is kept for the callers' symmetry: the library speaks
+    for itself."""
+    from rknnx import lowlevel, runtime
     from rknnx.errors import RuntimeNotFoundError
 
-    try:
-        return runtime.runtime_info()
-    except RuntimeNotFoundError:
-        if strict:
-            raise
-        info = runtime.load_runtime("emulator")
-        if not quiet:
-            print("rknnx: no NPU runtime found; using the bundled CPU emulator "
-                  "(rknnx doctor says more)", file=sys.stderr)
-        return info
+    info = runtime.runtime_info()
+    if strict and info["source"] == lowlevel.FALLBACK_SOURCE:
+        raise RuntimeNotFoundError("no librknnrt on this host (--strict refuses the emulator "
+                                   "that stands in for it)")
+    return info
 
 
 def add_model_arguments(p, *, required: bool = True) -> None:

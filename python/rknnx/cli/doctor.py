@@ -36,8 +36,7 @@ def run(args) -> int:
     except rknnx.RuntimeNotFoundError as exc:
         print(exc, file=sys.stderr)
         return 1
-    if info["source"] == "load_runtime()" and info["is_emulator"] and \
-            os.environ.get("RKNNX_RUNTIME") != "emulator":
+    if info["source"] == rknnx.lowlevel.FALLBACK_SOURCE:
         fallback = True
     model = args.model
     if model is not None:
@@ -59,8 +58,8 @@ def run(args) -> int:
     nodes = device_nodes()
     print(f"rknnx {rknnx.__version__}")
     if fallback:
-        print("no NPU runtime found on this machine -> using the bundled CPU emulator "
-              "(set RKNNX_RUNTIME to choose a library)")
+        print("no NPU runtime on this machine, which cannot be a board -> the library uses "
+              "the bundled CPU emulator (set RKNNX_RUNTIME to choose a library)")
     kind = "CPU emulator" if info["is_emulator"] else "librknnrt"
     print(f"runtime:   {info['path']} ({kind}, chosen by {info['source']})")
     print(f"functions: {len(info['functions'])} of {len(info['functions']) + len(info['missing'])} "
