@@ -33,6 +33,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "model_internal.h"
 #include "runtime.h"
 
 /* ---- model-side helpers --------------------------------------------------------------- */
@@ -365,7 +366,17 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
     emu_ctx *wsrc = NULL;
     rc = emu_model_load(bytes, nbytes, &m);
     if (rc != RKNN_SUCC) {
-        EMU_ERR(fn, "invalid model (%zu bytes): status %d", nbytes, rc);
+        /* the boards' words: a file that is not a model, a model format newer than the
+           runtime, then the load failure itself */
+        if (nbytes < 12 || memcmp(bytes, EMU_FMT_MAGIC, 8) != 0)
+            EMU_ERR(NULL, EMU_LOG_COLONS ? "Invalid RKNN format"
+                                         : "parseRKNN from buffer: Invalid RKNN fromat!");
+        else if ((bytes[8] | (bytes[9] << 8)) != EMU_FMT_MAJOR ||
+                 (bytes[10] | (bytes[11] << 8)) > EMU_FMT_MINOR)
+            EMU_ERR(NULL, "Invalid RKNN model version %u", bytes[8] | (bytes[9] << 8));
+        else
+            EMU_ERR(fn, "invalid model (%zu bytes): status %d", nbytes, rc);
+        EMU_ERR(fn, "load model failed!");
         goto fail;
     }
     const char *target = emu_model_target(m);

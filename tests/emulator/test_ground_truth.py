@@ -437,3 +437,29 @@ def test_attributes_of_a_uint8_image_int8_model(emu, make_ctx):
     assert a.shape == (1, 640, 640, 3) and a.fmt == NHWC and a.type == 2   # INT8
     assert a.n_elems == a.size == a.size_with_stride == 1228800 and a.w_stride == 640
     assert a.zp == -128 and abs(a.scale - 0.003922) < 1e-6
+
+
+def test_a_file_that_is_not_a_model(emu, capfd):
+    """L airockchip/rknn-toolkit2 #405, #233 (2.3.x): ``parseRKNN from buffer: Invalid RKNN
+    fromat!`` (the runtime's spelling), then ``rknn_init, load model failed!``; -6 (L
+    rockchip-linux/rknn-toolkit #453, 1.5.0)."""
+    bad = b"RKNN\0\0\0\0" + bytes(100)
+    h = C.c_uint64(0)
+    capfd.readouterr()
+    assert api().rknn_init(C.byref(h), bad, len(bad), 0, None) == MODEL_INVALID
+    assert lines(capfd.readouterr().err) == [
+        ("E", "parseRKNN from buffer: Invalid RKNN fromat!"),
+        ("E", "rknn_init, load model failed!")]
+
+
+def test_a_model_newer_than_the_runtime(emu, capfd):
+    """L x6 (rockchip-linux/rknn-toolkit2 #316, #212): ``Invalid RKNN model version 6``
+    then ``rknn_init, load model failed!``; -6 on 1.5.0.  Here: the emulator format's
+    major version."""
+    m = bytearray(samples.tiny_relu())
+    m[8] = 2                                  # format major 2: newer than this runtime
+    h = C.c_uint64(0)
+    capfd.readouterr()
+    assert api().rknn_init(C.byref(h), bytes(m), len(m), 0, None) == MODEL_INVALID
+    assert lines(capfd.readouterr().err) == [
+        ("E", "Invalid RKNN model version 2"), ("E", "rknn_init, load model failed!")]
