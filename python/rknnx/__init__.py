@@ -15,8 +15,10 @@ board's ``librknnrt.so``.
 
 from __future__ import annotations
 
-import importlib
+import importlib as _importlib
+from typing import TYPE_CHECKING
 
+from rknnx import errors
 from rknnx.errors import (
     RKNNError,
     FlowError,
@@ -54,6 +56,19 @@ _LAZY = {
     "CustomOperator": "rknnx.custom",
 }
 
+if TYPE_CHECKING:
+    # what type checkers and IDEs see: the names __getattr__ resolves on first use (it
+    # keeps `import rknnx.errors` free of the compiled extension at run time)
+    from rknnx import custom, emulator, linalg, lite, lowlevel, platforms, runtime
+    from rknnx._tensors import NativeInfo, QuantInfo, TensorInfo
+    from rknnx.custom import CustomOperator, custom_op
+    from rknnx.linalg import Matmul, matmul
+    from rknnx.lowlevel import CoreMask, InitFlag
+    from rknnx.model import Model, Perf
+    from rknnx.pool import Pool
+    from rknnx.runtime import emulator_path, load_runtime, runtime_info
+    from rknnx.session import ZeroCopySession
+
 __all__ = [
     "errors",
     "RKNNError",
@@ -69,11 +84,12 @@ def __getattr__(name: str):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'rknnx' has no attribute {name!r}")
-    mod = importlib.import_module(module)
+    mod = _importlib.import_module(module)
     value = mod if module == f"rknnx.{name}" else getattr(mod, name)
     globals()[name] = value
     return value
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    # the public names only: no imports or helpers in tab completion
+    return sorted(__all__)

@@ -513,3 +513,8 @@ def plot(result: Dict[str, Any], path) -> None:
     fig.tight_layout()
     fig.savefig(os.fspath(path), dpi=110)
     plt.close(fig)
+
+
+def __dir__():
+    # tab completion shows the public names, not the imports
+    return sorted(__all__)

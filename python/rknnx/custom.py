@@ -278,3 +278,8 @@ def register(context: Any, ops: Union[CustomOperator, Any, Iterable[Any]]) -> Li
     refuse_if_unsupported(where, "rknn_register_custom_ops")
     context.register_custom_ops(low)
     return low
+
+
+def __dir__():
+    # tab completion shows the public names, not the imports
+    return sorted(__all__)

@@ -208,3 +208,8 @@ def from_code(code: int, func: str | None = None, detail: str | None = None) -> 
     if detail:
         msg += f": {detail}"
     return cls(msg, code, func)
+
+
+def __dir__():
+    # tab completion shows the public names, not the imports
+    return sorted(__all__)

@@ -678,3 +678,8 @@ def matmul(a: Any, b: Any, *, out_dtype: Any = None, a_dtype: Any = None, b_dtyp
         mm.run()
         c = mm.C.copy()
     return c[0] if a.ndim == 1 else c
+
+
+def __dir__():
+    # tab completion shows the public names, not the imports
+    return sorted(__all__)

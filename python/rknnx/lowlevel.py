@@ -91,3 +91,8 @@ __all__ = [
     "nc1hwc2_to_nchw",
     "nchw_to_nc1hwc2",
 ]
+
+
+def __dir__():
+    # tab completion shows the public names, not the imports
+    return sorted(__all__)

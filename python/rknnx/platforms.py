@@ -312,3 +312,8 @@ def detect_chip(path: str | os.PathLike | None = None) -> str | None:
         except ValueError:
             continue
     return None
+
+
+def __dir__():
+    # tab completion shows the public names, not the imports
+    return sorted(__all__)

@@ -161,3 +161,8 @@ def note_fallback(function: str, instead: str) -> None:
     except Exception:                    # the note must never be what fails
         lib = "the loaded librknnrt"
     sys.stderr.write(f"W rknnx: {lib}: {function} is not available; {instead}\n")
+
+
+def __dir__():
+    # tab completion shows the public names, not the imports
+    return sorted(__all__)

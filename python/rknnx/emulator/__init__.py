@@ -20,3 +20,8 @@ from . import samples
 
 __all__ = ["ModelBuilder", "ModelDesc", "OpDesc", "TensorDesc", "FormatError", "encode", "decode",
            "infer_shapes", "run_reference", "samples", "library_path", "bundled_library"]
+
+
+def __dir__():
+    # tab completion shows the public names, not the imports
+    return sorted(__all__)

@@ -832,3 +832,8 @@ class ModelBuilder:
         """Write :meth:`build` to ``path``."""
         with open(path, "wb") as f:
             f.write(self.build())
+
+
+def __dir__():
+    # tab completion shows the public names, not the imports
+    return sorted(__all__)

@@ -200,3 +200,8 @@ class EmulatorControl:
             yield
         finally:
             self.clear_injections()
+
+
+def __dir__():
+    # tab completion shows the public names, not the imports
+    return sorted(__all__)

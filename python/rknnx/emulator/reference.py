@@ -291,3 +291,8 @@ def run_reference(model, inputs: Union[Sequence[np.ndarray], Mapping[str, np.nda
     if return_all:
         return vals
     return [vals[n] for n in m.outputs]
+
+
+def __dir__():
+    # tab completion shows the public names, not the imports
+    return sorted(__all__)

@@ -265,3 +265,8 @@ def all_ops(target: str = "RK3588") -> bytes:
 #: every sample builder taking a ``target`` argument, by name
 ALL = {"classifier": classifier, "detector": detector, "multi_io": multi_io, "dynamic": dynamic,
        "custom_op_model": custom_op_model, "all_ops": all_ops, "tiny_relu": tiny_relu, "tiny_int8_add": tiny_int8_add}
+
+
+def __dir__():
+    # tab completion shows the public names, not the imports
+    return sorted(__all__)
