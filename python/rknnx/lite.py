@@ -98,6 +98,7 @@ class RKNNLite:
         self._in_ndims: tuple = ()     # dims of each input
         self._in_nhwc: tuple = ()      # whether each input is 4-D NHWC
         self._dynamic = False
+        self._async = False
         self._reuse: dict = {}
         self._data_type_noted = False
         self._log("W", f"rknnx {__version__}: RKNNLite {API_VERSION} API (rknnx.lite)")
@@ -218,6 +219,7 @@ class RKNNLite:
             self._in_nhwc = tuple(len(t.shape) == 4 and t.layout == "NHWC"
                                   for t in model.inputs)
             self._dynamic = model.dynamic
+            self._async = bool(async_mode)
             self._log("D", f"init_runtime: {model!r}, sdk {model.sdk_version}, "
                            f"driver {model.driver_version}")
             return 0
@@ -243,8 +245,10 @@ class RKNNLite:
             One flag per input: 1 hands that input to the NPU unconverted (already
             normalized and quantized, the model's type and the NPU's native layout).
         get_frame_id : bool
-            Append the outputs' frame id (an int, ``rknn_output_extend.frame_id``) to the
-            returned list.
+            Append two frame ids to the returned list, as RKNNLite 2.5.0 does: the outputs'
+            (``rknn_output_extend.frame_id``), then the one of the frame this call ran
+            (``rknn_run_extend.frame_id``).  They are equal in sync mode; in async mode the
+            outputs are the previous frame's, and the second id is the first plus one.
         reuse_outputs : bool
             Return the same output arrays on every call, overwritten by the runtime (no
             allocation; a copy is yours to make if you keep results).
@@ -253,7 +257,7 @@ class RKNNLite:
         -------
         list of numpy.ndarray or None
             The outputs as float32 arrays shaped as the model's outputs (NCHW for 4-D),
-            plus the frame id with `get_frame_id`; None on error.
+            plus the two frame ids with `get_frame_id`; None on error.
 
         Raises
         ------
@@ -319,7 +323,12 @@ class RKNNLite:
             self._reuse[key] = outputs
             outputs = list(outputs)
         if get_frame_id:
-            outputs.append(model.frame_id)
+            # as RKNNLite 2.5.0: the outputs' frame id (rknn_output_extend.frame_id), then
+            # the id of the frame this call ran (rknn_run_extend.frame_id): the same in sync
+            # mode; in async mode the outputs are those of the frame before
+            frame = model.frame_id
+            outputs.append(frame)
+            outputs.append(frame + 1 if self._async else frame)
         return outputs
 
     def _formats(self, arrays, data_format) -> str:

@@ -193,27 +193,30 @@ def test_dynamic_shapes_are_set_from_the_input_shapes(lites, platform):
 
 
 def test_get_frame_id(lites):
+    # as RKNNLite 2.5.0: the outputs' frame id, then the id of the frame run (equal in sync)
     lite = lites.open("tiny_relu")
     x = np.ones((1, 2), np.float32)
     ids = []
     for _ in range(3):
         res = lite.inference([x], get_frame_id=True)
-        assert len(res) == 2 and isinstance(res[0], np.ndarray)
+        assert len(res) == 3 and isinstance(res[0], np.ndarray)
+        assert res[1] == res[2]
         ids.append(res[1])
     assert ids == [1, 2, 3]
     assert len(lite.inference([x])) == 1
     res = lite.inference([x], get_frame_id=True, reuse_outputs=True)
     again = lite.inference([x], get_frame_id=True, reuse_outputs=True)
-    assert res[0] is again[0] and (res[1], again[1]) == (5, 6)
+    assert res[0] is again[0] and (res[1:], again[1:]) == ([5, 5], [6, 6])
+    assert len(lite.inference([x], reuse_outputs=True)) == 1
 
 
 def test_async_mode_returns_the_previous_frame(lites):
     lite = lites.open("tiny_relu", async_mode=True)
     xs = [np.full((1, 2), v, np.float32) for v in (1.0, 2.0, 3.0)]
-    out, fid = lite.inference([xs[0]], get_frame_id=True)
-    assert fid == 0 and not out.any()
-    out, fid = lite.inference([xs[1]], get_frame_id=True)
-    assert fid == 1
+    out, fid, ran = lite.inference([xs[0]], get_frame_id=True)
+    assert (fid, ran) == (0, 1) and not out.any()
+    out, fid, ran = lite.inference([xs[1]], get_frame_id=True)
+    assert (fid, ran) == (1, 2)
     np.testing.assert_array_equal(out, xs[0])
 
 
