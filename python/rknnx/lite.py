@@ -419,11 +419,11 @@ class RKNNLite:
         return [], []
 
     def release(self) -> None:
-        """Close the runtime (``rknn_destroy``).  A second call does nothing."""
+        """Close the runtime (``rknn_destroy``).  The model stays loaded, as in RKNNLite
+        2.5.0: :meth:`init_runtime` opens it again.  A second call does nothing."""
         try:
-            self._close_model()
-            self._model_data = None
-        except Exception as e:
+            self._close_model()         # the model stays loaded, as in RKNNLite 2.5.0:
+        except Exception as e:          # init_runtime may open it again
             return self._fail("release", e, None)
         return None
 

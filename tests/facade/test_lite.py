@@ -359,6 +359,17 @@ def test_release_twice_and_use_after_release(lites, emu, capsys):
     assert "call init_runtime before inference" in capsys.readouterr().err
 
 
+def test_release_keeps_the_model_loaded(lites, emu):
+    # as RKNNLite 2.5.0: release destroys the runtime only; init_runtime opens the model again
+    lite = lites.open("tiny_relu")
+    before = live(emu)["live_contexts"]
+    lite.release()
+    assert live(emu)["live_contexts"] == before - 1
+    assert lite.init_runtime() == 0
+    np.testing.assert_array_equal(lite.inference([np.array([[1.5, -2.0]], np.float32)])[0],
+                                  [[1.5, 0.0]])
+
+
 def test_verbose_file_gets_the_lines(lites, tmp_path):
     log = tmp_path / "lite.log"
     lite = lites.new(verbose=True, verbose_file=str(log))
