@@ -19,7 +19,9 @@ Where rknnx does better than the vendor's 2.5.0 (and so differs):
 - ``data_format`` may also be a list with one entry per input (the vendor's own
   examples pass ``['nchw']``, which 2.x rejects);
 - an ``inputs`` argument that is a single ndarray stands for a one-input list;
-- float64 inputs are converted to float32 (the runtime takes no float64);
+- float64, int16, uint16, int32, uint32, int64 and bool inputs are converted to float32
+  (the runtime takes no float64; RKNNLite 2.5.0 hands the others to librknnrt with their
+  own tensor types);
 - ``data_type`` is accepted and, as in 2.5.0, does not change anything: the element type
   of each input is its array's dtype;
 - ``load_rknn(path, key_path=...)``: encrypted models are refused with a clear message;
@@ -42,7 +44,11 @@ __all__ = ["RKNNLite"]
 API_VERSION = "2.5.0"
 
 _FORMATS = ("nhwc", "nchw")
-_F64 = np.dtype(np.float64)
+#: element types rknnx's facade does not hand to the runtime: RKNNLite 2.5.0 passes int16 ...
+#: bool arrays to librknnrt as RKNN_TENSOR_INT16 ... BOOL (and refuses float64); given to an
+#: input of another type, they are converted to float32 here (exact up to 2**24)
+_TO_F32 = frozenset(np.dtype(t) for t in (np.float64, np.int16, np.uint16, np.int32,
+                                          np.uint32, np.int64, np.bool_))
 
 
 class RKNNLite:
@@ -97,6 +103,7 @@ class RKNNLite:
         self._model = None
         self._in_ndims: tuple = ()     # dims of each input
         self._in_nhwc: tuple = ()      # whether each input is 4-D NHWC
+        self._in_dtypes: tuple = ()    # the element type of each input
         self._dynamic = False
         self._async = False
         self._reuse: dict = {}
@@ -220,6 +227,7 @@ class RKNNLite:
                                   for t in model.inputs)
             self._dynamic = model.dynamic
             self._async = bool(async_mode)
+            self._in_dtypes = tuple(t.dtype for t in model.inputs)
             self._log("D", f"init_runtime: {model!r}, sdk {model.sdk_version}, "
                            f"driver {model.driver_version}")
             return 0
@@ -234,7 +242,8 @@ class RKNNLite:
         ----------
         inputs : list of numpy.ndarray
             One array per input, with as many dims as the input has; uint8, int8, float16
-            or float32 (float64 is converted to float32).  The runtime normalizes and
+            or float32 (float64, int16, uint16, int32, uint32, int64 and bool are converted
+            to float32, unless the input has that type).  The runtime normalizes and
             quantizes.  For a dynamic-shape model the shapes pick the shape set.
         data_type : optional
             Accepted for compatibility; as in RKNNLite 2.5.0 the type is each array's dtype.
@@ -292,7 +301,10 @@ class RKNNLite:
             if a.ndim != ndims[i]:
                 raise ValueError(f"The input[{i}] need {ndims[i]}dims input, but {a.ndim}dims "
                                  f"input buffer feed.")
-            arrays.append(a.astype(np.float32) if a.dtype == _F64 else a)
+            if a.dtype in _TO_F32 and a.dtype != self._in_dtypes[i] and not (
+                    pass_through is not None and i < len(pass_through) and pass_through[i]):
+                a = a.astype(np.float32)
+            arrays.append(a)
         if data_type is not None and not self._data_type_noted:
             self._data_type_noted = True
             self._log("D", "inference: data_type is ignored: each input's type is its "

@@ -125,6 +125,17 @@ def test_data_type_does_not_change_the_result(lites):
     np.testing.assert_array_equal(lite.inference([x.astype(np.float64)])[0], [[1.5, 0.0]])
 
 
+@pytest.mark.parametrize("dtype", ["int16", "uint16", "int32", "uint32", "int64", "bool"])
+def test_integer_and_bool_inputs_as_rknnlite_takes_them(lites, dtype):
+    # RKNNLite 2.5.0 hands these to librknnrt with their own tensor type; here they become
+    # float32 (the same values) unless the input has that type
+    lite = lites.open("classifier")
+    x = np.random.default_rng(8).integers(0, 2 if dtype == "bool" else 256, (1, 224, 224, 3))
+    want = lite.inference([x.astype(np.float32)])[0]
+    np.testing.assert_array_equal(lite.inference([x.astype(dtype)])[0], want)
+    assert lite.inference([x.astype(np.uint64)]) is None
+
+
 @pytest.mark.parametrize("data_format", [None, "nchw"])
 def test_inputs_pass_through(lites, data_format):
     lite = lites.open("classifier")
