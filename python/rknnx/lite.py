@@ -14,16 +14,26 @@ call, and a call leaves no reference cycles behind (memory stays flat without
 ``gc.collect()``).  It runs on the CPU emulator too (``RKNNX_RUNTIME=emulator``), where
 the vendor's package refuses to run off-board.
 
-Where rknnx does better than the vendor's 2.5.0 (and so differs):
+Where rknnx differs from the vendor's 2.5.0 (measured side by side on every sample model by
+``scripts/compare-rknnlite``; docs/rknnlite-compat.md has the whole list):
 
-- ``data_format`` may also be a list with one entry per input (the vendor's own
-  examples pass ``['nchw']``, which 2.x rejects);
-- an ``inputs`` argument that is a single ndarray stands for a one-input list;
-- float64, int16, uint16, int32, uint32, int64 and bool inputs are converted to float32
-  (the runtime takes no float64; RKNNLite 2.5.0 hands the others to librknnrt with their
-  own tensor types);
-- ``data_type`` is accepted and, as in 2.5.0, does not change anything: the element type
-  of each input is its array's dtype;
+- a dynamic-shape model's outputs have the current shape set's shape (the vendor's are
+  shaped for the largest set, only their first values this run's);
+- ``data_format`` may be in any case; as a list (one entry per input, as the vendor's own
+  examples pass ``['nchw']``) it is taken like the vendor's, without its W line on every
+  call;
+- ``inputs`` may be a single ndarray (one input) or any sequence, not only a list;
+- float64 inputs are converted to float32 (the vendor refuses them); int16, uint16, int32,
+  uint32, int64 and bool ones too (the vendor hands them to librknnrt with their own
+  tensor types);
+- ``data_type`` is accepted and not checked: the element type of each input is its
+  array's dtype (the vendor refuses a ``data_type`` other than the arrays' dtype);
+- ``reuse_outputs=True`` returns the very same array objects every call (the vendor's are
+  new views of the same memory);
+- an ``init_runtime`` that fails leaves no runtime (the vendor's keeps the context it
+  opened before a refused ``core_mask``, and inference runs on it);
+- the environment is left alone (the vendor's constructor sets ``RKNN_LOG_LEVEL`` to 2, or
+  4 with ``verbose=True``, when it is unset);
 - ``load_rknn(path, key_path=...)``: encrypted models are refused with a clear message;
 - ``target`` / ``device_id`` (remote devices over adb) are ignored: rknnx runs on the
   local NPU or the emulator, and :meth:`RKNNLite.list_devices` reports no devices.
@@ -246,7 +256,8 @@ class RKNNLite:
             to float32, unless the input has that type).  The runtime normalizes and
             quantizes.  For a dynamic-shape model the shapes pick the shape set.
         data_type : optional
-            Accepted for compatibility; as in RKNNLite 2.5.0 the type is each array's dtype.
+            Accepted and not checked: the type is each array's dtype (RKNNLite 2.5.0
+            refuses a `data_type` other than the arrays' dtype).
         data_format : {'nhwc', 'nchw'} or list of them, optional
             The layout of 4-D inputs (default 'nhwc'); 'nchw' data is converted by the
             runtime.  A list gives one per input.
