@@ -23,6 +23,8 @@ Where rknnx differs from the vendor's 2.5.0 (measured side by side on every samp
   examples pass ``['nchw']``) it is taken like the vendor's, without its W line on every
   call;
 - ``inputs`` may be a single ndarray (one input) or any sequence, not only a list;
+- each input's shape is checked, not only its number of dims (the vendor hands a bigger
+  array of a static model's input to librknnrt, which reads part of it);
 - float64 inputs are converted to float32 (the vendor refuses them); int16, uint16, int32,
   uint32, int64 and bool ones too (the vendor hands them to librknnrt with their own
   tensor types);
