@@ -730,6 +730,40 @@ cdef class Context(_ContextBase):
         check(ret, b"rknn_wait")
         return ext.frame_id
 
+    def infer(self, inputs, out, *, want_float=True):
+        """The general flow in one call: :meth:`inputs_set` of `inputs`, :meth:`run`,
+        :meth:`outputs_get` into `out`, with one lock hold and the GIL released once.
+
+        Parameters
+        ----------
+        inputs : sequence of buffers
+            One per input, at its position (as :meth:`inputs_set` takes them).
+        out : list or tuple of writable buffers
+            One per output, as ``outputs_get(out=...)`` takes them.
+        want_float : bool, default True
+            float32 outputs (else the model's own type).
+
+        Returns
+        -------
+        list or tuple
+            `out`, written.
+
+        Raises
+        ------
+        ValueError, TypeError, RKNNError
+            What the three calls raise.
+
+        Notes
+        -----
+        Plain C-contiguous buffers that :meth:`inputs_set`'s fast path takes cross into C
+        once; anything else (:class:`Input` objects, another layout, a shape change under
+        way) takes the three calls, with the same result.  Every rule of the three calls
+        holds (the flows are not mixed, a dynamic model runs at a chosen shape set).
+
+        .. versionadded:: 0.1.0
+        """
+        return _infer(self, inputs, out, bool(want_float))
+
     def outputs_get(self, want_float=False, out=None):
         """Fetch the outputs of the last run (``rknn_outputs_get``), GIL released.
 

@@ -67,6 +67,7 @@ include "_context_init.pxi" # rknn_init (path, bytes, model mem, shared weights)
 include "_query.pxi"        # attributes, query(), dynamic shapes: strnlen, calloc
 include "_inputs.pxi"       # Input and inputs_set (fast path, _IOSpecs): buffers, PyMem
 include "_io.pxi"           # outputs_get and the set_*_mem bindings: buffers, tuples
+include "_infer.pxi"        # infer: the three general-flow calls in one crossing
 include "_matmul.pxi"       # MatmulContext: the matmul API on one rknn_matmul_ctx
 include "_matmul_layout.pxi"  # pack_int4/unpack_int4, B to the native layout: numpy
 include "_custom.pxi"       # custom operators: callbacks with the GIL, PyObject

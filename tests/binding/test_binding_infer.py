@@ -1,0 +1,90 @@
+"""Context.infer: inputs_set + run + outputs_get(out=) in one crossing gives what the three
+calls give, keeps their rules (flows, shape sets, buffer checks, custom-op errors) and their
+messages, and takes the three calls itself for inputs the fast path does not take."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rknnx import errors as E
+from rknnx.lowlevel import Input, TensorFormat
+
+from helpers import user_inputs
+
+SAMPLES = ("tiny_relu", "tiny_int8_add", "multi_io", "classifier", "detector", "dynamic")
+
+
+def outs_for(ctx, want_float):
+    return [np.empty(a.dims, np.float32 if want_float else a.dtype) for a in ctx.output_attrs]
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+@pytest.mark.parametrize("want_float", [True, False], ids=["float", "raw"])
+def test_infer_equals_the_three_calls(track, general_platform, name, want_float):
+    a_ctx = track.model(name, general_platform)
+    b_ctx = track.model(name, general_platform)
+    for ctx in (a_ctx, b_ctx):
+        if ctx.is_dynamic:
+            ctx.set_input_shapes(ctx.input_attrs)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        xs = user_inputs(a_ctx, rng)
+        got = a_ctx.infer(xs, outs_for(a_ctx, want_float), want_float=want_float)
+        b_ctx.inputs_set(xs)
+        frame = b_ctx.run()
+        want = b_ctx.outputs_get(want_float, outs_for(b_ctx, want_float))
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+        assert a_ctx.last_frame_id == b_ctx.last_frame_id == frame
+    assert a_ctx.flow == "general"
+
+
+def test_other_inputs_take_the_three_calls(track):
+    ctx = track.model("classifier")
+    img = np.random.default_rng(1).integers(0, 256, (1, 224, 224, 3), dtype=np.uint8)
+    ref = ctx.infer([img], outs_for(ctx, True))[0].copy()
+    nchw = np.ascontiguousarray(img.transpose(0, 3, 1, 2))
+    got = ctx.infer([Input(nchw, fmt=TensorFormat.NCHW)], outs_for(ctx, True))[0]
+    np.testing.assert_array_equal(got, ref)
+    strided = np.zeros((1, 224, 448, 3), np.uint8)[:, :, ::2]
+    strided[...] = img
+    with pytest.raises(ValueError, match="C-contiguous"):      # inputs_set's own message
+        ctx.infer([strided], outs_for(ctx, True))
+
+
+def test_errors_are_the_three_calls_errors(track):
+    ctx = track.model("tiny_relu")
+    x = np.float32([[1, -2]])
+    with pytest.raises(ValueError, match=r"^out must hold one buffer per output|out\[0\]|"
+                                         r"output 0"):
+        ctx.infer([x], [np.empty((1, 3), np.float32)])
+    with pytest.raises(ValueError, match="writable"):
+        ro = np.empty((1, 2), np.float32)
+        ro.flags.writeable = False
+        ctx.infer([x], [ro])
+    with pytest.raises(ValueError, match="expects 8 bytes"):
+        ctx.infer([np.float32([1, 2, 3])], [np.empty((1, 2), np.float32)])
+    dyn = track.model("dynamic")
+    with pytest.raises(ValueError, match="choose the shape set of your data"):
+        dyn.infer([np.zeros((1, 64, 64, 3), np.uint8)], outs_for(dyn, True))
+    zc = track.model("tiny_relu")
+    a = zc.input_attrs[0]
+    zc.set_io_mem(track.mem(zc.create_mem(a.size_with_stride)), a)
+    with pytest.raises(E.FlowError):
+        zc.infer([x], [np.empty((1, 2), np.float32)])
+    ctx.close()
+    with pytest.raises(ValueError, match="on closed Context"):
+        ctx.infer([x], [np.empty((1, 2), np.float32)])
+
+
+def test_a_failed_run_raises_its_status(track, emu):
+    ctx = track.model("tiny_relu")
+    x = np.float32([[1, -2]])
+    with emu.injected("rknn_run", 1, "RKNN_ERR_TIMEOUT"):
+        with pytest.raises(E.RKNNTimeoutError) as ei:
+            ctx.infer([x], [np.empty((1, 2), np.float32)])
+    assert ei.value.func == "rknn_run"
+    # the context goes on
+    np.testing.assert_array_equal(ctx.infer([x], [np.empty((1, 2), np.float32)])[0],
+                                  [[1, 0]])
