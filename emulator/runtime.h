@@ -68,6 +68,7 @@ typedef struct emu_counters_atomic {
     atomic_llong bytes_in, bytes_out, bytes_synced, syncs, runs;
     atomic_llong runs_in_flight, peak_runs_in_flight;
     atomic_llong contexts_created, mems_created;
+    atomic_llong npu_ns, npu_cpu_ns;
 } emu_counters_atomic;
 extern emu_counters_atomic emu_ctr;
 #define EMU_CTR_ADD(field, v) atomic_fetch_add_explicit(&emu_ctr.field, (long long)(v), memory_order_relaxed)
@@ -135,6 +136,7 @@ int emu_refuse_func(const emu_platform *p, const char *func);   /* logs; the sta
 /* Whether core mask m is valid on p: AUTO, ALL, 0, 1, 0_1; plus 2 and 0_1_2 on 3 cores. */
 int emu_core_mask_valid(const emu_platform *p, uint32_t m);
 int64_t emu_npu_time_us(void);
+int emu_npu_cpu_accounting(void);   /* rknn_emu_set_npu_cpu_accounting */
 int emu_env_flag(const char *name);           /* env var set and not "0" */
 int emu_npu_memory_short(uint64_t bytes);     /* RKNN_EMU_NPU_MEMORY below bytes */
 

@@ -18,11 +18,11 @@
 
 #include "runtime.h"
 
-static int64_t now_us(void)
+static int64_t now_ns(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    clock_gettime(clock, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static void sleep_us(int64_t us)
@@ -187,6 +187,7 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
         return rc;
     const void **ins = NULL;
     void **outs = NULL;
+    emu_layout *lay = NULL;      /* per input: the user layout of its mem, the model's */
     if (c->flags & RKNN_FLAG_COLLECT_MODEL_INFO_ONLY) {
         EMU_ERR(fn, "a RKNN_FLAG_COLLECT_MODEL_INFO_ONLY context cannot run");
         rc = RKNN_ERR_FAIL;
@@ -226,8 +227,13 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
         rc = RKNN_ERR_MALLOC_FAIL;
         goto out;
     }
-    /* inputs: zero-copy ones are cleaned (unless disabled) and converted from the device
-       view of their mem, NPU-side */
+    /* inputs: zero-copy ones are checked and cleaned (unless disabled) here, and converted
+       from the device view of their mem below, NPU-side */
+    lay = calloc(2 * (size_t)c->n_in + 1, sizeof *lay);
+    if (!lay) {
+        rc = RKNN_ERR_MALLOC_FAIL;
+        goto out;
+    }
     for (uint32_t i = 0; i < c->n_in; i++) {
         emu_binding *b = &c->in_bind[i];
         const emu_io_desc *d = emu_model_input(c->m, i);
@@ -242,7 +248,7 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
         }
         if ((rc = check_mem(b->mem, "input", i)))
             goto out;
-        emu_layout lu, lm;
+        emu_layout lu;
         rc = emu_layout_user(c->plat, d, emu_ctx_in_dims(c, i), 0, 1, b->attr.type, b->attr.fmt,
                              b->attr.pass_through, b->attr.h_stride, &lu);
         if (rc == RKNN_SUCC && emu_layout_bytes(&lu) > b->mem->size) {
@@ -255,9 +261,8 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
             goto out;
         if (!(c->flags & RKNN_FLAG_DISABLE_FLUSH_INPUT_MEM_CACHE) && !emu_mem_coherent(b->mem))
             emu_mem_sync_range(b->mem, 0, b->mem->size, 1);
-        emu_layout_model(d, emu_ctx_in_dims(c, i), &lm);
-        emu_convert(d, b->attr.pass_through ? EMU_CONV_RAW : EMU_CONV_TO_MODEL, b->mem->dev, &lu,
-                    c->in_buf[i], &lm);
+        lay[2 * i] = lu;
+        emu_layout_model(d, emu_ctx_in_dims(c, i), &lay[2 * i + 1]);
     }
     for (uint32_t o = 0; o < c->n_out; o++) {
         if ((rc = check_mem(c->out_bind[o].mem, "output", o)))
@@ -295,11 +300,23 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
     while (inflight > peak &&
            !atomic_compare_exchange_weak(&emu_ctr.peak_runs_in_flight, &peak, inflight)) {
     }
-    int64_t t0 = now_us();
+    /* the NPU-side work, timed for RKNN_QUERY_PERF_RUN and the npu_ns counters: the
+       zero-copy input conversions, the graph, the simulated NPU time, the zero-copy output
+       conversions (the cache syncs around it are the CPU's) */
+    int cpu_clock = emu_npu_cpu_accounting();
+    int64_t cpu0 = cpu_clock ? now_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
+    int64_t t0 = now_ns(CLOCK_MONOTONIC);
+    for (uint32_t i = 0; i < c->n_in; i++) {
+        emu_binding *b = &c->in_bind[i];
+        if (b->mem)
+            emu_convert(emu_model_input(c->m, i),
+                        b->attr.pass_through ? EMU_CONV_RAW : EMU_CONV_TO_MODEL, b->mem->dev,
+                        &lay[2 * i], c->in_buf[i], &lay[2 * i + 1]);
+    }
     rc = emu_model_run(c->m, ins, (void *const *)outs, &env);
     int64_t npu = emu_npu_time_us();
     sleep_us(npu);
-    int64_t t1 = now_us();
+    int64_t t1 = now_ns(CLOCK_MONOTONIC);
     EMU_CTR_ADD(runs_in_flight, -1);
     if (rc != RKNN_SUCC) {
         EMU_ERR(fn, "graph execution failed: status %d", rc);
@@ -309,7 +326,7 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
     c->frame++;
     c->out_set = c->shape_set;
     c->has_run = 1;
-    c->last_run_us = t1 - t0;
+    c->last_run_us = (t1 - t0) / 1000;
     if (extend)
         extend->frame_id = c->frame;
 
@@ -331,15 +348,25 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
             goto out;
         emu_layout_model(d, emu_ctx_out_dims(c, o), &lm);
         emu_convert(d, EMU_CONV_FROM_MODEL, c->out_buf[o], &lm, b->mem->dev, &lu);
-        if (!(c->flags & RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE) && !emu_mem_coherent(b->mem))
+    }
+    t1 = now_ns(CLOCK_MONOTONIC);
+    EMU_CTR_ADD(npu_ns, t1 - t0);
+    if (cpu_clock)
+        EMU_CTR_ADD(npu_cpu_ns, now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0);
+    c->last_run_us = (t1 - t0) / 1000;
+    for (uint32_t o = 0; o < c->n_out; o++) {
+        emu_binding *b = &c->out_bind[o];
+        if (b->mem && !(c->flags & RKNN_FLAG_DISABLE_FLUSH_OUTPUT_MEM_CACHE) &&
+            !emu_mem_coherent(b->mem))
             emu_mem_sync_range(b->mem, 0, b->mem->size, 0);
     }
     if (c->flags & RKNN_FLAG_COLLECT_PERF_MASK)
-        build_perf(c, t1 - t0, npu);
+        build_perf(c, c->last_run_us, npu);
     rc = RKNN_SUCC;
 out:
     free(ins);
     free(outs);
+    free(lay);
     emu_ctx_leave(c);
     return rc;
 }

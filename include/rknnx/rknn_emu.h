@@ -44,6 +44,9 @@ const char *rknn_emu_context_platform(uint64_t context);
  * different contexts overlap).  us < 0 reverts to RKNN_EMU_NPU_TIME_US. */
 int rknn_emu_set_npu_time_us(int64_t us);
 int64_t rknn_emu_get_npu_time_us(void);
+/* Count the thread CPU time of the NPU-side work in the npu_cpu_ns counter (on != 0) or not
+ * (the default: the CPU clock costs a system call per rknn_run).  Returns the previous state. */
+int rknn_emu_set_npu_cpu_accounting(int on);
 
 /* ---- log level -------------------------------------------------------------------------- */
 /* level < 0 reverts to RKNN_LOG_LEVEL.  Returns 0. */
@@ -66,6 +69,11 @@ typedef struct rknn_emu_counters {
     int64_t peak_runs_in_flight;  /* max of runs_in_flight since the last reset */
     int64_t contexts_created;     /* cumulative */
     int64_t mems_created;         /* cumulative */
+    int64_t npu_ns;               /* cumulative wall ns of the NPU-side work of rknn_run: the
+                                     zero-copy input and output conversions, the graph and
+                                     the simulated NPU time (not the cache syncs) */
+    int64_t npu_cpu_ns;           /* cumulative thread CPU ns of the same work, counted only
+                                     while rknn_emu_set_npu_cpu_accounting(1) is on */
 } rknn_emu_counters;
 
 /* Copy the counters into *out; size must be sizeof(rknn_emu_counters) or smaller (a prefix

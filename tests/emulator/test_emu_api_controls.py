@@ -74,6 +74,29 @@ def test_npu_time_control(emu, make_ctx, monkeypatch):
     assert emu.npu_time_us == 1234
 
 
+def test_npu_work_counters(emu, make_ctx):
+    """npu_ns: wall time of the NPU-side work of rknn_run (the simulated NPU time included);
+    npu_cpu_ns: its thread CPU time, counted only while the accounting is on."""
+    c = make_ctx(samples.tiny_relu())
+    c.inputs_set([np.float32([[1, 2]])])
+    emu.reset_counters()
+    emu.set_npu_time_us(2000)
+    try:
+        c.run()
+    finally:
+        emu.set_npu_time_us(None)
+    k = emu.counters()
+    assert k["npu_ns"] >= 2_000_000 and k["npu_cpu_ns"] == 0
+    assert emu.set_npu_cpu_accounting(True) is False
+    try:
+        c.run()
+        assert emu.counters()["npu_cpu_ns"] > 0
+    finally:
+        assert emu.set_npu_cpu_accounting(False) is True
+    emu.reset_counters()
+    assert emu.counters()["npu_ns"] == emu.counters()["npu_cpu_ns"] == 0
+
+
 def test_exports_every_function(emu):
     lib = api()
     names = [f["name"] if isinstance(f, dict) else f for f in

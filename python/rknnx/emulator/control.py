@@ -36,7 +36,8 @@ STATUS: Dict[str, int] = {"RKNN_SUCC": 0, **{name: code for code, name in STATUS
 #: the counters, in the order of ``rknn_emu_counters``
 COUNTER_NAMES = ("live_contexts", "live_mems", "live_output_buffers", "bytes_copied", "bytes_in",
                  "bytes_out", "bytes_synced", "syncs", "runs", "runs_in_flight",
-                 "peak_runs_in_flight", "contexts_created", "mems_created")
+                 "peak_runs_in_flight", "contexts_created", "mems_created", "npu_ns",
+                 "npu_cpu_ns")
 
 
 class _Counters(ctypes.Structure):
@@ -83,6 +84,7 @@ class EmulatorControl:
             ("rknn_emu_context_platform", ctypes.c_char_p, [ctypes.c_uint64]),
             ("rknn_emu_set_npu_time_us", ctypes.c_int, [ctypes.c_int64]),
             ("rknn_emu_get_npu_time_us", ctypes.c_int64, []),
+            ("rknn_emu_set_npu_cpu_accounting", ctypes.c_int, [ctypes.c_int]),
             ("rknn_emu_set_log_level", ctypes.c_int, [ctypes.c_int]),
             ("rknn_emu_get_log_level", ctypes.c_int, []),
             ("rknn_emu_get_counters", ctypes.c_int, [ctypes.POINTER(_Counters), ctypes.c_uint32]),
@@ -139,6 +141,13 @@ class EmulatorControl:
     @property
     def npu_time_us(self) -> int:
         return self.lib.rknn_emu_get_npu_time_us()
+
+    def set_npu_cpu_accounting(self, on: bool) -> bool:
+        """Count the thread CPU time of each ``rknn_run``'s NPU-side work (the zero-copy
+        conversions and the graph) in the ``npu_cpu_ns`` counter; off by default, as the
+        CPU clock costs a system call per run.  ``npu_ns`` (wall time, the simulated NPU
+        time included) is always counted.  Returns the previous state."""
+        return bool(self.lib.rknn_emu_set_npu_cpu_accounting(1 if on else 0))
 
     # -- log level --
     def set_log_level(self, level: Optional[int]) -> None:
