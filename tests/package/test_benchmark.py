@@ -38,7 +38,7 @@ def test_compare_flows_reports_every_flow_and_phase(emu):
     r = benchmark.compare_flows(_tiny(), iterations=7, warmup=1)
     assert live(emu) == before, "compare_flows left contexts or mems behind"
     json.loads(json.dumps(r))                      # JSON-serialisable as it is
-    assert r["schema"] == "rknnx.benchmark/1"
+    assert r["schema"] == "rknnx.benchmark/2"
     assert r["iterations"] == 7 and r["warmup"] == 1
     m = r["machine"]
     for key in ("platform", "cpu", "python", "numpy", "rknnx", "runtime_path", "sdk_version",
@@ -56,6 +56,8 @@ def test_compare_flows_reports_every_flow_and_phase(emu):
         for p in benchmark.PHASES:
             assert f["phases"][p]["median_ns"] >= 0
         assert f["cpu_ns_per_frame"] > 0
+        assert 0 < f["host_cpu_ns_per_frame"] <= f["cpu_ns_per_frame"]
+        assert f["npu_cpu_ns_per_frame"] >= 0
         assert f["bytes_per_frame"]["runs"] == 1.0, name
     # the general flow copies 8 bytes in (inputs_set) and 8 out (outputs_get) per frame ...
     g = r["flows"]["general-float32"]["bytes_per_frame"]
@@ -66,6 +68,7 @@ def test_compare_flows_reports_every_flow_and_phase(emu):
     # cacheable memory: the runtime cleans the input and invalidates the output (8 B each)
     assert (z["syncs"], z["cache_synced"]) == (2.0, 16.0)
     assert r["flows"]["general-float32"]["phases"]["sync"]["median_ns"] == 0
+    assert r["npu_work"]["emulated"] is True
 
 
 def test_compare_flows_leaves_an_open_model_open(emu, tmp_path):
@@ -100,7 +103,9 @@ def test_table_and_plot(emu, tmp_path):
     table = benchmark.format_table(r)
     lines = table.splitlines()
     assert lines[1].split()[:3] == ["flow", "median", "p95"]
-    assert [ln.split()[0] for ln in lines[3:]] == list(benchmark.FLOWS)
+    assert [ln.split()[0] for ln in lines[3:6]] == list(benchmark.FLOWS)
+    assert "npu (emul.)" in lines[1] and "host CPU/frame" in lines[1]
+    assert lines[6].startswith("(emulated: the NPU's work")
     png = tmp_path / "phases.png"            # matplotlib comes with the test extras
     benchmark.plot(r, png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -161,3 +166,123 @@ def test_quick_suite_runs_and_writes_its_results(runtime, tmp_path):
     if "no plots" not in proc.stdout:
         assert (tmp_path / "phases.png").stat().st_size > 0
         assert (tmp_path / "throughput.png").stat().st_size > 0
+
+
+# ---- issue 18: the NPU's work apart from the host's ----------------------------------------------
+class _FakeClock:
+    """A clock that moves only when the code under test says so (no timing asserted)."""
+
+    def __init__(self):
+        self.now = 0
+        self.npu = 0
+
+    def __call__(self):
+        return self.now
+
+    def work(self, ns, npu=0):
+        self.now += ns
+        self.npu += npu
+
+
+class _FakeCounters:
+    """The emulator's counters as frame_loop reads them, driven by a _FakeClock."""
+
+    counts_npu = True
+
+    def __init__(self, clock):
+        self.clock = clock
+
+    def npu_ns(self):
+        return self.clock.npu
+
+    def snapshot(self):
+        return {"bytes_in": 0, "bytes_out": 0, "bytes_synced": 0, "bytes_copied": 0,
+                "syncs": 0, "runs": 0, "npu_cpu_ns": 0}
+
+    def npu_cpu_accounting(self):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+
+def test_phases_add_up_to_the_frame(monkeypatch):
+    """A frame of set 100 + run 1000 (900 of it NPU work) + get 50 + Python 30 ns: the
+    phases give exactly that back, and the frame's python is what the facade adds."""
+    from rknnx import benchmark
+
+    clock = _FakeClock()
+    monkeypatch.setattr(benchmark, "_clock", clock)
+    set_, get = (lambda: clock.work(100)), (lambda: clock.work(50))
+
+    def run():
+        clock.work(1000, npu=900)
+
+    def body():                       # the facade: the same calls and 30 ns of Python
+        set_()
+        run()
+        get()
+        clock.work(30)
+
+    frame = benchmark.frame_loop(body, 9, 1, _FakeCounters(clock),
+                                 phases=([set_, run, get], ("set", "run", "get"), None))
+    r = benchmark.combine(frame)
+    got = {p: r["phases"][p]["median_ns"] for p in benchmark.PHASES}
+    assert got == {"set": 100, "sync": 0, "npu": 900, "run": 100, "get": 50, "python": 30}
+    assert sum(got.values()) == r["frame"]["median_ns"] == 1180
+    assert "note" not in r
+
+
+def test_simulated_npu_time_is_npu_work_not_host_time(emu):
+    """The emulator's simulated NPU time (a sleep inside rknn_run) lands in the npu phase,
+    not in run, python or the host CPU: what a board's NPU does costs its CPU nothing."""
+    from rknnx import benchmark
+
+    emu.set_npu_time_us(3000)
+    try:
+        r = benchmark.compare_flows(_tiny(), iterations=5, warmup=1)
+    finally:
+        emu.set_npu_time_us(None)
+    for name, f in r["flows"].items():
+        ph = f["phases"]
+        assert ph["npu"]["median_ns"] >= 3e6, name
+        assert ph["run"]["median_ns"] < ph["npu"]["median_ns"], name
+        assert ph["python"]["median_ns"] < ph["npu"]["median_ns"], name
+        assert f["host_cpu_ns_per_frame"] < 3e6 and f["npu_cpu_ns_per_frame"] < 3e6, name
+
+
+def test_plot_names_model_chip_and_runtime_with_totals_and_the_legend_off_the_bars(emu):
+    import copy
+
+    from rknnx import benchmark
+
+    r = benchmark.compare_flows(_tiny(), iterations=3, warmup=0, name="tiny_relu")
+    fig = benchmark.figure(r)
+    try:
+        title = fig._suptitle.get_text()
+        assert title.startswith("tiny_relu (x 1x2 float32) on RK3588, CPU emulator")
+        assert len(fig.legends) == 1 and all(ax.get_legend() is None for ax in fig.axes)
+        assert "npu (emulated on the CPU)" in [t.get_text() for t in fig.legends[0].get_texts()]
+        lat = fig.axes[0]
+        totals = [t.get_text() for t in lat.texts]
+        assert len(totals) == len(benchmark.FLOWS)
+        tops = [sum(f["phases"][p]["median_ns"] for p in benchmark.PHASES)
+                for f in r["flows"].values()]
+        unit, name = benchmark.unit_for(max(tops))
+        assert lat.get_ylim()[1] >= max(tops) / unit and f"({name})" in lat.get_ylabel()
+        assert any("x less" in t.get_text() for t in fig.axes[1].texts)
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    # a frame of tens of ms reads in ms
+    big = copy.deepcopy(r)
+    for f in big["flows"].values():
+        f["frame"]["median_ns"] *= 1e4
+        for p in f["phases"].values():
+            p["median_ns"] *= 1e4
+    fig = benchmark.figure(big)
+    try:
+        assert "(ms)" in fig.axes[0].get_ylabel()
+        assert all(t.get_text().endswith(" ms") for t in fig.axes[0].texts)
+    finally:
+        plt.close(fig)

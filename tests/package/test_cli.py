@@ -4,6 +4,7 @@ sub-command's output, --help, --json, and one clear line (no traceback) for user
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import numpy as np
@@ -178,8 +179,7 @@ def test_bench_json_and_table(tmp_path):
     assert d["flows"]["general-float32"]["bytes_per_frame"]["copied_by_api"] == 16
     proc = cli("bench", "--sample", "tiny_relu", "-n", "30", "--json", str(tmp_path / "r.json"))
     assert proc.returncode == 0, proc.stderr
-    assert "zero-copy vs general:" in proc.stdout and "bytes copied by the API per frame: 16 -> 0" \
-        in proc.stdout
+    assert "bytes copied by the API per frame: 16 B -> 0 B" in proc.stdout
     assert json.loads((tmp_path / "r.json").read_text())["iterations"] == 30
 
 
@@ -193,15 +193,48 @@ def test_readme_first_command_is_the_main_job():
     assert first == "pip install . && rknnx bench --sample classifier"
     proc = cli("bench", "--sample", "classifier", "-n", "3", "--warmup", "1")
     assert proc.returncode == 0, proc.stderr
-    assert "general-float32" in proc.stdout and "zero-copy vs general:" in proc.stdout
+    assert "general-float32" in proc.stdout and "of host CPU per frame" in proc.stdout
 
 
 def test_bench_on_a_chip_without_the_general_api():
     proc = cli("bench", "--sample", "tiny_relu", "-n", "5", env={**ENV, "RKNN_EMU_PLATFORM": "RV1106"})
     assert proc.returncode == 0, proc.stderr
-    assert "(RV1106 has no general API: model.run copies through zero-copy memory)" in proc.stdout
+    assert "RV1106 has no general API: model.run copies through zero-copy memory)" in proc.stdout
 
 
 def test_help_says_the_whole_first_paragraph():
     proc = cli("doctor", "--help")
     assert "what to do about anything missing" in " ".join(proc.stdout.split())
+
+
+# ---- issue 18, item 3: what zero-copy saves -----------------------------------------------------
+def test_bench_reports_host_cpu_without_the_emulated_npu_work(tmp_path):
+    proc = cli("bench", "--sample", "classifier", "-n", "3", "--warmup", "1", "--json", "-")
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    assert d["npu_work"]["emulated"] is True and "runs on this CPU" in d["npu_work"]["text"]
+    for name, f in d["flows"].items():
+        assert f["host_cpu_ns_per_frame"] > 0, name
+        assert f["npu_cpu_ns_per_frame"] > 0, name       # the classifier's graph, emulated
+        assert set(f["phases"]) == {"set", "sync", "npu", "run", "get", "python"}
+    assert d["model"]["name"] == "classifier"
+    proc = cli("bench", "--sample", "classifier", "-n", "3", "--warmup", "1")
+    out = proc.stdout
+    assert "npu (emul.)" in out.splitlines()[1] and "host CPU/frame" in out.splitlines()[1]
+    assert "(emulated: the NPU's work" in out
+    # the saving in words that read right, whichever way it goes
+    assert re.search(r"^zero-copy (saves \S+ \S+ of host CPU per frame \(\d+\.\dx less: "
+                     r"|costs \S+ \S+ more host CPU per frame \()", out, flags=re.M), out
+
+
+def test_bench_plot_without_matplotlib_fails_before_measuring(tmp_path):
+    code = ("import sys; sys.modules['matplotlib'] = None; from rknnx.cli import main; "
+            f"sys.exit(main(['bench', '--sample', 'classifier', '-n', '3', '--plot', "
+            f"{str(tmp_path / 'p.png')!r}]))")
+    proc = run_python(code, env=ENV)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1] == (
+        "rknnx bench: error: plotting needs matplotlib: pip install 'rknnx[bench]' "
+        "(or pip install matplotlib)")
+    assert proc.stdout == "", "it measured first"
+
