@@ -238,3 +238,111 @@ def test_bench_plot_without_matplotlib_fails_before_measuring(tmp_path):
         "(or pip install matplotlib)")
     assert proc.stdout == "", "it measured first"
 
+
+def test_readme_names_the_extras():
+    from helpers import REPO
+
+    text = (REPO / "README.md").read_text()
+    assert "rknnx[bench]" in text and "rknnx[image]" in text
+
+
+# ---- issue 18, item 7: CLI gaps -------------------------------------------------------------
+def test_version():
+    import rknnx
+
+    proc = cli("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"rknnx {rknnx.__version__}"
+
+
+def test_emulator_lists_the_samples():
+    from rknnx.emulator import samples
+
+    proc = cli("emulator")
+    assert proc.returncode == 0, proc.stderr
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("samples: "))
+    assert line == "samples: " + ", ".join(sorted(samples.ALL))
+
+
+@pytest.mark.parametrize("command", [None, "info", "run", "bench", "doctor", "emulator"])
+def test_help_has_no_rest_markup(command):
+    proc = cli(*([command] if command else []), "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert not re.search(r"``|:[a-z]+:`|`", proc.stdout), proc.stdout
+
+
+def test_doctor_says_who_chose_the_runtime():
+    proc = cli("doctor")
+    assert "chosen by: the environment: RKNNX_RUNTIME=emulator" in proc.stdout
+    proc = cli("doctor", env={"RKNNX_RUNTIME": None, "LD_LIBRARY_PATH": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert "chosen by: the loader: no librknnrt on this host, which cannot be a Rockchip " \
+        "board, so the bundled CPU emulator" in proc.stdout
+
+
+def test_doctor_model_describes_the_model(tmp_path):
+    from rknnx.emulator import samples
+
+    model = tmp_path / "classifier.rknn"
+    model.write_bytes(samples.classifier())
+    proc = cli("doctor", "--model", str(model))
+    assert proc.returncode == 0, proc.stderr
+    assert ("model:     opens here (static shapes; built for RK3588; inputs "
+            "image[1, 224, 224, 3]:int8)") in proc.stdout
+    assert "           outputs logits[1, 1000]:int8" in proc.stdout
+    assert "           NPU memory it takes: " in proc.stdout
+    other = tmp_path / "rk3566.rknn"
+    other.write_bytes(samples.classifier(target="RK3566"))
+    proc = cli("doctor", "--model", str(other))
+    assert proc.returncode == 1
+    assert "model:     cannot be opened: " in proc.stdout and "RK3566" in proc.stdout
+
+
+def test_run_says_when_it_resizes_and_letterboxes(tmp_path):
+    from PIL import Image
+
+    from rknnx.emulator import samples
+
+    model = tmp_path / "classifier.rknn"
+    model.write_bytes(samples.classifier())
+    Image.fromarray(np.full((100, 120, 3), 200, np.uint8)).save(tmp_path / "cat.png")
+    proc = cli("run", str(model), "-i", str(tmp_path / "cat.png"))
+    assert proc.returncode == 0, proc.stderr
+    assert ("input 'image': cat.png 120x100 resized to 224x224 (stretched: the aspect ratio "
+            "changes; --letterbox keeps it)") in proc.stdout
+    proc = cli("run", str(model), "-i", str(tmp_path / "cat.png"), "--letterbox")
+    assert proc.returncode == 0, proc.stderr
+    assert ("input 'image': cat.png 120x100 letterboxed to 224x224: scale 1.867 (to 224x187), "
+            "padding top 18 bottom 19 left 0 right 0 (gray 114)") in proc.stdout
+
+
+def test_letterbox_keeps_the_aspect_ratio_and_pads_with_114():
+    from PIL import Image
+
+    from rknnx.cli.run import letterbox
+
+    img = Image.fromarray(np.full((100, 120, 3), 200, np.uint8))
+    arr, scale, pad = letterbox(img, 224, 224)
+    assert arr.shape == (224, 224, 3) and arr.dtype == np.uint8
+    assert scale == 224 / 120 and pad == (18, 19, 0, 0)
+    assert (arr[:18] == 114).all() and (arr[224 - 19:] == 114).all()
+    assert (arr[18:224 - 19] == 200).all()
+    tall = Image.fromarray(np.full((640, 320, 3), 7, np.uint8))
+    arr, scale, pad = letterbox(tall, 640, 640)
+    assert scale == 1.0 and pad == (0, 0, 160, 160)
+    assert (arr[:, :160] == 114).all() and (arr[:, 160:480] == 7).all()
+
+
+def test_run_without_out_saves_nothing_and_says_so(tmp_path):
+    import re as _re
+
+    from helpers import REPO
+
+    np.save(tmp_path / "x.npy", np.float32([[1, -2]]))
+    proc = cli("run", "--sample", "tiny_relu", "-i", str(tmp_path / "x.npy"))
+    assert proc.returncode == 0, proc.stderr
+    assert "(nothing saved: --out DIR saves each output as DIR/output<i>_<name>.npy)" \
+        in proc.stdout
+    assert not any(p.suffix == ".npy" and p.name != "x.npy" for p in tmp_path.iterdir())
+    row = next(ln for ln in (REPO / "README.md").read_text().splitlines()
+               if ln.startswith("| `rknnx run "))
+    assert _re.search(r"without `--out`,? nothing is saved|`--out DIR` saves", row), row

@@ -23,8 +23,11 @@ _COMMANDS = (info, run, bench, doctor, emulator)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from rknnx import __version__
+
     parser = argparse.ArgumentParser(
         prog="rknnx", description="Drive a Rockchip NPU (or its CPU emulator) from the shell.")
+    parser.add_argument("--version", action="version", version=f"rknnx {__version__}")
     parser.add_argument("--verbose", "-v", action="store_true",
                         help="show the traceback of an error")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

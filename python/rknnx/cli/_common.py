@@ -71,8 +71,13 @@ def check_model_path(path: str) -> None:
 
 
 def help_text(doc: str) -> str:
-    """A sub-command's description: the first paragraph of its module docstring."""
-    return " ".join(doc.strip().split("\n\n")[0].split()).replace("``", "")
+    """A sub-command's description: the first paragraph of its module docstring, as plain
+    text (reST roles such as :mod:`x` and ``literals`` lose their markup)."""
+    import re
+
+    text = " ".join(doc.strip().split("\n\n")[0].split())
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", text)
+    return text.replace("``", "").replace("`", "")
 
 
 def _name(args) -> str:

@@ -61,7 +61,8 @@ def run(args) -> int:
         print("no NPU runtime on this machine, which cannot be a board -> the library uses "
               "the bundled CPU emulator (set RKNNX_RUNTIME to choose a library)")
     kind = "CPU emulator" if info["is_emulator"] else "librknnrt"
-    print(f"runtime:   {info['path']} ({kind}, chosen by {info['source']})")
+    print(f"runtime:   {info['path']} ({kind})")
+    print(f"chosen by: {chosen_by(info, fallback)}")
     print(f"functions: {len(info['functions'])} of {len(info['functions']) + len(info['missing'])} "
           "RKNN API entry points")
     if info["missing"]:
@@ -99,9 +100,11 @@ def run(args) -> int:
             with open(model, "rb") as f:
                 target = _board.model_target(f.read())
         ins = ", ".join(f"{t.name}{list(t.shape)}:{t.dtype}" for t in opened.inputs)
+        outs = ", ".join(f"{t.name}{list(t.shape)}:{t.dtype}" for t in opened.outputs)
         kind = "dynamic shapes" if opened.dynamic else "static shapes"
         built = f"built for {target}" if target else "the file names no chip"
         print(f"model:     opens here ({kind}; {built}; inputs {ins})")
+        print(f"           outputs {outs}")
         if opened.mem_size is not None:
             print(f"           NPU memory it takes: "
                   f"{opened.mem_size.total_dma_allocated_size / 2**20:.1f} MiB")
@@ -127,6 +130,25 @@ def run(args) -> int:
         print("(pass --model FILE.rknn to check that the model opens here, and to read the "
               "runtime and driver versions)")
     return status
+
+
+def chosen_by(info: dict, fallback: bool) -> str:
+    """Who chose the runtime, in words (from ``runtime_info()["source"]``)."""
+    source = info.get("source")
+    if fallback:
+        return ("the loader: no librknnrt on this host, which cannot be a Rockchip board, so "
+                "the bundled CPU emulator (RKNNX_RUNTIME=PATH chooses a library)")
+    if source == "RKNNX_RUNTIME":
+        return f"the environment: RKNNX_RUNTIME={os.environ.get('RKNNX_RUNTIME', '')}"
+    if source == "system loader":
+        return ("the system loader: librknnrt.so on its search path (ldconfig, "
+                "LD_LIBRARY_PATH); RKNNX_RUNTIME=PATH chooses another")
+    if source == "vendor path":
+        return (f"rknnx's search of the places boards install it ({info['path']}); "
+                "RKNNX_RUNTIME=PATH chooses another")
+    if source == "load_runtime()":
+        return "rknnx.load_runtime(PATH) in this program"
+    return str(source)
 
 
 def _open(model):

@@ -44,6 +44,9 @@ def run(args) -> int:
     print(f"build a C program against it:\n"
           f"  cc prog.c -I{inc} -L{libdir} -Wl,-rpath,{libdir} -lrknnrt")
     print("run Python on it: RKNNX_RUNTIME=emulator python ...   (or rknnx.load_runtime('emulator'))")
+    print(f"samples: {', '.join(sorted(samples.ALL))}")
+    print("  (rknnx info/run/bench --sample NAME runs one; --write-samples DIR writes them as "
+          ".rknn; rknnx.emulator.samples.NAME() returns the bytes)")
     return 0
 
 

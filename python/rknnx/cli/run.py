@@ -1,5 +1,11 @@
-"""``rknnx run MODEL --input FILE ...``: run a model on .npy arrays or images and save the
-outputs as .npy files, with a summary (shape, dtype, range; top-5 of a score vector)."""
+"""``rknnx run MODEL --input FILE ...``: run a model on .npy arrays or images and print a
+summary of each output (shape, dtype, range; top-5 of a score vector); --out DIR saves the
+outputs as .npy files.
+
+An image whose size differs from the input's is resized to it (stretched, which says so);
+--letterbox keeps its aspect ratio instead and pads with gray 114, the way detection models
+(YOLO) expect their input, and prints the scale and the padding to map boxes back.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +20,27 @@ from rknnx.cli._common import (UserError, add_model_arguments, fmt_shape, help_t
 _IMAGE_EXT = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm")
 
 
-def read_input(path: str, info) -> np.ndarray:
-    """A .npy array, or an image as uint8 HWC (RGB) resized to the input when it differs."""
+def letterbox(img, width: int, height: int, fill: int = 114):
+    """`img` (a PIL image) scaled to fit `width` x `height` with its aspect ratio kept and
+    centred on a `fill` gray canvas: (uint8 HWC array, scale, (top, bottom, left, right)).
+    A box (x, y) of the model's output maps back to the image as ((x - left) / scale,
+    (y - top) / scale)."""
+    from PIL import Image
+
+    w0, h0 = img.size
+    scale = min(width / w0, height / h0)
+    nw, nh = max(1, round(w0 * scale)), max(1, round(h0 * scale))
+    top, left = (height - nh) // 2, (width - nw) // 2
+    canvas = np.full((height, width, 3), fill, np.uint8)
+    canvas[top:top + nh, left:left + nw] = np.asarray(
+        img.resize((nw, nh), Image.BILINEAR), dtype=np.uint8)
+    return canvas, scale, (top, height - nh - top, left, width - nw - left)
+
+
+def read_input(path: str, info, fit: str = "resize", say=print) -> np.ndarray:
+    """A .npy array, or an image as uint8 HWC (RGB) brought to the input's size when it
+    differs: stretched (`fit` ``"resize"``) or letterboxed (``"letterbox"``); `say` is told
+    which, with the scale and padding."""
     if os.path.isdir(path):
         raise UserError(f"input {path!r} is a directory, not a file")
     if not os.path.isfile(path):
@@ -34,8 +59,21 @@ def read_input(path: str, info) -> np.ndarray:
         img = Image.open(path).convert("RGB")
         if len(info.shape) == 4:
             h, w = info.shape_in("NHWC")[1:3]
-            if img.size != (w, h):
+            w0, h0 = img.size
+            if (w0, h0) != (w, h):
+                name = os.path.basename(path)
+                if fit == "letterbox":
+                    arr, scale, (top, bottom, left, right) = letterbox(img, w, h)
+                    say(f"input {info.name!r}: {name} {w0}x{h0} letterboxed to {w}x{h}: scale "
+                        f"{scale:.4g} (to {round(w0 * scale)}x{round(h0 * scale)}), padding "
+                        f"top {top} bottom {bottom} left {left} right {right} (gray 114); "
+                        f"a box maps back as ((x - {left}) / {scale:.4g}, "
+                        f"(y - {top}) / {scale:.4g})")
+                    return arr
                 img = img.resize((w, h))
+                say(f"input {info.name!r}: {name} {w0}x{h0} resized to {w}x{h} (stretched"
+                    + (": the aspect ratio changes; --letterbox keeps it)"
+                       if abs(w0 / h0 - w / h) > 1e-3 else ")"))
         return np.asarray(img, dtype=np.uint8)
     raise UserError(f"{path!r}: inputs are .npy arrays or images ({', '.join(_IMAGE_EXT)})")
 
@@ -59,7 +97,8 @@ def run(args) -> int:
             raise UserError(f"the model has {len(model.inputs)} input(s) "
                             f"({', '.join(t.name for t in model.inputs)}); got "
                             f"{len(args.input)} --input")
-        arrays = [read_input(p, t) for p, t in zip(args.input, model.inputs)]
+        fit = "letterbox" if args.letterbox else "resize"
+        arrays = [read_input(p, t, fit) for p, t in zip(args.input, model.inputs)]
         t0 = time.perf_counter()
         if args.flow == "general":
             outputs = model.run(*arrays, raw=args.raw)
@@ -79,6 +118,8 @@ def run(args) -> int:
             path = os.path.join(args.out, f"output{i}_{_safe(name)}.npy")
             np.save(path, a)
             print(f"  saved {path}")
+    if not args.out:
+        print("(nothing saved: --out DIR saves each output as DIR/output<i>_<name>.npy)")
     return 0
 
 
@@ -96,5 +137,11 @@ def add_parser(sub) -> None:
                    help="the runtime flow to use (default: general)")
     p.add_argument("--raw", action="store_true",
                    help="outputs in the model's own type (e.g. int8) instead of float32")
-    p.add_argument("--out", metavar="DIR", help="save each output as DIR/output<i>_<name>.npy")
+    p.add_argument("--letterbox", action="store_true",
+                   help="fit an image of another size by scaling it with its aspect ratio "
+                        "kept and padding with gray 114 (as YOLO-style detectors expect); "
+                        "default: stretch it to the input's size")
+    p.add_argument("--out", metavar="DIR",
+                   help="save each output as DIR/output<i>_<name>.npy (default: save nothing, "
+                        "print the summary only)")
     p.set_defaults(func=run)
