@@ -105,7 +105,16 @@ cdef object _query(Context self, object cmd, object index):
         return _query_perf_detail(self)
     if c == RKNN_QUERY_PERF_RUN:
         memset(&pr, 0, sizeof(pr))
-        self._query_into(RKNN_QUERY_PERF_RUN, &pr, sizeof(pr))
+        try:
+            self._query_into(RKNN_QUERY_PERF_RUN, &pr, sizeof(pr))
+        except RKNNError as exc:
+            if exc.code != RKNN_ERR_FAIL:
+                raise
+            # librknnrt logs "RKNN_QUERY_PERF_RUN is valid only after rknn_run" and returns
+            # a bare RKNN_ERR_FAIL: say it where the caller sees it
+            raise type(exc)(f"{exc}: RKNN_QUERY_PERF_RUN is valid only after rknn_run: "
+                            "run the model first (run(), or model.run / session.run)",
+                            exc.code, exc.func) from None
         return PerfRun(pr.run_duration)
     if c == RKNN_QUERY_SDK_VERSION:
         memset(&sv, 0, sizeof(sv))

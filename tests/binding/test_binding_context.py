@@ -327,6 +327,19 @@ def test_perf_detail_needs_the_perf_flag(track, emu):
     assert "per-layer timing was not collected" in pd.text and "Time(us)" not in pd.text
 
 
+def test_perf_run_before_any_run_says_a_run_must_come_first(track, emu):
+    # librknnrt logs the reason and returns a bare RKNN_ERR_FAIL; the exception says it
+    ctx = track.model("tiny_relu")
+    with pytest.raises(E.RKNNFailError, match="RKNN_QUERY_PERF_RUN is valid only after "
+                                              "rknn_run: run the model first") as ei:
+        ctx.query(QueryCmd.PERF_RUN)
+    assert ei.value.code == -1 and ei.value.func == "rknn_query"
+    assert ei.value.__cause__ is None and ei.value.__suppress_context__
+    ctx.inputs_set([np.float32([[1, 2]])])
+    ctx.run()
+    assert ctx.query(QueryCmd.PERF_RUN).run_duration >= 0
+
+
 def test_attrs_cached_and_copied(track, emu):
     ctx = track.model("multi_io")
     a = ctx.input_attrs
