@@ -614,11 +614,13 @@ def _row_table(rows: List[List[str]]) -> str:
 
 
 def _frame_rows(named: Dict[str, Dict[str, Any]], c_ns: Optional[float] = None) -> str:
-    rows = [["", "median", "p95", "CPU/frame", "API copies", "synced", "RSS/call"]]
+    rows = [["", "median", "p95", "CPU/frame", "host CPU/frame", "API copies", "synced",
+             "RSS/call"]]
     for k, v in named.items():
         b = v.get("bytes_per_frame")
         rows.append([k, B._ns(v["frame"]["median_ns"]), B._ns(v["frame"]["p95_ns"]),
-                     B._ns(v["cpu_ns_per_frame"]), B._bytes(b["copied_by_api"]) if b else "-",
+                     B._ns(v["cpu_ns_per_frame"]), B._ns(v.get("host_cpu_ns_per_frame")),
+                     B._bytes(b["copied_by_api"]) if b else "-",
                      B._bytes(b["cache_synced"]) if b else "-",
                      B._bytes(v.get("rss_bytes_per_call"))])
     return _row_table(rows)

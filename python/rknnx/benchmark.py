@@ -785,12 +785,11 @@ def format_table(result: Dict[str, Any]) -> str:
              f"{m.get('cpu', '?')} | python {m.get('python', '?')} | numpy "
              f"{m.get('numpy', '?')} | rknnx {m.get('rknnx', '?')}")
     notes = []
-    work = result.get("npu_work")
-    if work:
-        notes.append(work["text"])
-    notes.append("phases (medians) add up to the frame median; CPU/frame is the process CPU "
-                 "time per frame" + (", host CPU/frame without the emulated NPU work"
-                                     if emulated else ""))
+    work = result.get("npu_work") or npu_work(result.get("machine", {}), result["flows"])
+    notes.append(work["text"])
+    notes.append("phases: medians that add up to the median frame, within the noise; "
+                 "CPU/frame: the process CPU time per frame" +
+                 ("; host CPU/frame: without the emulated NPU work" if emulated else ""))
     notes += sorted({f"{name}: {f['note']}" for name, f in result["flows"].items()
                      if f.get("note")})
     noisy = [(name, f["phases"]["python"]) for name, f in result["flows"].items()
@@ -800,8 +799,8 @@ def format_table(result: Dict[str, Any]) -> str:
         notes.append("python is the median of each frame's own Python time; here "
                      + ", ".join(f"{name} {_ns(p['median_ns'])} +- {_ns(p['se_ns'])}"
                                  for name, p in noisy)
-                     + f" at {result.get('iterations', '?')} frames (a busy machine: "
-                       "more frames, -n, narrow it)")
+                     + f" at {noisy[0][1]['n']} frames (a busy machine: more frames narrow "
+                       "it)")
     return title + "\n" + "\n".join(lines) + "".join(f"\n({n})" for n in notes)
 
 
@@ -843,7 +842,7 @@ def stacked_phases(ax, labels: Sequence[str], flows: Sequence[Dict[str, Any]],
                    unit: Optional[float] = None, unit_name: Optional[str] = None,
                    emulated: bool = False, totals: bool = True) -> list:
     """Draw one stacked bar per flow (its phase medians, the NPU's share hatched) on a
-    matplotlib axis, with each bar's total on top.  `unit`/`unit_name` default to what
+    matplotlib axis, with the median frame on top of each bar.  `unit`/`unit_name` default to what
     shows the largest frame best.  Returns (handles, labels) for a legend off the bars."""
     if unit is None or unit_name is None:
         unit, unit_name = unit_for(max([f["frame"]["median_ns"] for f in flows] + [1.0]))
@@ -858,9 +857,9 @@ def stacked_phases(ax, labels: Sequence[str], flows: Sequence[Dict[str, Any]],
         bottom += h
     top = float(bottom.max()) if len(bottom) else 1.0
     if totals:
-        for x, total in enumerate(bottom):
-            ax.text(x, total + top * 0.015, f"{_fmt(total)} {unit_name}", ha="center",
-                    va="bottom", fontsize=9)
+        for x, (height, f) in enumerate(zip(bottom, flows)):
+            ax.text(x, height + top * 0.015, f"{_fmt(f['frame']['median_ns'] / unit)} {unit_name}",
+                    ha="center", va="bottom", fontsize=9)
     ax.set_ylim(0, top * 1.12 if top > 0 else 1)
     ax.set_xticks(range(len(flows)))
     ax.set_xticklabels(labels)
