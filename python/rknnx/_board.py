@@ -88,10 +88,23 @@ def emulator_fallback_reason(machine: Optional[str] = None, root: str = "/") -> 
     if machine not in _ARM:
         return f"this is an {machine} host, not a Rockchip board"
     tree = os.path.join(root, "proc/device-tree/compatible")
-    if platforms.detect_chip(tree) is None and not any(
-            os.path.exists(os.path.join(root, n.lstrip("/"))) for n in DEVICE_NODES):
-        return f"this {machine} host has no Rockchip chip in its device tree and no NPU device"
-    return None
+    if platforms.detect_chip(tree) is not None:
+        return None
+    try:
+        with open(tree, "rb") as f:
+            compatible = [e.decode("ascii", "replace").strip()
+                          for e in f.read(4096).split(b"\0") if e.strip()]
+    except OSError:
+        compatible = None                   # no device tree: the device nodes decide
+    # the DRM render nodes are any GPU's (a Raspberry Pi's, a Jetson's): only a device
+    # tree that names no SoC of another vendor lets them stand for an NPU
+    nodes = DEVICE_NODES if not compatible else ("/dev/rknpu",)
+    if any(os.path.exists(os.path.join(root, n.lstrip("/"))) for n in nodes):
+        return None
+    if compatible:
+        return (f"this {machine} host's device tree names {compatible[-1]!r}, not a "
+                "Rockchip chip with an NPU, and it has no NPU device")
+    return f"this {machine} host has no Rockchip chip in its device tree and no NPU device"
 
 
 def model_target(model: bytes) -> Optional[str]:

@@ -6,8 +6,45 @@
 # instead, with their checks and messages: the result is the same either way.
 
 
-cdef object _infer_three(Context self, object inputs, object out, bint wf):
-    """The documented way: three calls, each with its checks."""
+cdef int _check_outs(Context self, object out, bint wf) except -1:
+    """The out buffers checked as outputs_get(out=) checks them (type, count, each buffer
+    against the cached output attributes), before anything reaches the runtime: a wrong
+    `out` must not cost an inputs_set and a run."""
+    cdef uint32_t n, i
+    cdef Py_buffer v
+    cdef TensorAttr a
+    _load_attrs(self)
+    n = len(self._out_attrs)
+    if not isinstance(out, (list, tuple)):
+        raise TypeError(f"out must be a sequence (list or tuple) of buffers, one per "
+                        f"output ({n}), got {type(out).__name__}")
+    if len(out) != n:
+        raise ValueError(f"out must hold one buffer per output: expected {n}, "
+                         f"got {len(out)}")
+    for i in range(n):
+        a = self._out_attrs[i]
+        item = out[i]
+        try:
+            PyObject_GetBuffer(item, &v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
+        except (BufferError, ValueError) as e:
+            raise ValueError(f"{_out_label(i, a)} must be a writable C-contiguous "
+                             f"buffer: {e}") from None
+        except TypeError:
+            raise TypeError(f"{_out_label(i, a)}: expected a writable buffer (numpy "
+                            f"array), got {type(item).__name__}") from None
+        try:
+            _check_out_buffer(a, wf, i, &v)
+        finally:
+            PyBuffer_Release(&v)
+    return 0
+
+
+cdef object _infer_three(Context self, object inputs, object out, bint wf,
+                         bint check_out=True):
+    """The documented way: three calls, each with its checks (`out` checked first, unless
+    inputs_set is known to refuse before the runtime sees anything)."""
+    if check_out:
+        _check_outs(self, out, wf)
     self.inputs_set(inputs)
     self.run()
     return _outputs_get(self, wf, out)
@@ -33,10 +70,11 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
             or _api.rknn_outputs_release == NULL or self._no_general
             or self._flow == _FLOW_ZERO_COPY):
         # each call raises its own error (missing function, chip, flow)
-        return _infer_three(self, inputs, out, wf)
+        return _infer_three(self, inputs, out, wf, False)
     _load_attrs(self)
     if not self._shapes_set and _dynamic_ranges(self):
-        return _infer_three(self, inputs, out, wf)     # inputs_set says to choose a shape
+        # inputs_set says to choose a shape
+        return _infer_three(self, inputs, out, wf, False)
     if type(inputs) is list:
         inputs = tuple(<list>inputs)
     if type(inputs) is not tuple or type(out) not in (list, tuple):

@@ -88,3 +88,24 @@ def test_a_failed_run_raises_its_status(track, emu):
     # the context goes on
     np.testing.assert_array_equal(ctx.infer([x], [np.empty((1, 2), np.float32)])[0],
                                   [[1, 0]])
+
+
+@pytest.mark.parametrize("out, exc, match", [
+    (None, TypeError, "out must be a sequence"),
+    ("ab", TypeError, "out must be a sequence"),
+    ([], ValueError, "one buffer per output: expected 1, got 0"),
+    ([np.empty((1, 2), np.float32)] * 2, ValueError, "one buffer per output"),
+    ([np.empty((1, 3), np.float32)], ValueError, r"out\[0\]"),
+    ([b"12345678"], ValueError, "writable"),
+], ids=["none", "str", "empty", "two", "size", "readonly"])
+@pytest.mark.parametrize("as_input", [False, True], ids=["fast", "Input"])
+def test_a_wrong_out_is_refused_before_anything_runs(track, emu, out, exc, match, as_input):
+    # whatever path infer takes, a wrong `out` costs neither an inputs_set nor a run
+    ctx = track.model("tiny_relu")
+    x = np.float32([[1, -2]])
+    emu.reset_counters()
+    with pytest.raises(exc, match=match):
+        ctx.infer([Input(x)] if as_input else [x], out)
+    c = emu.counters()
+    assert (c["runs"], c["bytes_in"]) == (0, 0)
+    assert ctx.flow == "none"

@@ -107,3 +107,23 @@ lite.release()
     (tmp_path / "dev").mkdir()
     (tmp_path / "dev" / "rknpu").write_bytes(b"")
     assert emulator_fallback_reason("aarch64", str(tmp_path)) is None
+
+
+def test_a_gpu_render_node_does_not_make_a_board(tmp_path):
+    # a Raspberry Pi (or any ARM host with a GPU) has /dev/dri/renderD128 too: with a device
+    # tree naming another vendor's SoC it is no NPU, and the emulator stands in
+    from rknnx._board import emulator_fallback_reason
+
+    tree = tmp_path / "proc" / "device-tree"
+    tree.mkdir(parents=True)
+    (tree / "compatible").write_bytes(b"raspberrypi,5-model-b\0brcm,bcm2712\0")
+    (tmp_path / "dev" / "dri").mkdir(parents=True)
+    (tmp_path / "dev" / "dri" / "renderD128").write_bytes(b"")
+    assert "brcm,bcm2712" in emulator_fallback_reason("aarch64", str(tmp_path))
+    (tmp_path / "dev" / "rknpu").write_bytes(b"")               # the NPU's own node
+    assert emulator_fallback_reason("aarch64", str(tmp_path)) is None
+    (tmp_path / "dev" / "rknpu").unlink()
+    (tree / "compatible").write_bytes(b"radxa,rock-5b\0rockchip,rk3588\0")
+    assert emulator_fallback_reason("aarch64", str(tmp_path)) is None
+    (tree / "compatible").unlink()                 # no device tree: the node may be the NPU
+    assert emulator_fallback_reason("aarch64", str(tmp_path)) is None
