@@ -576,8 +576,8 @@ static void log_shapes_refused(emu_ctx *c, const char *fn, uint32_t i,
     size_t k = 0;
     for (uint32_t j = 0; j < given->n_dims && j < RKNN_MAX_DIMS && k < sizeof buf; j++)
         k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%u", j ? ", " : "", given->dims[j]);
-    EMU_ERR(NULL, "while get rknn_tensor_attr[%u].name = %s, dims = [%s], fmt = %s", i,
-            given->name, k ? buf : "", given->fmt == RKNN_TENSOR_NCHW ? "NCHW"
+    EMU_ERR(NULL, "while get rknn_tensor_attr[%u].name = %.*s, dims = [%s], fmt = %s", i,
+            (int)strnlen(given->name, RKNN_MAX_NAME_LEN), given->name, k ? buf : "", given->fmt == RKNN_TENSOR_NCHW ? "NCHW"
                                        : given->fmt == RKNN_TENSOR_NHWC ? "NHWC" : "UNDEFINED");
 }
 

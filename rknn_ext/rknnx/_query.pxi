@@ -194,7 +194,12 @@ cdef tuple _dynamic_ranges(Context self):
                 # straight to C, not through query(): _load_attrs asks this
                 self._query_into(RKNN_QUERY_IN_OUT_NUM, &io, sizeof(io))
                 ranges = tuple([_query_range(self, i) for i in range(io.n_input)])
-            except RKNNError:
+            except RKNNError as e:
+                # -6: a static model (boards refuse its shape sets); -5: a runtime without
+                # the query.  Those are the answer; any other failure is not, and is not
+                # kept (the next call asks again)
+                if e.code not in (-6, -5):
+                    return ()
                 ranges = ()
             if not any([r.shape_number > 1 for r in ranges]):
                 ranges = ()
