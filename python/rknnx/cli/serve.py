@@ -46,17 +46,17 @@ def _sources(args):
 
 
 def run(args) -> int:
+    if args.workers is not None and args.workers < 1:
+        raise UserError("--workers must be >= 1")
+    if args.queue < 0:
+        raise UserError("--queue must be >= 0")
+    sources = _sources(args)
     try:
         import aiohttp  # noqa: F401
     except ImportError:
         raise UserError(_MISSING) from None
     from rknnx.serve import Server
 
-    if args.workers is not None and args.workers < 1:
-        raise UserError("--workers must be >= 1")
-    if args.queue < 0:
-        raise UserError("--queue must be >= 0")
-    sources = _sources(args)
     load_runtime()
     try:
         server = Server(sources, host=args.host, port=args.port, workers=args.workers,
