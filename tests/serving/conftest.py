@@ -10,11 +10,16 @@ scale-out").  Every network request goes to 127.0.0.1, and every loop is bounded
 from __future__ import annotations
 
 import gc
+import os
 
 import pytest
 
 from helpers import live, model_bytes
 from serving_helpers import Background, Subprocess
+
+# Ray reports usage statistics to its makers unless told not to: these tests (and the
+# processes they start) send nothing off this machine
+os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 
 
 @pytest.fixture

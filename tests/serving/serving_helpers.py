@@ -24,8 +24,10 @@ HEADER = "Inference-Header-Content-Length"
 
 
 def need(module: str, extra: str):
-    """Import `module` or skip the test module, naming the extra that brings it."""
-    return pytest.importorskip(module, reason=f"needs {module}: pip install \".[{extra}]\"")
+    """Import `module` or skip (the test module, at module level), saying what brings it:
+    an extra of rknnx, or tritonclient (the test client)."""
+    what = '"tritonclient[http]"' if module.startswith("tritonclient") else f'".[{extra}]"'
+    return pytest.importorskip(module, reason=f"needs {module}: pip install {what}")
 
 
 class Background:

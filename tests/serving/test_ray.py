@@ -91,7 +91,7 @@ def test_predictor_columns_by_name_with_a_pool_per_actor(cluster, multi_io):
 def test_serve_deployment_handle_and_kserve_http(cluster, multi_io):
     from ray import serve
 
-    httpclient = need("tritonclient.http", "serve\" \"tritonclient[http]")
+    httpclient = need("tritonclient.http", "serve")
     with socket.socket() as s:                  # a free port on 127.0.0.1 for Serve's proxy
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

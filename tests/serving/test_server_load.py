@@ -18,7 +18,7 @@ from serving_helpers import infer_body, need, parse_response, request
 from helpers import model_bytes, user_inputs
 
 need("aiohttp", "serve")
-httpclient = need("tritonclient.http", "serve\" \"tritonclient[http]")
+httpclient = need("tritonclient.http", "serve")
 
 import rknnx  # noqa: E402
 

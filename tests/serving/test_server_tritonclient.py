@@ -12,7 +12,7 @@ from serving_helpers import need
 from helpers import model_bytes, user_inputs
 
 need("aiohttp", "serve")
-httpclient = need("tritonclient.http", "serve\" \"tritonclient[http]")
+httpclient = need("tritonclient.http", "serve")
 from tritonclient.utils import InferenceServerException  # noqa: E402
 
 import rknnx  # noqa: E402
