@@ -61,8 +61,10 @@ __all__ = ["Server", "DEFAULT_PORT", "default_workers"]
 DEFAULT_PORT = 8000
 _NPU_CORES = {"RK3588": 3, "RK3576": 2}
 _log = logging.getLogger("rknnx.serve")
-#: a JSON header larger than this is parsed off the event loop
+#: a JSON header larger than this is parsed off the event loop, in a thread
 _BIG_JSON = 256 * 1024
+#: JSON outputs of more elements than this are written off the event loop
+_BIG_OUTPUT = 100_000
 
 
 def default_workers(chip: Optional[str]) -> int:
@@ -87,7 +89,7 @@ class _Served:
         self.in_flight = 0
         self.max_bytes = max_bytes if max_bytes is not None else \
             max(1 << 20, 8 * self.spec.input_bytes + (64 << 10))
-        self.stats = {k: [0, 0] for k in ("success", "fail", "queue", "compute_infer")}
+        self.stats = {k: [0, 0] for k in ("success", "fail", "compute_infer")}
         self.rejected = 0
         self.last_inference = 0
 
@@ -408,7 +410,7 @@ class Server:
             handed = True                 # the future's callback frees the slot
             future.add_done_callback(self._release_later(served, t1))
             outputs = await asyncio.wrap_future(future)
-            if sum(a.size for i, b in req.outputs if not b for a in (outputs[i],)) > 100_000:
+            if sum(outputs[i].size for i, binary in req.outputs if not binary) > _BIG_OUTPUT:
                 body, headers = await self._loop.run_in_executor(
                     None, _kserve.encode_response, served.spec, req, outputs)
             else:

@@ -49,6 +49,8 @@ class Background:
         return self.server.port
 
     def close(self):
+        if self.loop.is_closed():
+            return
         try:
             self.call(self.server.stop())
         finally:

@@ -133,3 +133,71 @@ def test_dynamic_model_picks_the_shape_set(serve):
             out = parse_response(rh, rb)[1]
             for t, w in zip(model.outputs, model.run(image)):
                 np.testing.assert_array_equal(out[t.name], w)
+
+
+def test_runtime_failure_is_500_and_the_server_lives_on(serve, emu):
+    s = serve({"m": "multi_io"}, workers=1)
+    with rknnx.Model(model_bytes("multi_io")) as model:
+        frame = frames(model, 1, seed=5)[0]
+        want = model.run(frame)
+    body, headers = infer_body(frame)
+    with emu.injected("rknn_run", 1, "RKNN_ERR_TIMEOUT"):
+        status, _, rb = request(s.port, "POST", "/v2/models/m/infer", body, headers)
+    assert status == 500
+    assert json.loads(rb)["error"].startswith("the runtime failed: ")
+    status, rh, rb = request(s.port, "POST", "/v2/models/m/infer", body, headers)
+    assert status == 200
+    for t, w in zip(model.outputs, want):
+        np.testing.assert_array_equal(parse_response(rh, rb)[1][t.name], w)
+    stats = json.loads(request(s.port, "GET", "/v2/models/m/stats")[2])["model_stats"][0]
+    assert stats["inference_stats"]["fail"]["count"] == 1 and stats["in_flight"] == 0
+
+
+def test_large_bodies_are_decoded_and_encoded_off_the_loop(serve, monkeypatch):
+    import rknnx.serve
+
+    monkeypatch.setattr(rknnx.serve, "_BIG_JSON", 0)       # every body, every output
+    monkeypatch.setattr(rknnx.serve, "_BIG_OUTPUT", 0)
+    s = serve({"m": "multi_io"})
+    with rknnx.Model(model_bytes("multi_io")) as model:
+        for binary in (True, False):
+            frame = frames(model, 1, seed=6)[0]
+            body, headers = infer_body(frame, binary=binary)
+            status, rh, rb = request(s.port, "POST", "/v2/models/m/infer", body, headers)
+            assert status == 200, rb
+            out = parse_response(rh, rb)[1]
+            for t, w in zip(model.outputs, model.run(frame)):
+                np.testing.assert_array_equal(out[t.name], w)
+
+
+def test_a_model_given_open_stays_the_callers(serve, emu):
+    model = rknnx.Model(model_bytes("tiny_relu"))
+    try:
+        s = serve({"relu": model}, workers=2, queue=4)
+        body, headers = infer_body({"x": np.float32([[-1.0, 3.0]])})
+        status, rh, rb = request(s.port, "POST", "/v2/models/relu/infer", body, headers)
+        assert status == 200
+        np.testing.assert_array_equal(parse_response(rh, rb)[1]["y"], [[0.0, 3.0]])
+        s.close()
+        assert not model.closed                       # the server shut its pool down only
+        np.testing.assert_array_equal(model.run(np.float32([[2.0, -2.0]]))[0], [[2.0, 0.0]])
+    finally:
+        model.close()
+
+
+def test_server_arguments():
+    from rknnx.serve import Server
+
+    with pytest.raises(ValueError, match="no models to serve"):
+        Server({})
+    with pytest.raises(ValueError, match="use letters, digits"):
+        Server({"a/b": b""})
+    with pytest.raises(ValueError, match="given twice"):
+        Server(["x/m.rknn", "y/m.rknn"])
+    with pytest.raises(ValueError, match="needs a name"):
+        Server([b"bytes"])
+    with pytest.raises(ValueError, match="queue must be an int >= 0"):
+        Server({"m": b""}, queue=-1)
+    import rknnx.serve
+
+    assert set(dir(rknnx.serve)) == set(rknnx.serve.__all__)
