@@ -4,7 +4,8 @@
 - ``run``: run a model on .npy arrays or images and save the outputs;
 - ``bench``: general vs zero-copy, phase by phase;
 - ``doctor``: which runtime rknnx uses, the chip and what it supports;
-- ``emulator``: where the CPU emulator and the C headers are; the sample models.
+- ``emulator``: where the CPU emulator and the C headers are; the sample models;
+- ``serve``: serve models over HTTP (KServe v2 / Triton protocol; the serve extra).
 
 User errors (a missing file, a corrupt model, a wrong input) end with one line on stderr
 and exit status 1; ``--verbose`` shows the traceback.
@@ -16,10 +17,10 @@ import argparse
 import sys
 from typing import List, Optional
 
-from rknnx.cli import bench, doctor, emulator, info, run
+from rknnx.cli import bench, doctor, emulator, info, run, serve
 from rknnx.cli._common import UserError
 
-_COMMANDS = (info, run, bench, doctor, emulator)
+_COMMANDS = (info, run, bench, doctor, emulator, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:
