@@ -146,7 +146,7 @@ class Model:
         self._ctx = _open_context(self._source, self._flags, path)
         try:
             #: the chip the model runs on ("RK3588" ...; None on an unknown board)
-            self.chip: Optional[str] = chip_of(self._ctx)
+            self.chip: Optional[str] = self._ctx.chip     # the binding knows it
             self._general = self.supports("rknn_inputs_set")
             self._describe()
             if core_mask is not None:

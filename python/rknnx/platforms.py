@@ -34,6 +34,8 @@ __all__ = [
     "normalize_chip",
     "family",
     "same_npu",
+    "NPU_CORES",
+    "npu_cores",
     "supports",
     "supports_query",
     "unsupported_functions",
@@ -207,6 +209,21 @@ def same_npu(a: str, b: str) -> bool:
     except ValueError:
         return a.upper() == b.upper()
     return _NPU_GROUP.get(a, a) == _NPU_GROUP.get(b, b)
+
+
+#: NPU cores per chip (RK3588: 3, RK3576: 2, every other chip 1): how many contexts a Pool
+#: pins to cores of their own, and which core masks the chip takes
+NPU_CORES: dict[str, int] = {"RK3588": 3, "RK3576": 2}
+
+
+def npu_cores(chip: str | None) -> int:
+    """The number of NPU cores of `chip` (1 for an unknown chip or None)."""
+    if chip is None:
+        return 1
+    try:
+        return NPU_CORES.get(normalize_chip(chip), 1)
+    except ValueError:
+        return 1
 
 
 def family(chip: str) -> str:

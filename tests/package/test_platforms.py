@@ -158,3 +158,22 @@ def test_imports_without_the_extension():
     lines = proc.stdout.splitlines()
     assert lines[0] == "False RK356X"
     assert lines[1].startswith("ImportError: rknnx's compiled extension (rknnx._core) is missing")
+
+
+def test_npu_cores_agree_with_the_emulator(track):
+    """platforms.NPU_CORES is the one home of the fact; the emulator's chips take exactly
+    the core masks their core count allows (a single-core NPU refuses every mask)."""
+    from rknnx import errors, platforms
+    from rknnx.lowlevel import CoreMask
+
+    for chip in ("RK3588", "RK3576", "RK3566", "RK3562"):
+        ctx = track.model("tiny_relu", chip)
+        n = platforms.npu_cores(chip)
+        for mask, need in ((CoreMask.CORE_0, 2), (CoreMask.CORE_1, 2),
+                           (CoreMask.CORE_0_1_2, 3)):
+            if n >= need:
+                ctx.set_core_mask(mask)
+            else:
+                with pytest.raises((errors.NotSupportedError, errors.RKNNError)):
+                    ctx.set_core_mask(mask)
+    assert platforms.npu_cores(None) == platforms.npu_cores("RV1106") == 1
