@@ -277,6 +277,13 @@ cdef class _ContextBase:
         return self.ctx == 0
 
     @property
+    def busy_in_this_thread(self):
+        """True while the calling thread is inside a call on this context: code run by that
+        call (a custom op callback) asks it before calling the context, which would raise
+        RuntimeError, or closing what the call uses."""
+        return self._held_here()
+
+    @property
     def handle(self):
         """The context handle (int; 0 once closed)."""
         return self.ctx

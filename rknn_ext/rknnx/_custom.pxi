@@ -455,10 +455,38 @@ cdef int _trampoline(int kind, rknn_custom_op_context* op_ctx, rknn_custom_op_te
         return <int>res if -0x80000000 <= res <= 0x7FFFFFFF else RKNN_ERR_FAIL
     except BaseException as e:
         if node is not None:
+            # the callback's frames hold its views (inputs, outputs): kept by the exception's
+            # traceback they would outlive the call and pin the context's memory for as long
+            # as anyone keeps the error (close() refusing); the frames' locals go now
+            _forget_frames(e)
             _error_seq += 1
             node._error = e
             node._error_seq = _error_seq
         return RKNN_ERR_FAIL
+
+
+cdef void _forget_frames(object exc) noexcept:
+    """Clear the locals of the finished frames in the tracebacks of `exc` and of the
+    exceptions it chains (a frame still running keeps them)."""
+    try:
+        seen = set()
+        todo = [exc]
+        while todo:
+            e = todo.pop()
+            if e is None or id(e) in seen:
+                continue
+            seen.add(id(e))
+            tb = e.__traceback__
+            while tb is not None:
+                try:
+                    tb.tb_frame.clear()
+                except RuntimeError:
+                    pass
+                tb = tb.tb_next
+            todo.append(e.__cause__)
+            todo.append(e.__context__)
+    except BaseException:
+        pass
 
 
 cdef int _tramp_init(rknn_custom_op_context* op_ctx, rknn_custom_op_tensor* ins, uint32_t n_in,

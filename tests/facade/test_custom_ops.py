@@ -213,3 +213,47 @@ def test_rv1106_refuses_naming_chip_and_function(track):
                              "supported on RV1106") as ei:
         rknnx.custom.register(ctx, sigmoid)
     assert ei.value.func == "rknn_register_custom_ops" and ctx.custom_ops == []
+
+
+# ---- a failing callback (issue 17) -------------------------------------------------------
+
+def _failing_op():
+    @rknnx.custom_op("cstSigmoid")
+    def failing(inputs, outputs):
+        seen = (inputs[0], outputs[0])         # the views, in the callback's frame   # noqa
+        raise ArithmeticError("bad frame")
+
+    return failing
+
+
+def test_a_failing_op_leaves_no_view_behind_its_error(emu):
+    # the error's traceback held the callback's frame and, through it, views of the
+    # context's memory: close() raised BufferError until a gc pass (and for as long as the
+    # error was kept); the views must not outlive the op call
+    import gc
+
+    from helpers import live, model_bytes
+
+    before = live(emu)
+    gc.collect()
+    gc.disable()
+    try:
+        ctx = rknnx.lowlevel.Context(model_bytes("custom_op_model"))
+        rknnx.custom.register(ctx, _failing_op())
+        ctx.inputs_set([x_input()])
+        with pytest.raises(ArithmeticError, match="bad frame") as low:
+            ctx.run()
+        ctx.close()                            # the error is still held (low)
+        m = rknnx.Model(model_bytes("custom_op_model"))
+        m.register_custom_ops(_failing_op())
+        with pytest.raises(ArithmeticError, match="bad frame") as ei:
+            m.run(x_input())
+        pool = rknnx.Pool(m, workers=1)
+        failed = pool.submit(x_input())
+        assert isinstance(failed.exception(timeout=30), ArithmeticError)
+        pool.shutdown()                        # the failed future is still held
+        m.close()
+        assert live(emu) == before
+        assert low.value.__traceback__ is not None and ei.value.__traceback__ is not None
+    finally:
+        gc.enable()
