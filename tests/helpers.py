@@ -170,3 +170,28 @@ def probe(code: str) -> str:
     assert proc.returncode == 0, (f"probe died with status {proc.returncode}\n"
                                   f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc.stdout
+
+
+def bounded(call, timeout: float = 30.0):
+    """`call()` in a daemon thread, joined with `timeout`: its result, or the exception it
+    raised; a call that does not return in time fails the test instead of hanging the suite
+    (the thread is left behind, blocked)."""
+    import threading
+
+    box = {}
+
+    def target():
+        try:
+            box["result"] = call()
+        except BaseException as exc:          # re-raised in the test's thread
+            box["error"] = exc
+
+    t = threading.Thread(target=target, daemon=True, name="bounded-call")
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        raise AssertionError(f"{getattr(call, '__name__', call)!r} did not return within "
+                             f"{timeout} s (a hang)")
+    if "error" in box:
+        raise box.pop("error")
+    return box.get("result")

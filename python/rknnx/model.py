@@ -13,14 +13,15 @@ zero-copy session the model keeps, so one program runs on every chip.
 from __future__ import annotations
 
 import os
-import threading
 import warnings
 import weakref
 from dataclasses import dataclass
+from threading import get_ident as _get_ident
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from rknnx import _guard
 from rknnx import lowlevel as _ll
 from rknnx import platforms as _platforms
 from rknnx._tensors import TensorInfo, as_input, describe, set_shapes, shapes_str
@@ -34,6 +35,13 @@ ModelSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
 _QUERY = _ll.QueryCmd
 _FLOW_FUNCS = ("rknn_inputs_set", "rknn_outputs_get")
 _PASS = "pass_through"
+
+
+def _check_raw(raw) -> bool:
+    """`raw` as a bool (TypeError for anything but True/False)."""
+    if raw is True or raw is False or isinstance(raw, np.bool_):
+        return bool(raw)
+    raise TypeError(f"raw must be True or False; got {raw!r}")
 
 
 def _writable_c(a: np.ndarray) -> bool:
@@ -134,7 +142,7 @@ class Model:
         self.path: Optional[str] = path
         self._flags = int(flags) | (int(_ll.InitFlag.COLLECT_PERF_MASK) if perf else 0)
         self._core_mask = None
-        self._lock = threading.Lock()
+        self._lock = _guard.Lock(self)   # refuses re-entry and fork instead of hanging
         self._sessions: "weakref.WeakSet" = weakref.WeakSet()
         self._pools: "weakref.WeakSet" = weakref.WeakSet()
         self._runner = None            # zero-copy session behind run() on zero-copy-only chips
@@ -231,6 +239,7 @@ class Model:
         return self._ctx is None or self._ctx.closed
 
     def _check_open(self, what: str) -> None:
+        _guard.check_process(self, self._lock.pid)
         if self.closed:
             raise ValueError(f"{what} on closed Model")
 
@@ -277,7 +286,7 @@ class Model:
                                     "RK3588 and RK3576 have several NPU cores", None,
                                     "rknn_set_core_mask")
         mask = _ll.CoreMask(int(mask))
-        with self._lock:
+        with self._lock("set_core_mask"):
             for ctx in self._contexts():
                 ctx.set_core_mask(mask)
             self._core_mask = mask
@@ -433,10 +442,16 @@ class Model:
                 if type(a) is not np.ndarray or a.shape != shape:
                     break
             else:
+                if raw is not False and raw is not True:
+                    raw = _check_raw(raw)
                 specs = self._fast_out[raw]
                 arrays = ([np.empty(shape, dtype) for shape, dtype in specs] if out is None
                           else self._check_out(out, specs))
-                with self._lock:
+                lock = self._lock         # _guard.Lock.acquire/release, inlined
+                if not lock.mutex.acquire(False):
+                    lock.wait("run")
+                lock.holder = _get_ident()
+                try:
                     ctx = self._ctx
                     try:
                         ctx.inputs_set(inputs)
@@ -448,11 +463,15 @@ class Model:
                         self._last_ctx = ctx
                         self._frame_id = ctx.last_frame_id
                         return arrays
+                finally:
+                    lock.holder = 0
+                    lock.mutex.release()
+        raw = _check_raw(raw)
         self._check_open("run")
         prepared, shape_set = self.prepare_inputs(inputs, data_format, pass_through)
         if not self._general:
             return self._run_zero_copy(prepared, shape_set, raw, out)
-        with self._lock:
+        with self._lock("run"):
             self._check_open("run")
             return self._run_general(self._ctx, prepared, shape_set, raw, out)
 
@@ -512,12 +531,21 @@ class Model:
                         ("" if a.flags.writeable else ", read-only")
                 raise ValueError(f"out[{i}] must be a writable C-contiguous {dtype} array of "
                                  f"shape {shape}; got {got}")
-        if len(out) > 1 and len({id(a) for a in out}) != len(out):
-            raise ValueError("out= gives the same array for two outputs; give one per output")
+        if len(out) > 1:
+            if len({id(a) for a in out}) != len(out):
+                raise ValueError("out= gives the same array for two outputs; give one per "
+                                 "output")
+            for i in range(1, len(out)):
+                for j in range(i):
+                    # exact for C-contiguous arrays: their extents overlap or they do not
+                    if np.may_share_memory(out[j], out[i]):
+                        raise ValueError(f"out[{j}] and out[{i}] share memory (views of one "
+                                         "buffer): one output would overwrite the other; "
+                                         "give each output its own array")
         return out
 
     def _run_zero_copy(self, prepared, shape_set, raw, out):
-        with self._lock:
+        with self._lock("run"):
             self._check_open("run")
             self._runner = self._runner_for(self._runner, prepared, raw)
             return self._run_session(self._runner, prepared, shape_set, raw, out)
@@ -536,22 +564,32 @@ class Model:
     def _run_session(self, runner, prepared, shape_set, raw, out,
                      record: bool = True) -> List[np.ndarray]:
         """The general flow's result through a zero-copy session: copy in, run, copy out."""
+        try:
+            return self._session_io(runner, prepared, shape_set, raw, out, record)
+        except BaseException as exc:
+            # the frames below hold views of the session's memory: an exception kept by
+            # the caller (a `with` block, a Pool's future) would pin it, and close() refuse
+            _guard.forget_frames(exc)
+            raise
+
+    def _session_io(self, runner, prepared, shape_set, raw, out, record):
         if shape_set is not None:
             runner.set_shape_set(shape_set)
+        key = (shape_set or 0, bool(raw))
+        if key not in self._out_cache:
+            self._out_cache[key] = [(v.shape, v.dtype) for v in runner.outputs]
+        if out is not None:
+            out = self._check_out(out, self._out_cache[key])     # before the run
         for view, (a, layout), t in zip(runner.inputs, prepared, self.inputs):
             _copy_in(view, a, layout, t.layout)
         runner.run()
         if record:
             self._last_ctx = runner._ctx
-        key = (shape_set or 0, bool(raw))
-        if key not in self._out_cache:
-            self._out_cache[key] = [(v.shape, v.dtype) for v in runner.outputs]
         if out is None:
             return [np.array(v) for v in runner.outputs]
-        arrays = self._out_arrays(runner._ctx, shape_set, raw, out)
-        for dst, v in zip(arrays, runner.outputs):
+        for dst, v in zip(out, runner.outputs):
             dst[...] = v
-        return arrays
+        return out
 
     # -- the zero-copy flow ---------------------------------------------------------------
     def zero_copy(self, **options):
@@ -561,8 +599,13 @@ class Model:
 
         self._check_open("zero_copy")
         internal = options.pop("_internal", False)
-        session = ZeroCopySession(self, **options)
-        if not internal:
+        if internal:
+            # the model's own session (run() on RV1106, a Pool worker's) holds it weakly:
+            # no reference cycle, so a model dropped unclosed is freed by reference counting
+            session = ZeroCopySession(weakref.proxy(self), **options)
+            session._internal = True
+        else:
+            session = ZeroCopySession(self, **options)
             self._sessions.add(session)
         return session
 
@@ -585,14 +628,29 @@ class Model:
         BufferError
             A numpy view of a session's memory is still alive (delete it first).
         """
-        if self._ctx is None:
+        if self._ctx is None or self._ctx.closed:
             return
-        for s in list(self._sessions):
-            if not s.closed:
-                s._check_no_views()      # BufferError before anything is closed
-        for p in list(self._pools):
+        lock = self._lock
+        _guard.check_process(self, lock.pid)
+        if lock.held_here() or self._ctx.busy_in_this_thread:
+            # re-entry from a call the model is running (a custom op callback)
+            raise RuntimeError("close: the Model is busy in this thread (a call on it is "
+                               "running a custom op callback, signal handler or finalizer, "
+                               "which is where this was called from); such code cannot "
+                               "call back into the Model")
+        sessions = [s for s in list(self._sessions) if not s.closed]
+        if self._runner is not None and not self._runner.closed:
+            sessions.append(self._runner)
+        pools = list(self._pools)
+        for s in sessions:
+            s._check_not_busy("close")   # RuntimeError from one of its callbacks
+        for p in pools:
+            p._check_not_worker("close the Model")
+        for s in sessions:
+            s._check_no_views()          # BufferError before anything is closed
+        for p in pools:
             p.shutdown(wait=True, cancel_pending=True)
-        with self._lock:
+        with lock("close"):
             for s in list(self._sessions):
                 s.close()
             if self._runner is not None:
@@ -604,17 +662,42 @@ class Model:
     def __enter__(self) -> "Model":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc is None:
+            self.close()
+            return
+        # an error in the block: it is what the user must see, not a BufferError of a
+        # view the block's frames (or the error's traceback) still hold
+        try:
+            self.close()
+        except Exception as err:
+            self._close_when_collected = True
+            _add_note(exc, f"(the Model was not closed on leaving the `with` block: {err}; "
+                           "it is closed when collected)")
 
     def __del__(self, _warn=warnings.warn):
         ctx = getattr(self, "_ctx", None)
-        if ctx is not None and not ctx.closed:
+        if ctx is None or ctx.closed or self._lock.pid != _guard.this_pid():
+            return                       # closed, or the parent's (after fork)
+        if not getattr(self, "_close_when_collected", False):
             try:
                 what = repr(self)
             except Exception:            # interpreter teardown: no generators, no imports
                 what = "rknnx.Model"
             _warn(f"unclosed {what}", ResourceWarning, source=self)
+        # the runner's memory is bound to its context (a reference cycle in the binding):
+        # close it now rather than at the next garbage collection; the model's own context
+        # goes with the model
+        runner = getattr(self, "_runner", None)
+        if runner is not None:
+            runner._close_quietly()
+
+
+def _add_note(exc: BaseException, note: str) -> None:
+    """PEP 678 note on `exc` (Python 3.11+; older versions show the note in no traceback)."""
+    add = getattr(exc, "add_note", None)
+    if add is not None:
+        add(note)
 
 
 def _copy_in(view: np.ndarray, array: np.ndarray, layout: str, model_layout: str) -> None:

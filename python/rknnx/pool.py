@@ -15,8 +15,10 @@ import threading
 import warnings
 import weakref
 from concurrent.futures import Future
+from threading import get_ident
 from typing import Any, Iterable, Iterator, List, Optional, Sequence
 
+from rknnx import _guard
 from rknnx import lowlevel as _ll
 from rknnx.errors import NotSupportedError, RKNNError
 from rknnx.runtime import note_fallback
@@ -36,6 +38,40 @@ class _Job:
 
     def __init__(self, future, inputs, raw, data_format):
         self.future, self.inputs, self.raw, self.data_format = future, inputs, raw, data_format
+
+
+class _State:
+    """What a pool's workers share with it (they hold this and a weak reference to the
+    pool, never the pool): the idents of the worker threads, and why the workers must
+    stop taking frames (None while the pool runs)."""
+
+    __slots__ = ("workers", "gone")
+
+    def __init__(self):
+        self.workers: "set[int]" = set()
+        self.gone: Optional[str] = None
+
+
+class _PoolFuture(Future):
+    """A Future of a pool's frame; waiting for it from one of that pool's own workers (a
+    custom op callback) is refused: the worker would wait for itself."""
+
+    _pool: _State                      # (Future's own state is `_state`)
+
+    def _check_waiter(self) -> None:
+        if get_ident() in self._pool.workers:
+            raise RuntimeError("a worker of a Pool (running a custom op callback) cannot "
+                               "wait for a frame of the same Pool: it would wait for itself")
+
+    def result(self, timeout=None):
+        if not self.done():
+            self._check_waiter()
+        return super().result(timeout)
+
+    def exception(self, timeout=None):
+        if not self.done():
+            self._check_waiter()
+        return super().exception(timeout)
 
 
 class Pool:
@@ -72,11 +108,15 @@ class Pool:
                  queue_size: Optional[int] = None):
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValueError(f"workers must be an int >= 1; got {workers!r}")
+        if queue_size is not None and (isinstance(queue_size, bool) or
+                                       not isinstance(queue_size, int) or queue_size < 1):
+            raise ValueError(f"queue_size must be an int >= 1; got {queue_size!r}")
         model._check_open("Pool")
         self.model = model
         self._queue: "queue.Queue" = queue.Queue(maxsize=queue_size or 2 * workers)
         self._closed = True                # until the workers run (no warning for a failed init)
-        self._submit_lock = threading.Lock()
+        self._state = _State()
+        self._submit_lock = _guard.Lock(self)
         masks = self._masks(model, workers, core_masks)
         self._contexts: List[Any] = []
         self._threads: List[threading.Thread] = []
@@ -94,10 +134,11 @@ class Pool:
         # itself: a pool nobody holds is collected, warns, and its workers stop
         ref = weakref.ref(self)
         for k in range(len(self._contexts)):
-            t = threading.Thread(target=_work, args=(ref, self._queue, k), daemon=True,
-                                 name=f"rknnx-pool-{k}")
+            t = threading.Thread(target=_work, args=(ref, self._queue, self._state, k),
+                                 daemon=True, name=f"rknnx-pool-{k}")
             t.start()
             self._threads.append(t)
+            self._state.workers.add(t.ident)
         self._closed = False
 
     @staticmethod
@@ -145,6 +186,17 @@ class Pool:
         return session
 
     # -- feeding ---------------------------------------------------------------------------
+    def _check_not_worker(self, what: str) -> None:
+        """RuntimeError in one of the pool's own workers (a custom op callback of a frame),
+        which would wait for itself."""
+        if get_ident() in self._state.workers:
+            raise RuntimeError(f"{what}: called from a worker of the Pool (a custom op "
+                               "callback of one of its frames), which would wait for itself")
+
+    def _check_usable(self, what: str) -> None:
+        _guard.check_process(self, self._submit_lock.pid)
+        self._check_not_worker(what)
+
     def submit(self, *inputs, raw: bool = False, data_format: Optional[str] = None) -> Future:
         """Queue one frame (the arguments of :meth:`rknnx.Model.run`); returns a Future of
         what ``model.run`` would return.  Blocks while the queue is full.
@@ -155,11 +207,19 @@ class Pool:
         Raises
         ------
         RuntimeError
-            The pool is shut down.
+            The pool is shut down; called from one of the pool's own workers (a custom op
+            callback), or in a child of fork() on a pool of the parent (its workers do
+            not exist there).
+        TypeError
+            `raw` is not True or False.
         """
+        self._check_usable("submit")
+        if not (raw is True or raw is False):
+            raise TypeError(f"raw must be True or False; got {raw!r}")
         prepared = self.model.prepare_inputs(inputs, data_format)
-        future: Future = Future()
-        with self._submit_lock:
+        future = _PoolFuture()
+        future._pool = self._state
+        with self._submit_lock("submit"):
             if self._closed:
                 raise RuntimeError("submit on a Pool that is shut down")
             self._queue.put(_Job(future, prepared, raw, data_format))
@@ -168,7 +228,19 @@ class Pool:
     def map(self, frames: Iterable[Any], *, raw: bool = False) -> Iterator[List[Any]]:
         """Run every frame (an array, or a tuple of arrays for a multi-input model) and yield
         the outputs in the order of `frames`, keeping at most ``queue_size + workers``
-        frames in flight."""
+        frames in flight.
+
+        Raises
+        ------
+        RuntimeError
+            As :meth:`submit` (at once, not at the first result).
+        """
+        self._check_usable("map")
+        if self._closed:
+            raise RuntimeError("map on a Pool that is shut down")
+        return self._map(frames, raw)
+
+    def _map(self, frames, raw):
         window: "queue.SimpleQueue" = queue.SimpleQueue()
         pending = 0
         limit = self._queue.maxsize + len(self._threads)
@@ -209,8 +281,16 @@ class Pool:
 
     def shutdown(self, wait: bool = True, *, cancel_pending: bool = False) -> None:
         """Stop taking frames; finish (or, with `cancel_pending`, cancel) the queued ones,
-        then close the workers' contexts.  A second call does nothing."""
-        with self._submit_lock:
+        then close the workers' contexts.  A second call does nothing.
+
+        Raises
+        ------
+        RuntimeError
+            Called from one of the pool's own workers (a custom op callback), or in a
+            child of fork() on a pool of the parent.
+        """
+        self._check_usable("shutdown")
+        with self._submit_lock("shutdown"):
             first = not self._closed
             self._closed = True
         if first:
@@ -237,11 +317,20 @@ class Pool:
     def __del__(self, _warn=warnings.warn):
         if getattr(self, "_closed", True):
             return
-        self._closed = True              # the workers see the pool gone and stop
+        self._closed = True
+        # the workers see it and stop: they fail the frames still queued, and take no more
+        # (the queue is not touched here: a finalizer may run inside one of its methods)
+        self._state.gone = ("the Pool was collected (nothing held it, and it was not shut "
+                            "down) before this frame ran; use `with` or shutdown()")
+        if self._submit_lock.pid != _guard.this_pid():
+            return                       # the parent's (after fork): its workers are there
         _warn(f"unclosed rknnx.Pool of {len(getattr(self, '_threads', ()))} workers: "
               "use shutdown() or `with`", ResourceWarning, source=self)
         for c in getattr(self, "_contexts", ()):
-            c.close()
+            try:
+                c.close()                # waits for a frame in flight on it
+            except Exception:            # a view still alive, a callback of this thread:
+                pass                     # the context goes with its last reference
 
     def __enter__(self) -> "Pool":
         return self
@@ -254,29 +343,51 @@ class Pool:
         return f"<rknnx.Pool {state} on {self.model!r}>"
 
 
-def _work(pool_ref, jobs: "queue.Queue", k: int) -> None:
+def _work(pool_ref, jobs: "queue.Queue", state: _State, k: int) -> None:
     """Worker `k`: take frames until told to stop or until its pool is gone (collected
-    without a shutdown: it checks a weak reference while idle)."""
+    without a shutdown: it checks a weak reference, and the state, while idle)."""
     while True:
         try:
             job = jobs.get(timeout=_IDLE_CHECK_S)
         except queue.Empty:
-            if pool_ref() is None:
+            if state.gone is None and pool_ref() is None:
+                state.gone = "the Pool was collected before this frame ran"
+            if state.gone is not None:
+                _fail_queued(jobs, state.gone)
                 return
             continue
         if job is _STOP:
             return
         if not job.future.set_running_or_notify_cancel():
             continue
-        pool = pool_ref()
+        pool = pool_ref() if state.gone is None else None
         if pool is None:
-            job.future.set_exception(RuntimeError("the Pool was collected"))
+            job.future.set_exception(RuntimeError(state.gone or "the Pool was collected "
+                                                  "before this frame ran"))
+            _fail_queued(jobs, state.gone or "the Pool was collected before this frame ran")
             return
         try:
             pool._job(k, job)
         except BaseException as exc:
+            _guard.forget_frames(exc)    # no view of NPU memory kept by the future
+            if state.gone is not None:   # collected while it ran: its context was closed
+                err = RuntimeError(state.gone.replace("before this frame ran",
+                                                      "while this frame ran"))
+                err.__cause__ = exc
+                exc = err
             job.future.set_exception(exc)
         del pool, job
+
+
+def _fail_queued(jobs: "queue.Queue", reason: str) -> None:
+    """End the future of every frame still queued (the pool is gone: nobody will run it)."""
+    while True:
+        try:
+            job = jobs.get_nowait()
+        except queue.Empty:
+            return
+        if job is not _STOP and job.future.set_running_or_notify_cancel():
+            job.future.set_exception(RuntimeError(reason))
 
 
 def _pin(ctx, mask, asked: bool) -> None:

@@ -17,12 +17,13 @@ and :meth:`sync_outputs` are the user's).
 
 from __future__ import annotations
 
-import threading
+import functools
 import warnings
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from rknnx import _guard
 from rknnx import lowlevel as _ll
 from rknnx._tensors import default_dtype, set_shapes
 from rknnx.errors import NotSupportedError
@@ -33,6 +34,43 @@ __all__ = ["ZeroCopySession"]
 _OUTPUT_KINDS = ("float32", "raw", "native")
 _F = _ll.InitFlag
 _TO, _FROM = _ll.MemSyncMode.TO_DEVICE, _ll.MemSyncMode.FROM_DEVICE
+_F32, _F16 = np.dtype(np.float32), np.dtype(np.float16)
+
+
+def _check_read_out(out, shape, dtype) -> None:
+    """ValueError unless `out` is None or a writable `dtype` array of `shape`."""
+    if out is None:
+        return
+    if not isinstance(out, np.ndarray) or out.shape != tuple(shape) or out.dtype != dtype \
+            or not out.flags.writeable:
+        got = (type(out).__name__ if not isinstance(out, np.ndarray) else
+               f"{out.shape} {out.dtype}" + ("" if out.flags.writeable else ", read-only"))
+        raise ValueError(f"out must be a writable {dtype} array of shape {tuple(shape)}; "
+                         f"got {got}")
+
+
+def _change(what: str):
+    """A method that changes the session's bindings: refused from the session's own
+    callbacks (RuntimeError) and on a closed session, serialized with close() and the
+    other changes by the session's lock."""
+    def decorate(method):
+        @functools.wraps(method)
+        def locked(self, *args, **kwargs):
+            self._check_open(what)
+            self._check_not_busy(what)
+            with self._lock(what):
+                self._check_open(what)
+                return method(self, *args, **kwargs)
+        return locked
+    return decorate
+
+
+def _into(src: np.ndarray, out: Optional[np.ndarray], dtype) -> np.ndarray:
+    """`src` converted to `dtype`: a new array, or written into `out` (checked)."""
+    if out is None:
+        return np.array(src, dtype=dtype)
+    out[...] = src
+    return out
 
 
 class ZeroCopySession:
@@ -90,7 +128,8 @@ class ZeroCopySession:
         self.output_kind = outputs
         self._cacheable = bool(cacheable)
         self._in_dtypes = self._input_dtypes(model, input_dtypes)
-        self._lock = threading.Lock()
+        self._lock = _guard.Lock(self)
+        self._internal = False                        # a Model's own (run() on RV1106, Pool)
         self._in_mems: List[Optional[_ll.TensorMem]] = []
         self._out_mems: List[Optional[_ll.TensorMem]] = []
         self._owned: List[_ll.TensorMem] = []        # mems this session allocated or imported
@@ -334,39 +373,71 @@ class ZeroCopySession:
         Raw int8/uint8 outputs are dequantized, native NC1HWC2 outputs are unpacked and
         dequantized in one pass, by the compiled kernels (GIL released).
 
+        Parameters
+        ----------
+        index : int
+            The output.
+        dtype : float32, float16 or float64
+            The element type of the result.
+        layout : {"NCHW", "NHWC"}
+            The layout of a 4-D result.
+        out : numpy.ndarray, optional
+            Written in place and returned: writable, of the result's shape and `dtype`
+            (any strides).
+
         Raises
         ------
-        IndexError, ValueError
-            No such output, an `out` of the wrong shape or dtype, a layout not NCHW/NHWC.
+        IndexError
+            No such output.
+        ValueError
+            An `out` of the wrong shape or dtype (or read-only), a layout not NCHW/NHWC.
+        TypeError
+            A `dtype` that is not a float type.
         """
         self._check_open("read")
-        if not 0 <= index < len(self._outputs):
-            raise IndexError(f"output index {index} out of range: the model has "
-                             f"{len(self._outputs)} output(s)")
+        self._check_index(index, len(self._outputs), "output")
+        if not isinstance(layout, str):
+            raise ValueError(f"layout must be 'NCHW' or 'NHWC'; got {layout!r}")
         layout = layout.upper()
         if layout not in ("NCHW", "NHWC"):
             raise ValueError(f"layout must be 'NCHW' or 'NHWC'; got {layout!r}")
-        view, attr = self._outputs[index], self._out_attrs[index]
         dtype = np.dtype(dtype)
+        if dtype.kind != "f":
+            raise TypeError(f"read gives floats: dtype must be float16, float32 or float64; "
+                            f"got {dtype}")
+        view, attr = self._outputs[index], self._out_attrs[index]
         q = self._model.outputs[index].quant
+        scale = q.scale if q.kind == "affine" and view.dtype.kind in "iu" else None
         if attr.layout == "NC1HWC2":
-            scale = q.scale if q.kind == "affine" and view.dtype.kind in "iu" else None
             channels = self._model.outputs[index].shape[1]
-            return _ll.nc1hwc2_to_nchw(view, channels, layout=layout, scale=scale,
-                                       zero_point=q.zero_point, dtype=dtype if scale else None,
-                                       out=out) if scale or dtype == view.dtype else \
-                _ll.nc1hwc2_to_nchw(view, channels, layout=layout, out=None).astype(dtype)
+            n, _, h, w, _ = view.shape
+            shape = (n, channels, h, w) if layout == "NCHW" else (n, h, w, channels)
+            _check_read_out(out, shape, dtype)
+            # the kernels make float32 and float16 (and convert float16 <-> float32)
+            kdt = dtype if dtype in (_F32, _F16) else _F32
+            direct = scale is not None or kdt == view.dtype or \
+                {kdt, view.dtype} == {_F32, _F16}
+            if direct:
+                kw = dict(scale=scale, zero_point=q.zero_point) if scale is not None else {}
+                if kdt == dtype:
+                    return _ll.nc1hwc2_to_nchw(view, channels, layout=layout, dtype=kdt,
+                                               out=out, **kw)
+                res = _ll.nc1hwc2_to_nchw(view, channels, layout=layout, dtype=kdt, **kw)
+            else:
+                res = _ll.nc1hwc2_to_nchw(view, channels, layout=layout)
+            return _into(res, out, dtype)
         src = view
         if view.ndim == 4 and layout != ("NHWC" if attr.layout == "NHWC" else "NCHW"):
             src = view.transpose((0, 2, 3, 1) if layout == "NHWC" else (0, 3, 1, 2))
-        if view.dtype.kind in "iu" and q.kind == "affine":
-            return _ll.dequantize(src, q.scale, q.zero_point, dtype=dtype, out=out)
-        if out is None:
-            return np.array(src, dtype=dtype)
-        out[...] = src
-        return out
+        _check_read_out(out, src.shape, dtype)
+        if scale is not None:
+            if dtype in (_F32, _F16) and (out is None or not np.may_share_memory(out, src)):
+                return _ll.dequantize(src, scale, q.zero_point, dtype=dtype, out=out)
+            return _into(_ll.dequantize(src, scale, q.zero_point), out, dtype)
+        return _into(src, out, dtype)
 
     # -- external memory and chaining ------------------------------------------------------
+    @_change("bind_input_fd")
     def bind_input_fd(self, index: int, fd: int, offset: int = 0,
                       size: Optional[int] = None) -> np.ndarray:
         """Feed input `index` from a dma-buf (or any mmap-able) file descriptor: V4L2, RGA
@@ -380,7 +451,6 @@ class ZeroCopySession:
         ValueError
             `size` smaller than the input needs (the message says how many bytes), a bad fd.
         """
-        self._check_open("bind_input_fd")
         self._check_index(index, len(self._in_mems), "input")
         attr = self._in_attrs[index]
         need = self._need(attr)
@@ -430,6 +500,7 @@ class ZeroCopySession:
             raise ValueError(f"output {output} cannot be bound as input {input}: "
                              + "; ".join(problems))
 
+    @_change("chain")
     def chain(self, output: int, input: int) -> None:
         """Bind output `output`'s memory as input `input` of the next run (stateful and
         streaming models): no copy, no cache sync.
@@ -440,7 +511,6 @@ class ZeroCopySession:
             The tensors do not match (layout, shape, or quantization of a raw output):
             the message says how.
         """
-        self._check_open("chain")
         self._check_index(output, len(self._out_mems), "output")
         self._check_index(input, len(self._in_mems), "input")
         self._check_chain(output, input)
@@ -459,15 +529,16 @@ class ZeroCopySession:
         self._views()
 
     # -- shapes ----------------------------------------------------------------------------
+    @_change("set_shape_set")
     def set_shape_set(self, index: int) -> None:
         """Switch a dynamic-shape model to its shape set `index` and rebind (the views are
         made anew: take ``inputs``/``outputs`` again)."""
-        self._check_open("set_shape_set")
         sets = self._model.shape_sets
         if not sets:
             raise ValueError("set_shape_set: the model has fixed shapes")
-        if not 0 <= index < len(sets):
-            raise IndexError(f"shape set {index} out of range: the model has {len(sets)}")
+        if not isinstance(index, (int, np.integer)) or isinstance(index, bool) or \
+                not 0 <= index < len(sets):
+            raise IndexError(f"shape set {index!r} out of range: the model has {len(sets)}")
         if getattr(self, "_shape_set", None) == index and self._inputs:
             return
         self._check_no_views()
@@ -482,6 +553,7 @@ class ZeroCopySession:
         return self._ctx is None
 
     def _check_open(self, what: str) -> None:
+        _guard.check_process(self, self._lock.pid)
         if self._ctx is None:
             raise ValueError(f"{what} on closed ZeroCopySession")
 
@@ -489,6 +561,16 @@ class ZeroCopySession:
     def _check_index(i: int, n: int, what: str) -> None:
         if not isinstance(i, (int, np.integer)) or isinstance(i, bool) or not 0 <= i < n:
             raise IndexError(f"{what} index {i!r} out of range: the model has {n} {what}(s)")
+
+    def _check_not_busy(self, what: str) -> None:
+        """RuntimeError when called from inside a call on the session's context (one of its
+        custom op callbacks), which holds that context and views of its memory."""
+        ctx = self._ctx
+        if ctx is not None and ctx.busy_in_this_thread:
+            raise RuntimeError(f"{what}: the ZeroCopySession is busy in this thread (its "
+                               "run() is running a custom op callback, which is where this "
+                               "was called from); a callback cannot change or close the "
+                               "session it runs in")
 
     def close(self) -> None:
         """Free the session's memory and context.  A second call does nothing.
@@ -498,12 +580,28 @@ class ZeroCopySession:
         BufferError
             A view of the session's memory (``inputs[i]``, ``outputs[i]`` or an array made
             from them) is still alive: delete it first.
+        RuntimeError
+            Called from a custom op callback of the session's own run, or in a child of
+            fork() on a session of the parent.
         """
         if self._ctx is None:
             return
-        with self._lock:
+        self._check_open("close")
+        self._check_not_busy("close")
+        with self._lock("close"):
+            if self._ctx is None:
+                return
             self._check_no_views()         # BufferError, the session intact, while one lives
             self._release()
+
+    def _close_quietly(self) -> bool:
+        """close() if nothing prevents it (a view alive, a call in this thread, a fork):
+        for finalizers, it never raises.  True if the session is closed."""
+        try:
+            self.close()
+        except Exception:                  # BufferError, RuntimeError, interpreter teardown
+            return False
+        return True
 
     def _release(self) -> None:
         self.__dict__.pop("run", None)
@@ -519,8 +617,20 @@ class ZeroCopySession:
     def __enter__(self) -> "ZeroCopySession":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc is None:
+            self.close()
+            return
+        # an error in the block: it is what the user must see, not the BufferError of a
+        # view the block's frames (or the error's traceback) still hold
+        try:
+            self.close()
+        except Exception as err:
+            self._close_when_collected = True
+            add = getattr(exc, "add_note", None)          # Python 3.11+
+            if add is not None:
+                add(f"(the ZeroCopySession was not closed on leaving the `with` block: {err}; "
+                    "it is closed when collected)")
 
     def __repr__(self) -> str:
         if self._ctx is None:
@@ -530,10 +640,19 @@ class ZeroCopySession:
         return f"<rknnx.ZeroCopySession outputs={self.output_kind} in=[{ins}] out=[{outs}]>"
 
     def __del__(self, _warn=warnings.warn):
-        if getattr(self, "_ctx", None) is not None:
+        if getattr(self, "_ctx", None) is None:
+            return
+        lock = getattr(self, "_lock", None)
+        if lock is None or lock.pid != _guard.this_pid():
+            return                       # the parent's (after fork): nothing to do here
+        if not (self._internal or getattr(self, "_close_when_collected", False) or
+                getattr(self._model, "_close_when_collected", False)):
             try:
                 what = repr(self)
             except Exception:            # interpreter teardown: no generators, no imports
                 what = "rknnx.ZeroCopySession"
             _warn(f"unclosed {what}", ResourceWarning, source=self)
+        # its memory is bound to its context, a reference cycle in the binding that only
+        # the garbage collector would break: free it now
+        self._close_quietly()
 

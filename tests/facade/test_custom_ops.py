@@ -215,7 +215,98 @@ def test_rv1106_refuses_naming_chip_and_function(track):
     assert ei.value.func == "rknn_register_custom_ops" and ctx.custom_ops == []
 
 
-# ---- a failing callback (issue 17) -------------------------------------------------------
+# ---- callbacks that call back, callbacks that fail (issue 17) ------------------------------
+REENTRY = r"""
+import threading
+import numpy as np
+import rknnx
+from rknnx.emulator import samples
+from rknnx.emulator.control import EmulatorControl
+emu = EmulatorControl(rknnx.load_runtime("emulator")["path"])
+emu.set_log_level(0)
+m = rknnx.Model(samples.custom_op_model(target="RK3588"))
+x = np.linspace(-2, 2, 16, dtype=np.float32).reshape(1, 16)
+want = (1 / (1 + np.exp(-x.astype(np.float64))) + 1).astype(np.float32)
+calls = {"do": None}
+
+@rknnx.custom_op("cstSigmoid")
+def op(inputs, outputs):
+    do = calls["do"]
+    calls["do"] = None
+    if do is not None:
+        do()
+    np.divide(1.0, 1.0 + np.exp(-inputs[0]), out=outputs[0])
+
+m.register_custom_ops(op)
+
+def attempt(name, run, do):
+    calls["do"] = do
+    try:
+        run()
+        print(f"{name}: no error")
+    except RuntimeError as e:
+        print(f"{name}: RuntimeError: {str(e).split(' (')[0]}")
+    except Exception as e:
+        print(f"{name}: {type(e).__name__}: {e}")
+
+run = lambda: m.run(x)
+attempt("model run in model run", run, run)
+attempt("model close in model run", run, m.close)
+s = m.zero_copy()
+s.inputs[0][...] = x
+attempt("session close in session run", s.run, s.close)
+attempt("model close in session run", s.run, m.close)
+attempt("model run in session run", s.run, run)            # another context: allowed
+np.testing.assert_allclose(s.outputs[0], want, rtol=1e-6)
+pool = rknnx.Pool(m, workers=1, queue_size=4)
+in_pool = lambda: pool.submit(x).result()
+attempt("pool shutdown in a worker", in_pool, pool.shutdown)
+attempt("pool submit in a worker", in_pool, lambda: pool.submit(x))
+ready, box = threading.Event(), {}
+calls["do"] = lambda: (ready.wait(10), box["later"].result())
+first = pool.submit(x)                     # the only worker runs it, its callback waits
+box["later"] = pool.submit(x)              # queued behind it: the worker would wait for itself
+ready.set()
+try:
+    first.result()
+    print("pool result in a worker: no error")
+except RuntimeError as e:
+    print(f"pool result in a worker: RuntimeError: {str(e).split(' (')[0]}")
+box["later"].result()
+attempt("model close in a worker", in_pool, m.close)
+np.testing.assert_allclose(pool.submit(x).result()[0], want, rtol=1e-6)
+np.testing.assert_allclose(m.run(x)[0], want, rtol=1e-6)    # all still usable
+pool.shutdown()
+s.close()
+m.close()
+print("live", emu.counters()["live_contexts"], emu.counters()["live_mems"])
+"""
+
+
+def test_a_callback_calling_its_own_model_session_or_pool_is_refused_not_deadlocked():
+    # the facade's locks keep the binding's promise: re-entry from the thread that holds
+    # them raises RuntimeError (this used to wait for ever on the model's lock)
+    from helpers import run_python
+
+    proc = run_python(REENTRY, timeout=90)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr[-3000:])
+    lines = proc.stdout.splitlines()
+    assert lines[:5] == [
+        "model run in model run: RuntimeError: run: the Model is busy in this thread",
+        "model close in model run: RuntimeError: close: the Model is busy in this thread",
+        "session close in session run: RuntimeError: close: the ZeroCopySession is busy in "
+        "this thread",
+        "model close in session run: RuntimeError: close: the ZeroCopySession is busy in "
+        "this thread",
+        "model run in session run: no error"], lines
+    assert lines[5:] == [
+        "pool shutdown in a worker: RuntimeError: shutdown: called from a worker of the Pool",
+        "pool submit in a worker: RuntimeError: submit: called from a worker of the Pool",
+        "pool result in a worker: RuntimeError: a worker of a Pool",
+        "model close in a worker: RuntimeError: close the Model: called from a worker of the "
+        "Pool",
+        "live 0 0"], lines
+
 
 def _failing_op():
     @rknnx.custom_op("cstSigmoid")

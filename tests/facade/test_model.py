@@ -298,3 +298,183 @@ def test_a_dynamic_model_on_a_chip_without_shape_sets(models):
         s.inputs[0][...] = x
         s.run()
         assert s.outputs[0].dtype == np.float32
+
+
+# ---- issue 17: fork, dropped models, errors inside `with`, argument checks ------------------
+FORK = r"""
+import os, sys, threading, time
+import numpy as np
+import rknnx
+from rknnx.emulator import samples
+from rknnx.emulator.control import EmulatorControl
+platform = sys.argv[1]
+emu = EmulatorControl(rknnx.load_runtime("emulator")["path"])
+emu.set_log_level(0)
+emu.set_platform(platform)
+m = rknnx.Model(samples.tiny_relu(target=platform))
+x = np.array([[-1.0, 2.0]], np.float32)
+m.run(x)
+emu.set_npu_time_us(500_000)
+t = threading.Thread(target=m.run, args=(x,))
+t.start()
+time.sleep(0.1)                                   # the run holds the model's lock
+parent = os.getpid()
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(r)
+    lines = []
+    for name, call in [("run", lambda: m.run(x)), ("close", m.close),
+                       ("zero_copy", m.zero_copy), ("set_core_mask", lambda: m.set_core_mask(1))]:
+        try:
+            call()
+            lines.append(f"{name}: no error")
+        except RuntimeError as e:
+            ok = f"created in process {parent}" in str(e) and "create it after fork" in str(e)
+            lines.append(f"{name}: {'refused' if ok else e}")
+        except Exception as e:
+            lines.append(f"{name}: {type(e).__name__}: {e}")
+    os.write(w, ("\n".join(lines) + "\n").encode())
+    os._exit(0)
+os.close(w)
+deadline = time.monotonic() + 20
+while time.monotonic() < deadline:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    time.sleep(0.05)
+else:
+    os.kill(pid, 9); os.waitpid(pid, 0)
+    print("child hung")
+print(os.read(r, 65536).decode(), end="")
+t.join()
+emu.set_npu_time_us(0)
+print("parent", m.run(x)[0].tolist())
+m.close()
+print("live", emu.counters()["live_contexts"], emu.counters()["live_mems"])
+"""
+
+
+@pytest.mark.parametrize("platform", ["RK3588", "RV1106"])
+def test_fork_while_a_thread_runs_the_model(platform):
+    # the child inherits the model's lock held by a thread it does not have: its calls
+    # raise, as the low level's do, instead of waiting for ever
+    from helpers import run_python
+
+    proc = run_python(f"import sys; sys.argv[1:] = [{platform!r}]\n" + FORK, timeout=90)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr[-2000:])
+    assert proc.stdout.splitlines() == [
+        "run: refused", "close: refused", "zero_copy: refused", "set_core_mask: refused",
+        "parent [[0.0, 2.0]]", "live 0 0"], proc.stdout
+
+
+@pytest.mark.parametrize("raw", [None, "yes", 2, 0.0])
+def test_raw_must_be_a_bool_on_every_path(models, raw):
+    # the fast path raised a bare KeyError, the slow path (and RV1106) took anything
+    for platform in ("RK3588", "RV1106"):
+        m = models.open("tiny_relu", platform)
+        for inputs in ((np.zeros((1, 2), np.float32),), (np.zeros((1, 2), np.float64),)):
+            with pytest.raises(TypeError, match=f"raw must be True or False; got {raw!r}"):
+                m.run(*inputs, raw=raw)
+        np.testing.assert_array_equal(m.run(np.ones((1, 2), np.float32), raw=np.True_)[0],
+                                      [[1.0, 1.0]])
+
+
+@pytest.mark.parametrize("platform", ["RK3588", "RV1106"])
+def test_out_arrays_that_share_memory_are_refused(models, emu, platform):
+    # two views of one buffer: one output silently overwrote the other
+    m = models.open("multi_io", platform)
+    xs = user_inputs(m, np.random.default_rng(3))
+    want = m.run(*xs)
+    nbytes = sum(w.nbytes for w in want)
+    buf = np.zeros(nbytes, np.uint8)
+    views, off = [], 0
+    for w in want:
+        views.append(buf[off:off + w.nbytes].view(w.dtype).reshape(w.shape))
+        off += w.nbytes
+    assert_close(m.run(*xs, out=views), want)            # disjoint views of one buffer: fine
+    overlapping = list(views)
+    big = np.zeros(max(w.nbytes for w in want[:2]) * 2, np.uint8)
+    overlapping[0] = big[:want[0].nbytes].view(want[0].dtype).reshape(want[0].shape)
+    overlapping[1] = big[8:8 + want[1].nbytes].view(want[1].dtype).reshape(want[1].shape)
+    emu.reset_counters()
+    with pytest.raises(ValueError, match=r"out\[0\] and out\[1\] share memory \(views of one "
+                                         r"buffer\)"):
+        m.run(*xs, out=overlapping)
+    assert emu.counters()["runs"] == 0
+
+
+@pytest.mark.parametrize("platform", ["RK3588", "RV1106"])
+def test_an_error_inside_with_reaches_the_user(emu, platform):
+    # on RV1106 run() goes through the model's own session; the error's traceback held
+    # views of its memory and the BufferError of close() replaced the error
+    import gc
+
+    from helpers import live, model_bytes
+
+    emu.set_platform(platform)
+    before = live(emu)
+    gc.collect()
+    gc.disable()
+    try:
+        with pytest.raises(rknnx.errors.RKNNTimeoutError, match="rknn_run failed") as ei:
+            with rknnx.Model(model_bytes("tiny_relu", platform)) as m:
+                m.run(np.zeros((1, 2), np.float32))
+                with emu.injected("rknn_run", 1, "RKNN_ERR_TIMEOUT"):
+                    m.run(np.zeros((1, 2), np.float32))
+        assert m.closed and live(emu) == before
+        assert not getattr(ei.value, "__notes__", None)
+    finally:
+        gc.enable()
+
+
+def test_an_error_inside_with_wins_over_a_failed_close(emu):
+    from helpers import live, model_bytes
+
+    before = live(emu)
+    with pytest.raises(ZeroDivisionError) as ei:
+        with rknnx.Model(model_bytes("tiny_relu")) as m:
+            s = m.zero_copy()
+            view = s.inputs[0]                 # a view: close() cannot free the memory
+            1 / 0
+    if hasattr(ei.value, "add_note"):
+        assert ei.value.__notes__ == [
+            "(the Model was not closed on leaving the `with` block: 1 buffer view(s) of the "
+            "session's memory still exported; delete the numpy arrays first (nothing was "
+            "changed); it is closed when collected)"]
+    assert not m.closed
+    del view, ei
+    m.close()                                  # the user may still close it ...
+    assert live(emu) == before
+    m2 = rknnx.Model(model_bytes("tiny_relu"))
+    s = m2.zero_copy()
+    view = s.inputs[0]
+    with pytest.raises(ZeroDivisionError):
+        with m2:
+            1 / 0
+    del view, s, m2                            # ... or drop it: closed, without a warning
+    assert live(emu) == before
+
+
+@pytest.mark.parametrize("platform", ["RK3588", "RV1106"])
+def test_a_dropped_model_is_freed_by_reference_counting(emu, platform):
+    # on RV1106 run() keeps a session that held the model: a cycle only gc broke
+    import gc
+
+    from helpers import live, model_bytes
+
+    emu.set_platform(platform)
+    before = live(emu)
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(20):
+            m = rknnx.Model(model_bytes("tiny_relu", platform))
+            m.run(np.zeros((1, 2), np.float32))
+            with pytest.warns(ResourceWarning, match="unclosed <rknnx.Model") as rec:
+                del m
+            assert len(rec) == 1                # the model's warning, not its session's
+            del rec                             # (its record holds the model)
+        assert live(emu) == before
+    finally:
+        gc.enable()

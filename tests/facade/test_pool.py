@@ -175,3 +175,135 @@ def test_a_pool_nobody_holds_is_collected_and_its_threads_stop(emu):
         time.sleep(0.05)
     assert threading.active_count() == threads
     assert live(emu) == before
+
+
+# ---- issue 17: fork, collected pools, recorded warnings -------------------------------------
+POOL_FORK = r"""
+import os, sys, time
+import numpy as np
+import rknnx
+from rknnx.emulator import samples
+from rknnx.emulator.control import EmulatorControl
+emu = EmulatorControl(rknnx.load_runtime("emulator")["path"])
+emu.set_log_level(0)
+m = rknnx.Model(samples.tiny_relu())
+x = np.array([[-1.0, 2.0]], np.float32)
+pool = rknnx.Pool(m, workers=2)
+pool.submit(x).result()
+parent = os.getpid()
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(r)
+    lines = []
+    for name, call in [("submit", lambda: pool.submit(x)), ("map", lambda: pool.map([x])),
+                       ("shutdown", pool.shutdown)]:
+        try:
+            call()
+            lines.append(f"{name}: no error")
+        except RuntimeError as e:
+            ok = f"created in process {parent}" in str(e) and "create it after fork" in str(e)
+            lines.append(f"{name}: {'refused' if ok else e}")
+        except Exception as e:
+            lines.append(f"{name}: {type(e).__name__}: {e}")
+    os.write(w, ("\n".join(lines) + "\n").encode())
+    os._exit(0)
+os.close(w)
+deadline = time.monotonic() + 20
+while time.monotonic() < deadline:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    time.sleep(0.05)
+else:
+    os.kill(pid, 9); os.waitpid(pid, 0)
+    print("child hung")
+print(os.read(r, 65536).decode(), end="")
+print("parent", [o[0].tolist() for o in pool.map([x, x])])
+pool.shutdown()
+m.close()
+print("live", emu.counters()["live_contexts"], emu.counters()["live_mems"])
+"""
+
+
+def test_a_pool_refuses_frames_in_a_fork_child():
+    # its workers do not exist in the child: submit() was accepted and result() never came
+    from helpers import run_python
+
+    proc = run_python(POOL_FORK, timeout=90)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr[-2000:])
+    assert proc.stdout.splitlines() == [
+        "submit: refused", "map: refused", "shutdown: refused",
+        "parent [[[0.0, 2.0]], [[0.0, 2.0]]]", "live 0 0"], proc.stdout
+
+
+@pytest.mark.parametrize("platform", ["RK3588", "RV1106"])
+def test_a_collected_pool_ends_every_pending_future(emu, platform):
+    # only the frame a worker had taken failed; the queued ones never resolved
+    import gc
+
+    from helpers import live, model_bytes
+
+    emu.set_platform(platform)
+    before = live(emu)
+    m = rknnx.Model(model_bytes("tiny_relu", platform))
+    emu.set_npu_time_us(100_000)
+    x = np.ones((1, 2), np.float32)
+    pool = rknnx.Pool(m, workers=1, queue_size=8)
+    futures = [pool.submit(x) for _ in range(6)]
+    time.sleep(0.05)                                     # the first is running
+    with pytest.warns(ResourceWarning, match="unclosed rknnx.Pool of 1 workers") as rec:
+        del pool                        # the worker holds it until its frame is done
+        deadline = time.monotonic() + 20
+        while not rec.list and time.monotonic() < deadline:
+            gc.collect()
+            time.sleep(0.01)
+    del rec
+    outcomes = []
+    for f in futures:
+        try:
+            outcomes.append(f.result(timeout=20)[0].tolist())
+        except RuntimeError as e:
+            outcomes.append(str(e))
+    emu.set_npu_time_us(0)
+    assert outcomes[0] in ([[1.0, 1.0]], "the Pool was collected (nothing held it, and it was "
+                           "not shut down) while this frame ran; use `with` or shutdown()")
+    assert outcomes[1:] == ["the Pool was collected (nothing held it, and it was not shut "
+                            "down) before this frame ran; use `with` or shutdown()"] * 5
+    m.close()
+    deadline = time.monotonic() + 10
+    while live(emu) != before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert live(emu) == before
+
+
+RECORDED = r"""
+import gc, threading, warnings
+import numpy as np
+import rknnx
+from rknnx.emulator import samples
+from rknnx.emulator.control import EmulatorControl
+emu = EmulatorControl(rknnx.load_runtime("emulator")["path"])
+threads = threading.active_count()
+m = rknnx.Model(samples.tiny_relu())
+pool = rknnx.Pool(m, workers=2)
+pool.submit(np.ones((1, 2), np.float32)).result()
+with warnings.catch_warnings(record=True) as rec:    # the record holds the pool (source=)
+    warnings.simplefilter("always")
+    del pool
+    gc.collect()
+print([str(w.message) for w in rec])
+m.close()                                            # used to join the workers for ever
+print("closed", threading.active_count() - threads)
+print("live", emu.counters()["live_contexts"], emu.counters()["live_mems"])
+"""
+
+
+def test_a_recorded_pool_warning_does_not_hang_model_close():
+    from helpers import run_python
+
+    proc = run_python(RECORDED, timeout=60)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr[-2000:])
+    assert proc.stdout.splitlines() == [
+        "['unclosed rknnx.Pool of 2 workers: use shutdown() or `with`']", "closed 0",
+        "live 0 0"], proc.stdout

@@ -81,6 +81,24 @@ def test_run_saves_outputs(tmp_path, flow):
     assert f"top-5: {top} (" in proc.stdout
 
 
+@pytest.mark.parametrize("flow", ["general", "zero-copy"])
+@pytest.mark.parametrize("platform", ["RK3588", "RV1106"])
+def test_a_failed_run_is_one_line_in_both_flows(tmp_path, flow, platform):
+    # the zero-copy flow printed a traceback: the BufferError of the session's close
+    # replaced the runtime's error
+    np.save(tmp_path / "x.npy", np.zeros((1, 2), np.float32))
+    code = (f"import sys, rknnx; from rknnx.emulator.control import EmulatorControl\n"
+            f"emu = EmulatorControl(rknnx.load_runtime('emulator')['path'])\n"
+            f"emu.inject_error('rknn_run', 1, 'RKNN_ERR_TIMEOUT')\n"
+            f"from rknnx.cli import main\n"
+            f"sys.exit(main(['run', '--sample', 'tiny_relu', '-i', "
+            f"{str(tmp_path / 'x.npy')!r}, '--flow', {flow!r}]))")
+    proc = run_python(code, env={**ENV, "RKNN_EMU_PLATFORM": platform})
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.splitlines()[-1] == \
+        "rknnx run: error: rknn_run failed: RKNN_ERR_TIMEOUT (-2)", proc.stderr
+
+
 def test_run_reads_an_image(tmp_path):
     from PIL import Image
 
