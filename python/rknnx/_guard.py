@@ -11,107 +11,84 @@ context locks:
 - fork: a child of ``fork()`` inherits the lock as it was, held by a parent thread that does
   not exist in the child; every object made before the fork belongs to the parent.
 
-Pure Python (no extension), so that it costs two attribute writes on an uncontended path.
+Pure Python (no extension): on an uncontended path it costs a comparison and a C call
+more than a plain lock.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from threading import get_ident
 from typing import Any, Optional
 
-__all__ = ["Lock", "check_process", "this_pid", "forget_frames"]
+__all__ = ["Lock", "check_process", "forget_frames", "pid"]
 
-_pid = os.getpid()
+#: the current process id, kept up to date across fork without a system call
+pid = os.getpid()
 
 
 def _after_fork_in_child() -> None:
-    global _pid
-    _pid = os.getpid()
+    global pid
+    pid = os.getpid()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def this_pid() -> int:
-    """The current process id (kept up to date across fork without a system call)."""
-    return _pid
-
-
-def inherited_error(obj: Any, pid: int) -> RuntimeError:
-    """The error for `obj`, created in process `pid`, used in a child of fork (the binding's
-    words for its own objects)."""
+def inherited_error(obj: Any, creator: int) -> RuntimeError:
+    """The error for `obj`, created in process `creator`, used in a child of fork (the
+    binding's words for its own objects)."""
     return RuntimeError(
-        f"this {type(obj).__name__} was created in process {pid}; it cannot be used in "
-        f"process {_pid} (a child of fork(): the runtime's threads, locks and state do not "
+        f"this {type(obj).__name__} was created in process {creator}; it cannot be used in "
+        f"process {pid} (a child of fork(): the runtime's threads, locks and state do not "
         f"survive fork); create it after fork, in the child")
 
 
-def check_process(obj: Any, pid: int) -> None:
-    """RuntimeError if `obj` (created in process `pid`) is used in a child of fork."""
-    if pid != _pid:
-        raise inherited_error(obj, pid)
+def check_process(obj: Any, creator: int) -> None:
+    """RuntimeError if `obj` (created in process `creator`) is used in a child of fork."""
+    if creator != pid:
+        raise inherited_error(obj, creator)
 
 
 class Lock:
     """A lock of one facade object (`owner`, for the messages): RuntimeError instead of a
     wait that cannot end (re-entry from the holding thread, a lock inherited across fork).
 
-    ``acquire(what)`` / ``release()``, or ``with lock(what):``.  `pid` is the process that
-    made it; `holder` the thread ident holding it (0 when free; written only by the holder).
+    ``with lock(what):`` checks, then holds ``lock.mutex``: a ``threading.RLock`` used only
+    for its C-level ``with`` (an exception such as KeyboardInterrupt cannot leave it held)
+    and its ``_is_owned()`` (the re-entry check, done before it could recurse).  `pid` is
+    the process that made it.
     """
 
-    __slots__ = ("mutex", "holder", "pid", "owner", "__weakref__")
+    __slots__ = ("mutex", "pid", "owner", "__weakref__")
 
     def __init__(self, owner: Any):
-        self.mutex = threading.Lock()
-        self.holder = 0
-        self.pid = _pid
+        self.mutex = threading.RLock()
+        self.pid = pid                   # the module's: the process that made the lock
         self.owner = type(owner).__name__
 
-    def acquire(self, what: str) -> None:
-        if not self.mutex.acquire(False):
-            self.wait(what)
-        self.holder = get_ident()
-
-    def wait(self, what: str) -> None:
-        """The lock is taken: raise if that wait would never end, else wait for it."""
-        if self.pid != _pid:
+    def check(self, what: str) -> None:
+        """Raise if waiting for the lock could never end: it was inherited across fork, or
+        this thread holds it already."""
+        if self.pid != pid:
             raise RuntimeError(
                 f"{what}: this {self.owner} was created in process {self.pid}; it cannot be "
-                f"used in process {_pid} (a child of fork(): the runtime's threads, locks "
+                f"used in process {pid} (a child of fork(): the runtime's threads, locks "
                 f"and state do not survive fork); create it after fork, in the child")
-        if self.holder == get_ident():
+        if self.mutex._is_owned():
             raise RuntimeError(
                 f"{what}: the {self.owner} is busy in this thread (a call on it is running a "
                 f"custom op callback, signal handler or finalizer, which is where this was "
                 f"called from); such code cannot call back into the {self.owner}")
-        self.mutex.acquire()
-
-    def release(self) -> None:
-        self.holder = 0
-        self.mutex.release()
 
     def held_here(self) -> bool:
         """Whether the calling thread holds the lock."""
-        return self.holder == get_ident()
+        return self.mutex._is_owned()
 
-    def __call__(self, what: str) -> "_Holding":
-        return _Holding(self, what)
-
-
-class _Holding:
-    __slots__ = ("lock", "what")
-
-    def __init__(self, lock: Lock, what: str):
-        self.lock, self.what = lock, what
-
-    def __enter__(self) -> None:
-        self.lock.acquire(self.what)
-
-    def __exit__(self, *exc: Any) -> None:
-        self.lock.release()
+    def __call__(self, what: str):
+        """The lock to hold with ``with`` (after the checks of :meth:`check`)."""
+        self.check(what)
+        return self.mutex
 
 
 def forget_frames(exc: Optional[BaseException]) -> None:

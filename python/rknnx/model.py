@@ -13,10 +13,10 @@ zero-copy session the model keeps, so one program runs on every chip.
 from __future__ import annotations
 
 import os
+import sys as _sys
 import warnings
 import weakref
 from dataclasses import dataclass
-from threading import get_ident as _get_ident
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -134,6 +134,8 @@ class Model:
     unclosed model warns (ResourceWarning) when collected.
     """
 
+    _closing = False                   # close() has begun: no new session or pool context
+
     def __init__(self, source: ModelSource, *, core_mask=None, flags: int = 0,
                  perf: bool = False):
         self._ctx = None
@@ -143,6 +145,7 @@ class Model:
         self._flags = int(flags) | (int(_ll.InitFlag.COLLECT_PERF_MASK) if perf else 0)
         self._core_mask = None
         self._lock = _guard.Lock(self)   # refuses re-entry and fork instead of hanging
+        self._ctx_lock = _guard.Lock(self)   # orders new contexts (sessions, pools) and close
         self._sessions: "weakref.WeakSet" = weakref.WeakSet()
         self._pools: "weakref.WeakSet" = weakref.WeakSet()
         self._runner = None            # zero-copy session behind run() on zero-copy-only chips
@@ -286,10 +289,13 @@ class Model:
                                     "RK3588 and RK3576 have several NPU cores", None,
                                     "rknn_set_core_mask")
         mask = _ll.CoreMask(int(mask))
-        with self._lock("set_core_mask"):
-            for ctx in self._contexts():
-                ctx.set_core_mask(mask)
+        with self._ctx_lock("set_core_mask"):
+            # contexts made from now on get the mask when they are made, those made before
+            # get it here (each call serialized with the context's runs by its own lock)
+            contexts = list(self._contexts())
             self._core_mask = mask
+        for ctx in contexts:
+            ctx.set_core_mask(mask)
 
     def _contexts(self):
         yield self._ctx
@@ -447,11 +453,10 @@ class Model:
                 specs = self._fast_out[raw]
                 arrays = ([np.empty(shape, dtype) for shape, dtype in specs] if out is None
                           else self._check_out(out, specs))
-                lock = self._lock         # _guard.Lock.acquire/release, inlined
-                if not lock.mutex.acquire(False):
-                    lock.wait("run")
-                lock.holder = _get_ident()
-                try:
+                lock = self._lock         # `with lock("run"):`, its checks inlined
+                if lock.pid != _guard.pid or lock.mutex._is_owned():
+                    lock.check("run")     # raises: fork, re-entry
+                with lock.mutex:
                     ctx = self._ctx
                     try:
                         ctx.inputs_set(inputs)
@@ -463,9 +468,6 @@ class Model:
                         self._last_ctx = ctx
                         self._frame_id = ctx.last_frame_id
                         return arrays
-                finally:
-                    lock.holder = 0
-                    lock.mutex.release()
         raw = _check_raw(raw)
         self._check_open("run")
         prepared, shape_set = self.prepare_inputs(inputs, data_format, pass_through)
@@ -595,10 +597,22 @@ class Model:
     def zero_copy(self, **options):
         """A :class:`~rknnx.session.ZeroCopySession` on a context of its own; see there for
         the options.  The model may go on running the general flow meanwhile."""
+        internal = options.pop("_internal", False)
+        with self._ctx_lock("zero_copy"):
+            return self._open_session(internal, options)
+
+    def _check_not_closing(self, what: str) -> None:
+        """ValueError once close() has begun (the caller holds _ctx_lock): a context made
+        now would outlive the model's, or keep it from closing (weights lent)."""
+        self._check_open(what)
+        if self._closing:
+            raise ValueError(f"{what} on closed Model")
+
+    def _open_session(self, internal: bool, options):
+        """zero_copy() with _ctx_lock held (a Pool holds it while it makes its workers)."""
         from rknnx.session import ZeroCopySession
 
-        self._check_open("zero_copy")
-        internal = options.pop("_internal", False)
+        self._check_not_closing("zero_copy")
         if internal:
             # the model's own session (run() on RV1106, a Pool worker's) holds it weakly:
             # no reference cycle, so a model dropped unclosed is freed by reference counting
@@ -621,36 +635,54 @@ class Model:
 
     # -- lifetime --------------------------------------------------------------------------
     def close(self) -> None:
-        """Close the sessions the model opened and its context.  A second call does nothing.
+        """Close the sessions and pools the model opened and its context.  A second call
+        does nothing.
 
         Raises
         ------
         BufferError
-            A numpy view of a session's memory is still alive (delete it first).
+            A numpy view of a session's memory is still alive (delete it first); nothing
+            was closed.
+        RuntimeError
+            Called from code the model is running (a custom op callback of one of its
+            contexts, a worker of one of its pools), or in a child of fork() on a model of
+            the parent.
         """
         if self._ctx is None or self._ctx.closed:
             return
         lock = self._lock
         _guard.check_process(self, lock.pid)
         if lock.held_here() or self._ctx.busy_in_this_thread:
-            # re-entry from a call the model is running (a custom op callback)
+            lock.check("close")          # re-entry from a call the model is running
             raise RuntimeError("close: the Model is busy in this thread (a call on it is "
-                               "running a custom op callback, signal handler or finalizer, "
-                               "which is where this was called from); such code cannot "
-                               "call back into the Model")
+                               "running a custom op callback, which is where this was "
+                               "called from); such code cannot call back into the Model")
+        with self._ctx_lock("close"):
+            self._closing = True         # sessions and pools being made are made by now
+        try:
+            self._close()
+        except BaseException:
+            if not self.closed:
+                self._closing = False    # still open: may make sessions again
+            raise
+
+    def _close(self) -> None:
         sessions = [s for s in list(self._sessions) if not s.closed]
-        if self._runner is not None and not self._runner.closed:
-            sessions.append(self._runner)
         pools = list(self._pools)
         for s in sessions:
             s._check_not_busy("close")   # RuntimeError from one of its callbacks
         for p in pools:
             p._check_not_worker("close the Model")
         for s in sessions:
-            s._check_no_views()          # BufferError before anything is closed
+            with s._lock("close"):       # (it lets its own views go while it counts)
+                s._check_no_views()      # BufferError before anything is closed
+        with self._lock("close"):        # a run() in flight uses the runner's views
+            if self._runner is not None and not self._runner.closed:
+                with self._runner._lock("close"):
+                    self._runner._check_no_views()
         for p in pools:
             p.shutdown(wait=True, cancel_pending=True)
-        with lock("close"):
+        with self._lock("close"):
             for s in list(self._sessions):
                 s.close()
             if self._runner is not None:
@@ -677,7 +709,7 @@ class Model:
 
     def __del__(self, _warn=warnings.warn):
         ctx = getattr(self, "_ctx", None)
-        if ctx is None or ctx.closed or self._lock.pid != _guard.this_pid():
+        if ctx is None or ctx.closed or self._lock.pid != _guard.pid:
             return                       # closed, or the parent's (after fork)
         if not getattr(self, "_close_when_collected", False):
             try:
@@ -689,7 +721,7 @@ class Model:
         # close it now rather than at the next garbage collection; the model's own context
         # goes with the model
         runner = getattr(self, "_runner", None)
-        if runner is not None:
+        if runner is not None and not _sys.is_finalizing():
             runner._close_quietly()
 
 

@@ -11,12 +11,13 @@ inside every runtime call, so the workers really run at the same time.
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 import warnings
 import weakref
 from concurrent.futures import Future
 from threading import get_ident
-from typing import Any, Iterable, Iterator, List, Optional, Sequence
+from typing import Any, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 from rknnx import _guard
 from rknnx import lowlevel as _ll
@@ -120,16 +121,24 @@ class Pool:
         masks = self._masks(model, workers, core_masks)
         self._contexts: List[Any] = []
         self._threads: List[threading.Thread] = []
-        model._pools.add(self)
-        try:
-            for k in range(workers):
-                runner = self._worker_context(model, masks[k] if masks else None,
-                                              core_masks is not None)
-                self._contexts.append(runner)
-        except BaseException:
-            self._close_contexts()
-            raise
         self._masks_of = masks
+        # made whole under the model's context lock: a Model.close() that begins meanwhile
+        # waits for it, then finds it among the model's pools
+        with model._ctx_lock("Pool"):
+            model._check_not_closing("Pool")
+            try:
+                for k in range(workers):
+                    runner = self._worker_context(model, masks[k] if masks else None,
+                                                  core_masks is not None)
+                    self._contexts.append(runner)
+                self._start()
+            except BaseException:
+                self._state.gone = "the Pool failed to start"
+                self._close_contexts()
+                raise
+            model._pools.add(self)
+
+    def _start(self) -> None:
         # the workers hold the queue and a weak reference to the pool, never the pool
         # itself: a pool nobody holds is collected, warns, and its workers stop
         ref = weakref.ref(self)
@@ -176,7 +185,7 @@ class Pool:
                 ctx.close()
                 raise
             return ctx
-        session = model.zero_copy(_internal=True)
+        session = model._open_session(True, {})          # (the caller holds _ctx_lock)
         if mask is not None:
             try:
                 _pin(session._ctx, mask, asked)
@@ -202,7 +211,9 @@ class Pool:
         what ``model.run`` would return.  Blocks while the queue is full.
 
         The inputs are checked here, so a wrong frame raises at once (ValueError /
-        TypeError, as ``model.run`` does) rather than through the future.
+        TypeError, as ``model.run`` does) rather than through the future, and taken as
+        they are now: an array of the caller's is copied, so the caller may write the
+        next frame into the same buffer at once.
 
         Raises
         ------
@@ -216,7 +227,8 @@ class Pool:
         self._check_usable("submit")
         if not (raw is True or raw is False):
             raise TypeError(f"raw must be True or False; got {raw!r}")
-        prepared = self.model.prepare_inputs(inputs, data_format)
+        prepared, shape_set = self.model.prepare_inputs(inputs, data_format)
+        prepared = (_snapshot(prepared, inputs), shape_set)
         future = _PoolFuture()
         future._pool = self._state
         with self._submit_lock("submit"):
@@ -322,10 +334,12 @@ class Pool:
         # (the queue is not touched here: a finalizer may run inside one of its methods)
         self._state.gone = ("the Pool was collected (nothing held it, and it was not shut "
                             "down) before this frame ran; use `with` or shutdown()")
-        if self._submit_lock.pid != _guard.this_pid():
+        if self._submit_lock.pid != _guard.pid:
             return                       # the parent's (after fork): its workers are there
         _warn(f"unclosed rknnx.Pool of {len(getattr(self, '_threads', ()))} workers: "
               "use shutdown() or `with`", ResourceWarning, source=self)
+        if sys.is_finalizing():
+            return                       # a worker stopped inside a run holds its context
         for c in getattr(self, "_contexts", ()):
             try:
                 c.close()                # waits for a frame in flight on it
@@ -341,6 +355,18 @@ class Pool:
     def __repr__(self) -> str:
         state = "shut down" if self._closed else f"{self.workers} workers"
         return f"<rknnx.Pool {state} on {self.model!r}>"
+
+
+def _snapshot(prepared, inputs) -> list:
+    """The prepared arrays, each a copy unless it is one already: the frame as it is at
+    submit, whatever the caller writes into its buffers while the frame waits."""
+    given = set()
+    for x in inputs:
+        for y in (x.values() if isinstance(x, Mapping) else
+                  x if isinstance(x, (list, tuple)) else (x,)):
+            given.add(id(y))
+    return [(a.copy() if id(a) in given or not a.flags.owndata else a, layout)
+            for a, layout in prepared]
 
 
 def _work(pool_ref, jobs: "queue.Queue", state: _State, k: int) -> None:

@@ -18,6 +18,7 @@ and :meth:`sync_outputs` are the user's).
 from __future__ import annotations
 
 import functools
+import sys as _sys
 import warnings
 from typing import List, Optional, Sequence, Tuple
 
@@ -60,7 +61,17 @@ def _change(what: str):
             self._check_not_busy(what)
             with self._lock(what):
                 self._check_open(what)
-                return method(self, *args, **kwargs)
+                try:
+                    return method(self, *args, **kwargs)
+                except BaseException:
+                    # refused or failed (a bad fd, the runtime's refusal): the session's
+                    # own views, let go for the count, are made again over what is bound
+                    if self._ctx is not None and not self._inputs and self._in_mems:
+                        try:
+                            self._views()
+                        except Exception:    # pragma: no cover - the error below says more
+                            pass
+                    raise
         return locked
     return decorate
 
@@ -310,13 +321,22 @@ class ZeroCopySession:
     def inputs(self) -> Tuple[np.ndarray, ...]:
         """One numpy view per input: write frames here (or pass as ``out=`` / ``dst=``)."""
         self._check_open("inputs")
-        return self._inputs
+        return self._inputs or self._settled("inputs")[0]
 
     @property
     def outputs(self) -> Tuple[np.ndarray, ...]:
         """One numpy view per output, valid after :meth:`run` (overwritten by the next)."""
         self._check_open("outputs")
-        return self._outputs
+        return self._outputs or self._settled("outputs")[1]
+
+    def _settled(self, what: str):
+        """The views once a change in another thread is over: it lets the session's own
+        views go while it counts the user's (a reader must not see them missing)."""
+        if self._lock.held_here():
+            return self._inputs, self._outputs
+        with self._lock(what):
+            self._check_open(what)
+            return self._inputs, self._outputs
 
     @property
     def input_attrs(self):
@@ -395,7 +415,8 @@ class ZeroCopySession:
             A `dtype` that is not a float type.
         """
         self._check_open("read")
-        self._check_index(index, len(self._outputs), "output")
+        outputs = self._outputs or self._settled("read")[1]
+        self._check_index(index, len(outputs), "output")
         if not isinstance(layout, str):
             raise ValueError(f"layout must be 'NCHW' or 'NHWC'; got {layout!r}")
         layout = layout.upper()
@@ -405,7 +426,7 @@ class ZeroCopySession:
         if dtype.kind != "f":
             raise TypeError(f"read gives floats: dtype must be float16, float32 or float64; "
                             f"got {dtype}")
-        view, attr = self._outputs[index], self._out_attrs[index]
+        view, attr = outputs[index], self._out_attrs[index]
         q = self._model.outputs[index].quant
         scale = q.scale if q.kind == "affine" and view.dtype.kind in "iu" else None
         if attr.layout == "NC1HWC2":
@@ -643,7 +664,7 @@ class ZeroCopySession:
         if getattr(self, "_ctx", None) is None:
             return
         lock = getattr(self, "_lock", None)
-        if lock is None or lock.pid != _guard.this_pid():
+        if lock is None or lock.pid != _guard.pid:
             return                       # the parent's (after fork): nothing to do here
         if not (self._internal or getattr(self, "_close_when_collected", False) or
                 getattr(self._model, "_close_when_collected", False)):
@@ -653,6 +674,8 @@ class ZeroCopySession:
                 what = "rknnx.ZeroCopySession"
             _warn(f"unclosed {what}", ResourceWarning, source=self)
         # its memory is bound to its context, a reference cycle in the binding that only
-        # the garbage collector would break: free it now
-        self._close_quietly()
+        # the garbage collector would break: free it now (not at interpreter exit, where a
+        # daemon thread stopped inside a run would hold the context for ever)
+        if not _sys.is_finalizing():
+            self._close_quietly()
 

@@ -455,3 +455,100 @@ def test_an_error_inside_with_reaches_the_user(models, emu):
         with m.zero_copy() as s:
             1 / 0
     assert s.closed and not getattr(ei.value, "__notes__", None)
+
+
+# ---- found by attacking the facade (issue 17) ------------------------------------------------
+def test_a_concurrent_reader_never_sees_the_views_missing(models):
+    # a close (or rebind) refused for a live view let the session's own views go while it
+    # counted: a reader in another thread got an empty tuple (a frame fed to nothing)
+    m = models.open("tiny_relu")
+    s = m.zero_copy()
+    held = s.outputs[0]                        # every close below is refused
+    stop = threading.Event()
+    refused = [0]
+
+    def closer():
+        while not stop.is_set():
+            for change in (s.close, lambda: s.chain(0, 0)):
+                try:
+                    change()
+                except BufferError:
+                    refused[0] += 1
+
+    t = threading.Thread(target=closer, daemon=True)
+    t.start()
+    empty = reads = 0
+    deadline = time.monotonic() + 1.0
+    try:
+        while time.monotonic() < deadline or refused[0] < 50:
+            reads += 1
+            if len(s.inputs) != 1 or len(s.outputs) != 1:
+                empty += 1
+            if time.monotonic() > deadline + 20:
+                break
+    finally:
+        stop.set()
+        t.join(20)
+    assert not t.is_alive()
+    assert refused[0] >= 50 and empty == 0, (reads, empty, refused[0])
+    del held
+    s.close()
+
+
+@pytest.mark.parametrize("platform", ["RK3588", "RV1106"])
+def test_a_failed_rebind_leaves_the_views_in_place(models, emu, platform):
+    # a bad fd (or a runtime refusal) after the view check left inputs/outputs empty for
+    # good: a frame written to `for v in s.inputs` went nowhere
+    m = models.open("tiny_relu", platform)
+    with m.zero_copy() as s:
+        with pytest.raises(ValueError, match="fd 0 is the character device /dev/null"):
+            s.bind_input_fd(0, 0)
+        with emu.injected("rknn_set_io_mem", 1, "RKNN_ERR_FAIL"), \
+                pytest.raises(rknnx.RKNNError, match="rknn_set_io_mem"):
+            s.chain(0, 0)
+        assert len(s.inputs) == 1 and len(s.outputs) == 1
+        for v in s.inputs:
+            v[...] = [[-1.0, 3.0]]
+        del v
+        s.run()
+        np.testing.assert_array_equal(s.outputs[0], [[0.0, 3.0]])
+    dyn = models.open("dynamic", platform)
+    if dyn.shape_sets:
+        with dyn.zero_copy() as s:
+            with emu.injected("rknn_set_input_shapes", 1, "RKNN_ERR_FAIL"), \
+                    pytest.raises(rknnx.RKNNError, match="rknn_set_input_shapes"):
+                s.set_shape_set(1)
+            assert len(s.inputs) == 1 and len(s.outputs) == 2
+
+
+EXIT_IN_FLIGHT = r"""
+import threading, time
+import numpy as np
+import rknnx
+from rknnx.emulator import samples
+from rknnx.emulator.control import EmulatorControl
+emu = EmulatorControl(rknnx.load_runtime("emulator")["path"])
+emu.set_platform(PLATFORM)
+emu.set_npu_time_us(3_000_000)
+m = rknnx.Model(samples.tiny_relu(target=PLATFORM))
+class Holder:
+    pass
+h = Holder()
+h.session = m.zero_copy()
+h.pool = rknnx.Pool(m, workers=1)
+h.self = h                                  # collected by the last gc, at exit
+threading.Thread(target=h.session.run, daemon=True).start()   # in flight at exit
+time.sleep(0.2)
+print("exiting", flush=True)
+"""
+
+
+@pytest.mark.parametrize("platform", ["RK3588", "RV1106"])
+def test_interpreter_exit_with_a_run_in_flight_does_not_hang(platform):
+    # a session collected at exit must not wait for a context its run, in a daemon thread
+    # stopped by the exit, holds for ever
+    from helpers import run_python
+
+    proc = run_python(f"PLATFORM = {platform!r}\n" + EXIT_IN_FLIGHT, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == ["exiting"]
