@@ -37,6 +37,14 @@ _FLOW_FUNCS = ("rknn_inputs_set", "rknn_outputs_get")
 _PASS = "pass_through"
 
 
+def core_mask(mask, where: str):
+    """`mask` as a ``CoreMask`` (TypeError for anything but a CoreMask or an int)."""
+    if isinstance(mask, bool) or not isinstance(mask, (int, np.integer)):
+        raise TypeError(f"{where}: a core mask is a rknnx.CoreMask (or its int value); got "
+                        f"{mask!r}")
+    return _ll.CoreMask(int(mask))
+
+
 def _check_raw(raw) -> bool:
     """`raw` as a bool (TypeError for anything but True/False)."""
     if raw is True or raw is False or isinstance(raw, np.bool_):
@@ -288,7 +296,7 @@ class Model:
             raise NotSupportedError(f"rknn_set_core_mask is not supported on {self.chip}: only "
                                     "RK3588 and RK3576 have several NPU cores", None,
                                     "rknn_set_core_mask")
-        mask = _ll.CoreMask(int(mask))
+        mask = core_mask(mask, "set_core_mask")
         with self._ctx_lock("set_core_mask"):
             # contexts made from now on get the mask when they are made, those made before
             # get it here (each call serialized with the context's runs by its own lock)
@@ -375,6 +383,9 @@ class Model:
     def _pass_through_check(self, pass_through: Sequence[bool]):
         """`as_input` for the inputs not passed through; a passed-through input is the
         model's own type, handed over as it is (the runtime checks its size)."""
+        if isinstance(pass_through, (str, bytes)) or not hasattr(pass_through, "__iter__"):
+            raise TypeError(f"pass_through needs one flag per input ({len(self.inputs)}), a "
+                            f"sequence of bools; got {pass_through!r}")
         flags = [bool(p) for p in pass_through]
         if len(flags) != len(self.inputs):
             raise ValueError(f"pass_through needs one flag per input ({len(self.inputs)}); "
@@ -519,6 +530,10 @@ class Model:
     @staticmethod
     def _check_out(out, specs) -> List[np.ndarray]:
         """`out` as a list, each array of the shape and dtype of its output (ValueError)."""
+        if isinstance(out, np.ndarray) or not isinstance(out, (list, tuple)):
+            raise ValueError(f"out= takes a list of arrays, one per output ({len(specs)}); "
+                             f"got {type(out).__name__}" +
+                             (" (put it in a list)" if isinstance(out, np.ndarray) else ""))
         out = list(out)
         if len(out) != len(specs):
             raise ValueError(f"out= needs {len(specs)} array(s), one per output; got {len(out)}")

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Iterator, List, Mapping, Optional, Sequence
 from rknnx import _guard
 from rknnx import lowlevel as _ll
 from rknnx.errors import NotSupportedError, RKNNError
+from rknnx.model import core_mask
 from rknnx.runtime import note_fallback
 
 __all__ = ["Pool"]
@@ -46,11 +47,24 @@ class _State:
     pool, never the pool): the idents of the worker threads, and why the workers must
     stop taking frames (None while the pool runs)."""
 
-    __slots__ = ("workers", "gone")
+    __slots__ = ("workers", "gone", "keep", "running", "lock")
 
     def __init__(self):
         self.workers: "set[int]" = set()
         self.gone: Optional[str] = None
+        # shutdown(wait=False): the pool, kept alive until its workers have run the frames
+        # queued before it (a pool dropped right after must still finish them)
+        self.keep: "Optional[Pool]" = None
+        self.running = 0                 # workers not yet stopped
+        self.lock = threading.Lock()
+
+    def stopped(self) -> None:
+        """A worker stops; the last one lets a pool kept by shutdown(wait=False) go."""
+        with self.lock:
+            self.running -= 1
+            last = self.running == 0
+        if last:
+            self.keep = None
 
 
 class _PoolFuture(Future):
@@ -145,7 +159,13 @@ class Pool:
         for k in range(len(self._contexts)):
             t = threading.Thread(target=_work, args=(ref, self._queue, self._state, k),
                                  daemon=True, name=f"rknnx-pool-{k}")
-            t.start()
+            with self._state.lock:
+                self._state.running += 1
+            try:
+                t.start()
+            except BaseException:
+                self._state.stopped()
+                raise
             self._threads.append(t)
             self._state.workers.add(t.ident)
         self._closed = False
@@ -153,14 +173,18 @@ class Pool:
     @staticmethod
     def _masks(model, workers, core_masks):
         if core_masks is not None:
-            masks = list(core_masks)
+            try:
+                masks = list(core_masks)
+            except TypeError:
+                raise TypeError(f"core_masks is a sequence of core masks, one per worker (or "
+                                f"in turn); got {core_masks!r}") from None
             if not masks:
                 raise ValueError("core_masks is empty; give one mask per worker (or in turn)")
             if not model.supports("rknn_set_core_mask"):
                 raise NotSupportedError(
                     f"core_masks: rknn_set_core_mask is not supported on {model.chip} (one NPU "
                     "core)", None, "rknn_set_core_mask")
-            return [_ll.CoreMask(int(masks[k % len(masks)])) for k in range(workers)]
+            return [core_mask(masks[k % len(masks)], "core_masks") for k in range(workers)]
         cores = _CORES.get(_NPU_CORES.get(model.chip, 1))
         if cores is None or workers == 1:
             return None
@@ -250,6 +274,13 @@ class Pool:
         self._check_usable("map")
         if self._closed:
             raise RuntimeError("map on a Pool that is shut down")
+        if not (raw is True or raw is False):
+            raise TypeError(f"raw must be True or False; got {raw!r}")
+        try:
+            frames = iter(frames)
+        except TypeError:
+            raise TypeError(f"map takes an iterable of frames; got {type(frames).__name__}") \
+                from None
         return self._map(frames, raw)
 
     def _map(self, frames, raw):
@@ -314,6 +345,8 @@ class Pool:
                         break
                     if job is not _STOP:
                         job.future.cancel()
+            if not wait:
+                self._state.keep = self  # until the workers are done (see _State)
             for _ in self._threads:
                 self._queue.put(_STOP)
         if wait:
@@ -372,6 +405,13 @@ def _snapshot(prepared, inputs) -> list:
 def _work(pool_ref, jobs: "queue.Queue", state: _State, k: int) -> None:
     """Worker `k`: take frames until told to stop or until its pool is gone (collected
     without a shutdown: it checks a weak reference, and the state, while idle)."""
+    try:
+        _take_frames(pool_ref, jobs, state, k)
+    finally:
+        state.stopped()
+
+
+def _take_frames(pool_ref, jobs: "queue.Queue", state: _State, k: int) -> None:
     while True:
         try:
             job = jobs.get(timeout=_IDLE_CHECK_S)

@@ -63,9 +63,11 @@ def _change(what: str):
                 self._check_open(what)
                 try:
                     return method(self, *args, **kwargs)
-                except BaseException:
+                except BaseException as exc:
                     # refused or failed (a bad fd, the runtime's refusal): the session's
-                    # own views, let go for the count, are made again over what is bound
+                    # own views, let go for the count, are made again over what is bound,
+                    # and those its frames held are not kept by the error
+                    _guard.forget_frames(exc)
                     if self._ctx is not None and not self._inputs and self._in_mems:
                         try:
                             self._views()
@@ -130,6 +132,12 @@ class ZeroCopySession:
             raise ValueError(f"outputs must be one of {_OUTPUT_KINDS}; got {outputs!r}")
         if inputs not in ("logical", "native"):
             raise ValueError(f"inputs must be 'logical' or 'native'; got {inputs!r}")
+        for name, value in (("cacheable", cacheable), ("sync", sync)):
+            if not (value is True or value is False):
+                raise TypeError(f"{name} must be True or False; got {value!r}")
+        if isinstance(flags, bool) or not isinstance(flags, (int, np.integer)):
+            raise TypeError(f"flags must be rknnx.lowlevel.InitFlag values (an int); got "
+                            f"{flags!r}")
         if inputs == "native" and input_dtypes is not None:
             raise ValueError("inputs='native' takes the model's own types: leave input_dtypes "
                              "out")
@@ -414,6 +422,13 @@ class ZeroCopySession:
         TypeError
             A `dtype` that is not a float type.
         """
+        try:
+            return self._read(index, dtype, layout, out)
+        except BaseException as exc:
+            _guard.forget_frames(exc)    # the views it held: not pinned by a kept error
+            raise
+
+    def _read(self, index, dtype, layout, out):
         self._check_open("read")
         outputs = self._outputs or self._settled("read")[1]
         self._check_index(index, len(outputs), "output")
@@ -557,8 +572,9 @@ class ZeroCopySession:
         sets = self._model.shape_sets
         if not sets:
             raise ValueError("set_shape_set: the model has fixed shapes")
-        if not isinstance(index, (int, np.integer)) or isinstance(index, bool) or \
-                not 0 <= index < len(sets):
+        if not isinstance(index, (int, np.integer)):
+            raise TypeError(f"shape set index must be an int; got {index!r}")
+        if isinstance(index, bool) or not 0 <= index < len(sets):
             raise IndexError(f"shape set {index!r} out of range: the model has {len(sets)}")
         if getattr(self, "_shape_set", None) == index and self._inputs:
             return
@@ -580,7 +596,9 @@ class ZeroCopySession:
 
     @staticmethod
     def _check_index(i: int, n: int, what: str) -> None:
-        if not isinstance(i, (int, np.integer)) or isinstance(i, bool) or not 0 <= i < n:
+        if not isinstance(i, (int, np.integer)):
+            raise TypeError(f"{what} index must be an int; got {i!r}")
+        if isinstance(i, bool) or not 0 <= i < n:
             raise IndexError(f"{what} index {i!r} out of range: the model has {n} {what}(s)")
 
     def _check_not_busy(self, what: str) -> None:

@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from helpers import live, model_bytes
+from helpers import bounded, live, model_bytes
 
 
 class Models:
@@ -28,7 +28,7 @@ class Models:
     def close_all(self):
         gc.collect()
         for m in reversed(self.opened):
-            m.close()
+            bounded(m.close, 60)         # a close that hangs fails the test, not the suite
         self.opened.clear()
         gc.collect()
 

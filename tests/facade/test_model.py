@@ -478,3 +478,24 @@ def test_a_dropped_model_is_freed_by_reference_counting(emu, platform):
         assert live(emu) == before
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("call, exc, message", [
+    (lambda m, x: m.set_core_mask(None), TypeError,
+     "set_core_mask: a core mask is a rknnx.CoreMask (or its int value); got None"),
+    (lambda m, x: m.set_core_mask("x"), TypeError,
+     "set_core_mask: a core mask is a rknnx.CoreMask (or its int value); got 'x'"),
+    (lambda m, x: m.run(x, out=np.empty((1, 2), np.float32)), ValueError,
+     "out= takes a list of arrays, one per output (1); got ndarray (put it in a list)"),
+    (lambda m, x: m.run(x, out=5), ValueError,
+     "out= takes a list of arrays, one per output (1); got int"),
+    (lambda m, x: m.run(x, pass_through=True), TypeError,
+     "pass_through needs one flag per input (1), a sequence of bools; got True"),
+])
+def test_model_arguments_say_what_is_wrong(models, call, exc, message):
+    # these raised "invalid literal for int()", "'bool' object is not iterable", or an
+    # out[0] shape error for a bare array (list() of an array is its rows)
+    m = models.open("tiny_relu")
+    with pytest.raises(exc) as ei:
+        call(m, np.zeros((1, 2), np.float32))
+    assert str(ei.value) == message

@@ -377,3 +377,48 @@ def test_model_close_races_sessions_and_pools_being_made(emu, platform):
         assert m.closed and live(emu) == before, (trial, live(emu))
     assert outcomes <= {"zero_copy on closed Model", "Pool on closed Model",
                         "submit on a Pool that is shut down"}, outcomes
+
+
+def test_shutdown_without_wait_then_dropped_still_finishes_the_queued_frames(emu):
+    # shutdown(wait=False) promises the queued frames; the pool dropped right after was
+    # collected and they failed ("the Pool was collected") instead
+    import gc
+
+    from helpers import live, model_bytes
+
+    before = live(emu)
+    m = rknnx.Model(model_bytes("tiny_relu"))
+    emu.set_npu_time_us(30_000)
+    pool = rknnx.Pool(m, workers=1, queue_size=8)
+    futures = [pool.submit(np.full((1, 2), k, np.float32)) for k in range(5)]
+    pool.shutdown(wait=False)
+    del pool
+    gc.collect()
+    assert [f.result(timeout=30)[0].tolist() for f in futures] == \
+        [[[float(k), float(k)]] for k in range(5)]
+    emu.set_npu_time_us(0)
+    deadline = time.monotonic() + 10
+    m.close()
+    while live(emu) != before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert live(emu) == before
+
+
+@pytest.mark.parametrize("call, exc, message", [
+    (lambda m, p: rknnx.Pool(m, 2, core_masks=["x"]), TypeError,
+     "core_masks: a core mask is a rknnx.CoreMask (or its int value); got 'x'"),
+    (lambda m, p: rknnx.Pool(m, 2, core_masks=5), TypeError,
+     "core_masks is a sequence of core masks, one per worker (or in turn); got 5"),
+    (lambda m, p: rknnx.Pool(m, 2, queue_size=0), ValueError,
+     "queue_size must be an int >= 1; got 0"),
+    (lambda m, p: p.map(5), TypeError, "map takes an iterable of frames; got int"),
+    (lambda m, p: p.map([], raw="yes"), TypeError, "raw must be True or False; got 'yes'"),
+    (lambda m, p: p.submit(np.zeros((1, 2), np.float32), raw=None), TypeError,
+     "raw must be True or False; got None"),
+])
+def test_pool_arguments_say_what_is_wrong(models, call, exc, message):
+    m = models.open("tiny_relu")
+    with rknnx.Pool(m, workers=1) as pool:
+        with pytest.raises(exc) as ei:
+            call(m, pool)
+    assert str(ei.value) == message

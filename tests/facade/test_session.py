@@ -552,3 +552,52 @@ def test_interpreter_exit_with_a_run_in_flight_does_not_hang(platform):
     proc = run_python(f"PLATFORM = {platform!r}\n" + EXIT_IN_FLIGHT, timeout=60)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == ["exiting"]
+
+
+@pytest.mark.parametrize("call, exc, message", [
+    (lambda m, s: m.zero_copy(cacheable="no"), TypeError,
+     "cacheable must be True or False; got 'no'"),
+    (lambda m, s: m.zero_copy(sync=None), TypeError, "sync must be True or False; got None"),
+    (lambda m, s: m.zero_copy(flags="x"), TypeError,
+     "flags must be rknnx.lowlevel.InitFlag values (an int); got 'x'"),
+    (lambda m, s: s.chain("0", 0), TypeError, "output index must be an int; got '0'"),
+    (lambda m, s: s.bind_input_fd(1.0, 0), TypeError, "input index must be an int; got 1.0"),
+    (lambda m, s: s.read(None), TypeError, "output index must be an int; got None"),
+])
+def test_session_arguments_say_what_is_wrong(models, call, exc, message):
+    # "cacheable='no'" was taken as True; a str index said "out of range"
+    m = models.open("tiny_relu")
+    with m.zero_copy() as s:
+        with pytest.raises(exc) as ei:
+            call(m, s)
+    assert str(ei.value) == message
+
+
+@pytest.mark.parametrize("kind", ["float32", "native"])
+def test_a_kept_error_of_read_or_a_rebind_does_not_pin_the_views(models, emu, kind):
+    # read() held a view in its frame: the error's traceback kept it and close() refused
+    # for as long as the caller kept the error
+    from helpers import live
+
+    m = models.open("multi_io")
+    before = live(emu)
+    s = m.zero_copy(outputs=kind)
+    s.run()
+    errors = []
+    shape = s.read(0).shape
+    unaligned = np.zeros(int(np.prod(shape)) * 4 + 1, np.uint8)[1:].view(np.float32)
+    bad = [np.zeros((3, 3), np.float32)]
+    if kind == "native":                       # refused by the kernel, views in hand
+        bad.append(unaligned.reshape(shape))
+    for out in bad:
+        try:
+            s.read(0, out=out)
+        except ValueError as e:
+            errors.append(e)
+    try:
+        s.bind_input_fd(0, 0)                  # /dev/null: refused after the view check
+    except ValueError as e:
+        errors.append(e)
+    assert len(errors) == len(bad) + 1, errors
+    s.close()                                  # the errors are still held
+    assert live(emu) == before
