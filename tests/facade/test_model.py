@@ -314,6 +314,7 @@ emu.set_platform(platform)
 m = rknnx.Model(samples.tiny_relu(target=platform))
 x = np.array([[-1.0, 2.0]], np.float32)
 m.run(x)
+s = m.zero_copy()
 emu.set_npu_time_us(500_000)
 t = threading.Thread(target=m.run, args=(x,))
 t.start()
@@ -325,7 +326,9 @@ if pid == 0:
     os.close(r)
     lines = []
     for name, call in [("run", lambda: m.run(x)), ("close", m.close),
-                       ("zero_copy", m.zero_copy), ("set_core_mask", lambda: m.set_core_mask(1))]:
+                       ("zero_copy", m.zero_copy), ("set_core_mask", lambda: m.set_core_mask(1)),
+                       ("session inputs", lambda: s.inputs), ("session read", lambda: s.read(0)),
+                       ("session run", s.run), ("session close", s.close)]:
         try:
             call()
             lines.append(f"{name}: no error")
@@ -350,6 +353,7 @@ print(os.read(r, 65536).decode(), end="")
 t.join()
 emu.set_npu_time_us(0)
 print("parent", m.run(x)[0].tolist())
+s.close()
 m.close()
 print("live", emu.counters()["live_contexts"], emu.counters()["live_mems"])
 """
@@ -365,7 +369,8 @@ def test_fork_while_a_thread_runs_the_model(platform):
     assert proc.returncode == 0, (proc.stdout, proc.stderr[-2000:])
     assert proc.stdout.splitlines() == [
         "run: refused", "close: refused", "zero_copy: refused", "set_core_mask: refused",
-        "parent [[0.0, 2.0]]", "live 0 0"], proc.stdout
+        "session inputs: refused", "session read: refused", "session run: refused",
+        "session close: refused", "parent [[0.0, 2.0]]", "live 0 0"], proc.stdout
 
 
 @pytest.mark.parametrize("raw", [None, "yes", 2, 0.0])
@@ -499,3 +504,41 @@ def test_model_arguments_say_what_is_wrong(models, call, exc, message):
     with pytest.raises(exc) as ei:
         call(m, np.zeros((1, 2), np.float32))
     assert str(ei.value) == message
+
+
+SIGNAL = r"""
+import signal
+import numpy as np
+import rknnx
+from rknnx.emulator import samples
+from rknnx.emulator.control import EmulatorControl
+emu = EmulatorControl(rknnx.load_runtime("emulator")["path"])
+m = rknnx.Model(samples.tiny_relu())
+x = np.array([[-1.0, 2.0]], np.float32)
+seen = []
+
+def handler(signum, frame):
+    try:
+        m.run(x)
+        seen.append("no error")
+    except RuntimeError as e:
+        seen.append(str(e).split(" (")[0])
+
+signal.signal(signal.SIGALRM, handler)
+emu.set_npu_time_us(300_000)
+signal.setitimer(signal.ITIMER_REAL, 0.05)      # fires while the run holds the model
+print(m.run(x)[0].tolist())
+emu.set_npu_time_us(0)
+print(seen)
+m.close()
+"""
+
+
+def test_a_signal_handler_calling_the_running_model_is_refused():
+    # a handler runs in the thread whose run() holds the model's lock: it waited for ever
+    from helpers import run_python
+
+    proc = run_python(SIGNAL, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == [
+        "[[0.0, 2.0]]", "['run: the Model is busy in this thread']"], proc.stdout
