@@ -613,8 +613,20 @@ class Model:
         """A :class:`~rknnx.session.ZeroCopySession` on a context of its own; see there for
         the options.  The model may go on running the general flow meanwhile."""
         internal = options.pop("_internal", False)
+        self._check_not_in_call("zero_copy")
         with self._ctx_lock("zero_copy"):
             return self._open_session(internal, options)
+
+    def _check_not_in_call(self, what: str, *, running: bool = False) -> None:
+        """RuntimeError inside a call on the model's context (a custom op callback), or with
+        `running` inside one of its runs: a new context is made from that context (and
+        waits for _ctx_lock, which a thread making one holds while it waits for that
+        context: a deadlock); close() would wait for the run it is called from."""
+        if (running and self._lock.held_here()) or \
+                (self._ctx is not None and self._ctx.busy_in_this_thread):
+            raise RuntimeError(f"{what}: the Model is busy in this thread (a call on it is "
+                               "running a custom op callback, which is where this was called "
+                               "from); such code cannot call back into the Model")
 
     def _check_not_closing(self, what: str) -> None:
         """ValueError once close() has begun (the caller holds _ctx_lock): a context made
@@ -665,13 +677,8 @@ class Model:
         """
         if self._ctx is None or self._ctx.closed:
             return
-        lock = self._lock
-        _guard.check_process(self, lock.pid)
-        if lock.held_here() or self._ctx.busy_in_this_thread:
-            lock.check("close")          # re-entry from a call the model is running
-            raise RuntimeError("close: the Model is busy in this thread (a call on it is "
-                               "running a custom op callback, which is where this was "
-                               "called from); such code cannot call back into the Model")
+        _guard.check_process(self, self._lock.pid)
+        self._check_not_in_call("close", running=True)
         with self._ctx_lock("close"):
             self._closing = True         # sessions and pools being made are made by now
         try:

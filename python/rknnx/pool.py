@@ -138,6 +138,7 @@ class Pool:
         self._masks_of = masks
         # made whole under the model's context lock: a Model.close() that begins meanwhile
         # waits for it, then finds it among the model's pools
+        model._check_not_in_call("Pool")
         with model._ctx_lock("Pool"):
             model._check_not_closing("Pool")
             try:

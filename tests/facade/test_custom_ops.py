@@ -252,6 +252,8 @@ def attempt(name, run, do):
 run = lambda: m.run(x)
 attempt("model run in model run", run, run)
 attempt("model close in model run", run, m.close)
+attempt("zero_copy in model run", run, m.zero_copy)
+attempt("Pool in model run", run, lambda: rknnx.Pool(m, workers=1))
 s = m.zero_copy()
 s.inputs[0][...] = x
 attempt("session close in session run", s.run, s.close)
@@ -291,15 +293,17 @@ def test_a_callback_calling_its_own_model_session_or_pool_is_refused_not_deadloc
     proc = run_python(REENTRY, timeout=90)
     assert proc.returncode == 0, (proc.stdout, proc.stderr[-3000:])
     lines = proc.stdout.splitlines()
-    assert lines[:5] == [
+    assert lines[:7] == [
         "model run in model run: RuntimeError: run: the Model is busy in this thread",
         "model close in model run: RuntimeError: close: the Model is busy in this thread",
+        "zero_copy in model run: RuntimeError: zero_copy: the Model is busy in this thread",
+        "Pool in model run: RuntimeError: Pool: the Model is busy in this thread",
         "session close in session run: RuntimeError: close: the ZeroCopySession is busy in "
         "this thread",
         "model close in session run: RuntimeError: close: the ZeroCopySession is busy in "
         "this thread",
         "model run in session run: no error"], lines
-    assert lines[5:] == [
+    assert lines[7:] == [
         "pool shutdown in a worker: RuntimeError: shutdown: called from a worker of the Pool",
         "pool submit in a worker: RuntimeError: submit: called from a worker of the Pool",
         "pool result in a worker: RuntimeError: a worker of a Pool",
