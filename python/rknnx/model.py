@@ -713,6 +713,23 @@ class Model:
             self._last_ctx = None
             self._ctx.close()
 
+    async def run_async(self, *inputs, raw: bool = False,
+                        out: Optional[Sequence[np.ndarray]] = None,
+                        data_format: Optional[str] = None,
+                        pass_through: Optional[Sequence[bool]] = None) -> List[np.ndarray]:
+        """``await``-able :meth:`run`: it runs on a worker thread of the event loop's
+        executor (the NPU call releases the GIL), so the loop goes on meanwhile.  Errors
+        raise at the ``await``; cancelling the awaiting task raises CancelledError there at
+        once, while a run already on the NPU ends and its result is discarded.  Several
+        frames in parallel: :meth:`rknnx.Pool.run_async`.
+
+        .. versionadded:: 0.1.0
+        """
+        from rknnx._aio import model_run_async
+
+        return await model_run_async(self, *inputs, raw=raw, out=out, data_format=data_format,
+                                     pass_through=pass_through)
+
     def __enter__(self) -> "Model":
         return self
 

@@ -262,6 +262,23 @@ class Pool:
             self._queue.put(_Job(future, prepared, raw, data_format))
         return future
 
+    async def run_async(self, *inputs, raw: bool = False,
+                        data_format: Optional[str] = None) -> List[Any]:
+        """``await``-able :meth:`submit`: the outputs of one frame, the event loop free
+        meanwhile (a full queue is waited for on a worker thread, not on the loop).
+        Errors raise at the ``await``; cancelling the awaiting task drops the frame if no
+        worker has taken it (one on the NPU runs to its end, its result discarded).
+
+        .. versionadded:: 0.1.0
+        """
+        from rknnx._aio import pool_run_async
+
+        return await pool_run_async(self, *inputs, raw=raw, data_format=data_format)
+
+    def queue_full(self) -> bool:
+        """Whether :meth:`submit` would wait for room in the queue now."""
+        return self._queue.full()
+
     def map(self, frames: Iterable[Any], *, raw: bool = False) -> Iterator[List[Any]]:
         """Run every frame (an array, or a tuple of arrays for a multi-input model) and yield
         the outputs in the order of `frames`, keeping at most ``queue_size + workers``
