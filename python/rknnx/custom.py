@@ -19,7 +19,9 @@ define ``init`` / ``prepare`` / ``destroy``.
 
 :func:`register` installs operators on a :class:`rknnx.lowlevel.Context` (built on
 ``Context.register_custom_ops``).  An exception raised by an operator makes the run fail
-and is re-raised from ``run()``, chained from the runtime's error.  The RV1106/RV1103
+and is re-raised from ``run()``, chained from the runtime's error; the locals of the
+operator's frames are cleared from its traceback (they held views of the context's memory,
+which a kept error would pin: ``close()`` would refuse).  The RV1106/RV1103
 family and RK2118 have no custom operators: there :func:`register` raises
 :class:`rknnx.NotSupportedError`.
 """

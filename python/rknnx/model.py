@@ -37,7 +37,7 @@ _FLOW_FUNCS = ("rknn_inputs_set", "rknn_outputs_get")
 _PASS = "pass_through"
 
 
-def core_mask(mask, where: str):
+def as_core_mask(mask, where: str):
     """`mask` as a ``CoreMask`` (TypeError for anything but a CoreMask or an int)."""
     if isinstance(mask, bool) or not isinstance(mask, (int, np.integer)):
         raise TypeError(f"{where}: a core mask is a rknnx.CoreMask (or its int value); got "
@@ -296,7 +296,7 @@ class Model:
             raise NotSupportedError(f"rknn_set_core_mask is not supported on {self.chip}: only "
                                     "RK3588 and RK3576 have several NPU cores", None,
                                     "rknn_set_core_mask")
-        mask = core_mask(mask, "set_core_mask")
+        mask = as_core_mask(mask, "set_core_mask")
         with self._ctx_lock("set_core_mask"):
             # contexts made from now on get the mask when they are made, those made before
             # get it here (each call serialized with the context's runs by its own lock)

@@ -22,7 +22,7 @@ from typing import Any, Iterable, Iterator, List, Mapping, Optional, Sequence
 from rknnx import _guard
 from rknnx import lowlevel as _ll
 from rknnx.errors import NotSupportedError, RKNNError
-from rknnx.model import core_mask
+from rknnx.model import as_core_mask
 from rknnx.runtime import note_fallback
 
 __all__ = ["Pool"]
@@ -185,7 +185,7 @@ class Pool:
                 raise NotSupportedError(
                     f"core_masks: rknn_set_core_mask is not supported on {model.chip} (one NPU "
                     "core)", None, "rknn_set_core_mask")
-            return [core_mask(masks[k % len(masks)], "core_masks") for k in range(workers)]
+            return [as_core_mask(masks[k % len(masks)], "core_masks") for k in range(workers)]
         cores = _CORES.get(_NPU_CORES.get(model.chip, 1))
         if cores is None or workers == 1:
             return None

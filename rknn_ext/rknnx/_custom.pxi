@@ -98,7 +98,8 @@ cdef class CustomOp:
     Notes
     -----
     A callback's exception makes the runtime call fail; the binding re-raises it, chained
-    from the :class:`RKNNError` of that call.  A callback must not call its own context
+    from the :class:`RKNNError` of that call, with the locals of the callback's frames
+    cleared (they held its views, which the kept error would otherwise keep alive).  A callback must not call its own context
     (``RuntimeError``: the context is busy running it).
 
     .. versionadded:: 0.1.0
