@@ -33,6 +33,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "Model": "rknnx.model",
     "Perf": "rknnx.model",
+    "PerfRow": "rknnx.model",
     "ZeroCopySession": "rknnx.session",
     "Pool": "rknnx.pool",
     "TensorInfo": "rknnx._tensors",
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
     from rknnx.custom import CustomOperator, custom_op
     from rknnx.linalg import Matmul, matmul
     from rknnx.lowlevel import CoreMask, InitFlag
-    from rknnx.model import Model, Perf
+    from rknnx.model import Model, Perf, PerfRow
     from rknnx.pool import Pool
     from rknnx.runtime import emulator_path, load_runtime, runtime_info
     from rknnx.session import ZeroCopySession

@@ -17,18 +17,21 @@ import sys as _sys
 import warnings
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from rknnx import _guard
 from rknnx import lowlevel as _ll
 from rknnx import platforms as _platforms
-from rknnx._tensors import TensorInfo, as_input, describe, set_shapes, shapes_str
+from rknnx._tensors import TensorInfo, as_input, default_dtype, describe, set_shapes, shapes_str
 from rknnx.errors import NotSupportedError, RKNNError
 from rknnx.runtime import chip_of, note_fallback
 
-__all__ = ["Model", "Perf"]
+if TYPE_CHECKING:
+    from rknnx.session import ZeroCopySession
+
+__all__ = ["Model", "Perf", "PerfRow"]
 
 ModelSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
 
@@ -58,13 +61,65 @@ def _writable_c(a: np.ndarray) -> bool:
 
 
 @dataclass(frozen=True)
+class PerfRow:
+    """One layer of the runtime's per-layer table: its ``id``, operator type ``op``,
+    ``name`` and ``time_us``."""
+
+    id: int
+    op: str
+    name: str
+    time_us: int
+
+
+@dataclass(frozen=True)
 class Perf:
     """Timing of the last run: ``run_us`` (the NPU's time, microseconds) and ``detail``
-    (the runtime's per-layer table, or None unless the model was opened with
-    ``perf=True``)."""
+    (the runtime's per-layer table as text, or None unless the model was opened with
+    ``perf=True``); :attr:`rows` has the table parsed."""
 
     run_us: int
     detail: Optional[str]
+
+    @property
+    def rows(self) -> List[PerfRow]:
+        """The per-layer table as rows (``[]`` without ``perf=True``).  Columns are found
+        by their headers (``ID``, ``OpType``, ``Name`` or ``FullName``, ``Time(us)``), so
+        the emulator's table and a board's wider one both parse."""
+        return _perf_rows(self.detail or "")
+
+
+def _perf_rows(text: str) -> List[PerfRow]:
+    rows: List[PerfRow] = []
+    header: List[str] = []
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        if "OpType" in parts and any(p.startswith("Time(us)") for p in parts):
+            header = parts
+            continue
+        if not header or not parts[0].isdigit() or len(parts) < 3:
+            continue
+        col = {h: k for k, h in enumerate(header)}
+        t = col.get("Time(us)")
+        name_col = col.get("Name", col.get("FullName"))
+        time_tok = parts[t] if t is not None and len(parts) == len(header) else None
+        if time_tok is None or not time_tok.isdigit():
+            nums = [p for p in parts[2:] if p.isdigit()]
+            time_tok = nums[-1] if nums else "0"
+        name = (parts[name_col] if name_col is not None and len(parts) == len(header)
+                else parts[-1] if len(parts) > 3 else parts[1])
+        rows.append(PerfRow(int(parts[0]), parts[col.get("OpType", 1)]
+                            if len(parts) == len(header) else parts[1], name, int(time_tok)))
+    return rows
+
+
+def perf_of(ctx, collected: bool) -> Perf:
+    """The Perf of the last run on `ctx` (``PERF_RUN``, and ``PERF_DETAIL`` when the
+    context collects it)."""
+    run = ctx.query(_QUERY.PERF_RUN)
+    detail = ctx.query(_QUERY.PERF_DETAIL).text if collected else None
+    return Perf(int(run.run_duration), detail)
 
 
 def _source_of(source: ModelSource) -> Tuple[bytes, Optional[str]]:
@@ -134,6 +189,32 @@ class Model:
         No such model file.
     RKNNError
         The runtime refused the model (``ModelInvalidError`` for a corrupt file ...).
+
+    Attributes
+    ----------
+    inputs, outputs : tuple of rknnx.TensorInfo
+        The model's tensors: name, shape and layout, dtype, quantization, native layout
+        (a dynamic model's: its largest shape set).
+    chip : str or None
+        The chip the model runs on ("RK3588" ...; the emulator's personality).
+    dynamic : bool
+        Several input shape sets (:attr:`shape_sets`); :meth:`run` picks one per call.
+    shape_sets : list of tuples of shapes
+        One tuple of input shapes per set ([] for a static model).
+    sdk_version, driver_version : str
+        The runtime's and the NPU driver's versions ("" if the runtime does not say).
+    mem_size : MemSize or None
+        Weight, internal and DMA bytes (None if the runtime does not say).
+    custom_string : str
+        The string the model was converted with.
+    path : str or None
+        The file the model was read from (None for bytes).
+    notes : list of str
+        Facts the runtime refused to give (optional queries), with its reasons.
+    closed : bool
+        Whether :meth:`close` ran.
+    frame_id, perf
+        The last run's frame id and timing.
 
     Notes
     -----
@@ -216,6 +297,10 @@ class Model:
         self._fast_formats = (layouts | {f.lower() for f in layouts}) if len(layouts) <= 2 and \
             layouts <= {"NHWC", "NCHW"} and (len(layouts) == 1 or not any(
                 len(t.shape) == 4 for t in self.inputs)) else set()
+        # the inputs that take uint8 pixels (the model normalizes): the first float array
+        # given to one is checked for a 0..1 range once (a common first mistake)
+        self._pixel_inputs = [t.index for t in self.inputs
+                              if default_dtype(t) == np.uint8 and len(t.shape) == 4]
         self._fast_out = {False: [(t.shape, np.dtype(np.float32)) for t in self.outputs],
                           True: [(t.shape, t.dtype) for t in self.outputs]}
 
@@ -272,14 +357,18 @@ class Model:
         """Timing of the last run (``RKNN_QUERY_PERF_RUN``, and ``PERF_DETAIL`` with
         ``perf=True``).  Raises ValueError before the first run."""
         self._check_open("perf")
+        collected = bool(self._flags & int(_ll.InitFlag.COLLECT_PERF_MASK))
         ctx = self._last_ctx
         if ctx is None or ctx.closed:
-            raise ValueError("perf: the model has not run yet")
-        run = ctx.query(_QUERY.PERF_RUN)
-        detail = None
-        if self._flags & int(_ll.InitFlag.COLLECT_PERF_MASK):
-            detail = ctx.query(_QUERY.PERF_DETAIL).text
-        return Perf(int(run.run_duration), detail)
+            # the zero-copy flow: a session of the model that has run
+            for s in list(self._sessions):
+                if not s.closed:
+                    try:
+                        return s.perf
+                    except (RKNNError, ValueError):
+                        continue
+            raise ValueError("perf: the model has not run yet (neither run() nor a session)")
+        return perf_of(ctx, collected)
 
     # -- configuration ---------------------------------------------------------------------
     def set_core_mask(self, mask) -> None:
@@ -340,6 +429,22 @@ class Model:
         return ctx
 
     # -- the general flow -----------------------------------------------------------------
+    def _check_pixel_range(self, inputs) -> None:
+        """Warn once if the first float array for a pixel input lies in 0..1: the model
+        expects 0..255 (its mean/std normalization is inside it)."""
+        for i in self._pixel_inputs:
+            a = inputs[i] if i < len(inputs) else None
+            if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.size:
+                self._pixel_inputs = []          # once per model
+                lo, hi = float(np.min(a)), float(np.max(a))
+                if 0.0 <= lo and hi <= 1.0 and not np.array_equal(a, np.round(a)):
+                    warnings.warn(
+                        f"input {i} ({self.inputs[i].name!r}) takes pixels in 0..255 (the "
+                        f"model normalizes them itself), but this float array is in "
+                        f"{lo:g}..{hi:g}: pass the image before scaling (e.g. uint8)",
+                        UserWarning, stacklevel=3)
+                return
+
     def _arrays(self, inputs: Sequence[Any]) -> List[Any]:
         if len(inputs) == 1 and isinstance(inputs[0], Mapping):
             by_name = dict(inputs[0])
@@ -354,6 +459,11 @@ class Model:
             return [by_name[n] for n in names]
         if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)) and len(self.inputs) > 1:
             inputs = tuple(inputs[0])
+        elif len(inputs) == 1 and isinstance(inputs[0], (list, tuple)) and inputs[0] and \
+                all(isinstance(x, np.ndarray) for x in inputs[0]):
+            raise TypeError("inputs are positional arrays: model.run(image), not "
+                            "model.run([image]) (RKNNLite's inference() takes a list; "
+                            "rknnx.lite.RKNNLite does too)")
         if len(inputs) != len(self.inputs):
             raise ValueError(f"the model has {len(self.inputs)} input(s) "
                              f"({', '.join(t.name for t in self.inputs)}); got {len(inputs)}")
@@ -449,6 +559,8 @@ class Model:
         RKNNError
             The runtime failed (the subclass of its status).
         """
+        if self._pixel_inputs:
+            self._check_pixel_range(inputs)
         fast = self._fast_shapes
         if fast is not None and (data_format is None or data_format in self._fast_formats) \
                 and pass_through is None and len(inputs) == len(fast):
@@ -609,13 +721,17 @@ class Model:
         return out
 
     # -- the zero-copy flow ---------------------------------------------------------------
-    def zero_copy(self, **options):
-        """A :class:`~rknnx.session.ZeroCopySession` on a context of its own; see there for
-        the options.  The model may go on running the general flow meanwhile."""
-        internal = options.pop("_internal", False)
+    def zero_copy(self, *, outputs: str = "float32", input_dtypes: Any = None,
+                  cacheable: bool = True, flags: int = 0, sync: bool = True,
+                  inputs: str = "logical", _internal: bool = False) -> "ZeroCopySession":
+        """A :class:`~rknnx.session.ZeroCopySession` on a context of its own (the options
+        are the session's: see there).  The model may go on running the general flow
+        meanwhile."""
+        options = dict(outputs=outputs, input_dtypes=input_dtypes, cacheable=cacheable,
+                       flags=flags, sync=sync, inputs=inputs)
         self._check_not_in_call("zero_copy")
         with self._ctx_lock("zero_copy"):
-            return self._open_session(internal, options)
+            return self._open_session(_internal, options)
 
     def _check_not_in_call(self, what: str, *, running: bool = False) -> None:
         """RuntimeError inside a call on the model's context (a custom op callback), or with

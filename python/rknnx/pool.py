@@ -111,6 +111,13 @@ class Pool:
     ...     for outputs in pool.map(frames):                   # in submission order
     ...         ...
 
+    Attributes
+    ----------
+    model : rknnx.Model
+        The model whose weights the workers share.
+    workers : int
+        The number of workers (contexts, one thread each).
+
     Raises
     ------
     ValueError

@@ -117,6 +117,18 @@ class ZeroCopySession:
         With ``DISABLE_FLUSH_*`` flags: sync automatically (True) or leave it to
         :meth:`sync_inputs` / :meth:`sync_outputs` (False).
 
+    Attributes
+    ----------
+    inputs, outputs : tuple of numpy.ndarray
+        Views of the NPU memory bound to each input and output (made anew by a shape-set
+        switch or a rebind: take them again).
+    output_kind, input_kind : str
+        What the views hold (the `outputs` and `inputs` options).
+    closed : bool
+        Whether :meth:`close` ran.
+    perf : rknnx.Perf
+        Timing of the last :meth:`run`.
+
     Raises
     ------
     ValueError
@@ -311,7 +323,8 @@ class ZeroCopySession:
             if self._ctx is not None and self._in_mems:
                 self._views()
             raise BufferError(f"{n} buffer view(s) of the session's memory still exported; "
-                              "delete the numpy arrays first (nothing was changed)")
+                              "delete the numpy arrays first, or keep a .copy() of what "
+                              "must outlive the session (nothing was changed)")
 
     def _cached(self, mem) -> bool:
         """Whether `mem` goes through the CPU cache (all but non-cacheable allocations)."""
@@ -379,6 +392,65 @@ class ZeroCopySession:
         ctx.run()
         for m in self._sync_out:
             m.sync(_FROM)
+
+    def write(self, index: int, array) -> None:
+        """Write `array` into input `index`, checked: the shape in the model's layout or
+        the other of NHWC/NCHW (transposed), and the values converted only where nothing
+        is lost (an integer view takes integers in its range; a float view takes any
+        numbers).  ``session.inputs[i][...] = array`` casts silently (a float image of
+        0..1 into a uint8 view becomes zeros); this refuses what would change the data.
+
+        Raises
+        ------
+        ValueError
+            A shape that fits neither layout, values out of the view's range, or floats
+            with fractions into an integer view (say ``input_dtypes=np.float32`` for
+            float views, the runtime converts on the NPU).
+        """
+        self._check_open("write")
+        self._check_index(index, len(self._model.inputs), "input")
+        view = self.inputs[index]
+        a = np.asarray(array)
+        if a.shape != view.shape and a.ndim == 4 and view.ndim == 4:
+            for perm in ((0, 2, 3, 1), (0, 3, 1, 2)):
+                if a.transpose(perm).shape == view.shape:
+                    a = a.transpose(perm)
+                    break
+        if a.shape != view.shape and a.size == view.size and a.ndim == view.ndim - 1:
+            a = a.reshape(view.shape)                    # HWC for a batch of one
+        if a.shape != view.shape:
+            raise ValueError(f"input {index}: shape {a.shape} does not fit the view "
+                             f"{view.shape} (either layout)")
+        if view.dtype.kind in "iu" and a.dtype != view.dtype:
+            info = np.iinfo(view.dtype)
+            if a.dtype.kind == "f" and a.size and not np.array_equal(a, np.round(a)):
+                raise ValueError(f"input {index}: float values with fractions into a "
+                                 f"{view.dtype} view would be truncated; open the session "
+                                 f"with input_dtypes=np.float32 for float views, or scale "
+                                 f"the data to {info.min}..{info.max} first")
+            if a.size and (a.min() < info.min or a.max() > info.max):
+                raise ValueError(f"input {index}: values {a.min()}..{a.max()} do not fit "
+                                 f"the {view.dtype} view ({info.min}..{info.max})")
+        view[...] = a
+
+    @property
+    def perf(self):
+        """Timing of the session's last :meth:`run`: a :class:`rknnx.Perf` (``run_us``;
+        ``detail`` and its parsed ``rows`` when the model was opened with ``perf=True``).
+
+        Raises
+        ------
+        ValueError
+            A closed session.
+        RKNNError
+            Before the first run (the runtime has no timing yet), or on a chip without
+            perf queries (RV1106 family: NotSupportedError).
+        """
+        from rknnx.model import perf_of
+
+        self._check_open("perf")
+        return perf_of(self._ctx, bool(int(self._ctx.flags)
+                                       & int(_ll.InitFlag.COLLECT_PERF_MASK)))
 
     def sync_inputs(self) -> None:
         """Clean the CPU cache of every cacheable input (``rknn_mem_sync(TO_DEVICE)``)."""

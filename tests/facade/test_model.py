@@ -445,8 +445,9 @@ def test_an_error_inside_with_wins_over_a_failed_close(emu):
     if hasattr(ei.value, "add_note"):
         assert ei.value.__notes__ == [
             "(the Model was not closed on leaving the `with` block: 1 buffer view(s) of the "
-            "session's memory still exported; delete the numpy arrays first (nothing was "
-            "changed); it is closed when collected)"]
+            "session's memory still exported; delete the numpy arrays first, or keep a "
+            ".copy() of what must outlive the session (nothing was changed); it is closed "
+            "when collected)"]
     assert not m.closed
     del view, ei
     m.close()                                  # the user may still close it ...
@@ -542,3 +543,20 @@ def test_a_signal_handler_calling_the_running_model_is_refused():
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == [
         "[[0.0, 2.0]]", "['run: the Model is busy in this thread']"], proc.stdout
+
+
+def test_first_mistakes_get_a_hint(models):
+    """The RKNNLite habit run([img]) says inputs are positional; a float image scaled to
+    0..1 into a pixel model warns once (the model expects 0..255)."""
+    m = models.open("classifier", "RK3588")
+    img = np.zeros((1, 224, 224, 3), np.uint8)
+    with pytest.raises(TypeError, match=r"inputs are positional arrays: model.run\(image\), "
+                                        r"not model.run\(\[image\]\)"):
+        m.run([img])
+    scaled = np.random.default_rng(0).random((1, 224, 224, 3)).astype(np.float32)
+    with pytest.warns(UserWarning, match=r"takes pixels in 0..255 .* this float array is "
+                                         r"in \S+\.\.0\.9\d+: pass the image before scaling"):
+        m.run(scaled)
+    m.run(scaled)                     # once per model: no second warning (warnings=error)
+    m2 = models.open("classifier", "RK3588")
+    m2.run(scaled * 255)              # a float image in 0..255: no warning

@@ -163,8 +163,9 @@ def test_a_refused_change_leaves_the_session_as_it_was(models, emu):
     view = s.outputs[0]
     for change in (lambda: s.set_shape_set(2), s.close):
         with pytest.raises(BufferError, match=r"1 buffer view\(s\) of the session's memory still "
-                                              r"exported; delete the numpy arrays first "
-                                              r"\(nothing was changed\)"):
+                                              r"exported; delete the numpy arrays first, "
+                                              r"or keep a \.copy\(\) of what must outlive "
+                                              r"the session \(nothing was changed\)"):
             change()
         assert not s.closed and len(s.inputs) == 1 and len(s.outputs) == 2
     x = np.random.default_rng(0).integers(0, 256, m.shape_sets[0][0], dtype=np.uint8)
@@ -601,3 +602,54 @@ def test_a_kept_error_of_read_or_a_rebind_does_not_pin_the_views(models, emu, ki
     assert len(errors) == len(bad) + 1, errors
     s.close()                                  # the errors are still held
     assert live(emu) == before
+
+
+def test_session_perf_and_model_perf_after_a_session(models, emu):
+    """The zero-copy flow has perf too: the session's last run, and Model.perf when only a
+    session ran; the per-layer table is parsed into rows (op, name, time)."""
+    from rknnx.model import _perf_rows
+
+    m = models.open("classifier", "RK3588", perf=True)
+    img = np.zeros((1, 224, 224, 3), np.uint8)
+    with pytest.raises(ValueError, match="has not run yet"):
+        m.perf
+    with m.zero_copy() as s:
+        with pytest.raises(rknnx.RKNNError, match="valid only after rknn_run"):
+            s.perf
+        s.inputs[0][...] = img
+        s.run()
+        p = s.perf
+        assert p.run_us >= 0 and "Operator Time Consuming Table" in p.detail
+        assert [r.op for r in p.rows] == ["conv2d"] * 5 + ["reshape", "dense"]
+        assert [r.name for r in p.rows][:2] == ["conv2d_0", "conv2d_1"] and \
+            all(r.time_us >= 0 for r in p.rows)
+        assert m.perf.detail == p.detail
+    # a board's wider table parses by its headers
+    board = ("ID   OpType   DataType Target InputShape   OutputShape  Cycles(DDR/NPU/Total)  "
+             "Time(us)  MacUsage(%)  WorkLoad(0/1/2)  RW(KB)  FullName\n"
+             "1    InputOperator  UINT8  CPU  \\        (1,3,640,640)  0/0/0  7  \\  "
+             "100.0%/0.0%/0.0%  0  InputOperator:images\n"
+             "2    ConvRelu  UINT8  NPU  (1,3,640,640)  (1,16,320,320)  1/2/3  1453  "
+             "4.54/4.54/4.54  33.3%/33.3%/33.3%  1215  Conv:/model.0/conv/Conv\n")
+    rows = _perf_rows(board)
+    assert [(r.id, r.op, r.name, r.time_us) for r in rows] == [
+        (1, "InputOperator", "InputOperator:images", 7),
+        (2, "ConvRelu", "Conv:/model.0/conv/Conv", 1453)]
+
+
+def test_write_converts_or_refuses(models):
+    """session.write is the checked alternative to inputs[i][...] = array."""
+    m = models.open("classifier", "RK3588")
+    with m.zero_copy() as s:
+        img = np.random.default_rng(1).integers(0, 256, (1, 224, 224, 3), dtype=np.uint8)
+        s.write(0, img.transpose(0, 3, 1, 2).astype(np.float32))     # NCHW floats, integral
+        assert np.array_equal(s.inputs[0], img)
+        s.write(0, img[0])                                            # HWC: a batch of one
+        with pytest.raises(ValueError, match="fractions into a uint8 view would be "
+                                             "truncated; open the session with input_dtypes"):
+            s.write(0, img / 255.0)
+        with pytest.raises(ValueError, match=r"values -1\.\.255 do not fit the uint8 view"):
+            s.write(0, img.astype(np.int16) - (img == 0))
+        with pytest.raises(ValueError, match="does not fit the view"):
+            s.write(0, np.zeros((1, 100, 100, 3), np.uint8))
+        assert np.array_equal(s.inputs[0], img)                      # refusals changed nothing

@@ -37,3 +37,30 @@ def test_tab_completion_shows_the_public_names(name):
     assert shown == set(mod.__all__)
     for leak in ("np", "Optional", "Sequence", "Tuple", "annotations", "os", "importlib"):
         assert leak not in shown, (name, leak)
+
+
+@pytest.mark.parametrize("cls, attrs", [
+    ("Model", ["inputs", "outputs", "chip", "closed", "dynamic", "shape_sets"]),
+    ("ZeroCopySession", ["inputs", "outputs", "closed", "perf"]),
+    ("Pool", ["model", "workers"])])
+def test_help_documents_the_attributes(cls, attrs):
+    import inspect
+
+    import rknnx
+
+    doc = inspect.getdoc(getattr(rknnx, cls))
+    section = doc.split("Attributes\n----------\n", 1)[1]
+    for a in attrs:
+        assert any(line.startswith(a) or f", {a}" in line.split(" : ")[0]
+                   for line in section.splitlines()), (cls, a)
+
+
+def test_zero_copy_options_are_typed():
+    import inspect
+
+    import rknnx
+
+    params = inspect.signature(rknnx.Model.zero_copy).parameters
+    assert {"outputs", "input_dtypes", "cacheable", "flags", "sync", "inputs"} <= set(params)
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for n, p in params.items()
+               if n != "self")
