@@ -13,7 +13,7 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 __all__ = ["QuantInfo", "NativeInfo", "TensorInfo", "describe", "as_input", "set_shapes",
-           "PIXEL_LAYOUTS"]
+           "check_out", "PIXEL_LAYOUTS"]
 
 #: the layouts a 4-D input can be given in, by name
 PIXEL_LAYOUTS = ("NHWC", "NCHW")
@@ -76,13 +76,16 @@ class TensorInfo:
 
 
 def _quant(attr) -> QuantInfo:
-    kind = {0: "none", 1: "dfp", 2: "affine"}.get(int(attr.qnt_type), "none")
+    from rknnx.lowlevel import QntType
+
+    kind = {QntType.DFP: "dfp", QntType.AFFINE_ASYMMETRIC: "affine"}.get(int(attr.qnt_type),
+                                                                         "none")
     return QuantInfo(kind, float(attr.scale), int(attr.zp), int(attr.fl))
 
 
 def _native(attr) -> NativeInfo:
     return NativeInfo(attr.layout, tuple(attr.dims), attr.dtype, tuple(attr.strides),
-                      int(max(attr.size_with_stride, attr.nbytes_with_stride)))
+                      int(attr.alloc_size))
 
 
 def describe(index: int, attr, native_attr=None) -> TensorInfo:
@@ -181,3 +184,38 @@ def set_shapes(ctx, inputs: Sequence[TensorInfo], shapes: Sequence[Tuple[int, ..
                       "shapes are set one input at a time (rknn_set_input_shape)")
         for a in attrs:
             ctx.set_input_shape(a)
+
+
+def check_out(out, specs) -> list:
+    """`out` (the caller's arrays for the outputs) as a list, each array of the shape and
+    dtype of its entry of `specs` (``[(shape, dtype)]``), writable and C-contiguous, no
+    two sharing memory; ValueError saying which is wrong."""
+    if isinstance(out, np.ndarray) or not isinstance(out, (list, tuple)):
+        raise ValueError(f"out= takes a list of arrays, one per output ({len(specs)}); "
+                         f"got {type(out).__name__}" +
+                         (" (put it in a list)" if isinstance(out, np.ndarray) else ""))
+    out = list(out)
+    if len(out) != len(specs):
+        raise ValueError(f"out= needs {len(specs)} array(s), one per output; got {len(out)}")
+    for i, (a, (shape, dtype)) in enumerate(zip(out, specs)):
+        if not isinstance(a, np.ndarray) or a.shape != shape or a.dtype != dtype or \
+                not (a.flags.c_contiguous and a.flags.writeable):
+            if not isinstance(a, np.ndarray):
+                got = type(a).__name__
+            else:
+                got = f"{a.shape} {a.dtype}" + ("" if a.flags.c_contiguous
+                                                 else ", not C-contiguous") + \
+                    ("" if a.flags.writeable else ", read-only")
+            raise ValueError(f"out[{i}] must be a writable C-contiguous {dtype} array of "
+                             f"shape {shape}; got {got}")
+    if len(out) > 1:
+        if len({id(a) for a in out}) != len(out):
+            raise ValueError("out= gives the same array for two outputs; give one per output")
+        for i in range(1, len(out)):
+            for j in range(i):
+                # exact for C-contiguous arrays: their extents overlap or they do not
+                if np.may_share_memory(out[j], out[i]):
+                    raise ValueError(f"out[{j}] and out[{i}] share memory (views of one "
+                                     "buffer): one output would overwrite the other; give "
+                                     "each output its own array")
+    return out

@@ -234,11 +234,14 @@ class _NpuDelta:
 
 
 def _perf_run_ns(ctx) -> Optional[Callable[[], int]]:
-    """On librknnrt: the NPU time of the context's last run (``RKNN_QUERY_PERF_RUN``'s
-    run_duration, us -> ns), or None when the runtime does not answer it."""
+    """On librknnrt: the NPU time of the last run of a context or a session
+    (``RKNN_QUERY_PERF_RUN``'s run_duration, us -> ns), or None when the runtime does not
+    answer it."""
     from rknnx import lowlevel
 
     def read() -> int:
+        if not hasattr(ctx, "query"):                    # a session
+            return int(ctx.perf.run_us) * 1000
         return int(ctx.query(lowlevel.QueryCmd.PERF_RUN).run_duration) * 1000
 
     try:
@@ -551,14 +554,14 @@ def general_flow(model, raw: bool, iterations: int, warmup: int,
     def body():
         run(*xs, raw=raw, out=out)
 
-    if not model._general:
+    if not model.supports("rknn_inputs_set"):
         # a chip without the general API (RV1106 ...): model.run goes through zero-copy
         # memory, and there are no rknn_inputs_set / rknn_outputs_get phases to time
         record = combine(frame_loop(body, iterations, warmup, counters))
         record["note"] = (f"{model.chip} has no general API: model.run copies through "
                           "zero-copy memory")
         return record
-    ctx = model._new_context()
+    ctx = model.new_context()
     try:
         prepared, _ = model.prepare_inputs(xs)
         arrays = [a for a, _ in prepared]
@@ -599,16 +602,16 @@ def zero_copy_flow(model, iterations: int, warmup: int, counters: Optional[Count
             for v, x in zip(views, xs):
                 v[...] = x
 
-        steps = [copy_in, s._ctx.run, lambda: s.outputs]
+        steps = [copy_in, s.run, lambda: s.outputs]
         frame = frame_loop(body, iterations, warmup, counters,
-                           phases=(steps, ("set", "run", "get"), _npu_reader(s._ctx, counters)))
+                           phases=(steps, ("set", "run", "get"), _npu_reader(s, counters)))
         del views, body, copy_in, steps
     if cacheable:
         with model.zero_copy(outputs=outputs, cacheable=True, flags=flags, sync=False) as s:
             s.run()
             npu_of = _NpuDelta(counters) if counters is not None and counters.counts_npu \
-                else _npu_reader(s._ctx, counters)
-            bare = phase_loop([s._ctx.run], ("run",), max(5, iterations // 2),
+                else _npu_reader(s, counters)
+            bare = phase_loop([s.run], ("run",), max(5, iterations // 2),
                               min(warmup, 5), npu_of=npu_of)
         run, no_sync = frame["phase_stats"]["run"], bare["phases"]["run"]
         sync = max(0.0, run["median_ns"] - no_sync["median_ns"])

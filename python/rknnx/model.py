@@ -12,6 +12,7 @@ zero-copy session the model keeps, so one program runs on every chip.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys as _sys
 import warnings
@@ -24,7 +25,8 @@ import numpy as np
 from rknnx import _guard
 from rknnx import lowlevel as _ll
 from rknnx import platforms as _platforms
-from rknnx._tensors import TensorInfo, as_input, default_dtype, describe, set_shapes, shapes_str
+from rknnx._runner import PASS_THROUGH, GeneralRunner, SessionRunner, pin
+from rknnx._tensors import TensorInfo, as_input, check_out, default_dtype, describe, shapes_str
 from rknnx.errors import NotSupportedError, RKNNError
 from rknnx.runtime import chip_of, note_fallback
 
@@ -36,8 +38,6 @@ __all__ = ["Model", "Perf", "PerfRow"]
 ModelSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
 
 _QUERY = _ll.QueryCmd
-_FLOW_FUNCS = ("rknn_inputs_set", "rknn_outputs_get")
-_PASS = "pass_through"
 
 
 def as_core_mask(mask, where: str):
@@ -53,11 +53,6 @@ def _check_raw(raw) -> bool:
     if raw is True or raw is False or isinstance(raw, np.bool_):
         return bool(raw)
     raise TypeError(f"raw must be True or False; got {raw!r}")
-
-
-def _writable_c(a: np.ndarray) -> bool:
-    f = a.flags                         # one flags object, two reads
-    return f.c_contiguous and f.writeable                 # layout tag of an input handed over as it is
 
 
 @dataclass(frozen=True)
@@ -237,18 +232,20 @@ class Model:
         self._ctx_lock = _guard.Lock(self)   # orders new contexts (sessions, pools) and close
         self._sessions: "weakref.WeakSet" = weakref.WeakSet()
         self._pools: "weakref.WeakSet" = weakref.WeakSet()
-        self._runner = None            # zero-copy session behind run() on zero-copy-only chips
-        self._last_ctx = None          # the context of the last run (for perf)
+        self._custom_ops: tuple = ()   # registered on every context the model makes
+        self._last = None              # the runner of the last run (for perf)
         self._frame_id = 0             # frame id of the last run's outputs
-        # each context's current shape set (weak keys: a closed pool's contexts drop out)
-        self._ctx_sets: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-        self._out_cache: Dict[Tuple[int, bool], List[Tuple[Tuple[int, ...], np.dtype]]] = {}
         self._ctx = _open_context(self._source, self._flags, path)
         try:
             #: the chip the model runs on ("RK3588" ...; None on an unknown board)
             self.chip: Optional[str] = self._ctx.chip     # the binding knows it
             self._general = self.supports("rknn_inputs_set")
             self._describe()
+            # what run() runs on: the model's context, or (chips without the general API)
+            # a zero-copy session opened at the first run
+            self._own = (GeneralRunner(self._ctx, self.inputs, self.shape_sets)
+                         if self._general else
+                         SessionRunner(self._session_opener(), self.inputs))
             if core_mask is not None:
                 self.set_core_mask(core_mask)
         except BaseException:
@@ -357,9 +354,8 @@ class Model:
         """Timing of the last run (``RKNN_QUERY_PERF_RUN``, and ``PERF_DETAIL`` with
         ``perf=True``).  Raises ValueError before the first run."""
         self._check_open("perf")
-        collected = bool(self._flags & int(_ll.InitFlag.COLLECT_PERF_MASK))
-        ctx = self._last_ctx
-        if ctx is None or ctx.closed:
+        runner = self._last
+        if runner is None or runner.closed:
             # the zero-copy flow: a session of the model that has run
             for s in list(self._sessions):
                 if not s.closed:
@@ -368,7 +364,7 @@ class Model:
                     except (RKNNError, ValueError):
                         continue
             raise ValueError("perf: the model has not run yet (neither run() nor a session)")
-        return perf_of(ctx, collected)
+        return runner.perf()
 
     # -- configuration ---------------------------------------------------------------------
     def set_core_mask(self, mask) -> None:
@@ -389,22 +385,29 @@ class Model:
         with self._ctx_lock("set_core_mask"):
             # contexts made from now on get the mask when they are made, those made before
             # get it here (each call serialized with the context's runs by its own lock)
-            contexts = list(self._contexts())
+            targets = [self._own] + [s for s in list(self._sessions) if not s.closed]
             self._core_mask = mask
-        for ctx in contexts:
-            ctx.set_core_mask(mask)
+        for t in targets:
+            t.set_core_mask(mask)
 
-    def _contexts(self):
-        yield self._ctx
-        for s in list(self._sessions):
-            if not s.closed:
-                yield s._ctx
+    def new_context(self, flags: int = 0):
+        """A low-level :class:`rknnx.lowlevel.Context` of the model for your own calls,
+        sharing the model's weights, with its core mask and custom operators (the context
+        sessions and pool workers get).  It is yours to close, before the model.
 
-    def _new_context(self, flags: int = 0):
-        """A context for a session or pool worker, sharing the weights with the model's:
-        ``rknn_dup_context`` where the chip has it (and the model is static), else a new
-        ``rknn_init`` with ``RKNN_FLAG_SHARE_WEIGHT_MEM``, else a plain ``rknn_init`` of the
-        model's bytes (a runtime without dup or weight sharing: one W line says so)."""
+        .. versionadded:: 0.1.0
+        """
+        self._check_not_in_call("new_context")
+        with self._ctx_lock("new_context"):
+            self._check_not_closing("new_context")
+            return self._context_for(flags)
+
+    def _context_for(self, flags: int = 0):
+        """The one place a context of the model is made (the caller holds _ctx_lock): it
+        shares the weights with the model's (``rknn_dup_context`` where the chip has it and
+        the model is static, else ``rknn_init`` with ``RKNN_FLAG_SHARE_WEIGHT_MEM``, else a
+        plain ``rknn_init`` of the model's bytes: one W line says so), and gets the model's
+        core mask and custom operators."""
         self._check_open("a new context")
         flags = self._flags | int(flags)
         ctx = None
@@ -424,9 +427,55 @@ class Model:
                 ctx = None
         if ctx is None:
             ctx = _open_context(self._source, flags, self.path)
-        if self._core_mask is not None:
-            ctx.set_core_mask(self._core_mask)
+        try:
+            if self._core_mask is not None:
+                ctx.set_core_mask(self._core_mask)
+            if self._custom_ops:
+                from rknnx import custom
+
+                custom.register(ctx, self._custom_ops)
+        except BaseException:
+            ctx.close()
+            raise
         return ctx
+
+    def _session_opener(self):
+        """``zero_copy(..., _internal=True)`` of this model, holding it weakly (a runner
+        kept by the model must not keep it alive: no reference cycle)."""
+        return functools.partial(Model.zero_copy, weakref.proxy(self), _internal=True)
+
+    def _open_runners(self, owner, masks: Sequence[Any], required: bool, start) -> None:
+        """Seam for :class:`rknnx.Pool` (`owner`): one runner per entry of `masks` (a core
+        mask, or None), each on a context of its own, then ``start(runners)``, all under
+        the context lock: a close() that begins meanwhile waits, then finds `owner` among
+        the model's pools and shuts it down.  A mask the pool chose (`required` False)
+        that the runtime refuses is dropped with one W line."""
+        self._check_not_in_call("Pool")
+        with self._ctx_lock("Pool"):
+            self._check_not_closing("Pool")
+            runners: list = []
+            try:
+                for mask in masks:
+                    runners.append(self._new_runner(mask, required))
+                start(runners)
+            except BaseException:
+                for r in runners:
+                    r.close()
+                raise
+            self._pools.add(owner)
+
+    def _new_runner(self, mask, required: bool):
+        """A runner on a new context of the model (the caller holds _ctx_lock)."""
+        if self._general:
+            ctx = self._context_for()
+            try:
+                pinned = mask is not None and pin(ctx, mask, required)
+            except BaseException:
+                ctx.close()
+                raise
+            return GeneralRunner(ctx, self.inputs, self.shape_sets, mask if pinned else None)
+        return SessionRunner(self._session_opener(), self.inputs, mask, required,
+                             self._open_session(True, {}))
 
     # -- the general flow -----------------------------------------------------------------
     def _check_pixel_range(self, inputs) -> None:
@@ -516,7 +565,7 @@ class Model:
                                  f"{a.size} elements are fewer than {tuple(expected_shape)}")
             fmt = str(data_format).upper() if data_format is not None and a.ndim == 4 \
                 else info.layout
-            return np.ascontiguousarray(a), (_PASS, fmt)
+            return np.ascontiguousarray(a), (PASS_THROUGH, fmt)
         return check
 
     def run(self, *inputs, raw: bool = False, out: Optional[Sequence[np.ndarray]] = None,
@@ -575,150 +624,32 @@ class Model:
                     raw = _check_raw(raw)
                 specs = self._fast_out[raw]
                 arrays = ([np.empty(shape, dtype) for shape, dtype in specs] if out is None
-                          else self._check_out(out, specs))
+                          else check_out(out, specs))
                 lock = self._lock         # `with lock("run"):`, its checks inlined
                 if lock.pid != _guard.pid or lock.mutex._is_owned():
                     lock.check("run")     # raises: fork, re-entry
                 with lock.mutex:
                     ctx = self._ctx
                     try:
-                        ctx.inputs_set(inputs)
+                        # inputs_set + run + outputs_get in one crossing; inputs it refuses
+                        # (before the runtime sees them) take the path below
+                        ctx.infer(inputs, arrays, want_float=not raw)
                     except (ValueError, TypeError):
                         pass
                     else:
-                        ctx.run()
-                        ctx.outputs_get(not raw, arrays)
-                        self._last_ctx = ctx
+                        self._last = self._own
                         self._frame_id = ctx.last_frame_id
                         return arrays
         raw = _check_raw(raw)
         self._check_open("run")
         prepared, shape_set = self.prepare_inputs(inputs, data_format, pass_through)
-        if not self._general:
-            return self._run_zero_copy(prepared, shape_set, raw, out)
         with self._lock("run"):
             self._check_open("run")
-            return self._run_general(self._ctx, prepared, shape_set, raw, out)
-
-    def _run_general(self, ctx, prepared, shape_set, raw, out,
-                     record: bool = True) -> List[np.ndarray]:
-        """inputs_set + run + outputs_get on `ctx` (the caller holds what serializes it);
-        `record`: the run is the model's own (its frame id and perf follow it)."""
-        if shape_set is not None:
-            self._select_shape_set(ctx, shape_set)
-        items = [a if layout == t.layout else
-                 _ll.Input(a, index=t.index, fmt=_ll.TensorFormat[layout[1]],
-                           pass_through=True) if type(layout) is tuple else
-                 _ll.Input(a, index=t.index, fmt=_ll.TensorFormat[layout])
-                 for t, (a, layout) in zip(self.inputs, prepared)]
-        arrays = self._out_arrays(ctx, shape_set, raw, out)
-        ctx.inputs_set(items)
-        ctx.run()
-        ctx.outputs_get(want_float=not raw, out=arrays)
-        if record:
-            self._last_ctx = ctx
-            self._frame_id = ctx.last_frame_id
-        return arrays
-
-    def _select_shape_set(self, ctx, k: int) -> None:
-        """Set shape set `k` on `ctx` unless it is there already (a new context has none:
-        a dynamic model runs only at a shape set chosen first)."""
-        if self._ctx_sets.get(ctx) == k:
-            return
-        set_shapes(ctx, self.inputs, self.shape_sets[k])
-        self._ctx_sets[ctx] = k
-
-    def _out_arrays(self, ctx, shape_set, raw: bool, out) -> List[np.ndarray]:
-        key = (shape_set or 0, bool(raw))
-        specs = self._out_cache.get(key)
-        if specs is None:
-            attrs = ctx.output_attrs
-            specs = [(tuple(a.dims), np.dtype(np.float32) if not raw else a.dtype) for a in attrs]
-            self._out_cache[key] = specs
-        if out is None:
-            return [np.empty(shape, dtype) for shape, dtype in specs]
-        return self._check_out(out, specs)
-
-    @staticmethod
-    def _check_out(out, specs) -> List[np.ndarray]:
-        """`out` as a list, each array of the shape and dtype of its output (ValueError)."""
-        if isinstance(out, np.ndarray) or not isinstance(out, (list, tuple)):
-            raise ValueError(f"out= takes a list of arrays, one per output ({len(specs)}); "
-                             f"got {type(out).__name__}" +
-                             (" (put it in a list)" if isinstance(out, np.ndarray) else ""))
-        out = list(out)
-        if len(out) != len(specs):
-            raise ValueError(f"out= needs {len(specs)} array(s), one per output; got {len(out)}")
-        for i, (a, (shape, dtype)) in enumerate(zip(out, specs)):
-            if not isinstance(a, np.ndarray) or a.shape != shape or a.dtype != dtype \
-                    or not _writable_c(a):
-                if not isinstance(a, np.ndarray):
-                    got = type(a).__name__
-                else:
-                    got = f"{a.shape} {a.dtype}" + ("" if a.flags.c_contiguous
-                                                     else ", not C-contiguous") + \
-                        ("" if a.flags.writeable else ", read-only")
-                raise ValueError(f"out[{i}] must be a writable C-contiguous {dtype} array of "
-                                 f"shape {shape}; got {got}")
-        if len(out) > 1:
-            if len({id(a) for a in out}) != len(out):
-                raise ValueError("out= gives the same array for two outputs; give one per "
-                                 "output")
-            for i in range(1, len(out)):
-                for j in range(i):
-                    # exact for C-contiguous arrays: their extents overlap or they do not
-                    if np.may_share_memory(out[j], out[i]):
-                        raise ValueError(f"out[{j}] and out[{i}] share memory (views of one "
-                                         "buffer): one output would overwrite the other; "
-                                         "give each output its own array")
-        return out
-
-    def _run_zero_copy(self, prepared, shape_set, raw, out):
-        with self._lock("run"):
-            self._check_open("run")
-            self._runner = self._runner_for(self._runner, prepared, raw)
-            return self._run_session(self._runner, prepared, shape_set, raw, out)
-
-    def _runner_for(self, runner, prepared, raw: bool):
-        """A zero-copy session that can run `prepared` inputs (`runner` if it can)."""
-        kind = "raw" if raw else "float32"
-        dtypes = [a.dtype for a, _ in prepared]
-        if runner is not None and not runner.closed and runner.output_kind == kind \
-                and runner._in_dtypes == dtypes:
-            return runner
-        if runner is not None:
-            runner.close()
-        return self.zero_copy(outputs=kind, input_dtypes=dtypes, _internal=True)
-
-    def _run_session(self, runner, prepared, shape_set, raw, out,
-                     record: bool = True) -> List[np.ndarray]:
-        """The general flow's result through a zero-copy session: copy in, run, copy out."""
-        try:
-            return self._session_io(runner, prepared, shape_set, raw, out, record)
-        except BaseException as exc:
-            # the frames below hold views of the session's memory: an exception kept by
-            # the caller (a `with` block, a Pool's future) would pin it, and close() refuse
-            _guard.forget_frames(exc)
-            raise
-
-    def _session_io(self, runner, prepared, shape_set, raw, out, record):
-        if shape_set is not None:
-            runner.set_shape_set(shape_set)
-        key = (shape_set or 0, bool(raw))
-        if key not in self._out_cache:
-            self._out_cache[key] = [(v.shape, v.dtype) for v in runner.outputs]
-        if out is not None:
-            out = self._check_out(out, self._out_cache[key])     # before the run
-        for view, (a, layout), t in zip(runner.inputs, prepared, self.inputs):
-            _copy_in(view, a, layout, t.layout)
-        runner.run()
-        if record:
-            self._last_ctx = runner._ctx
-        if out is None:
-            return [np.array(v) for v in runner.outputs]
-        for dst, v in zip(out, runner.outputs):
-            dst[...] = v
-        return out
+            runner = self._own
+            result = runner.run(prepared, shape_set, raw, out)
+            self._last = runner
+            self._frame_id = runner.frame_id
+            return result
 
     # -- the zero-copy flow ---------------------------------------------------------------
     def zero_copy(self, *, outputs: str = "float32", input_dtypes: Any = None,
@@ -759,10 +690,10 @@ class Model:
         if internal:
             # the model's own session (run() on RV1106, a Pool worker's) holds it weakly:
             # no reference cycle, so a model dropped unclosed is freed by reference counting
-            session = ZeroCopySession(weakref.proxy(self), **options)
-            session._internal = True
+            session = ZeroCopySession(weakref.proxy(self), _internal=True,
+                                      _context=self._context_for, **options)
         else:
-            session = ZeroCopySession(self, **options)
+            session = ZeroCopySession(self, _context=self._context_for, **options)
             self._sessions.add(session)
         return session
 
@@ -774,7 +705,7 @@ class Model:
 
         self._check_open("register_custom_ops")
         custom.register(self._ctx, ops)
-        self._custom_ops = getattr(self, "_custom_ops", ()) + tuple(ops)
+        self._custom_ops += tuple(ops)
 
     # -- lifetime --------------------------------------------------------------------------
     def close(self) -> None:
@@ -805,28 +736,25 @@ class Model:
             raise
 
     def _close(self) -> None:
+        # everything that would refuse is asked first, so a refusal closes nothing:
+        # RuntimeError from a callback of a session or a worker of a pool, BufferError
+        # while a view of a session's memory is alive
         sessions = [s for s in list(self._sessions) if not s.closed]
         pools = list(self._pools)
-        for s in sessions:
-            s._check_not_busy("close")   # RuntimeError from one of its callbacks
         for p in pools:
-            p._check_not_worker("close the Model")
+            p._check_not_worker("close the Model")      # seam: the pools the model made
         for s in sessions:
-            with s._lock("close"):       # (it lets its own views go while it counts)
-                s._check_no_views()      # BufferError before anything is closed
+            s._check_closable("close")                  # seam: the sessions it made
         with self._lock("close"):        # a run() in flight uses the runner's views
-            if self._runner is not None and not self._runner.closed:
-                with self._runner._lock("close"):
-                    self._runner._check_no_views()
+            self._own.check_closable()
         for p in pools:
             p.shutdown(wait=True, cancel_pending=True)
         with self._lock("close"):
             for s in list(self._sessions):
                 s.close()
-            if self._runner is not None:
-                self._runner.close()
-                self._runner = None
-            self._last_ctx = None
+            if self._own.kind != "general":
+                self._own.close()        # (the general runner's context is self._ctx)
+            self._last = None
             self._ctx.close()
 
     async def run_async(self, *inputs, raw: bool = False,
@@ -872,12 +800,12 @@ class Model:
             except Exception:            # interpreter teardown: no generators, no imports
                 what = "rknnx.Model"
             _warn(f"unclosed {what}", ResourceWarning, source=self)
-        # the runner's memory is bound to its context (a reference cycle in the binding):
-        # close it now rather than at the next garbage collection; the model's own context
-        # goes with the model
-        runner = getattr(self, "_runner", None)
+        # a session runner's memory is bound to its context (a reference cycle in the
+        # binding): close it now rather than at the next garbage collection; the model's
+        # own context goes with the model
+        runner = getattr(self, "_own", None)
         if runner is not None and not _sys.is_finalizing():
-            runner._close_quietly()
+            runner.close_quietly()
 
 
 def _add_note(exc: BaseException, note: str) -> None:
@@ -886,9 +814,3 @@ def _add_note(exc: BaseException, note: str) -> None:
     if add is not None:
         add(note)
 
-
-def _copy_in(view: np.ndarray, array: np.ndarray, layout: str, model_layout: str) -> None:
-    """Write a user array into an input view (transposing NCHW <-> NHWC when they differ)."""
-    if layout != model_layout and array.ndim == 4:
-        array = array.transpose((0, 2, 3, 1) if layout == "NCHW" else (0, 3, 1, 2))
-    view[...] = array

@@ -1,11 +1,12 @@
 """``rknnx.Pool``: run frames on several contexts of one model in parallel.
 
-Each worker is a thread with a context of its own, made from the model's with
-``rknn_dup_context`` (the weights are shared, not loaded again) and pinned to an NPU core
-on the chips that have several.  Frames go through a bounded queue (``submit`` blocks
-when it is full: back-pressure instead of unbounded memory), results come back as
-futures, and :meth:`Pool.map` yields them in submission order.  The GIL is released
-inside every runtime call, so the workers really run at the same time.
+Each worker is a thread with a runner of its own (``rknnx._runner``: a context of the
+model sharing its weights, or on chips without the general API a zero-copy session),
+made by the model and pinned to an NPU core on the chips that have several.  Frames go
+through a bounded queue (``submit`` blocks when it is full: back-pressure instead of
+unbounded memory), results come back as futures, and :meth:`Pool.map` yields them in
+submission order.  The GIL is released inside every runtime call, so the workers really
+run at the same time.
 """
 
 from __future__ import annotations
@@ -21,18 +22,16 @@ from typing import Any, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 from rknnx import _guard
 from rknnx import lowlevel as _ll
-from rknnx.errors import NotSupportedError, RKNNError
+from rknnx.errors import NotSupportedError
 from rknnx.model import as_core_mask
-from rknnx.runtime import note_fallback
+from rknnx.platforms import npu_cores
 
 __all__ = ["Pool"]
 
 _STOP = object()
 _IDLE_CHECK_S = 0.5                    # how often an idle worker looks whether its pool lives
-#: core masks the workers are pinned to, in turn, on chips with several NPU cores
-_NPU_CORES = {"RK3588": 3, "RK3576": 2}
-_CORES = {3: (_ll.CoreMask.CORE_0, _ll.CoreMask.CORE_1, _ll.CoreMask.CORE_2),
-          2: (_ll.CoreMask.CORE_0, _ll.CoreMask.CORE_1)}
+#: the single-core masks, in turn, that workers are pinned to on chips with several cores
+_ONE_CORE = (_ll.CoreMask.CORE_0, _ll.CoreMask.CORE_1, _ll.CoreMask.CORE_2)
 
 
 class _Job:
@@ -117,6 +116,8 @@ class Pool:
         The model whose weights the workers share.
     workers : int
         The number of workers (contexts, one thread each).
+    core_masks : tuple
+        The core mask each worker runs on (None: the runtime's choice).
 
     Raises
     ------
@@ -133,38 +134,30 @@ class Pool:
         if queue_size is not None and (isinstance(queue_size, bool) or
                                        not isinstance(queue_size, int) or queue_size < 1):
             raise ValueError(f"queue_size must be an int >= 1; got {queue_size!r}")
-        model._check_open("Pool")
+        if model.closed:
+            raise ValueError("Pool on closed Model")
         self.model = model
         self._queue: "queue.Queue" = queue.Queue(maxsize=queue_size or 2 * workers)
         self._closed = True                # until the workers run (no warning for a failed init)
         self._state = _State()
         self._submit_lock = _guard.Lock(self)
         masks = self._masks(model, workers, core_masks)
-        self._contexts: List[Any] = []
+        self._runners: List[Any] = []
         self._threads: List[threading.Thread] = []
-        self._masks_of = masks
-        # made whole under the model's context lock: a Model.close() that begins meanwhile
-        # waits for it, then finds it among the model's pools
-        model._check_not_in_call("Pool")
-        with model._ctx_lock("Pool"):
-            model._check_not_closing("Pool")
-            try:
-                for k in range(workers):
-                    runner = self._worker_context(model, masks[k] if masks else None,
-                                                  core_masks is not None)
-                    self._contexts.append(runner)
-                self._start()
-            except BaseException:
-                self._state.gone = "the Pool failed to start"
-                self._close_contexts()
-                raise
-            model._pools.add(self)
+        try:
+            # seam: the model makes the workers' runners and runs _start under its context
+            # lock (a Model.close() that begins meanwhile waits, then shuts this pool down)
+            model._open_runners(self, masks, core_masks is not None, self._start)
+        except BaseException:
+            self._state.gone = "the Pool failed to start"
+            raise
 
-    def _start(self) -> None:
+    def _start(self, runners: List[Any]) -> None:
         # the workers hold the queue and a weak reference to the pool, never the pool
         # itself: a pool nobody holds is collected, warns, and its workers stop
+        self._runners = runners
         ref = weakref.ref(self)
-        for k in range(len(self._contexts)):
+        for k in range(len(runners)):
             t = threading.Thread(target=_work, args=(ref, self._queue, self._state, k),
                                  daemon=True, name=f"rknnx-pool-{k}")
             with self._state.lock:
@@ -179,7 +172,8 @@ class Pool:
         self._closed = False
 
     @staticmethod
-    def _masks(model, workers, core_masks):
+    def _masks(model, workers, core_masks) -> list:
+        """The core mask of each worker (None: the runtime's choice)."""
         if core_masks is not None:
             try:
                 masks = list(core_masks)
@@ -193,38 +187,10 @@ class Pool:
                     f"core_masks: rknn_set_core_mask is not supported on {model.chip} (one NPU "
                     "core)", None, "rknn_set_core_mask")
             return [as_core_mask(masks[k % len(masks)], "core_masks") for k in range(workers)]
-        cores = _CORES.get(_NPU_CORES.get(model.chip, 1))
-        if cores is None or workers == 1:
-            return None
-        return [cores[k % len(cores)] for k in range(workers)]
-
-    @staticmethod
-    def _worker_context(model, mask, asked: bool):
-        """A context (general flow) or, on zero-copy-only chips, a session of the model;
-        pinned to `mask` if given.  A mask the pool chose itself (`asked` False) that the
-        runtime refuses is dropped, with one W line: the pool runs unpinned."""
-        if model._general:
-            ctx = model._new_context()
-            try:
-                ops = getattr(model, "_custom_ops", ())
-                if ops:
-                    from rknnx import custom
-
-                    custom.register(ctx, ops)
-                if mask is not None:
-                    _pin(ctx, mask, asked)
-            except BaseException:
-                ctx.close()
-                raise
-            return ctx
-        session = model._open_session(True, {})          # (the caller holds _ctx_lock)
-        if mask is not None:
-            try:
-                _pin(session._ctx, mask, asked)
-            except BaseException:
-                session.close()
-                raise
-        return session
+        cores = npu_cores(model.chip)
+        if cores == 1 or workers == 1:
+            return [None] * workers
+        return [_ONE_CORE[k % cores] for k in range(workers)]
 
     # -- feeding ---------------------------------------------------------------------------
     def _check_not_worker(self, what: str) -> None:
@@ -325,27 +291,20 @@ class Pool:
 
     # -- the workers (see _work below) -----------------------------------------------------
     def _job(self, k: int, job) -> None:
-        """Run one frame on worker `k`'s context, into the job's future."""
-        model = self.model
+        """Run one frame on worker `k`'s runner, into the job's future."""
         prepared, shape_set = job.inputs
-        runner = self._contexts[k]
-        if model._general:
-            result = model._run_general(runner, prepared, shape_set, job.raw, None,
-                                        record=False)
-        else:
-            fresh = model._runner_for(runner, prepared, job.raw)
-            if fresh is not runner:
-                runner = self._contexts[k] = fresh
-                if self._masks_of:
-                    _pin(runner._ctx, self._masks_of[k], False)
-            result = model._run_session(runner, prepared, shape_set, job.raw, None,
-                                        record=False)
-        job.future.set_result(result)
+        job.future.set_result(self._runners[k].run(prepared, shape_set, job.raw))
 
     # -- lifetime --------------------------------------------------------------------------
     @property
     def workers(self) -> int:
         return len(self._threads)
+
+    @property
+    def core_masks(self) -> tuple:
+        """The core mask each worker runs on (None: the cores the runtime chooses, as on
+        chips with one NPU core, or where the runtime refused a mask the pool chose)."""
+        return tuple(r.mask for r in self._runners)
 
     def shutdown(self, wait: bool = True, *, cancel_pending: bool = False) -> None:
         """Stop taking frames; finish (or, with `cancel_pending`, cancel) the queued ones,
@@ -377,12 +336,12 @@ class Pool:
         if wait:
             for t in self._threads:
                 t.join()
-            self._close_contexts()
+            self._close_runners()
 
-    def _close_contexts(self) -> None:
-        for c in self._contexts:
-            c.close()
-        self._contexts = []
+    def _close_runners(self) -> None:
+        runners, self._runners = self._runners, []
+        for r in runners:
+            r.close()
 
     def __del__(self, _warn=warnings.warn):
         if getattr(self, "_closed", True):
@@ -398,7 +357,7 @@ class Pool:
               "use shutdown() or `with`", ResourceWarning, source=self)
         if sys.is_finalizing():
             return                       # a worker stopped inside a run holds its context
-        for c in getattr(self, "_contexts", ()):
+        for c in getattr(self, "_runners", ()):
             try:
                 c.close()                # waits for a frame in flight on it
             except Exception:            # a view still alive, a callback of this thread:
@@ -480,14 +439,3 @@ def _fail_queued(jobs: "queue.Queue", reason: str) -> None:
         if job is not _STOP and job.future.set_running_or_notify_cancel():
             job.future.set_exception(RuntimeError(reason))
 
-
-def _pin(ctx, mask, asked: bool) -> None:
-    """``ctx.set_core_mask(mask)``; a refusal raises if the user asked for the mask, else
-    it is noted once and the context stays on the runtime's choice of core."""
-    try:
-        ctx.set_core_mask(mask)
-    except (RKNNError, NotSupportedError) as e:
-        if asked:
-            raise
-        note_fallback("rknn_set_core_mask", f"pool workers run on the cores the runtime "
-                      f"chooses ({e})")

@@ -26,7 +26,7 @@ import numpy as np
 
 from rknnx import _guard
 from rknnx import lowlevel as _ll
-from rknnx._tensors import default_dtype, set_shapes
+from rknnx._tensors import check_out, default_dtype, set_shapes
 from rknnx.errors import NotSupportedError
 from rknnx.runtime import note_fallback
 
@@ -139,7 +139,7 @@ class ZeroCopySession:
 
     def __init__(self, model, *, outputs: str = "float32", input_dtypes=None,
                  cacheable: bool = True, flags: int = 0, sync: bool = True,
-                 inputs: str = "logical"):
+                 inputs: str = "logical", _internal: bool = False, _context=None):
         if outputs not in _OUTPUT_KINDS:
             raise ValueError(f"outputs must be one of {_OUTPUT_KINDS}; got {outputs!r}")
         if inputs not in ("logical", "native"):
@@ -160,7 +160,7 @@ class ZeroCopySession:
         self._cacheable = bool(cacheable)
         self._in_dtypes = self._input_dtypes(model, input_dtypes)
         self._lock = _guard.Lock(self)
-        self._internal = False                        # a Model's own (run() on RV1106, Pool)
+        self._internal = _internal                    # a Model's own (run() on RV1106, Pool)
         self._in_mems: List[Optional[_ll.TensorMem]] = []
         self._out_mems: List[Optional[_ll.TensorMem]] = []
         self._owned: List[_ll.TensorMem] = []        # mems this session allocated or imported
@@ -168,7 +168,9 @@ class ZeroCopySession:
         self._chained = {}                            # input index -> output index
         self._inputs: Tuple[np.ndarray, ...] = ()
         self._outputs: Tuple[np.ndarray, ...] = ()
-        self._ctx = model._new_context(flags)
+        # a context of the model: weights shared, its core mask and custom ops applied (the
+        # model hands its own maker in, as it holds the lock new_context() takes)
+        self._ctx = (_context or model.new_context)(flags)
         try:
             ctx_flags = int(self._ctx.flags)
             self._session_syncs_in = bool(sync) and bool(ctx_flags & _F.DISABLE_FLUSH_INPUT_MEM_CACHE)
@@ -183,11 +185,6 @@ class ZeroCopySession:
                         f"{info.get('version') or ''} at {info['path']} lacks it: open the "
                         f"session without those flags (the runtime then syncs itself)",
                         None, "rknn_mem_sync")
-            ops = getattr(model, "_custom_ops", ())
-            if ops:
-                from rknnx import custom
-
-                custom.register(self._ctx, ops)
             if model.shape_sets:
                 # start from an explicit shape set: before one is chosen the attributes
                 # describe the largest shapes while the runtime computes at the first set
@@ -250,12 +247,8 @@ class ZeroCopySession:
             a.type = _ll.TensorType.FLOAT32
         return a
 
-    @staticmethod
-    def _need(attr) -> int:
-        return int(max(attr.size_with_stride, attr.nbytes_with_stride, attr.size))
-
     def _bind(self, mems: list, i: int, attr) -> None:
-        need = self._need(attr)
+        need = int(attr.alloc_size)
         mem = mems[i] if i < len(mems) else None
         if mem is None or mem.size < need:
             if mem is not None:
@@ -433,6 +426,70 @@ class ZeroCopySession:
                                  f"the {view.dtype} view ({info.min}..{info.max})")
         view[...] = a
 
+    def run_arrays(self, *arrays, out: Optional[Sequence[np.ndarray]] = None
+                   ) -> List[np.ndarray]:
+        """Copy one array per input into the input views (checked as :meth:`write`
+        checks), :meth:`run`, and return the outputs: copies of the output views, or
+        written into `out`.  The general flow's convenience on a session (it pays the
+        two copies the views exist to avoid; it is how ``Model.run`` works on chips
+        without the general API).
+
+        Parameters
+        ----------
+        *arrays : numpy.ndarray
+            One per input, as :meth:`write` takes them.
+        out : sequence of numpy.ndarray, optional
+            One writable C-contiguous array per output, of the output view's shape and
+            dtype (checked before anything is written).
+
+        Raises
+        ------
+        ValueError
+            Not one array per input, an array :meth:`write` refuses, a wrong `out`, a
+            closed session.
+        RKNNError
+            The runtime failed.
+
+        .. versionadded:: 0.1.0
+        """
+        try:
+            self._check_open("run_arrays")
+            n = len(self._in_mems)
+            if len(arrays) != n:
+                raise ValueError(f"run_arrays needs one array per input ({n}); got "
+                                 f"{len(arrays)}")
+            if out is not None:
+                out = check_out(out, [(v.shape, v.dtype) for v in self.outputs])
+            for i, a in enumerate(arrays):
+                self.write(i, a)
+            self.run()
+            if out is None:
+                return [np.array(v) for v in self.outputs]
+            for dst, v in zip(out, self.outputs):
+                dst[...] = v
+            return out
+        except BaseException as exc:
+            _guard.forget_frames(exc)    # the views it held: not pinned by a kept error
+            raise
+
+    def set_core_mask(self, mask) -> None:
+        """Run this session on these NPU cores (``rknn_set_core_mask`` on its context;
+        ``Model.set_core_mask`` sets every session of the model).
+
+        Raises
+        ------
+        NotSupportedError
+            The chip has one NPU core (only RK3588/RK3576 choose cores).
+        """
+        from rknnx.model import as_core_mask
+
+        self._check_open("set_core_mask")
+        if not self._model.supports("rknn_set_core_mask"):
+            raise NotSupportedError(f"rknn_set_core_mask is not supported on "
+                                    f"{self._model.chip}: only RK3588 and RK3576 have "
+                                    "several NPU cores", None, "rknn_set_core_mask")
+        self._ctx.set_core_mask(as_core_mask(mask, "set_core_mask"))
+
     @property
     def perf(self):
         """Timing of the session's last :meth:`run`: a :class:`rknnx.Perf` (``run_us``;
@@ -561,7 +618,7 @@ class ZeroCopySession:
         """
         self._check_index(index, len(self._in_mems), "input")
         attr = self._in_attrs[index]
-        need = self._need(attr)
+        need = int(attr.alloc_size)
         size = need if size is None else int(size)
         if size < need:
             raise ValueError(f"input {index} needs {need} bytes from the fd; got size={size}")
@@ -598,7 +655,7 @@ class ZeroCopySession:
             problems.append(f"layout {o.layout} vs {i_attr.layout}")
         if tuple(o.dims) != tuple(i_attr.dims):
             problems.append(f"shape {tuple(o.dims)} vs {tuple(i_attr.dims)}")
-        if o.qnt_type != 0 and o.dtype.kind in "iu":
+        if o.quantized and o.dtype.kind in "iu":
             qi = self._model.inputs[input].quant
             if (o.scale, o.zp) != (qi.scale, qi.zero_point) or \
                     o.type != self._model.inputs[input].attr.type:
@@ -704,6 +761,15 @@ class ZeroCopySession:
                 return
             self._check_no_views()         # BufferError, the session intact, while one lives
             self._release()
+
+    def _check_closable(self, what: str = "close") -> None:
+        """What close() would refuse, checked without closing: RuntimeError from one of
+        the session's callbacks, BufferError while a view of its memory is alive."""
+        if self._ctx is None:
+            return
+        self._check_not_busy(what)
+        with self._lock(what):
+            self._check_no_views()
 
     def _close_quietly(self) -> bool:
         """close() if nothing prevents it (a view alive, a call in this thread, a fork):

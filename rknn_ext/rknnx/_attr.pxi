@@ -564,6 +564,16 @@ cdef class TensorAttr:
         _layout_of_attr(&self.c, &lay, self._ntype)
         return lay.extent
 
+    @property
+    def alloc_size(self):
+        """Bytes to allocate for a buffer bound to this tensor: the largest of the
+        runtime's :attr:`size_with_stride`, the layout's extent (:attr:`nbytes_with_stride`)
+        and :attr:`size` (what a zero-copy session allocates)."""
+        cdef _Layout lay
+        _layout_of_attr(&self.c, &lay, self._ntype)
+        return max(<Py_ssize_t>self.c.size_with_stride, <Py_ssize_t>lay.extent,
+                   <Py_ssize_t>self.c.size)
+
     # -- copying, comparing, showing --
     def copy(self):
         """An independent copy (editing it leaves this one unchanged)."""

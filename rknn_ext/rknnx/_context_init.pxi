@@ -5,19 +5,29 @@
 
 
 cdef Context _weights_source(object share_weights_with, rknn_init_extend* ext):
-    """The open Context whose weights a new one shares (ext.ctx is set to it)."""
+    """The open Context whose weights a new one shares, claimed (its _weight_borrowers
+    counts the new one; the caller gives the claim back if the init fails); ext.ctx is
+    set to it."""
     cdef Context src
     if not isinstance(share_weights_with, Context):
         raise TypeError(f"share_weights_with must be a Context, got "
                         f"{type(share_weights_with).__name__}")
     src = share_weights_with
+    # checked open and claimed with the GIL held all along (nothing between them lets
+    # another thread run): a close() that has not marked the source closing yet refuses
+    # from now on; the checks below may release the GIL (a query of the runtime)
     src._check_open(b"share_weights_with")
-    if _dynamic_ranges(src):
-        raise ValueError(
-            "share_weights_with: the source Context holds a dynamic-shape model "
-            f"({_ranges_str(_dynamic_ranges(src))}); the runtime refuses "
-            "RKNN_FLAG_SHARE_WEIGHT_MEM for dynamic-shape models: load the model "
-            "into its own Context instead")
+    src._weight_borrowers += 1
+    try:
+        if _dynamic_ranges(src):
+            raise ValueError(
+                "share_weights_with: the source Context holds a dynamic-shape model "
+                f"({_ranges_str(_dynamic_ranges(src))}); the runtime refuses "
+                "RKNN_FLAG_SHARE_WEIGHT_MEM for dynamic-shape models: load the model "
+                "into its own Context instead")
+    except BaseException:
+        src._weight_borrowers -= 1
+        raise
     ext.ctx = src.ctx
     return src
 
@@ -85,13 +95,12 @@ cdef int _context_init(Context self, object model, object flags, object share_we
     memset(&ext, 0, sizeof(ext))
     if model_mem is not None and model is not None:
         raise ValueError("pass either model or model_mem, not both")
-    # The weights' source and the model's memory are claimed right after their checks,
-    # with the GIL held all along: a close() in another thread then sees the claim and
-    # refuses, instead of freeing them while rknn_init (GIL released) reads them.  The
+    # The weights' source and the model's memory are claimed right after their open
+    # checks, with the GIL held all along: a close() in another thread then sees the claim
+    # and refuses, instead of freeing them while rknn_init (GIL released) reads them.  The
     # claims are given back if the init fails.
     if share_weights_with is not None:
-        src = _weights_source(share_weights_with, &ext)
-        src._weight_borrowers += 1
+        src = _weights_source(share_weights_with, &ext)     # claimed
         pext = &ext
         cflags |= RKNN_FLAG_SHARE_WEIGHT_MEM
     try:

@@ -41,14 +41,14 @@ def test_workers_share_weights_and_are_pinned(models):
     m = models.open("detector", "RK3588")
     own = m._ctx.query(ll.QueryCmd.MEM_SIZE)
     with rknnx.Pool(m, workers=3) as pool:
-        assert pool._masks_of == [ll.CoreMask.CORE_0, ll.CoreMask.CORE_1, ll.CoreMask.CORE_2]
-        for ctx in pool._contexts:
-            size = ctx.query(ll.QueryCmd.MEM_SIZE)
+        assert pool.core_masks == (ll.CoreMask.CORE_0, ll.CoreMask.CORE_1, ll.CoreMask.CORE_2)
+        for runner in pool._runners:
+            size = runner.ctx.query(ll.QueryCmd.MEM_SIZE)
             assert size.total_dma_allocated_size == own.total_dma_allocated_size - \
                 own.total_weight_size
     one_core = models.open("tiny_relu", "RK3566")
     with rknnx.Pool(one_core, workers=2) as pool:
-        assert pool._masks_of is None
+        assert pool.core_masks == (None, None)
     with pytest.raises(rknnx.NotSupportedError, match="core_masks: rknn_set_core_mask is not "
                                                        "supported on RK3566"):
         rknnx.Pool(one_core, workers=2, core_masks=[ll.CoreMask.CORE_0])

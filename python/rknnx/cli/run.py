@@ -106,7 +106,9 @@ def run(args) -> int:
             prepared, shape_set = model.prepare_inputs(arrays)
             with model.zero_copy(outputs="raw" if args.raw else "float32",
                                  input_dtypes=[a.dtype for a, _ in prepared]) as s:
-                outputs = model._run_session(s, prepared, shape_set, args.raw, None)
+                if shape_set is not None:
+                    s.set_shape_set(shape_set)
+                outputs = s.run_arrays(*(a for a, _ in prepared))
         ms = (time.perf_counter() - t0) * 1e3
         names = [t.name for t in model.outputs]
     print(f"{args.flow} flow: {ms:.2f} ms")

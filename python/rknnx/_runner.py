@@ -1,0 +1,220 @@
+"""Runners: the one seam between the facade and a context that runs user arrays.
+
+A runner runs prepared inputs (what :meth:`rknnx.Model.prepare_inputs` returns: one
+``(array, layout)`` per input and the shape set they need) on one context of a model and
+returns the outputs: copy in, run, read out.  There are two kinds, one per flow:
+
+- :class:`GeneralRunner` holds a context in the general flow: ``Context.infer`` hands the
+  inputs over, runs and writes the outputs into arrays in one crossing of the binding;
+- :class:`SessionRunner` holds a zero-copy session (chips without the general API,
+  RV1106/RV1103/RK2118): the inputs are copied into its views, the outputs out of them.
+
+``Model.run`` runs on the model's own runner; each :class:`rknnx.Pool` worker owns one
+(``Model._open_runners``); the CLI's and the benchmark's general flows use the same
+calls.  A runner is not thread-safe: its owner serializes its calls (the model's lock, a
+pool worker's thread).  See docs/architecture.md, "One path".
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from rknnx import _guard
+from rknnx import lowlevel as _ll
+from rknnx._tensors import TensorInfo, check_out, set_shapes
+from rknnx.errors import NotSupportedError, RKNNError
+from rknnx.runtime import note_fallback
+
+__all__ = ["GeneralRunner", "SessionRunner", "pin", "PASS_THROUGH"]
+
+#: the layout tag of an input handed to the runtime as it is (``pass_through``)
+PASS_THROUGH = "pass_through"
+
+Specs = List[Tuple[Tuple[int, ...], np.dtype]]
+
+
+def pin(ctx_or_session, mask, required: bool) -> bool:
+    """``set_core_mask(mask)`` on a context or session; a refusal raises if the user asked
+    for the mask (`required`), else it is noted once (one W line), the runtime chooses the
+    cores, and False is returned."""
+    try:
+        ctx_or_session.set_core_mask(mask)
+    except (RKNNError, NotSupportedError) as e:
+        if required:
+            raise
+        note_fallback("rknn_set_core_mask", f"pool workers run on the cores the runtime "
+                      f"chooses ({e})")
+        return False
+    return True
+
+
+class GeneralRunner:
+    """One context in the general flow (``rknn_inputs_set``, ``rknn_run``,
+    ``rknn_outputs_get``, fused in ``Context.infer``)."""
+
+    kind = "general"
+
+    def __init__(self, ctx, inputs: Sequence[TensorInfo],
+                 shape_sets: Sequence[Tuple[Tuple[int, ...], ...]], mask=None):
+        self.ctx = ctx
+        self.mask = mask                     # the core mask the context is pinned to
+        self._inputs = tuple(inputs)
+        self._sets = shape_sets
+        self._set: Optional[int] = None      # the shape set the context is at (None: none yet)
+        self._specs: Dict[Tuple[int, bool], Specs] = {}
+
+    @property
+    def closed(self) -> bool:
+        return self.ctx.closed
+
+    def out_specs(self, shape_set: Optional[int], raw: bool) -> Specs:
+        """``[(shape, dtype)]`` of the outputs at `shape_set` (float32 unless `raw`)."""
+        key = (shape_set or 0, bool(raw))
+        specs = self._specs.get(key)
+        if specs is None:
+            specs = [(tuple(a.dims), a.dtype if raw else np.dtype(np.float32))
+                     for a in self.ctx.output_attrs]
+            self._specs[key] = specs
+        return specs
+
+    def select(self, shape_set: Optional[int]) -> None:
+        """Put the context at shape set `shape_set` unless it is there (a dynamic model
+        runs only at a set chosen first)."""
+        if shape_set is None or shape_set == self._set:
+            return
+        self._set = None                     # unknown if set_shapes fails half-way
+        set_shapes(self.ctx, self._inputs, self._sets[shape_set])
+        self._set = shape_set
+
+    def run(self, prepared, shape_set: Optional[int], raw: bool,
+            out: Optional[Sequence[np.ndarray]] = None) -> List[np.ndarray]:
+        self.select(shape_set)
+        items = [a if layout == t.layout else
+                 _ll.Input(a, index=t.index, fmt=_ll.TensorFormat[layout[1]],
+                           pass_through=True) if type(layout) is tuple else
+                 _ll.Input(a, index=t.index, fmt=_ll.TensorFormat[layout])
+                 for t, (a, layout) in zip(self._inputs, prepared)]
+        specs = self.out_specs(shape_set, raw)
+        arrays = ([np.empty(shape, dtype) for shape, dtype in specs] if out is None
+                  else check_out(out, specs))
+        self.ctx.infer(items, arrays, want_float=not raw)
+        return arrays
+
+    @property
+    def frame_id(self) -> int:
+        return self.ctx.last_frame_id
+
+    def perf(self):
+        from rknnx.model import perf_of
+
+        return perf_of(self.ctx, bool(int(self.ctx.flags) & int(_ll.InitFlag.COLLECT_PERF_MASK)))
+
+    def set_core_mask(self, mask) -> None:
+        self.ctx.set_core_mask(mask)
+        self.mask = mask
+
+    def check_closable(self) -> None:
+        """Nothing to check: a context refuses to close under a view itself."""
+
+    def close(self) -> None:
+        self.ctx.close()
+
+    def close_quietly(self) -> None:
+        """Nothing: a context needs no finalizer's help (it goes with its last reference)."""
+
+
+class SessionRunner:
+    """A zero-copy session standing in for the general flow: copy in, run, copy out.  The
+    session is opened at the first run (or given), and opened again when a run needs other
+    input types or output kind; `mask` pins each session it opens."""
+
+    kind = "zero-copy"
+
+    def __init__(self, open_session: Callable[..., object], inputs: Sequence[TensorInfo],
+                 mask=None, required: bool = False, session=None):
+        self._open = open_session        # (outputs=, input_dtypes=) -> ZeroCopySession
+        self._layouts = [t.layout for t in inputs]
+        self._mask, self._required = mask, required
+        self.mask = None                 # the core mask the session is pinned to
+        self.session = session
+        if session is not None and mask is not None:
+            self._pin(session)
+
+    @property
+    def closed(self) -> bool:
+        return self.session is not None and self.session.closed
+
+    def _pin(self, session) -> None:
+        try:
+            self.mask = self._mask if pin(session, self._mask, self._required) else None
+        except BaseException:
+            session.close()
+            raise
+        self._required = False           # the sessions opened again later: best effort
+
+    def session_for(self, prepared, raw: bool):
+        """A session that takes `prepared` inputs and gives `raw` or float32 outputs."""
+        kind = "raw" if raw else "float32"
+        dtypes = [a.dtype for a, _ in prepared]
+        s = self.session
+        if s is not None and not s.closed and s.output_kind == kind and \
+                [v.dtype for v in s.inputs] == dtypes:
+            return s
+        if s is not None:
+            self.session = None
+            s.close()
+        s = self._open(outputs=kind, input_dtypes=dtypes)
+        if self._mask is not None:
+            self._pin(s)
+        self.session = s
+        return s
+
+    def run(self, prepared, shape_set: Optional[int], raw: bool,
+            out: Optional[Sequence[np.ndarray]] = None) -> List[np.ndarray]:
+        s = self.session_for(prepared, raw)
+        if shape_set is not None:
+            s.set_shape_set(shape_set)
+        arrays = []
+        for (a, layout), model_layout in zip(prepared, self._layouts):
+            if layout != model_layout and a.ndim == 4:      # the other of NHWC/NCHW
+                a = a.transpose((0, 2, 3, 1) if layout == "NCHW" else (0, 3, 1, 2))
+            arrays.append(a)
+        try:
+            return s.run_arrays(*arrays, out=out)
+        except BaseException as exc:
+            _guard.forget_frames(exc)    # no view of the session pinned by a kept error
+            raise
+
+    @property
+    def frame_id(self) -> int:
+        return 0
+
+    def perf(self):
+        if self.session is None:
+            raise ValueError("perf: the model has not run yet")
+        return self.session.perf
+
+    def set_core_mask(self, mask) -> None:
+        self._mask, self._required = mask, True
+        if self.session is not None and not self.session.closed:
+            self.session.set_core_mask(mask)
+            self.mask = mask
+
+    def check_closable(self) -> None:
+        """BufferError while a view of the session's memory is alive (nothing closed)."""
+        if self.session is not None and not self.session.closed:
+            # seam: the Model's close asks its own sessions what close() would refuse
+            self.session._check_closable()
+
+    def close(self) -> None:
+        s, self.session = self.session, None
+        if s is not None:
+            s.close()
+
+    def close_quietly(self) -> None:
+        """close() if nothing prevents it (for finalizers: never raises)."""
+        s = self.session
+        if s is not None and s._close_quietly():     # seam: a finalizer's close
+            self.session = None
