@@ -48,7 +48,7 @@ SYNC_TO_DEVICE, SYNC_FROM_DEVICE, SYNC_BIDIR = 1, 2, 3
 
 PLATFORMS = ["RK3588", "RK3566", "RV1106"]
 
-# ---- ABI structs (checked against the ABI facts by tests/abi/test_ctypes_copies.py) ----------------------------------------------------------------------------
+# ---- ABI structs (checked against the ABI facts by tests/abi/test_abi.py) ----------------------------------------------------------------------------
 
 
 class TensorAttr(C.Structure):
@@ -486,7 +486,7 @@ def desc_of(model: bytes):
     return reference.as_model(model)
 
 
-#: each ctypes copy above and the ABI struct it copies (tests/abi/test_ctypes_copies.py)
+#: each ctypes copy above and the ABI struct it copies (checked by tests/abi/test_abi.py)
 ABI_STRUCTS = {
     TensorAttr: "rknn_tensor_attr", InOutNum: "rknn_input_output_num", TensorMem: "rknn_tensor_mem",
     Input: "rknn_input", Output: "rknn_output", InitExtend: "rknn_init_extend",

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import rknnx
-from rknnx.lowlevel import (Context, CoreMask, InitFlag, MemAllocFlag, QueryCmd, TensorAttr,
-                   TensorFormat, TensorType)
+from rknnx.lowlevel import (Context, CoreMask, InitFlag, MatmulType, MemAllocFlag, QueryCmd,
+                   TensorAttr, TensorFormat, TensorType)
 from rknnx import errors as E
 from rknnx import _core
 
@@ -415,3 +415,27 @@ def test_repr_and_properties(track, emu):
     assert repr(ctx).startswith("<Context handle=0x") and "flow=none" in repr(ctx)
     assert ctx.flow == "none" and ctx.bindings == {} and ctx.mems == []
     assert os.fspath(rknnx.emulator_path()) == rknnx.runtime_info()["path"]
+
+
+# ---- a model buffer outlives the close of the context that made it ---------------------------
+# A context's close() never destroys a mem that is another context's model buffer: the
+# one close sequence of Context and MatmulContext refuses (BufferError), closing nothing.
+# (The mem's own close() refusing is test_model_buffer_zero_copy_from_a_tensor_mem above.)
+
+def test_matmul_close_refuses_while_its_mem_holds_a_model(track, bh, emu):
+    m = bh.model_bytes("tiny_relu")
+    mm = track.matmul(2, 64, 64, MatmulType.FLOAT16_MM_FLOAT16_TO_FLOAT32)
+    buf = mm.create_mem(len(m))
+    np.frombuffer(buf, np.uint8)[:] = np.frombuffer(m, np.uint8)
+    ctx = track.context(None, model_mem=buf)
+    with pytest.raises(BufferError, match="model buffer of an open Context"):
+        mm.close()
+    assert not mm.closed and not buf.closed            # nothing was closed
+    ctx.inputs_set([np.float32([[3, -3]])])
+    ctx.run()                                          # the model memory is still there
+    with ctx.outputs_get(want_float=True) as o:
+        assert np.asarray(o[0]).tolist() == [[3.0, 0.0]]
+    ctx.close()
+    buf.close()
+    mm.close()
+    assert mm.closed

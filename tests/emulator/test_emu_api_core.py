@@ -2,6 +2,7 @@
 
 import ctypes as C
 import os
+import re
 
 import numpy as np
 import pytest
@@ -326,7 +327,7 @@ def test_perf_queries(emu, make_ctx):
     plain.inputs_set([np.zeros((1, 4, 8, 8), np.float32)] * 2)
     plain.run()
     # without RKNN_FLAG_COLLECT_PERF_MASK: success, with a string saying why there is no
-    # table (tests/emulator/test_perf_detail_without_flag.py)
+    # table (the PERF_DETAIL section at the end of this file)
     rc, d = plain.query_rc(Q_PERF_DETAIL)
     assert rc == SUCC and b"not collected" in C.string_at(d.perf_data, d.data_len)
     assert plain.query_rc(Q_PERF_RUN)[0] == SUCC
@@ -405,3 +406,52 @@ def test_native_query_on_dynamic_model(emu, make_ctx):
     assert api().rknn_set_input_shapes(c.h, 1, C.byref(a)) == SUCC
     assert c.query_rc(Q_CURRENT_NATIVE_INPUT_ATTR)[0] == SUCC
     assert c.query_rc(Q_CURRENT_NATIVE_OUTPUT_ATTR)[0] == SUCC
+
+
+# ---- SDK_VERSION: the strings' format --------------------------------------------------------
+# RKNN_QUERY_SDK_VERSION: both strings start with "X.Y.Z" and have no other dot, since
+# clients split them on "." into exactly three pieces (RKNNLite does); the emulator's
+# identity stands in the parentheses of api_version, where boards write the build's
+# hash@time; drv_version is a plain "X.Y.Z" as on boards (docs/abi-notes.md).
+
+@pytest.mark.parametrize("chip", ["RK3588", "RK3566", "RV1106"])
+def test_version_strings_split_into_three(emu, make_ctx, chip):
+    v = make_ctx(samples.tiny_int8_add(target=chip), platform=chip).query(Q_SDK_VERSION)
+    api_v, drv_v = v.api_version.decode(), v.drv_version.decode()
+    assert re.match(r"\d+\.\d+\.\d+ \(", api_v), api_v
+    assert re.fullmatch(r"\d+\.\d+\.\d+", drv_v), drv_v
+    for s in (api_v, drv_v):
+        major, minor, patch = s.split(".")          # exactly three pieces
+        assert major.isdigit() and minor.isdigit() and patch.split(" ")[0].isdigit()
+    assert api_v.startswith("2.5.0 (") and "rknnx-emulator" in api_v
+
+
+# ---- PERF_DETAIL without RKNN_FLAG_COLLECT_PERF_MASK -----------------------------------------
+# RKNN_QUERY_PERF_DETAIL on a context created without RKNN_FLAG_COLLECT_PERF_MASK
+# succeeds (the vendor's custom-op example makes that query with flags 0 and exits on
+# failure) with a runtime-owned string saying per-layer timing was not collected; with the
+# flag, the operator table comes after a run as before.
+
+def perf_detail(c):
+    rc, d = c.query_rc(Q_PERF_DETAIL)
+    return rc, (C.string_at(d.perf_data, d.data_len).decode() if rc == SUCC else None)
+
+
+def test_perf_detail_without_flag_before_and_after_a_run(emu, make_ctx):
+    c = make_ctx(samples.tiny_int8_add())
+    for _ in range(2):
+        rc, text = perf_detail(c)
+        assert rc == SUCC
+        assert "per-layer timing was not collected" in text
+        assert "RKNN_FLAG_COLLECT_PERF_MASK" in text
+        c.inputs_set([np.zeros((1, 4, 8, 8), np.float32)] * 2)
+        c.run()
+
+
+def test_perf_detail_with_flag_unchanged(emu, make_ctx):
+    c = make_ctx(samples.tiny_int8_add(), flags=FLAG_PERF)
+    assert perf_detail(c)[0] == FAIL                 # no table before a run
+    c.inputs_set([np.zeros((1, 4, 8, 8), np.float32)] * 2)
+    c.run()
+    rc, text = perf_detail(c)
+    assert rc == SUCC and "Time(us)" in text and "not collected" not in text
