@@ -21,7 +21,7 @@ import os
 import threading
 from typing import Any, Optional
 
-__all__ = ["Lock", "check_process", "forget_frames", "pid"]
+__all__ = ["Lock", "busy_error", "check_process", "forget_frames", "pid"]
 
 #: the current process id, kept up to date across fork without a system call
 pid = os.getpid()
@@ -76,10 +76,7 @@ class Lock:
                 f"used in process {pid} (a child of fork(): the runtime's threads, locks "
                 f"and state do not survive fork); create it after fork, in the child")
         if self.mutex._is_owned():
-            raise RuntimeError(
-                f"{what}: the {self.owner} is busy in this thread (a call on it is running a "
-                f"custom op callback, signal handler or finalizer, which is where this was "
-                f"called from); such code cannot call back into the {self.owner}")
+            raise busy_error(self.owner, what)
 
     def held_here(self) -> bool:
         """Whether the calling thread holds the lock."""
@@ -89,6 +86,14 @@ class Lock:
         """The lock to hold with ``with`` (after the checks of :meth:`check`)."""
         self.check(what)
         return self.mutex
+
+
+def busy_error(owner: str, what: str) -> RuntimeError:
+    """The error for a call into `owner` (a class name) from code it is running."""
+    return RuntimeError(
+        f"{what}: the {owner} is busy in this thread (a call on it is running a custom op "
+        f"callback, signal handler or finalizer, which is where this was called from); such "
+        f"code cannot call back into the {owner}")
 
 
 def forget_frames(exc: Optional[BaseException]) -> None:

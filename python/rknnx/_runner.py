@@ -163,7 +163,6 @@ class SessionRunner:
                 [v.dtype for v in s.inputs] == dtypes:
             return s
         if s is not None:
-            self.session = None
             s.close()
         s = self._open(outputs=kind, input_dtypes=dtypes)
         if self._mask is not None:
@@ -209,12 +208,14 @@ class SessionRunner:
             self.session._check_closable()
 
     def close(self) -> None:
-        s, self.session = self.session, None
+        # the session is kept (closed): a close in another thread at the same time waits
+        # for this one inside session.close() instead of returning before it is done
+        s = self.session
         if s is not None:
             s.close()
 
     def close_quietly(self) -> None:
         """close() if nothing prevents it (for finalizers: never raises)."""
         s = self.session
-        if s is not None and s._close_quietly():     # seam: a finalizer's close
-            self.session = None
+        if s is not None:
+            s._close_quietly()                       # seam: a finalizer's close

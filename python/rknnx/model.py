@@ -1,13 +1,17 @@
 """``rknnx.Model``: one RKNN model, its description, and the general flow (numpy in, numpy out).
 
-A :class:`Model` opens one low-level context and describes the model from it. Its
-:meth:`Model.run` is the general flow: the runtime converts the user's arrays on the CPU
-(layout, normalisation, quantization) and returns numpy outputs. :meth:`Model.zero_copy`
-opens a :class:`~rknnx.session.ZeroCopySession` on a context of its own (the vendor
-forbids mixing the two flows on one context), sharing the weights with the model's.
+A :class:`Model` opens one low-level context and describes the model from what the binding
+reports (chip, shape sets, attributes; optional queries a runtime refuses become
+:attr:`Model.notes`).  Its :meth:`Model.run` is the general flow: the runtime converts the
+user's arrays (layout, normalisation, quantization) and returns numpy outputs, through the
+model's runner (``rknnx._runner``: ``Context.infer``, one crossing of the binding).
 
-On chips without the general API (RV1106/RV1103/RK2118) :meth:`Model.run` works through a
-zero-copy session the model keeps, so one program runs on every chip.
+The model is the only maker of its contexts (:meth:`Model._context_for`: weights shared,
+its core mask and custom operators applied): :meth:`Model.zero_copy` opens a
+:class:`~rknnx.session.ZeroCopySession` on one (the vendor forbids mixing the two flows on
+one context), a :class:`rknnx.Pool` gets one runner per worker.  On chips without the
+general API (RV1106/RV1103/RK2118) the model's runner is a zero-copy session, so one
+program runs on every chip.  See docs/architecture.md, "One path".
 """
 
 from __future__ import annotations
@@ -298,6 +302,7 @@ class Model:
         # given to one is checked for a 0..1 range once (a common first mistake)
         self._pixel_inputs = [t.index for t in self.inputs
                               if default_dtype(t) == np.uint8 and len(t.shape) == 4]
+        self._out_seen: Dict[bool, list] = {False: [], True: []}    # weak refs
         self._fast_out = {False: [(t.shape, np.dtype(np.float32)) for t in self.outputs],
                           True: [(t.shape, t.dtype) for t in self.outputs]}
 
@@ -393,7 +398,9 @@ class Model:
     def new_context(self, flags: int = 0):
         """A low-level :class:`rknnx.lowlevel.Context` of the model for your own calls,
         sharing the model's weights, with its core mask and custom operators (the context
-        sessions and pool workers get).  It is yours to close, before the model.
+        sessions and pool workers get).  It is yours to close, before the model (where
+        the runtime has no ``rknn_dup_context`` it borrows the model's weights, and the
+        model's context refuses to close while a borrower is open).
 
         .. versionadded:: 0.1.0
         """
@@ -622,24 +629,38 @@ class Model:
             else:
                 if raw is not False and raw is not True:
                     raw = _check_raw(raw)
-                specs = self._fast_out[raw]
-                arrays = ([np.empty(shape, dtype) for shape, dtype in specs] if out is None
-                          else check_out(out, specs))
-                lock = self._lock         # `with lock("run"):`, its checks inlined
-                if lock.pid != _guard.pid or lock.mutex._is_owned():
-                    lock.check("run")     # raises: fork, re-entry
-                with lock.mutex:
-                    ctx = self._ctx
-                    try:
-                        # inputs_set + run + outputs_get in one crossing; inputs it refuses
-                        # (before the runtime sees them) take the path below
-                        ctx.infer(inputs, arrays, want_float=not raw)
-                    except (ValueError, TypeError):
-                        pass
+                if out is None:
+                    arrays = [np.empty(shape, dtype) for shape, dtype in self._fast_out[raw]]
+                else:
+                    # the arrays accepted last time (the usual loop) are checked again by
+                    # identity and shape only: they cannot have begun to overlap, and the
+                    # binding checks each one's size, type and writability in C anyway
+                    seen = self._out_seen[raw]
+                    if type(out) in (list, tuple) and len(out) == len(seen) and \
+                            all(r() is a and a.shape == shape
+                                for (r, shape), a in zip(seen, out)):
+                        arrays = list(out)
                     else:
-                        self._last = self._own
-                        self._frame_id = ctx.last_frame_id
-                        return arrays
+                        arrays = check_out(out, self._fast_out[raw])
+                        self._out_seen[raw] = [(weakref.ref(a), a.shape) for a in arrays]
+                if self._lock.pid != _guard.pid:
+                    self._lock.check("run")       # raises: a Model of the parent of fork
+                ctx = self._ctx
+                try:
+                    # inputs_set + run + outputs_get under one hold of the context's lock
+                    # (no other call comes between them: the model's lock is not needed);
+                    # what it refuses before the runtime sees anything takes the path below
+                    ctx.infer(inputs, arrays, want_float=not raw)
+                except (ValueError, TypeError):
+                    pass
+                except RuntimeError:
+                    if ctx.busy_in_this_thread:   # a callback of this context's run
+                        raise _guard.busy_error("Model", "run") from None
+                    raise
+                else:
+                    self._last = self._own
+                    self._frame_id = ctx.last_frame_id
+                    return arrays
         raw = _check_raw(raw)
         self._check_open("run")
         prepared, shape_set = self.prepare_inputs(inputs, data_format, pass_through)

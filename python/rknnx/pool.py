@@ -339,8 +339,10 @@ class Pool:
             self._close_runners()
 
     def _close_runners(self) -> None:
-        runners, self._runners = self._runners, []
-        for r in runners:
+        # every caller closes every runner (a close waits for one in progress in another
+        # thread): a Model.close() racing the pool's own shutdown returns only once the
+        # contexts borrowing the model's weights are closed
+        for r in list(self._runners):
             r.close()
 
     def __del__(self, _warn=warnings.warn):

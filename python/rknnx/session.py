@@ -823,6 +823,7 @@ class ZeroCopySession:
         if lock is None or lock.pid != _guard.pid:
             return                       # the parent's (after fork): nothing to do here
         if not (self._internal or getattr(self, "_close_when_collected", False) or
+                # seam: a Model whose `with` block could not close it closes it when collected
                 getattr(self._model, "_close_when_collected", False)):
             try:
                 what = repr(self)

@@ -755,10 +755,12 @@ cdef class Context(_ContextBase):
 
         Notes
         -----
-        Plain C-contiguous buffers that :meth:`inputs_set`'s fast path takes cross into C
-        once; anything else (:class:`Input` objects, another layout, a shape change under
-        way) takes the three calls, with the same result.  Every rule of the three calls
-        holds (the flows are not mixed, a dynamic model runs at a chosen shape set).
+        Plain C-contiguous buffers are checked in C as :meth:`inputs_set`'s fast path
+        checks them; anything else (:class:`Input` objects, another layout or type) as its
+        general path does, with the same messages.  Either way the three C calls run under
+        one hold of the context's lock: no call of another thread comes between them.
+        Every rule of the three calls holds (the flows are not mixed, a dynamic model runs
+        at a chosen shape set, a closed bound mem is refused).
 
         .. versionadded:: 0.1.0
         """

@@ -1,9 +1,12 @@
 # Context.infer: the general flow's three calls (inputs_set, run, outputs_get into the
-# caller's buffers) in one crossing: every buffer checked first (the inputs by the fast
-# path's rules, the outputs by outputs_get(out=)'s), then one lock hold and one release of
-# the GIL around the three C calls.  Inputs the fast path does not take (Input objects,
-# other layouts or types, a shape change under way) go through the three documented calls
-# instead, with their checks and messages: the result is the same either way.
+# caller's buffers) in one crossing: every buffer checked first (plain buffers by the fast
+# path's rules in C, anything else, Input objects included, by inputs_set's general
+# path; the outputs by outputs_get(out=)'s), then one lock hold and one release of the
+# GIL around the three C calls.  No other call on the context can come between them, so
+# threads sharing a context never run on each other's inputs.  What inputs_set would
+# refuse before the runtime sees anything (a missing function, the other flow, a dynamic
+# model without a shape set, no inputs) is refused by the documented calls themselves,
+# with their messages.
 
 
 cdef int _check_outs(Context self, object out, bint wf) except -1:
@@ -41,8 +44,8 @@ cdef int _check_outs(Context self, object out, bint wf) except -1:
 
 cdef object _infer_three(Context self, object inputs, object out, bint wf,
                          bint check_out=True):
-    """The documented way: three calls, each with its checks (`out` checked first, unless
-    inputs_set is known to refuse before the runtime sees anything)."""
+    """The documented calls, for what inputs_set refuses before the runtime sees anything
+    (it raises, with its message; `out` is checked first unless `check_out` is False)."""
     if check_out:
         _check_outs(self, out, wf)
     self.inputs_set(inputs)
@@ -54,17 +57,24 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
     cdef _IOSpecs sp
     cdef unsigned long long gen
     cdef Py_ssize_t n, k, nin = 0, nout = 0, ok = 0     # views held; inputs the fast path took
-    cdef rknn_input iarr[_FAST_MAX]
-    cdef Py_buffer iviews[_FAST_MAX]
-    cdef rknn_output oarr[_FAST_MAX]
-    cdef Py_buffer oviews[_FAST_MAX]
+    cdef rknn_input iarr_s[_FAST_MAX]
+    cdef Py_buffer iviews_s[_FAST_MAX]
+    cdef rknn_output oarr_s[_FAST_MAX]
+    cdef Py_buffer oviews_s[_FAST_MAX]
+    cdef rknn_input* iarr = iarr_s
+    cdef Py_buffer* iviews = iviews_s
+    cdef rknn_output* oarr = oarr_s
+    cdef Py_buffer* oviews = oviews_s
+    cdef bint heap = False
     cdef rknn_output_extend oext
     cdef rknn_run_extend rext
     cdef int ret_in = 0, ret_run = 0, ret_out = 0, ret_rel = 0, t
     cdef uint32_t nout_model, i
-    cdef bint ran = False, got = False
     cdef _InputSpec* s
     cdef TensorAttr a
+    cdef TensorMem m
+    cdef Input inp
+    cdef long long idx
     self._check_open(b"infer")
     if (_api.rknn_inputs_set == NULL or _api.rknn_run == NULL or _api.rknn_outputs_get == NULL
             or _api.rknn_outputs_release == NULL or self._no_general
@@ -75,46 +85,76 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
     if not self._shapes_set and _dynamic_ranges(self):
         # inputs_set says to choose a shape
         return _infer_three(self, inputs, out, wf, False)
-    if type(inputs) is list:
-        inputs = tuple(<list>inputs)
-    if type(inputs) is not tuple or type(out) not in (list, tuple):
-        return _infer_three(self, inputs, out, wf)
-    sp = _current_specs(self)
-    gen = self._attrs_gen
-    n = len(<tuple>inputs)
     nout_model = len(self._out_attrs)
-    if n == 0 or n != sp.n_in or n > _FAST_MAX or nout_model > _FAST_MAX \
-            or len(out) != nout_model:
-        return _infer_three(self, inputs, out, wf)
+    if type(out) not in (list, tuple) or len(out) != nout_model:
+        _check_outs(self, out, wf)           # raises what is wrong with `out`
+    if type(inputs) is tuple:
+        items = <tuple>inputs
+    elif type(inputs) is list:
+        items = tuple(<list>inputs)
+    elif isinstance(inputs, (list, tuple)):
+        items = tuple(inputs)
+    else:
+        items = (inputs,)
+    n = len(items)
+    if n == 0 or n > len(self._in_attrs):
+        return _infer_three(self, inputs, out, wf)     # inputs_set says how many
+    sp = _current_specs(self)
+    gen = self._attrs_gen                    # the shapes everything is checked against
+    if n > _FAST_MAX or nout_model > _FAST_MAX:
+        heap = True
+        iarr = <rknn_input*>PyMem_Malloc(n * sizeof(rknn_input))
+        iviews = <Py_buffer*>PyMem_Malloc(n * sizeof(Py_buffer))
+        oarr = <rknn_output*>PyMem_Malloc(nout_model * sizeof(rknn_output))
+        oviews = <Py_buffer*>PyMem_Malloc(nout_model * sizeof(Py_buffer))
+        if iarr == NULL or iviews == NULL or oarr == NULL or oviews == NULL:
+            PyMem_Free(iarr)
+            PyMem_Free(iviews)
+            PyMem_Free(oarr)
+            PyMem_Free(oviews)
+            raise MemoryError()
     memset(&oext, 0, sizeof(oext))
     memset(&rext, 0, sizeof(rext))
     try:
-        for k in range(n):
-            item = (<tuple>inputs)[k]
-            s = &sp.ins[k]
-            if not s.fast or item is None or isinstance(item, Input):
-                break
-            try:
-                PyObject_GetBuffer(item, &iviews[k], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
-            except (BufferError, ValueError, TypeError):
-                break
-            nin += 1
-            t = _fast_accepts(s, &iviews[k])
-            if t < 0:
-                break
-            ok += 1
-            iarr[k].index = <uint32_t>k
-            iarr[k].buf = iviews[k].buf
-            iarr[k].size = <uint32_t>iviews[k].len
-            iarr[k].pass_through = 0
-            iarr[k].type = <rknn_tensor_type>t
-            iarr[k].fmt = <rknn_tensor_format>s.fmt
+        # plain buffers at their positions, checked in C
+        if n == sp.n_in:
+            for k in range(n):
+                item = items[k]
+                s = &sp.ins[k]
+                if not s.fast or item is None or isinstance(item, Input):
+                    break
+                try:
+                    PyObject_GetBuffer(item, &iviews[k], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
+                except (BufferError, ValueError, TypeError):
+                    break
+                nin += 1
+                t = _fast_accepts(s, &iviews[k])
+                if t < 0:
+                    break
+                ok += 1
+                iarr[k].index = <uint32_t>k
+                iarr[k].buf = iviews[k].buf
+                iarr[k].size = <uint32_t>iviews[k].len
+                iarr[k].pass_through = 0
+                iarr[k].type = <rknn_tensor_type>t
+                iarr[k].fmt = <rknn_tensor_format>s.fmt
         if ok != n:
-            # not the fast path's inputs: release and go the documented way
+            # anything else: inputs_set's general path, each input checked in turn
             for k in range(nin):
                 PyBuffer_Release(&iviews[k])
             nin = 0
-            return _infer_three(self, inputs, out, wf)
+            memset(iarr, 0, n * sizeof(rknn_input))
+            ins = self._in_attrs
+            seen = set()
+            for k in range(n):
+                item = items[k]
+                inp = item if isinstance(item, Input) else Input(item)
+                idx = _input_index(inp, k, ins, seen)
+                a = ins[idx]
+                label = f"input {idx} ({a.name!r})"
+                _input_view(inp, label, &iviews[k])
+                nin += 1
+                _check_input(self, inp, idx, a, label, &iviews[k], &iarr[k])
         for i in range(nout_model):
             a = self._out_attrs[i]
             item = out[i]
@@ -135,18 +175,26 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
             oarr[i].index = i
             oarr[i].buf = oviews[i].buf
             oarr[i].size = <uint32_t>oviews[i].len
-        self._enter(b"infer")
-        if self._shape_gen != gen or self._io_gen != self._shape_gen \
-                or self._flow == _FLOW_ZERO_COPY or self._bound:
-            # the shapes moved since the checks, or zero-copy state appeared: the
-            # documented calls check again and raise what applies
+        while True:
+            # as run(): set_io_mem bindings are checked again only after a shape change
+            if self._io_gen != self._shape_gen:
+                _check_io_dims(self)
+            self._enter(b"infer")
+            if self._io_gen == self._shape_gen:
+                break
             self._release()
-            for k in range(nin):
-                PyBuffer_Release(&iviews[k])
-            for i in range(nout):
-                PyBuffer_Release(&oviews[i])
-            nin = nout = 0
-            return _infer_three(self, inputs, out, wf)
+        if self._shape_gen != gen:
+            self._release()
+            raise ValueError("infer: the input shapes changed (set_input_shapes, "
+                             "concurrently) while the buffers were checked; call infer "
+                             "again with buffers of the current attributes")
+        if self._flow == _FLOW_ZERO_COPY:
+            self._release()
+            self._flow_error(_FLOW_GENERAL, b"rknn_inputs_set")
+        for m in self._bound:
+            if m._dead:
+                self._release()
+                self._raise_dead_binding()
         with nogil:
             ret_in = _api.rknn_inputs_set(self.ctx, <uint32_t>n, iarr)
             if ret_in >= 0:
@@ -168,6 +216,11 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
             PyBuffer_Release(&iviews[k])
         for i in range(nout):
             PyBuffer_Release(&oviews[i])
+        if heap:
+            PyMem_Free(iarr)
+            PyMem_Free(iviews)
+            PyMem_Free(oarr)
+            PyMem_Free(oviews)
     check(ret_in, b"rknn_inputs_set")
     if ret_run < 0 and self._custom is not None:
         _check_custom(ret_run, b"rknn_run", <_CustomOpSet>self._custom)

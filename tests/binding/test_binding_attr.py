@@ -74,10 +74,17 @@ def test_strides_express_padding(emu):
                       w_stride=16, h_stride=6, size_with_stride=2 * 5 * 16 * 3)
     assert nhwc.strides == (6 * 16 * 3, 16 * 3, 3, 1)
     assert nhwc.nbytes_with_stride == 2 * 6 * 16 * 3
+    assert nhwc.alloc_size == nhwc.nbytes_with_stride      # the extent beats the runtime's
     # native NHWC with channels padded to C2 (size_with_stride says 16 per pixel)
     padded = TensorAttr(dims=(1, 4, 8, 5), fmt=TensorFormat.NHWC, type=TensorType.INT8,
                         size_with_stride=4 * 8 * 16)
     assert padded.strides == (4 * 8 * 16, 8 * 16, 16, 1)
+    packed = TensorAttr(dims=(1, 4, 8, 5), fmt=TensorFormat.NHWC, type=TensorType.INT8,
+                        size=4 * 8 * 5 + 64)
+    assert packed.alloc_size == packed.size == 4 * 8 * 5 + 64   # the runtime asks more
+    big = TensorAttr(dims=(1, 4, 8, 5), fmt=TensorFormat.NHWC, type=TensorType.INT8,
+                     size_with_stride=4096)
+    assert big.alloc_size == 4096
     nc1hwc2 = TensorAttr(dims=(1, 2, 4, 6, 8), fmt=TensorFormat.NC1HWC2,
                          type=TensorType.FLOAT16, w_stride=6)
     assert nc1hwc2.strides == (2 * 4 * 6 * 8 * 2, 4 * 6 * 8 * 2, 6 * 8 * 2, 8 * 2, 2)

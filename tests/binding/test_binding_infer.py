@@ -1,6 +1,7 @@
 """Context.infer: inputs_set + run + outputs_get(out=) in one crossing gives what the three
 calls give, keeps their rules (flows, shape sets, buffer checks, custom-op errors) and their
-messages, and takes the three calls itself for inputs the fast path does not take."""
+messages, and crosses once for every form of input (Input objects checked by inputs_set's
+general path): no call of another thread comes between its three."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from rknnx import errors as E
-from rknnx.lowlevel import Input, TensorFormat
+from rknnx.lowlevel import Input, QueryCmd, TensorFormat
 
 from helpers import user_inputs
 
@@ -40,7 +41,7 @@ def test_infer_equals_the_three_calls(track, general_platform, name, want_float)
     assert a_ctx.flow == "general"
 
 
-def test_other_inputs_take_the_three_calls(track):
+def test_other_inputs_cross_once_too(track):
     ctx = track.model("classifier")
     img = np.random.default_rng(1).integers(0, 256, (1, 224, 224, 3), dtype=np.uint8)
     ref = ctx.infer([img], outs_for(ctx, True))[0].copy()
@@ -109,3 +110,47 @@ def test_a_wrong_out_is_refused_before_anything_runs(track, emu, out, exc, match
     c = emu.counters()
     assert (c["runs"], c["bytes_in"]) == (0, 0)
     assert ctx.flow == "none"
+
+
+def test_threads_sharing_a_context_never_run_on_each_others_inputs(track):
+    """Two threads on one context, one with plain arrays (checked in C), one with NCHW
+    Input objects (inputs_set's general path): each gets the outputs of its own inputs,
+    because all three calls of either run under one hold of the context's lock."""
+    import threading
+
+    ctx = track.model("classifier")
+    rng = np.random.default_rng(4)
+    imgs = [rng.integers(0, 256, (1, 224, 224, 3), dtype=np.uint8) for _ in range(2)]
+    want = [ctx.infer([img], outs_for(ctx, True))[0].copy() for img in imgs]
+    assert not np.array_equal(want[0], want[1])
+    nchw = np.ascontiguousarray(imgs[1].transpose(0, 3, 1, 2))
+    wrong = []
+
+    def work(k):
+        out = outs_for(ctx, True)
+        for _ in range(60):
+            items = [imgs[0]] if k == 0 else [Input(nchw, fmt=TensorFormat.NCHW)]
+            got = ctx.infer(items, out)[0]
+            if not np.array_equal(got, want[k]):
+                wrong.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong
+
+
+def test_a_closed_bound_mem_is_refused_by_infer_too(track):
+    """infer keeps run()'s rule: a mem bound with set_internal_mem that was closed is
+    refused before the runtime sees the context."""
+    ctx = track.model("tiny_relu")
+    size = ctx.query(QueryCmd.MEM_SIZE).total_internal_size
+    mem = ctx.create_mem(max(size, 64))
+    ctx.set_internal_mem(mem)
+    x = np.float32([[1, -2]])
+    np.testing.assert_array_equal(ctx.infer([x], outs_for(ctx, True))[0], [[1, 0]])
+    mem.close()
+    with pytest.raises(ValueError, match="was closed; bind another one"):
+        ctx.infer([x], outs_for(ctx, True))

@@ -653,3 +653,51 @@ def test_write_converts_or_refuses(models):
         with pytest.raises(ValueError, match="does not fit the view"):
             s.write(0, np.zeros((1, 100, 100, 3), np.uint8))
         assert np.array_equal(s.inputs[0], img)                      # refusals changed nothing
+
+
+@pytest.mark.parametrize("platform", ["RK3588", "RV1106"])
+def test_run_arrays_copies_in_runs_and_copies_out(models, platform):
+    """session.run_arrays: the general flow's convenience on a session (what Model.run
+    uses on chips without the general API): the reference numbers, into `out` or fresh
+    arrays that outlive the session, the other layout taken, wrong arguments refused."""
+    m = models.open("multi_io", platform)
+    xs = user_inputs(m, np.random.default_rng(3))
+    want = expected_outputs(model_bytes("multi_io", platform), xs, True)
+    with m.zero_copy() as s:
+        got = s.run_arrays(*xs)
+        for g, w in zip(got, want):
+            close_enough(g, w)
+            assert not np.shares_memory(g, s.outputs[0])
+        out = [np.empty(v.shape, v.dtype) for v in s.outputs]
+        assert all(g is o for g, o in zip(s.run_arrays(*xs, out=out), out))
+        for g, w in zip(out, want):
+            close_enough(g, w)
+        with pytest.raises(ValueError, match=rf"run_arrays needs one array per input "
+                                             rf"\({len(xs)}\); got 1"):
+            s.run_arrays(xs[0])
+        with pytest.raises(ValueError, match=r"out\[0\] must be a writable C-contiguous"):
+            s.run_arrays(*xs, out=[np.empty((1,), np.float32)] * len(out))
+    m2 = models.open("classifier", platform)
+    img = np.random.default_rng(1).integers(0, 256, (1, 224, 224, 3), dtype=np.uint8)
+    with m2.zero_copy() as s:
+        nhwc = s.run_arrays(img)[0]
+        np.testing.assert_array_equal(s.run_arrays(img.transpose(0, 3, 1, 2))[0], nhwc)
+        np.testing.assert_allclose(nhwc, m2.run(img)[0], rtol=1e-6)
+        with pytest.raises(ValueError, match="does not fit the view"):
+            s.run_arrays(np.zeros((1, 10, 10, 3), np.uint8))
+
+
+def test_session_core_mask(models):
+    m = models.open("tiny_relu", "RK3588")
+    with m.zero_copy() as s:
+        s.set_core_mask(ll.CoreMask.CORE_1)
+        s.inputs[0][...] = [[1.0, -2.0]]
+        s.run()
+        np.testing.assert_array_equal(s.outputs[0], [[1.0, 0.0]])
+        with pytest.raises(TypeError, match="a core mask is a rknnx.CoreMask"):
+            s.set_core_mask("core1")
+    one = models.open("tiny_relu", "RK3566")
+    with one.zero_copy() as s:
+        with pytest.raises(rknnx.NotSupportedError, match="rknn_set_core_mask is not "
+                                                          "supported on RK3566"):
+            s.set_core_mask(ll.CoreMask.CORE_0)
