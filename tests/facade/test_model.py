@@ -51,6 +51,11 @@ def test_shape_sets_of_a_dynamic_model(models):
     m = models.open("dynamic")
     assert m.dynamic
     assert m.shape_sets == [((1, 64, 64, 3),), ((1, 96, 96, 3),), ((1, 128, 160, 3),)]
+    # inputs, outputs and their native layouts all describe one set: the largest (what
+    # a context reports before its first set_input_shapes)
+    assert m.inputs[0].shape == m.inputs[0].native.shape == m.shape_sets[-1][0]
+    assert m.outputs[0].shape == (1, 4, 64, 80)
+    assert m.outputs[0].native.shape == (1, 1, 64, 80, 16)        # NC1HWC2 of 4 channels
 
 
 # ---- the general flow against numpy -------------------------------------------------------
