@@ -4,7 +4,6 @@
 # Each cdef class owns at most one C handle and NULLs it after freeing; children hold
 # strong references to their parents (docs/architecture.md, Lifetime).
 
-from cpython.pythread cimport PyThread_type_lock
 from cpython.object cimport PyObject
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 
@@ -13,6 +12,19 @@ from librknn cimport (rknnx_api, rknn_context, rknn_tensor_attr, rknn_tensor_mem
                       rknn_matmul_io_attr)
 
 cdef rknnx_api _api                          # the resolved entry points
+
+# The per-context lock (see _base.pxi): a plain mutex, whose uncontended lock and unlock
+# are one atomic operation each (a PyThread lock reads the clock on every acquire).
+cdef extern from "<pthread.h>" nogil:
+    ctypedef struct pthread_mutex_t:
+        pass
+    ctypedef struct pthread_mutexattr_t:
+        pass
+    int pthread_mutex_init(pthread_mutex_t* m, const pthread_mutexattr_t* attr)
+    int pthread_mutex_destroy(pthread_mutex_t* m)
+    int pthread_mutex_lock(pthread_mutex_t* m)
+    int pthread_mutex_trylock(pthread_mutex_t* m)
+    int pthread_mutex_unlock(pthread_mutex_t* m)
 
 cdef int check(int ret, const char* fn) except -1 nogil
 cdef int require(void* fnptr, const char* fn) except -1
@@ -76,7 +88,8 @@ cdef struct _Deferred:
 # the mems bound to it.
 cdef class _ContextBase:
     cdef rknn_context ctx                    # the runtime's handle; 0 once destroyed
-    cdef PyThread_type_lock _lock            # per-context lock, held across C calls
+    cdef pthread_mutex_t _lock               # per-context lock, held across C calls
+    cdef bint _lock_made                     # _lock was initialized (destroy it once)
     cdef unsigned long _owner                # thread ident holding _lock; 0 when free
     cdef bint _counted                       # counted in _live_contexts
     cdef bint _closing                       # close() in progress: new calls are refused
