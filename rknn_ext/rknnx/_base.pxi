@@ -42,6 +42,7 @@ cdef class _ContextBase:
         self._lock_made = True
         self._slots = {}
         self._bound = []
+        self._bound_ok = 0
         self._mems = _weakref.WeakSet()
         self._deferred = NULL
         self._n_deferred = 0
@@ -143,6 +144,21 @@ cdef class _ContextBase:
             raise ValueError(f"{what.decode()} on closed {type(self).__name__}")
         return 0
 
+    cdef int _check_bound(self) except -1:
+        """Refuse to run with a bound mem that was closed: ValueError, the lock released.
+        Called with the lock held when _bound_ok != _mem_deaths, i.e. when a mem was
+        marked dead somewhere, or the bindings changed, since _bound was last all open
+        (TensorMem.close marks a mem dead under the lock of each context it is bound to).
+        Allocates nothing."""
+        cdef TensorMem m
+        cdef unsigned long long deaths = _mem_deaths
+        for m in self._bound:
+            if m._dead:
+                self._release()
+                self._raise_dead_binding()
+        self._bound_ok = deaths
+        return 0
+
     cdef int _raise_dead_binding(self) except -1:
         for key, m in self._slots.items():
             if (<TensorMem>m)._dead:
@@ -152,7 +168,11 @@ cdef class _ContextBase:
 
     cdef int _set_slot(self, object key, TensorMem mem) except -1:
         self._slots[key] = mem
-        self._bound = list(self._slots.values())
+        bound = list(self._slots.values())
+        # the next run() looks at the new list's mems: nothing between these two stores
+        # can let another thread run (the old list is released after the second)
+        self._bound_ok = 0
+        self._bound = bound
         if mem._bound_to is None:
             mem._bound_to = _weakref.WeakSet()
         mem._bound_to.add(self)

@@ -621,7 +621,6 @@ cdef class Context(_ContextBase):
         """
         cdef rknn_run_extend ext
         cdef int ret
-        cdef TensorMem m
         memset(&ext, 0, sizeof(ext))
         if non_block:
             ext.non_block = 1
@@ -638,11 +637,10 @@ cdef class Context(_ContextBase):
                 break
             self._release()
         # zero-copy: refuse to run with memory the user destroyed (checked under the lock:
-        # TensorMem.close marks its bindings dead under this same lock)
-        for m in self._bound:
-            if m._dead:
-                self._release()
-                self._raise_dead_binding()
+        # TensorMem.close marks its bindings dead under this same lock); the mems are
+        # looked at only when a mem was closed, or a binding made, since they last were
+        if self._bound_ok != _mem_deaths:
+            self._check_bound()
         with nogil:
             ret = _api.rknn_run(self.ctx, &ext)
         if ret >= 0:

@@ -97,6 +97,7 @@ cdef class _ContextBase:
     cdef object _mems                        # WeakSet of TensorMem created here
     cdef dict _slots                         # set_*_mem bindings: key -> TensorMem
     cdef list _bound                         # the values of _slots, for the run() check
+    cdef unsigned long long _bound_ok        # _mem_deaths when _bound was last all open; 0: look
     cdef _Deferred* _deferred                # frees owed while the lock was ours (malloc'd)
     cdef Py_ssize_t _n_deferred              # used entries of _deferred
     cdef Py_ssize_t _cap_deferred            # allocated entries of _deferred
@@ -110,6 +111,7 @@ cdef class _ContextBase:
     cdef int _check_not_busy(self, str what) except -1
     cdef int _enter(self, const char* what) except -1
     cdef int _check_open(self, const char* what) except -1
+    cdef int _check_bound(self) except -1
     cdef int _raise_dead_binding(self) except -1
     cdef int _set_slot(self, object key, TensorMem mem) except -1
     cdef TensorMem _adopt(self, TensorMem t, rknn_tensor_mem* m, object owner, bint no_ctx)
