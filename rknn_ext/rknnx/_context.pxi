@@ -35,6 +35,9 @@ cdef int _py_enum(object v, str what, str enum) except? -1:
     return i
 
 
+cdef object _ZERO = 0                        # the default timeout_ms (small ints are one object)
+
+
 cdef uint32_t _timeout(object v) except? 0xFFFFFFFF:
     cdef object i = _py_int(v, "timeout_ms")
     if not 0 <= i <= 0xFFFFFFFF:
@@ -624,7 +627,7 @@ cdef class Context(_ContextBase):
         memset(&ext, 0, sizeof(ext))
         if non_block:
             ext.non_block = 1
-        if timeout_ms:
+        if timeout_ms is not _ZERO and timeout_ms:     # (the default costs no truth test)
             ext.timeout_ms = _timeout(timeout_ms)
         self._check_open(b"run")
         require(<void*>_api.rknn_run, b"rknn_run")
