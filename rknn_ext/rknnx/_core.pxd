@@ -145,6 +145,7 @@ cdef class _IOSpecs:
     cdef _InputSpec* ins                     # one per input (malloc'd)
     cdef Py_ssize_t n_out                    # outputs of the model
     cdef _Layout* outs                       # 2 * n_out layouts (want_float 0, then 1), or NULL
+    cdef object out_src                      # the _out_attrs tuple outs were computed from
 
 
 cdef class Context(_ContextBase):

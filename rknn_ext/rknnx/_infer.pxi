@@ -13,8 +13,11 @@ cdef int _check_outs(Context self, object out, bint wf) except -1:
     cdef uint32_t n, i
     cdef Py_buffer v
     cdef TensorAttr a
+    cdef _IOSpecs sp
     _load_attrs(self)
-    n = len(self._out_attrs)
+    sp = self._specs                           # kept while its layouts are read
+    attrs = self._out_attrs
+    n = len(attrs)
     if not isinstance(out, (list, tuple)):
         raise TypeError(f"out must be a sequence (list or tuple) of buffers, one per "
                         f"output ({n}), got {type(out).__name__}")
@@ -22,7 +25,7 @@ cdef int _check_outs(Context self, object out, bint wf) except -1:
         raise ValueError(f"out must hold one buffer per output: expected {n}, "
                          f"got {len(out)}")
     for i in range(n):
-        a = self._out_attrs[i]
+        a = attrs[i]
         item = out[i]
         try:
             PyObject_GetBuffer(item, &v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
@@ -33,7 +36,7 @@ cdef int _check_outs(Context self, object out, bint wf) except -1:
             raise TypeError(f"{_out_label(i, a)}: expected a writable buffer (numpy "
                             f"array), got {type(item).__name__}") from None
         try:
-            _check_out_buffer(a, wf, i, &v)
+            _check_out_buffer(a, wf, i, &v, _spec_out_layout(sp, attrs, i, wf))
         finally:
             PyBuffer_Release(&v)
     return 0
@@ -63,6 +66,7 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
     cdef int ret_in = 0, ret_run = 0, ret_out = 0, ret_rel = 0, t
     cdef uint32_t nout_model, i
     cdef bint ran = False, got = False
+    cdef bint in_list = type(inputs) is list
     cdef _InputSpec* s
     cdef TensorAttr a
     self._check_open(b"infer")
@@ -75,14 +79,14 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
     if not self._shapes_set and _dynamic_ranges(self):
         # inputs_set says to choose a shape
         return _infer_three(self, inputs, out, wf, False)
-    if type(inputs) is list:
-        inputs = tuple(<list>inputs)
-    if type(inputs) is not tuple or type(out) not in (list, tuple):
+    if (not in_list and type(inputs) is not tuple
+            or type(out) is not list and type(out) is not tuple):
         return _infer_three(self, inputs, out, wf)
     sp = _current_specs(self)
     gen = self._attrs_gen
-    n = len(<tuple>inputs)
-    nout_model = len(self._out_attrs)
+    attrs = self._out_attrs
+    n = len(<list>inputs) if in_list else len(<tuple>inputs)
+    nout_model = len(attrs)
     if n == 0 or n != sp.n_in or n > _FAST_MAX or nout_model > _FAST_MAX \
             or len(out) != nout_model:
         return _infer_three(self, inputs, out, wf)
@@ -90,7 +94,14 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
     memset(&rext, 0, sizeof(rext))
     try:
         for k in range(n):
-            item = (<tuple>inputs)[k]
+            # a list is read in place (a view of each item is held from here on); one
+            # that changed size meanwhile takes the documented calls
+            if not in_list:
+                item = (<tuple>inputs)[k]
+            elif k < len(<list>inputs):
+                item = (<list>inputs)[k]
+            else:
+                break
             s = &sp.ins[k]
             if not s.fast or item is None or isinstance(item, Input):
                 break
@@ -116,7 +127,7 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
             nin = 0
             return _infer_three(self, inputs, out, wf)
         for i in range(nout_model):
-            a = self._out_attrs[i]
+            a = attrs[i]
             item = out[i]
             try:
                 PyObject_GetBuffer(item, &oviews[i],
@@ -128,7 +139,7 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
                 raise TypeError(f"{_out_label(i, a)}: expected a writable buffer (numpy "
                                 f"array), got {type(item).__name__}") from None
             nout += 1
-            _check_out_buffer(a, wf, i, &oviews[i])
+            _check_out_buffer(a, wf, i, &oviews[i], _spec_out_layout(sp, attrs, i, wf))
             memset(&oarr[i], 0, sizeof(rknn_output))
             oarr[i].want_float = wf
             oarr[i].is_prealloc = 1
