@@ -200,7 +200,6 @@ cdef class Context(_ContextBase):
     cdef int _query_into(self, rknn_query_cmd cmd, void* info, uint32_t size) except -1
     cdef int _check_index(self, long long idx, bint output) except -1
     cdef bint _groups_open(self) noexcept
-    cdef int _note_chip(self) except -1
     cdef int _require_chip(self, const char* fn) except -1
 
 

@@ -61,6 +61,7 @@ include "_outputs.pxi"      # Outputs/Output of the general flow: buffers, PyObj
 include "_base.pxi"         # _ContextBase: lock, re-entry, deferred frees, close: pthread
 include "_context.pxi"      # Context: its documented methods; close, configuration, run
 include "_context_init.pxi" # rknn_init (path, bytes, model mem, shared weights), dup
+include "_chip.pxi"         # the chip of a context, its NPU cores: platforms' table
 include "_query.pxi"        # attributes, query(), dynamic shapes: strnlen, calloc
 include "_inputs.pxi"       # Input and inputs_set (fast path, _IOSpecs): buffers, PyMem
 include "_io.pxi"           # outputs_get and the set_*_mem bindings: buffers, tuples
