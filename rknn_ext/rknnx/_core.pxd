@@ -156,8 +156,9 @@ cdef class Context(_ContextBase):
     cdef TensorMem _model_mem                # MODEL_BUFFER_ZERO_COPY buffer, pinned
     cdef Context _weights_from               # SHARE_WEIGHT_MEM source, kept open
     cdef int _weight_borrowers               # open contexts using our weights
-    cdef bint _shapes_set                    # set_input_shapes done: attrs are CURRENT_* (before it,
-                                             # a dynamic model's plain attrs: its largest shapes)
+    cdef bint _shapes_set                    # a set_input_shape(s) succeeded: attrs are CURRENT_*
+                                             # from then on (before it, the plain ones: for a
+                                             # dynamic model, its largest shape set)
     cdef object _in_attrs                    # cached input attrs (tuple) or None
     cdef object _out_attrs                   # cached output attrs (tuple) or None
     cdef _IOSpecs _specs                     # fast-path caches of _in_attrs, or None
@@ -186,8 +187,10 @@ cdef class Context(_ContextBase):
     cdef dict _io_dims                       # set_io_mem: (kind, idx) -> model dims bound for
     cdef object _chip                        # chip of the context (str), None when unknown
     cdef bint _no_general                    # the chip lacks the general flow (inputs_set ...)
-    cdef object _ranges                      # INPUT_DYNAMIC_RANGE per input (tuple; () for a
-                                             # static model, which boards refuse it), or None
+    cdef object _ranges                      # INPUT_DYNAMIC_RANGE per input (tuple; (): static,
+                                             # also what a refusal -6 / -5 means), None until
+                                             # asked; asked once per model: dup() and
+                                             # share_weights_with copy it from the source
     cdef readonly unsigned long long last_frame_id  # rknn_output_extend.frame_id of the last outputs_get
 
     cdef int _close_check(self) except -1
