@@ -271,6 +271,25 @@ cdef tuple _layout_strides(const _Layout* lay):
 
 
 # ---- TensorAttr ----------------------------------------------------------------------------
+cdef tuple _strip_ones(tuple shape):
+    """A shape without its leading ones (the last dimension always kept)."""
+    cdef Py_ssize_t i = 0
+    while i < len(shape) - 1 and shape[i] == 1:
+        i += 1
+    return shape[i:]
+
+
+cdef tuple _dims_in_fmt(TensorAttr a, int fmt):
+    """The attribute's dims in the order of layout `fmt` (NHWC <-> NCHW for images)."""
+    d = a.dims
+    if len(d) == 4 and fmt != <int>a.c.fmt:
+        if a.c.fmt == RKNN_TENSOR_NHWC and fmt == RKNN_TENSOR_NCHW:
+            return (d[0], d[3], d[1], d[2])
+        if a.c.fmt == RKNN_TENSOR_NCHW and fmt == RKNN_TENSOR_NHWC:
+            return (d[0], d[2], d[3], d[1])
+    return d
+
+
 cdef TensorAttr _attr_from_c(const rknn_tensor_attr* c):
     cdef TensorAttr a = TensorAttr.__new__(TensorAttr)
     a.c = c[0]
@@ -645,6 +664,22 @@ _ATTR_FIELDS = ("index", "n_dims", "dims", "name", "n_elems", "size", "fmt", "ty
                 "qnt_type", "fl", "zp", "scale", "w_stride", "size_with_stride",
                 "pass_through", "h_stride")
 _ATTR_FIELDS_ALL = _ATTR_FIELDS
+
+
+cdef object _py_int(object v, str what):
+    try:
+        return v.__index__()
+    except AttributeError:
+        raise TypeError(f"{what} must be an int, got {type(v).__name__}") from None
+
+
+cdef int _py_enum(object v, str what, str enum) except? -1:
+    """An enum-like argument as a C int: TypeError naming `what` for a non-int, ValueError
+    for one outside the int range (the caller checks the enum's range)."""
+    cdef object i = _py_int(v, what)
+    if not -0x80000000 <= i <= 0x7FFFFFFF:
+        raise ValueError(f"{what} {v!r} is not a {enum}")
+    return i
 
 
 cdef uint32_t _u32(object value, str what) except? 0xFFFFFFFF:

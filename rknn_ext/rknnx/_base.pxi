@@ -8,7 +8,10 @@
 # close() from another thread waits for a run in flight instead of destroying the
 # context under it.  Waiters never hold the GIL while they block (see _acquire), and no
 # Python object is allocated while the lock is held, so a garbage collection cannot run
-# a __dealloc__ that needs the same lock on the thread holding it.
+# a __dealloc__ that needs the same lock on the thread holding it.  The lock is a pthread
+# mutex, always released by the thread that took it (_enter/_acquire ... _release in one
+# call): uncontended, taking and releasing it is one atomic operation each, where
+# PyThread_acquire_lock also reads the monotonic clock on every call (CPython 3.11).
 #
 # Lifetime.  TensorMem, _OutputGroup and Contexts sharing our weights hold strong
 # references to us, so __dealloc__ only runs when none is left.  Bindings made with
@@ -34,11 +37,12 @@ cdef class _ContextBase:
         self.ctx = 0
         self._owner = 0
         self._pid = _this_pid
-        self._lock = PyThread_allocate_lock()
-        if self._lock == NULL:
-            raise MemoryError("cannot allocate the context lock")
+        if pthread_mutex_init(&self._lock, NULL) != 0:
+            raise MemoryError("cannot create the context lock")
+        self._lock_made = True
         self._slots = {}
         self._bound = []
+        self._bound_ok = 0
         self._mems = _weakref.WeakSet()
         self._deferred = NULL
         self._n_deferred = 0
@@ -53,17 +57,19 @@ cdef class _ContextBase:
                 free(self._deferred[i].outs)
             free(self._deferred)
             self._deferred = NULL
-        if self._lock != NULL:
-            PyThread_free_lock(self._lock)
-            self._lock = NULL
+        if self._lock_made:
+            # (in a fork child it may be held by a thread of the parent: glibc then
+            # refuses, EBUSY, and frees nothing, which is all a destructor may do)
+            pthread_mutex_destroy(&self._lock)
+            self._lock_made = False
 
     # -- locking ------------------------------------------------------------------------------
     cdef void _acquire(self) noexcept:
         # Try without blocking first (the common, uncontended case costs no GIL switch);
         # else wait with the GIL released, so the holder can finish its call.
-        if not PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
+        if pthread_mutex_trylock(&self._lock) != 0:
             with nogil:
-                PyThread_acquire_lock(self._lock, WAIT_LOCK)
+                pthread_mutex_lock(&self._lock)
         self._owner = PyThread_get_thread_ident()
 
     cdef void _release(self) noexcept nogil:
@@ -81,7 +87,7 @@ cdef class _ContextBase:
                 free(d.outs)
             self._n_deferred = 0
         self._owner = 0
-        PyThread_release_lock(self._lock)
+        pthread_mutex_unlock(&self._lock)
 
     cdef bint _held_here(self) noexcept nogil:
         """True when the calling thread holds the lock (so it must not wait for it)."""
@@ -138,6 +144,21 @@ cdef class _ContextBase:
             raise ValueError(f"{what.decode()} on closed {type(self).__name__}")
         return 0
 
+    cdef int _check_bound(self) except -1:
+        """Refuse to run with a bound mem that was closed: ValueError, the lock released.
+        Called with the lock held when _bound_ok != _mem_deaths, i.e. when a mem was
+        marked dead somewhere, or the bindings changed, since _bound was last all open
+        (TensorMem.close marks a mem dead under the lock of each context it is bound to).
+        Allocates nothing."""
+        cdef TensorMem m
+        cdef unsigned long long deaths = _mem_deaths
+        for m in self._bound:
+            if m._dead:
+                self._release()
+                self._raise_dead_binding()
+        self._bound_ok = deaths
+        return 0
+
     cdef int _raise_dead_binding(self) except -1:
         for key, m in self._slots.items():
             if (<TensorMem>m)._dead:
@@ -147,7 +168,11 @@ cdef class _ContextBase:
 
     cdef int _set_slot(self, object key, TensorMem mem) except -1:
         self._slots[key] = mem
-        self._bound = list(self._slots.values())
+        bound = list(self._slots.values())
+        # the next run() looks at the new list's mems: nothing between these two stores
+        # can let another thread run (the old list is released after the second)
+        self._bound_ok = 0
+        self._bound = bound
         if mem._bound_to is None:
             mem._bound_to = _weakref.WeakSet()
         mem._bound_to.add(self)

@@ -2,8 +2,10 @@
 # configuration, run/wait, dynamic shapes, the chip -- and the documented methods of every
 # call on it.  The long bodies live beside their subject: _inputs.pxi (inputs_set),
 # _io.pxi (outputs_get, set_io_mem, set_weight_mem, set_internal_mem), _mem_create.pxi
-# (create_mem*), _custom.pxi (register_custom_ops); the lock, the re-entry rule and the
-# close sequence Context shares with MatmulContext are in _base.pxi.
+# (create_mem*), _custom.pxi (register_custom_ops), _chip.pxi (the chip, set_core_mask,
+# set_batch_core_num), _query.pxi (attributes, query(), dynamic shapes); the lock, the
+# re-entry rule and the close sequence Context shares with MatmulContext are in
+# _base.pxi; the argument and shape helpers the checks share are in _attr.pxi.
 
 import os as _os
 import stat as _stat
@@ -19,20 +21,7 @@ cdef enum:
 _FLOW_NAMES = ("none", "general", "zero-copy")
 
 
-cdef object _py_int(object v, str what):
-    try:
-        return v.__index__()
-    except AttributeError:
-        raise TypeError(f"{what} must be an int, got {type(v).__name__}") from None
-
-
-cdef int _py_enum(object v, str what, str enum) except? -1:
-    """An enum-like argument as a C int: TypeError naming `what` for a non-int, ValueError
-    for one outside the int range (the caller checks the enum's range)."""
-    cdef object i = _py_int(v, what)
-    if not -0x80000000 <= i <= 0x7FFFFFFF:
-        raise ValueError(f"{what} {v!r} is not a {enum}")
-    return i
+cdef object _ZERO = 0                        # the default timeout_ms (small ints are one object)
 
 
 cdef uint32_t _timeout(object v) except? 0xFFFFFFFF:
@@ -40,24 +29,6 @@ cdef uint32_t _timeout(object v) except? 0xFFFFFFFF:
     if not 0 <= i <= 0xFFFFFFFF:
         raise ValueError(f"timeout_ms must be 0..4294967295 (milliseconds), got {i}")
     return i
-
-
-cdef tuple _strip_ones(tuple shape):
-    cdef Py_ssize_t i = 0
-    while i < len(shape) - 1 and shape[i] == 1:
-        i += 1
-    return shape[i:]
-
-
-cdef tuple _dims_in_fmt(TensorAttr a, int fmt):
-    """The attribute's dims in the order of layout `fmt` (NHWC <-> NCHW for images)."""
-    d = a.dims
-    if len(d) == 4 and fmt != <int>a.c.fmt:
-        if a.c.fmt == RKNN_TENSOR_NHWC and fmt == RKNN_TENSOR_NCHW:
-            return (d[0], d[3], d[1], d[2])
-        if a.c.fmt == RKNN_TENSOR_NCHW and fmt == RKNN_TENSOR_NHWC:
-            return (d[0], d[2], d[3], d[1])
-    return d
 
 
 @cython.no_gc_clear
@@ -368,22 +339,7 @@ cdef class Context(_ContextBase):
 
         .. versionadded:: 0.1.0
         """
-        cdef long long v
-        cdef int ret
-        try:
-            v = mask
-        except (TypeError, OverflowError):
-            raise TypeError(f"mask must be a CoreMask or int, got {mask!r}") from None
-        if not 0 <= v <= RKNN_NPU_CORE_UNDEFINED:
-            raise ValueError(f"mask 0x{v:x} is not a core mask; expected a CoreMask "
-                             f"(0..0x{RKNN_NPU_CORE_UNDEFINED:x})")
-        self._check_open(b"set_core_mask")
-        require(<void*>_api.rknn_set_core_mask, b"rknn_set_core_mask")
-        self._require_chip(b"rknn_set_core_mask")
-        self._enter(b"set_core_mask")
-        ret = _api.rknn_set_core_mask(self.ctx, <rknn_core_mask>v)
-        self._release()
-        check(ret, b"rknn_set_core_mask")
+        _set_core_mask(self, mask)
 
     def set_batch_core_num(self, core_num):
         """Split multi-batch runs over ``core_num`` cores (``rknn_set_batch_core_num``).
@@ -397,21 +353,7 @@ cdef class Context(_ContextBase):
 
         .. versionadded:: 0.1.0
         """
-        cdef long long v
-        cdef int ret
-        try:
-            v = core_num
-        except (TypeError, OverflowError):
-            raise TypeError(f"core_num must be an int, got {core_num!r}") from None
-        if not 1 <= v <= 0x7FFFFFFF:
-            raise ValueError(f"core_num must be a positive number of cores, got {v}")
-        self._check_open(b"set_batch_core_num")
-        require(<void*>_api.rknn_set_batch_core_num, b"rknn_set_batch_core_num")
-        self._require_chip(b"rknn_set_batch_core_num")
-        self._enter(b"set_batch_core_num")
-        ret = _api.rknn_set_batch_core_num(self.ctx, <int>v)
-        self._release()
-        check(ret, b"rknn_set_batch_core_num")
+        _set_batch_core_num(self, core_num)
 
     def dup(self):
         """A second context on the same model, sharing its weights (``rknn_dup_context``).
@@ -621,11 +563,10 @@ cdef class Context(_ContextBase):
         """
         cdef rknn_run_extend ext
         cdef int ret
-        cdef TensorMem m
         memset(&ext, 0, sizeof(ext))
         if non_block:
             ext.non_block = 1
-        if timeout_ms:
+        if timeout_ms is not _ZERO and timeout_ms:     # (the default costs no truth test)
             ext.timeout_ms = _timeout(timeout_ms)
         self._check_open(b"run")
         require(<void*>_api.rknn_run, b"rknn_run")
@@ -638,11 +579,10 @@ cdef class Context(_ContextBase):
                 break
             self._release()
         # zero-copy: refuse to run with memory the user destroyed (checked under the lock:
-        # TensorMem.close marks its bindings dead under this same lock)
-        for m in self._bound:
-            if m._dead:
-                self._release()
-                self._raise_dead_binding()
+        # TensorMem.close marks its bindings dead under this same lock); the mems are
+        # looked at only when a mem was closed, or a binding made, since they last were
+        if self._bound_ok != _mem_deaths:
+            self._check_bound()
         with nogil:
             ret = _api.rknn_run(self.ctx, &ext)
         if ret >= 0:
@@ -654,22 +594,6 @@ cdef class Context(_ContextBase):
         return ext.frame_id
 
     # -- the chip -----------------------------------------------------------------------------
-    cdef int _note_chip(self) except -1:
-        """Look the chip of the new context up once (the emulator's personality, else the
-        board's device tree) and note whether it has the general flow."""
-        cdef rknn_sdk_version sv
-        self._chip = _chip_of(self.ctx)
-        self._no_general = (self._chip is not None
-                            and not _platforms.supports(self._chip, "rknn_inputs_set"))
-        if _runtime_version is None and _api.rknn_query != NULL:
-            # the runtime's version, for messages about what it lacks (no lock needed: the
-            # context is not shared yet)
-            memset(&sv, 0, sizeof(sv))
-            if _api.rknn_query(self.ctx, RKNN_QUERY_SDK_VERSION, &sv, sizeof(sv)) >= 0:
-                _set_runtime_version(_cstr(sv.api_version, sizeof(sv.api_version))
-                                     .split(" ")[0] or None)
-        return 0
-
     cdef int _require_chip(self, const char* fn) except -1:
         """NotSupportedError (before C) for a function the context's chip lacks."""
         if self._chip is not None:

@@ -179,7 +179,7 @@ cdef int _context_init_call(Context self, object model, bint from_mem, uint32_t 
     self.ctx = h
     self.flags = cflags
     self._counted = True
-    self._note_chip()
+    _note_chip(self)
     return 0
 
 

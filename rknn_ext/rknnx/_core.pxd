@@ -4,7 +4,6 @@
 # Each cdef class owns at most one C handle and NULLs it after freeing; children hold
 # strong references to their parents (docs/architecture.md, Lifetime).
 
-from cpython.pythread cimport PyThread_type_lock
 from cpython.object cimport PyObject
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 
@@ -13,6 +12,19 @@ from librknn cimport (rknnx_api, rknn_context, rknn_tensor_attr, rknn_tensor_mem
                       rknn_matmul_io_attr)
 
 cdef rknnx_api _api                          # the resolved entry points
+
+# The per-context lock (see _base.pxi): a plain mutex, whose uncontended lock and unlock
+# are one atomic operation each (a PyThread lock reads the clock on every acquire).
+cdef extern from "<pthread.h>" nogil:
+    ctypedef struct pthread_mutex_t:
+        pass
+    ctypedef struct pthread_mutexattr_t:
+        pass
+    int pthread_mutex_init(pthread_mutex_t* m, const pthread_mutexattr_t* attr)
+    int pthread_mutex_destroy(pthread_mutex_t* m)
+    int pthread_mutex_lock(pthread_mutex_t* m)
+    int pthread_mutex_trylock(pthread_mutex_t* m)
+    int pthread_mutex_unlock(pthread_mutex_t* m)
 
 cdef int check(int ret, const char* fn) except -1 nogil
 cdef int require(void* fnptr, const char* fn) except -1
@@ -76,7 +88,8 @@ cdef struct _Deferred:
 # the mems bound to it.
 cdef class _ContextBase:
     cdef rknn_context ctx                    # the runtime's handle; 0 once destroyed
-    cdef PyThread_type_lock _lock            # per-context lock, held across C calls
+    cdef pthread_mutex_t _lock               # per-context lock, held across C calls
+    cdef bint _lock_made                     # _lock was initialized (destroy it once)
     cdef unsigned long _owner                # thread ident holding _lock; 0 when free
     cdef bint _counted                       # counted in _live_contexts
     cdef bint _closing                       # close() in progress: new calls are refused
@@ -84,6 +97,7 @@ cdef class _ContextBase:
     cdef object _mems                        # WeakSet of TensorMem created here
     cdef dict _slots                         # set_*_mem bindings: key -> TensorMem
     cdef list _bound                         # the values of _slots, for the run() check
+    cdef unsigned long long _bound_ok        # _mem_deaths when _bound was last all open; 0: look
     cdef _Deferred* _deferred                # frees owed while the lock was ours (malloc'd)
     cdef Py_ssize_t _n_deferred              # used entries of _deferred
     cdef Py_ssize_t _cap_deferred            # allocated entries of _deferred
@@ -97,6 +111,7 @@ cdef class _ContextBase:
     cdef int _check_not_busy(self, str what) except -1
     cdef int _enter(self, const char* what) except -1
     cdef int _check_open(self, const char* what) except -1
+    cdef int _check_bound(self) except -1
     cdef int _raise_dead_binding(self) except -1
     cdef int _set_slot(self, object key, TensorMem mem) except -1
     cdef TensorMem _adopt(self, TensorMem t, rknn_tensor_mem* m, object owner, bint no_ctx)
@@ -130,6 +145,7 @@ cdef class _IOSpecs:
     cdef _InputSpec* ins                     # one per input (malloc'd)
     cdef Py_ssize_t n_out                    # outputs of the model
     cdef _Layout* outs                       # 2 * n_out layouts (want_float 0, then 1), or NULL
+    cdef object out_src                      # the _out_attrs tuple outs were computed from
 
 
 cdef class Context(_ContextBase):
@@ -140,8 +156,9 @@ cdef class Context(_ContextBase):
     cdef TensorMem _model_mem                # MODEL_BUFFER_ZERO_COPY buffer, pinned
     cdef Context _weights_from               # SHARE_WEIGHT_MEM source, kept open
     cdef int _weight_borrowers               # open contexts using our weights
-    cdef bint _shapes_set                    # set_input_shapes done: attrs are CURRENT_* (before it,
-                                             # a dynamic model's plain attrs: its largest shapes)
+    cdef bint _shapes_set                    # a set_input_shape(s) succeeded: attrs are CURRENT_*
+                                             # from then on (before it, the plain ones: for a
+                                             # dynamic model, its largest shape set)
     cdef object _in_attrs                    # cached input attrs (tuple) or None
     cdef object _out_attrs                   # cached output attrs (tuple) or None
     cdef _IOSpecs _specs                     # fast-path caches of _in_attrs, or None
@@ -170,8 +187,10 @@ cdef class Context(_ContextBase):
     cdef dict _io_dims                       # set_io_mem: (kind, idx) -> model dims bound for
     cdef object _chip                        # chip of the context (str), None when unknown
     cdef bint _no_general                    # the chip lacks the general flow (inputs_set ...)
-    cdef object _ranges                      # INPUT_DYNAMIC_RANGE per input (tuple; () for a
-                                             # static model, which boards refuse it), or None
+    cdef object _ranges                      # INPUT_DYNAMIC_RANGE per input (tuple; (): static,
+                                             # also what a refusal -6 / -5 means), None until
+                                             # asked; asked once per model: dup() and
+                                             # share_weights_with copy it from the source
     cdef readonly unsigned long long last_frame_id  # rknn_output_extend.frame_id of the last outputs_get
 
     cdef int _close_check(self) except -1
@@ -184,7 +203,6 @@ cdef class Context(_ContextBase):
     cdef int _query_into(self, rknn_query_cmd cmd, void* info, uint32_t size) except -1
     cdef int _check_index(self, long long idx, bint output) except -1
     cdef bint _groups_open(self) noexcept
-    cdef int _note_chip(self) except -1
     cdef int _require_chip(self, const char* fn) except -1
 
 

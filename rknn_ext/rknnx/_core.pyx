@@ -27,9 +27,6 @@ from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE,
                              PyBUF_WRITABLE, PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES)
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_IsValid, PyCapsule_GetPointer
-from cpython.pythread cimport (PyThread_allocate_lock, PyThread_free_lock,
-                               PyThread_acquire_lock, PyThread_release_lock,
-                               NOWAIT_LOCK, WAIT_LOCK)
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -61,9 +58,10 @@ include "_dlpack.pxi"       # DLPack export: pycapsule, Py_IsInitialized, ref co
 include "_mem.pxi"          # TensorMem and its views: buffer flags, malloc/free
 include "_mem_create.pxi"   # the create_mem* bodies, create_mem2(): librknn, stat
 include "_outputs.pxi"      # Outputs/Output of the general flow: buffers, PyObject links
-include "_base.pxi"         # _ContextBase: lock, re-entry, deferred frees, close: pythread
+include "_base.pxi"         # _ContextBase: lock, re-entry, deferred frees, close: pthread
 include "_context.pxi"      # Context: its documented methods; close, configuration, run
 include "_context_init.pxi" # rknn_init (path, bytes, model mem, shared weights), dup
+include "_chip.pxi"         # the chip of a context, its NPU cores: platforms' table
 include "_query.pxi"        # attributes, query(), dynamic shapes: strnlen, calloc
 include "_inputs.pxi"       # Input and inputs_set (fast path, _IOSpecs): buffers, PyMem
 include "_io.pxi"           # outputs_get and the set_*_mem bindings: buffers, tuples

@@ -16,8 +16,11 @@ cdef int _check_outs(Context self, object out, bint wf) except -1:
     cdef uint32_t n, i
     cdef Py_buffer v
     cdef TensorAttr a
+    cdef _IOSpecs sp
     _load_attrs(self)
-    n = len(self._out_attrs)
+    sp = self._specs                           # kept while its layouts are read
+    attrs = self._out_attrs
+    n = len(attrs)
     if not isinstance(out, (list, tuple)):
         raise TypeError(f"out must be a sequence (list or tuple) of buffers, one per "
                         f"output ({n}), got {type(out).__name__}")
@@ -25,7 +28,7 @@ cdef int _check_outs(Context self, object out, bint wf) except -1:
         raise ValueError(f"out must hold one buffer per output: expected {n}, "
                          f"got {len(out)}")
     for i in range(n):
-        a = self._out_attrs[i]
+        a = attrs[i]
         item = out[i]
         try:
             PyObject_GetBuffer(item, &v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
@@ -36,7 +39,7 @@ cdef int _check_outs(Context self, object out, bint wf) except -1:
             raise TypeError(f"{_out_label(i, a)}: expected a writable buffer (numpy "
                             f"array), got {type(item).__name__}") from None
         try:
-            _check_out_buffer(a, wf, i, &v)
+            _check_out_buffer(a, wf, i, &v, _spec_out_layout(sp, attrs, i, wf))
         finally:
             PyBuffer_Release(&v)
     return 0
@@ -72,7 +75,6 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
     cdef uint32_t nout_model, i
     cdef _InputSpec* s
     cdef TensorAttr a
-    cdef TensorMem m
     cdef Input inp
     cdef long long idx
     self._check_open(b"infer")
@@ -88,10 +90,8 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
     nout_model = len(self._out_attrs)
     if type(out) not in (list, tuple) or len(out) != nout_model:
         _check_outs(self, out, wf)           # raises what is wrong with `out`
-    if type(inputs) is tuple:
-        items = <tuple>inputs
-    elif type(inputs) is list:
-        items = tuple(<list>inputs)
+    if type(inputs) is tuple or type(inputs) is list:
+        items = inputs                       # a list is read in place on the fast path
     elif isinstance(inputs, (list, tuple)):
         items = tuple(inputs)
     else:
@@ -101,6 +101,7 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
         return _infer_three(self, inputs, out, wf)     # inputs_set says how many
     sp = _current_specs(self)
     gen = self._attrs_gen                    # the shapes everything is checked against
+    attrs = self._out_attrs
     if n > _FAST_MAX or nout_model > _FAST_MAX:
         heap = True
         iarr = <rknn_input*>PyMem_Malloc(n * sizeof(rknn_input))
@@ -119,6 +120,8 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
         # plain buffers at their positions, checked in C
         if n == sp.n_in:
             for k in range(n):
+                if k >= len(items):          # a list that changed size meanwhile
+                    break
                 item = items[k]
                 s = &sp.ins[k]
                 if not s.fast or item is None or isinstance(item, Input):
@@ -143,6 +146,9 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
             for k in range(nin):
                 PyBuffer_Release(&iviews[k])
             nin = 0
+            items = tuple(items)
+            if len(items) != n:
+                raise ValueError("infer: the list of inputs changed size while it was read")
             memset(iarr, 0, n * sizeof(rknn_input))
             ins = self._in_attrs
             seen = set()
@@ -156,7 +162,7 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
                 nin += 1
                 _check_input(self, inp, idx, a, label, &iviews[k], &iarr[k])
         for i in range(nout_model):
-            a = self._out_attrs[i]
+            a = attrs[i]
             item = out[i]
             try:
                 PyObject_GetBuffer(item, &oviews[i],
@@ -168,7 +174,7 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
                 raise TypeError(f"{_out_label(i, a)}: expected a writable buffer (numpy "
                                 f"array), got {type(item).__name__}") from None
             nout += 1
-            _check_out_buffer(a, wf, i, &oviews[i])
+            _check_out_buffer(a, wf, i, &oviews[i], _spec_out_layout(sp, attrs, i, wf))
             memset(&oarr[i], 0, sizeof(rknn_output))
             oarr[i].want_float = wf
             oarr[i].is_prealloc = 1
@@ -191,10 +197,10 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
         if self._flow == _FLOW_ZERO_COPY:
             self._release()
             self._flow_error(_FLOW_GENERAL, b"rknn_inputs_set")
-        for m in self._bound:
-            if m._dead:
-                self._release()
-                self._raise_dead_binding()
+        # as run(): a bound mem that was closed is refused (looked at only when a mem was
+        # closed, or a binding made, since the bound mems were last all open)
+        if self._bound_ok != _mem_deaths:
+            self._check_bound()
         with nogil:
             ret_in = _api.rknn_inputs_set(self.ctx, <uint32_t>n, iarr)
             if ret_in >= 0:

@@ -176,18 +176,21 @@ cdef _IOSpecs _current_specs(Context self):
             s.ndims = <int>(a.c.n_dims - start)
             for j in range(s.ndims):
                 s.dims[j] = d[start + j]
-    sp.n_out = n = len(self._out_attrs)
+    outs = self._out_attrs
+    sp.n_out = n = len(outs)
     sp.outs = <_Layout*>calloc(max(2 * n, 1), sizeof(_Layout))
     if sp.outs == NULL:
         raise MemoryError()
     try:
         for i in range(n):
-            _output_layout(self._out_attrs[i], False, &sp.outs[i])
-            _output_layout(self._out_attrs[i], True, &sp.outs[n + i])
+            _output_layout(outs[i], False, &sp.outs[i])
+            _output_layout(outs[i], True, &sp.outs[n + i])
     except Exception:
         # outputs_get computes them per call then, and raises there as it always did
         free(sp.outs)
         sp.outs = NULL
+    else:
+        sp.out_src = outs
     self._specs = sp
     return sp
 

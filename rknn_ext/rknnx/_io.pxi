@@ -93,17 +93,36 @@ cdef str _out_label(uint32_t i, TensorAttr a):
     return f"out[{i}] (output {a.name!r})"
 
 
-cdef int _check_out_buffer(TensorAttr a, bint wf, uint32_t i, Py_buffer* v) except -1:
+cdef inline const _Layout* _spec_out_layout(_IOSpecs sp, object outs, uint32_t i,
+                                            bint wf) noexcept:
+    """The layout `sp` holds for output `i` of the attribute tuple `outs` (what
+    _output_layout gives), or NULL when `sp` was not computed from that very tuple.  The
+    caller keeps `sp` referenced while it uses the pointer."""
+    if sp is None or sp.outs == NULL or sp.out_src is not outs or i >= sp.n_out:
+        return NULL
+    return &sp.outs[i + sp.n_out if wf else i]
+
+
+cdef int _check_out_buffer(TensorAttr a, bint wf, uint32_t i, Py_buffer* v,
+                           const _Layout* cached) except -1:
     """Check a caller's buffer for output `a` (number `i`): dtype, exact size and shape of
-    what rknn_outputs_get writes.  The message's label is made only when one is raised."""
+    what rknn_outputs_get writes.  `cached`: that layout from the _IOSpecs
+    (_spec_out_layout), or NULL; a buffer it does not pass is checked again against the
+    layout computed here, which words the error.  The message's label is made only when
+    one is raised."""
     cdef _Layout lay
-    cdef int t
+    cdef int t = RKNN_TENSOR_FLOAT32 if wf else a.c.type
+    cdef int have = _fast_type(v.format)     # C; -1 also for formats it does not read
+    if (cached != NULL and have == t and v.len == cached.nbytes
+            and _same_shape_but_ones(v, cached)):
+        return 0
     _output_layout(a, wf, &lay)
-    t = RKNN_TENSOR_FLOAT32 if wf else a.c.type
-    if _type_of_format(v.format) == t and v.len == lay.nbytes and _same_shape_but_ones(v, &lay):
+    if have < 0:
+        have = _type_of_format(v.format)
+    if have == t and v.len == lay.nbytes and _same_shape_but_ones(v, &lay):
         return 0
     label = _out_label(i, a)
-    if _type_of_format(v.format) != t:
+    if have != t:
         raise ValueError(f"{label} must be {dtype_of(t)} for "
                          f"want_float={wf}, got buffer format "
                          f"{v.format.decode('ascii', 'replace')!r}")
@@ -130,6 +149,8 @@ cdef list _outputs_into(Context self, object out, bint wf, unsigned long long ge
     cdef Py_ssize_t nviews = 0
     cdef rknn_output_extend oext
     cdef TensorAttr a
+    cdef _IOSpecs sp = self._specs             # kept while its layouts are read
+    attrs = self._out_attrs
     memset(&oext, 0, sizeof(oext))
     if not isinstance(out, (list, tuple)):
         raise TypeError(f"out must be a sequence (list or tuple) of buffers, one per "
@@ -146,7 +167,7 @@ cdef list _outputs_into(Context self, object out, bint wf, unsigned long long ge
         raise MemoryError()
     try:
         for i in range(n):
-            a = self._out_attrs[i]
+            a = attrs[i]
             try:
                 PyObject_GetBuffer(outs[i], &views[i],
                                    PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
@@ -157,7 +178,7 @@ cdef list _outputs_into(Context self, object out, bint wf, unsigned long long ge
                 raise TypeError(f"{_out_label(i, a)}: expected a writable buffer (numpy "
                                 f"array), got {type(outs[i]).__name__}") from None
             nviews += 1
-            _check_out_buffer(a, wf, i, &views[i])
+            _check_out_buffer(a, wf, i, &views[i], _spec_out_layout(sp, attrs, i, wf))
             arr[i].want_float = wf
             arr[i].is_prealloc = 1
             arr[i].index = i

@@ -848,7 +848,6 @@ cdef class MatmulContext(_ContextBase):
         .. versionadded:: 0.1.0
         """
         cdef int ret, bad
-        cdef TensorMem m
         cdef rknn_matmul_io_attr* cur
         self._check_open(b"run")
         missing = [n for n in _MM_NAMES if n not in self._slots]
@@ -857,10 +856,8 @@ cdef class MatmulContext(_ContextBase):
                              f"{', '.join(missing)}")
         require(<void*>_api.rknn_matmul_run, b"rknn_matmul_run")
         self._enter(b"run")
-        for m in self._bound:
-            if m._dead:
-                self._release()
-                self._raise_dead_binding()
+        if self._bound_ok != _mem_deaths:
+            self._check_bound()
         cur = &self._io[self._cur]
         bad = (0 if not _mm_same(&self._bound_io.A, &cur.A) else
                1 if not _mm_same(&self._bound_io.B, &cur.B) else

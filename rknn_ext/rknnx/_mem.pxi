@@ -18,6 +18,11 @@ import weakref as _weakref
 cdef char _EMPTY[1]                          # what a 0-byte export points at (never NULL)
 _EMPTY[0] = 0
 
+# +1 each time a TensorMem is marked dead (_destroy): the run() check of a context's
+# bindings (_ContextBase._check_bound) looks at its mems only when this moved since it
+# last found them all open.  Starts at 1 (0 means "look": _ContextBase._bound_ok).
+cdef unsigned long long _mem_deaths = 1
+
 _NOT_DIRECT = ("TensorMem cannot be created directly; use Context.create_mem(), "
                "create_mem2(), create_mem_from_fd(), create_mem_from_phys() or "
                "create_mem_from_mb_blk()")
@@ -169,6 +174,7 @@ cdef class TensorMem:
         """rknn_destroy_mem, once.  Bindings on other contexts are marked dead first,
         each under that context's lock, so no run can be using the memory when it is
         destroyed and no later run starts with it."""
+        global _mem_deaths
         cdef _ContextBase c
         cdef int ret = 0
         cdef rknn_context h
@@ -189,8 +195,12 @@ cdef class TensorMem:
             for c in list(self._bound_to):
                 c._acquire()
                 self._dead = True
+                _mem_deaths += 1
                 c._release()
+        # (each mark and its count go together, with the GIL held: a run() reading the
+        # count sees the mark)
         self._dead = True
+        _mem_deaths += 1
         if self.context is not None:
             c = self.context
             c._acquire()

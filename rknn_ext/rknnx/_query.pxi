@@ -25,8 +25,10 @@ cdef str _ranges_str(tuple ranges):
 
 
 cdef int _load_attrs(Context self) except -1:
-    """Query and cache the input/output attributes (the current shape's after
-    set_input_shapes)."""
+    """Query and cache the input/output attributes: the plain INPUT_ATTR/OUTPUT_ATTR until
+    the context's first successful set_input_shape(s) (for a dynamic-shape model, its
+    largest shape set), the CURRENT_* ones from then on.  Whether the model is dynamic
+    plays no part (_dynamic_ranges is not asked here)."""
     cdef rknn_input_output_num io
     cdef rknn_tensor_attr a
     cdef int ret
@@ -183,7 +185,10 @@ cdef object _query_range(Context self, uint32_t idx):
 
 cdef tuple _dynamic_ranges(Context self):
     """The INPUT_DYNAMIC_RANGE of every input if the model has several shape sets
-    (a dynamic-shape model), else (); queried once per context."""
+    (a dynamic-shape model), else ().  Asked once per model: the answer is kept in
+    _ranges, and contexts made from this one by dup() or share_weights_with take it over
+    (_context_init.pxi) instead of asking again; boards refuse the query on a static model
+    (-6, with a W line of the runtime's), which is kept as the answer "static"."""
     cdef uint32_t i
     cdef rknn_input_output_num io
     if self._ranges is None:
@@ -191,7 +196,8 @@ cdef tuple _dynamic_ranges(Context self):
         if self._chip is None or _platforms.supports_query(
                 self._chip, RKNN_QUERY_INPUT_DYNAMIC_RANGE):
             try:
-                # straight to C, not through query(): _load_attrs asks this
+                # straight to C, not through query(): the chip was checked above and the
+                # indices come from IN_OUT_NUM
                 self._query_into(RKNN_QUERY_IN_OUT_NUM, &io, sizeof(io))
                 ranges = tuple([_query_range(self, i) for i in range(io.n_input)])
             except RKNNError as e:

@@ -154,3 +154,25 @@ def test_a_closed_bound_mem_is_refused_by_infer_too(track):
     mem.close()
     with pytest.raises(ValueError, match="was closed; bind another one"):
         ctx.infer([x], outs_for(ctx, True))
+
+
+def test_out_buffers_are_checked_against_the_current_shapes(track):
+    # the output layouts the checks keep per attribute set follow a shape change, in
+    # infer and in outputs_get(out=) alike: buffers of the shapes before are refused
+    ctx = track.model("dynamic")
+    before = None
+    for h, w in ((128, 160), (64, 64), (128, 160)):
+        a = ctx.input_attrs[0]
+        a.dims = (1, h, w, 3)
+        ctx.set_input_shapes([a])
+        xs = [np.zeros((1, h, w, 3), np.uint8)]                # a list, read in place
+        if before is not None:
+            with pytest.raises(ValueError, match=r"out\[0\]"):
+                ctx.infer(xs, before)
+        outs = outs_for(ctx, True)
+        ctx.infer(xs, outs)
+        if before is not None:
+            with pytest.raises(ValueError, match=r"out\[0\]"):
+                ctx.outputs_get(True, before)
+        ctx.outputs_get(True, outs)
+        before = outs

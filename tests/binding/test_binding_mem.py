@@ -424,3 +424,28 @@ def test_weight_and_internal_mem_alloc_outside(track, bh, emu):
         c.run()
         for o, w in zip(outs, want):
             np.testing.assert_array_equal(np.asarray(o), w)
+
+
+def test_run_looks_at_its_bindings_again_after_any_close_or_binding(ctx, track):
+    # run() skips the look at its bound mems while no mem was closed and no binding made
+    # since it last found them open; each of those makes it look, and refuse if need be
+    attrs = ctx.input_attrs + ctx.output_attrs
+    mems = [track.mem(ctx.create_mem(a.size_with_stride)) for a in attrs]
+    for m, a in zip(mems, attrs):
+        ctx.set_io_mem(m, a)
+    ctx.run()
+    ctx.create_mem(64).close()                           # bound nowhere: runs go on
+    ctx.run()
+    fresh = track.mem(ctx.create_mem(attrs[0].size_with_stride))
+    ctx.set_io_mem(fresh, attrs[0])
+    mems[0].close()                                      # no longer bound: runs go on
+    ctx.run()
+    fresh.close()
+    for _ in range(2):                                   # refused each time, not once
+        with pytest.raises(ValueError, match=r"bound as \('input', 0\) was closed"):
+            ctx.run()
+    ctx.set_io_mem(track.mem(ctx.create_mem(attrs[0].size_with_stride)), attrs[0])
+    ctx.run()
+    mems[2].close()                                      # closed right after a run
+    with pytest.raises(ValueError, match=r"bound as \('output', 0\) was closed"):
+        ctx.run()
