@@ -237,8 +237,7 @@ class Model:
         self._sessions: "weakref.WeakSet" = weakref.WeakSet()
         self._pools: "weakref.WeakSet" = weakref.WeakSet()
         self._custom_ops: tuple = ()   # registered on every context the model makes
-        self._last = None              # the runner of the last run (for perf)
-        self._frame_id = 0             # frame id of the last run's outputs
+        self._last = None              # the runner of the last run (perf, frame id)
         self._ctx = _open_context(self._source, self._flags, path)
         try:
             #: the chip the model runs on ("RK3588" ...; None on an unknown board)
@@ -288,9 +287,9 @@ class Model:
         self.mem_size = self._optional(_QUERY.MEM_SIZE)
         #: the string the model was converted with (``rknn_custom_string``; "" if refused)
         self.custom_string: str = self._optional(_QUERY.CUSTOM_STRING) or ""
-        # run()'s fast path: the input shapes it accepts as they are, the outputs it makes
-        self._fast_shapes = (tuple(t.shape for t in self.inputs)
-                             if self._general and not self.dynamic else None)
+        # run()'s fast path (Context.infer of the arrays as they are): a static model on a
+        # chip with the general API
+        self._fast = self._general and not self.dynamic
         # data_format values that change nothing (every 4-D input is in that layout)
         layouts = {t.layout for t in self.inputs if len(t.shape) == 4}
         if not layouts:
@@ -352,7 +351,8 @@ class Model:
         """The frame id of the outputs the last :meth:`run` returned (the runtime's
         ``rknn_output_extend.frame_id``: runs count from 1; with ``InitFlag.ASYNC_MASK``
         the outputs, and so the id, are those of the run before; 0 before any)."""
-        return self._frame_id
+        last = self._last
+        return 0 if last is None or last.closed else last.frame_id
 
     @property
     def perf(self) -> Perf:
@@ -617,14 +617,13 @@ class Model:
         """
         if self._pixel_inputs:
             self._check_pixel_range(inputs)
-        fast = self._fast_shapes
-        if fast is not None and (data_format is None or data_format in self._fast_formats) \
-                and pass_through is None and len(inputs) == len(fast):
-            # the common case, checked in a few comparisons: one C-contiguous-or-not ndarray
-            # per input in the model's own shape (the binding checks dtype and contiguity in
-            # C; anything it refuses takes the full path below and its clear errors)
-            for a, shape in zip(inputs, fast):
-                if type(a) is not np.ndarray or a.shape != shape:
+        if self._fast and pass_through is None and \
+                (data_format is None or data_format in self._fast_formats):
+            # the common case: one ndarray per input, handed to Context.infer as it is; the
+            # binding checks each one's type, size and shape in C, and anything it refuses
+            # (before the runtime sees it) takes the full path below and its clear errors
+            for a in inputs:
+                if type(a) is not np.ndarray:
                     break
             else:
                 if raw is not False and raw is not True:
@@ -632,34 +631,37 @@ class Model:
                 if out is None:
                     arrays = [np.empty(shape, dtype) for shape, dtype in self._fast_out[raw]]
                 else:
-                    # the arrays accepted last time (the usual loop) are checked again by
-                    # identity and shape only: they cannot have begun to overlap, and the
-                    # binding checks each one's size, type and writability in C anyway
+                    # the list of arrays accepted last time (the usual loop) is checked
+                    # again by identity and shape only: they cannot have begun to overlap,
+                    # and the binding checks each one's type, size and writability in C
+                    arrays = None
                     seen = self._out_seen[raw]
-                    if type(out) in (list, tuple) and len(out) == len(seen) and \
-                            all(r() is a and a.shape == shape
-                                for (r, shape), a in zip(seen, out)):
-                        arrays = list(out)
-                    else:
+                    if type(out) is list and len(out) == len(seen):
+                        k = 0
+                        for a in out:
+                            ref, shape = seen[k]
+                            if ref() is not a or a.shape != shape:
+                                break
+                            k += 1
+                        else:
+                            arrays = out[:]       # a list of the caller's, not theirs
+                    if arrays is None:
                         arrays = check_out(out, self._fast_out[raw])
                         self._out_seen[raw] = [(weakref.ref(a), a.shape) for a in arrays]
-                if self._lock.pid != _guard.pid:
-                    self._lock.check("run")       # raises: a Model of the parent of fork
                 ctx = self._ctx
                 try:
                     # inputs_set + run + outputs_get under one hold of the context's lock
-                    # (no other call comes between them: the model's lock is not needed);
-                    # what it refuses before the runtime sees anything takes the path below
+                    # (no other call comes between them: the model's lock is not needed)
                     ctx.infer(inputs, arrays, want_float=not raw)
                 except (ValueError, TypeError):
                     pass
                 except RuntimeError:
+                    self._lock.check("run")       # a Model of the parent of fork
                     if ctx.busy_in_this_thread:   # a callback of this context's run
                         raise _guard.busy_error("Model", "run") from None
                     raise
                 else:
                     self._last = self._own
-                    self._frame_id = ctx.last_frame_id
                     return arrays
         raw = _check_raw(raw)
         self._check_open("run")
@@ -669,7 +671,6 @@ class Model:
             runner = self._own
             result = runner.run(prepared, shape_set, raw, out)
             self._last = runner
-            self._frame_id = runner.frame_id
             return result
 
     # -- the zero-copy flow ---------------------------------------------------------------
