@@ -83,17 +83,28 @@ class Settings:
 
 # -- C baselines -----------------------------------------------------------------------------
 class CBaseline:
-    """``bench/c/flows.c`` compiled against the loaded runtime."""
+    """``bench/c/flows.c`` compiled against the loaded runtime: a program (the pool) and a
+    shared library whose ``flows_loop`` runs the per-frame loops in this process, on the
+    runtime instance the Python loops use and the same machine state (a loaded machine
+    swings between fast and slow spells that a separate process may not share)."""
 
     def __init__(self, tmp: Path, runtime: str):
+        import ctypes
+
         cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
         if not cc:
             sys.exit("a C compiler is needed for the C baselines (set CC)")
         self.exe = tmp / "flows"
         libdir, libname = os.path.split(os.path.abspath(runtime))
-        subprocess.run([cc, "-O2", "-std=c11", f"-I{INCLUDE}", str(HERE / "c" / "flows.c"),
-                        "-o", str(self.exe), f"-L{libdir}", f"-l:{libname}",
-                        f"-Wl,-rpath,{libdir}", "-lpthread"], check=True)
+        common = ["-O2", "-std=c11", f"-I{INCLUDE}", str(HERE / "c" / "flows.c"),
+                  f"-L{libdir}", f"-l:{libname}", f"-Wl,-rpath,{libdir}", "-lpthread"]
+        subprocess.run([cc, *common, "-o", str(self.exe)], check=True)
+        so = tmp / "libflows.so"
+        subprocess.run([cc, "-shared", "-fPIC", *common, "-o", str(so)], check=True)
+        self._lib = ctypes.CDLL(str(so))
+        self._lib.flows_loop.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_long,
+                                         ctypes.POINTER(ctypes.c_longlong))
+        self._lib.flows_loop.restype = ctypes.c_int
 
     def run(self, model: str, mode: str, n: int, *extra, env=None) -> List[int]:
         out = subprocess.run([str(self.exe), model, mode, str(n), *map(str, extra)],
@@ -102,8 +113,14 @@ class CBaseline:
         return [int(x) for x in out.split()]
 
     def loop(self, model: str, mode: str, n: int, warmup: int) -> Dict[str, float]:
-        samples = self.run(model, mode, n + warmup)[warmup:]
-        return B.stats(samples)
+        """The loop of `mode` in this process (ctypes lets the GIL go during it)."""
+        import ctypes
+
+        t = (ctypes.c_longlong * (n + warmup))()
+        rc = self._lib.flows_loop(model.encode(), mode.encode(), n + warmup, t)
+        if rc != 0:
+            raise RuntimeError(f"the C loop {mode} on {model} failed ({rc}): see stderr")
+        return B.stats(list(t)[warmup:])
 
 
 # -- models ----------------------------------------------------------------------------------

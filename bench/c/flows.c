@@ -182,54 +182,51 @@ static int pool(rknn_context ctx, const model_io *m, long n, int threads)
     return rc;
 }
 
-int main(int argc, char **argv)
+/* The per-frame loop of one flow on a context of its own: `n` frames of `mode`
+ * ("zerocopy", "zerocopy-copy", "general", "general-raw"), the nanoseconds of each in t[].
+ * Exported: bench/suite.py calls it in its own process too (ctypes), so the C loop and the
+ * Python loops it is compared with run on the same machine state.  0 on success. */
+int flows_loop(const char *model, const char *mode, long n, long long *t)
 {
-    if (argc < 4) {
-        fprintf(stderr, "usage: flows MODEL zerocopy|zerocopy-copy|general|general-raw|pool N "
-                        "[THREADS]\n");
-        return 2;
-    }
-    const char *mode = argv[2];
-    long n = strtol(argv[3], NULL, 10);
     rknn_context ctx = 0;
-    int rc = rknn_init(&ctx, argv[1], 0, 0, NULL);
+    int rc = rknn_init(&ctx, (void *)model, 0, 0, NULL);
     if (rc < 0)
         return fail("rknn_init", rc);
     static model_io m;
-    if (query_io(ctx, &m))
-        return 1;
-    if (strcmp(mode, "pool") == 0) {
-        rc = pool(ctx, &m, n, argc > 4 ? atoi(argv[4]) : 1);
+    if (query_io(ctx, &m)) {
         rknn_destroy(ctx);
-        return rc;
+        return 1;
     }
-    long long *t = calloc((size_t)(n > 0 ? n : 1), sizeof(long long));
+    rc = 0;
     if (strncmp(mode, "zerocopy", 8) == 0) {
         int copy = strcmp(mode, "zerocopy-copy") == 0;
         rknn_tensor_mem *mems[2 * MAX_IO];
         int n_mems = 0;
-        for (uint32_t i = 0; i < m.io.n_input + m.io.n_output; i++) {
+        for (uint32_t i = 0; i < m.io.n_input + m.io.n_output && rc == 0; i++) {
             int is_in = i < m.io.n_input;
             rknn_tensor_attr a = is_in ? m.in[i] : m.out[i - m.io.n_input];
             rknn_tensor_type type = is_in ? m.in_type[i] : RKNN_TENSOR_FLOAT32;
             size_t sz = io_bytes(&a, type);
             a.type = type;
             rknn_tensor_mem *mem = rknn_create_mem(ctx, (uint32_t)sz);
-            if (!mem)
-                return fail("rknn_create_mem", -1);
+            if (!mem) {
+                rc = fail("rknn_create_mem", -1);
+                break;
+            }
             memset(mem->virt_addr, 0, sz);
             mems[n_mems++] = mem;
-            if ((rc = rknn_set_io_mem(ctx, mem, &a)) < 0)
-                return fail("rknn_set_io_mem", rc);
+            if (rknn_set_io_mem(ctx, mem, &a) < 0)
+                rc = fail("rknn_set_io_mem", -1);
         }
         size_t frame_bytes = io_bytes(&m.in[0], m.in_type[0]);
         unsigned char *frame = calloc(1, frame_bytes);
-        for (long k = 0; k < n; k++) {
+        for (long k = 0; k < n && rc == 0; k++) {
             long long t0 = now_ns();
             if (copy)
                 memcpy(mems[0]->virt_addr, frame, frame_bytes);
-            if ((rc = rknn_run(ctx, NULL)) < 0)
-                return fail("rknn_run", rc);
+            int r = rknn_run(ctx, NULL);
+            if (r < 0)
+                rc = fail("rknn_run", r);
             t[k] = now_ns() - t0;
         }
         free(frame);
@@ -239,19 +236,47 @@ int main(int argc, char **argv)
         int want_float = strcmp(mode, "general-raw") != 0;
         general_io g;
         general_setup(&m, &g, want_float);
-        for (long k = 0; k < n; k++) {
+        for (long k = 0; k < n && rc == 0; k++) {
             long long t0 = now_ns();
-            if (general_frame(ctx, &m, &g, want_float))
-                return 1;
+            rc = general_frame(ctx, &m, &g, want_float);
             t[k] = now_ns() - t0;
         }
         general_free(&g);
     } else {
         fprintf(stderr, "flows: unknown mode %s\n", mode);
+        rc = 2;
+    }
+    if (rknn_destroy(ctx) < 0 && rc == 0)
+        rc = 1;
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: flows MODEL zerocopy|zerocopy-copy|general|general-raw|pool N "
+                        "[THREADS]\n");
         return 2;
     }
-    for (long k = 0; k < n; k++)
-        printf("%lld\n", t[k]);
+    const char *mode = argv[2];
+    long n = strtol(argv[3], NULL, 10);
+    if (strcmp(mode, "pool") == 0) {
+        rknn_context ctx = 0;
+        int rc = rknn_init(&ctx, argv[1], 0, 0, NULL);
+        if (rc < 0)
+            return fail("rknn_init", rc);
+        static model_io m;
+        if (query_io(ctx, &m))
+            return 1;
+        rc = pool(ctx, &m, n, argc > 4 ? atoi(argv[4]) : 1);
+        rknn_destroy(ctx);
+        return rc;
+    }
+    long long *t = calloc((size_t)(n > 0 ? n : 1), sizeof(long long));
+    int rc = flows_loop(argv[1], mode, n, t);
+    if (rc == 0)
+        for (long k = 0; k < n; k++)
+            printf("%lld\n", t[k]);
     free(t);
-    return rknn_destroy(ctx) < 0;
+    return rc;
 }
