@@ -50,6 +50,7 @@ _LAZY = {
     "runtime_info": "rknnx.runtime",
     "emulator_path": "rknnx.runtime",
     "linalg": "rknnx.linalg",
+    "layout": "rknnx.layout",
     "matmul": "rknnx.linalg",
     "Matmul": "rknnx.linalg",
     "custom": "rknnx.custom",
@@ -60,7 +61,7 @@ _LAZY = {
 if TYPE_CHECKING:
     # what type checkers and IDEs see: the names __getattr__ resolves on first use (it
     # keeps `import rknnx.errors` free of the compiled extension at run time)
-    from rknnx import custom, emulator, linalg, lite, lowlevel, platforms, runtime
+    from rknnx import custom, emulator, layout, linalg, lite, lowlevel, platforms, runtime
     from rknnx._tensors import NativeInfo, QuantInfo, TensorInfo
     from rknnx.custom import CustomOperator, custom_op
     from rknnx.linalg import Matmul, matmul

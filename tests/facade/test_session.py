@@ -701,3 +701,38 @@ def test_session_core_mask(models):
         with pytest.raises(rknnx.NotSupportedError, match="rknn_set_core_mask is not "
                                                           "supported on RK3566"):
             s.set_core_mask(ll.CoreMask.CORE_0)
+
+
+def test_layout_functions_give_what_a_session_reads(models):
+    """rknnx.layout: native outputs saved out of a session (or from anywhere) give what
+    the session's read() gives; quantize/dequantize/to_native are the model's own."""
+    m = models.open("detector", "RK3588")
+    xs = user_inputs(m, np.random.default_rng(6))
+    with m.zero_copy(outputs="native") as s:
+        feed(s, xs)
+        s.run()
+        saved = [np.array(v) for v in s.outputs]
+        want = [s.read(i, layout=t.layout) for i, t in enumerate(m.outputs)]
+    with m.zero_copy(outputs="raw") as s:
+        feed(s, xs)
+        s.run()
+        raw = [np.array(v) for v in s.outputs]
+    for t, native, w, r in zip(m.outputs, saved, want, raw):
+        assert t.native.layout == "NC1HWC2"
+        np.testing.assert_array_equal(rknnx.layout.from_native(native, t), w)
+        np.testing.assert_array_equal(rknnx.layout.dequantize(r, t), w)
+        nhwc = rknnx.layout.from_native(native, t, layout="NHWC")
+        np.testing.assert_array_equal(nhwc, w.transpose(0, 2, 3, 1))
+        packed = rknnx.layout.to_native(r, t)
+        assert packed.shape == t.native.shape and packed.dtype == t.dtype
+        np.testing.assert_array_equal(rknnx.layout.from_native(packed, t), w)
+        np.testing.assert_array_equal(rknnx.layout.quantize(w, t), r)
+    t = m.outputs[0]
+    with pytest.raises(ValueError, match=r"from_native: 'output0' is natively NC1HWC2 "
+                                         r"\(1, 2, 80, 80, 16\) int8; got \(1, 24, 80, 80\)"):
+        rknnx.layout.from_native(raw[0], t)
+    with pytest.raises(TypeError, match="give the tensor's rknnx.TensorInfo"):
+        rknnx.layout.dequantize(raw[0], 0.5)
+    f = models.open("tiny_relu")
+    with pytest.raises(ValueError, match="dequantize: the tensor is not quantized"):
+        rknnx.layout.dequantize(np.zeros((1, 2), np.int8), f.outputs[0])

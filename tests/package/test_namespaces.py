@@ -12,7 +12,7 @@ import pytest
 from helpers import REPO
 
 PUBLIC = ["rknnx", "rknnx.errors", "rknnx.platforms", "rknnx.runtime", "rknnx.lowlevel",
-          "rknnx.linalg", "rknnx.custom", "rknnx.benchmark", "rknnx.emulator",
+          "rknnx.linalg", "rknnx.layout", "rknnx.custom", "rknnx.benchmark", "rknnx.emulator",
           "rknnx.emulator.builder", "rknnx.emulator.reference", "rknnx.emulator.control",
           "rknnx.emulator.samples", "rknnx.ort"]
 
