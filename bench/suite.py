@@ -264,6 +264,13 @@ def _empty() -> None:
     return None
 
 
+class _Signature:
+    """A method with Model.run's signature that does nothing: what calling it costs."""
+
+    def run(self, *inputs, raw=False, out=None, data_format=None, pass_through=None):
+        return None
+
+
 # -- scenarios ----------------------------------------------------------------------------------
 def scenario_overhead(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict[str, Any]:
     from rknnx.emulator import samples
@@ -299,9 +306,12 @@ def scenario_overhead(st: Settings, tmp: Path, c: CBaseline, counters, say) -> D
                 # interleaved rounds, C loops and Python loops alike, the best median of each
                 # kept: a loop run alone may pay for the machine waking up or a neighbour.
                 # python_floor: an empty call timed the same way (the cost of the Python timing
-                # loop itself, which the C loop does not pay)
+                # loop itself, which the C loop does not pay); run_signature: a method with
+                # model.run's signature doing nothing, called as model.run is
+                sig = _Signature()
                 loops = (("session_run", s.run), ("lowlevel_run", zc.run),
                          ("python_floor", _empty), ("model_run", lambda: m.run(*x, out=out)),
+                         ("run_signature", lambda: sig.run(*x, out=out)),
                          ("lowlevel_general", ll_general))
                 for _ in range(3):
                     for mode in ("zerocopy", "general", "general-raw"):
@@ -596,6 +606,9 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
         ratio = o["lowlevel_general"]["median_ns"] / o["c_general"]["median_ns"]
         add("(lowlevel inputs_set+run+outputs_get / C general loop)", round(ratio, 2), "(info)",
             True, "x")
+        if "run_signature" in o:
+            add("(a method of model.run's signature doing nothing, called the same way)",
+                round(o["run_signature"]["median_ns"]), "(info)", True, "ns")
     copied = []
     if o:
         copied.append(o["flows"]["flows"]["zero-copy"]["bytes_per_frame"])
@@ -662,7 +675,7 @@ def report(r: Dict[str, Any]) -> str:
         for k, base in (("c_zerocopy", None), ("session_run", "c_zerocopy"),
                         ("lowlevel_run", "c_zerocopy"), ("c_general", None),
                         ("model_run", "c_general"), ("lowlevel_general", "c_general"),
-                        ("python_floor", None)):
+                        ("python_floor", None), ("run_signature", None)):
             if k not in o:
                 continue
             v = o[k]
