@@ -223,6 +223,7 @@ class Model:
     """
 
     _closing = False                   # close() has begun: no new session or pool context
+    _frame_id_closed = 0               # frame_id once the last run's runner is closed
 
     def __init__(self, source: ModelSource, *, core_mask=None, flags: int = 0,
                  perf: bool = False):
@@ -352,7 +353,7 @@ class Model:
         ``rknn_output_extend.frame_id``: runs count from 1; with ``InitFlag.ASYNC_MASK``
         the outputs, and so the id, are those of the run before; 0 before any)."""
         last = self._last
-        return 0 if last is None or last.closed else last.frame_id
+        return self._frame_id_closed if last is None or last.closed else last.frame_id
 
     @property
     def perf(self) -> Perf:
@@ -373,8 +374,9 @@ class Model:
 
     # -- configuration ---------------------------------------------------------------------
     def set_core_mask(self, mask) -> None:
-        """Run on these NPU cores (``rknn_set_core_mask``) from now on, in every context of
-        the model (sessions included).
+        """Run on these NPU cores (``rknn_set_core_mask``) from now on: the model's context
+        and its sessions, and every one opened later (a Pool's workers keep the masks of
+        ``Pool(core_masks=...)``).
 
         Raises
         ------
@@ -387,13 +389,19 @@ class Model:
                                     "RK3588 and RK3576 have several NPU cores", None,
                                     "rknn_set_core_mask")
         mask = as_core_mask(mask, "set_core_mask")
+        self._check_not_in_call("set_core_mask")
         with self._ctx_lock("set_core_mask"):
             # contexts made from now on get the mask when they are made, those made before
-            # get it here (each call serialized with the context's runs by its own lock)
-            targets = [self._own] + [s for s in list(self._sessions) if not s.closed]
+            # get it here, outside the lock (each call waits for its context's run)
+            sessions = [s for s in list(self._sessions) if not s.closed]
             self._core_mask = mask
-        for t in targets:
-            t.set_core_mask(mask)
+        self._own.set_core_mask(mask)
+        for s in sessions:
+            try:
+                s.set_core_mask(mask)
+            except ValueError:
+                if not s.closed:          # closed meanwhile: nothing to set
+                    raise
 
     def new_context(self, flags: int = 0):
         """A low-level :class:`rknnx.lowlevel.Context` of the model for your own calls,
@@ -447,9 +455,16 @@ class Model:
         return ctx
 
     def _session_opener(self):
-        """``zero_copy(..., _internal=True)`` of this model, holding it weakly (a runner
-        kept by the model must not keep it alive: no reference cycle)."""
-        return functools.partial(Model.zero_copy, weakref.proxy(self), _internal=True)
+        """What a session runner opens its sessions with: a session of the model's own,
+        holding the model weakly (a runner kept by the model must not keep it alive: no
+        reference cycle)."""
+        return functools.partial(Model._runner_session, weakref.proxy(self))
+
+    def _runner_session(self, **options):
+        self._check_not_in_call("run")
+        with self._ctx_lock("run"):
+            self._check_not_closing("run")      # "run on closed Model"
+            return self._open_session(True, options)
 
     def _open_runners(self, owner, masks: Sequence[Any], required: bool, start) -> None:
         """Seam for :class:`rknnx.Pool` (`owner`): one runner per entry of `masks` (a core
@@ -619,9 +634,10 @@ class Model:
             self._check_pixel_range(inputs)
         if self._fast and pass_through is None and \
                 (data_format is None or data_format in self._fast_formats):
-            # the common case: one ndarray per input, handed to Context.infer as it is; the
-            # binding checks each one's type, size and shape in C, and anything it refuses
-            # (before the runtime sees it) takes the full path below and its clear errors
+            # the common case: ndarrays handed to Context.infer as they are; the binding runs
+            # them if they are one per input, each of its input's exact shape and a type the
+            # runtime takes (checked in C), else returns None having called nothing and the
+            # full path below decides (conversions, layouts, clear errors)
             for a in inputs:
                 if type(a) is not np.ndarray:
                     break
@@ -652,15 +668,11 @@ class Model:
                 try:
                     # inputs_set + run + outputs_get under one hold of the context's lock
                     # (no other call comes between them: the model's lock is not needed)
-                    ctx.infer(inputs, arrays, want_float=not raw)
-                except (ValueError, TypeError):
-                    pass
+                    done = ctx.infer(inputs, arrays, want_float=not raw, fast_only=True)
                 except RuntimeError:
-                    self._lock.check("run")       # a Model of the parent of fork
-                    if ctx.busy_in_this_thread:   # a callback of this context's run
-                        raise _guard.busy_error("Model", "run") from None
+                    self._busy_error(ctx)
                     raise
-                else:
+                if done is not None:
                     self._last = self._own
                     return arrays
         raw = _check_raw(raw)
@@ -669,9 +681,20 @@ class Model:
         with self._lock("run"):
             self._check_open("run")
             runner = self._own
-            result = runner.run(prepared, shape_set, raw, out)
+            try:
+                result = runner.run(prepared, shape_set, raw, out)
+            except RuntimeError:
+                self._busy_error(self._ctx)
+                raise
             self._last = runner
             return result
+
+    def _busy_error(self, ctx) -> None:
+        """The Model's words for the binding's refusals of a call from inside a call on
+        its context (a custom op callback) or from a child of fork."""
+        self._lock.check("run")               # a Model of the parent of fork
+        if ctx.busy_in_this_thread:
+            raise _guard.busy_error("Model", "run") from None
 
     # -- the zero-copy flow ---------------------------------------------------------------
     def zero_copy(self, *, outputs: str = "float32", input_dtypes: Any = None,
@@ -726,8 +749,11 @@ class Model:
         from rknnx import custom
 
         self._check_open("register_custom_ops")
-        custom.register(self._ctx, ops)
-        self._custom_ops += tuple(ops)
+        self._check_not_in_call("register_custom_ops")
+        with self._ctx_lock("register_custom_ops"):
+            # with the context lock: a session or pool made meanwhile gets them too
+            custom.register(self._ctx, ops)
+            self._custom_ops += tuple(ops)
 
     # -- lifetime --------------------------------------------------------------------------
     def close(self) -> None:
@@ -776,6 +802,7 @@ class Model:
                 s.close()
             if self._own.kind != "general":
                 self._own.close()        # (the general runner's context is self._ctx)
+            self._frame_id_closed = self.frame_id
             self._last = None
             self._ctx.close()
 

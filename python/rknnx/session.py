@@ -401,6 +401,14 @@ class ZeroCopySession:
             float views, the runtime converts on the NPU).
         """
         self._check_open("write")
+        self._check_not_busy("write")
+        with self._lock("write"):
+            # under the session's lock, as a close: a close in another thread waits for the
+            # copy instead of counting its view as the user's
+            self._check_open("write")
+            self._write(index, array)
+
+    def _write(self, index: int, array) -> None:
         self._check_index(index, len(self._model.inputs), "input")
         view = self.inputs[index]
         a = np.asarray(array)
@@ -452,25 +460,32 @@ class ZeroCopySession:
 
         .. versionadded:: 0.1.0
         """
+        self._check_open("run_arrays")
+        self._check_not_busy("run_arrays")
         try:
-            self._check_open("run_arrays")
-            n = len(self._in_mems)
-            if len(arrays) != n:
-                raise ValueError(f"run_arrays needs one array per input ({n}); got "
-                                 f"{len(arrays)}")
-            if out is not None:
-                out = check_out(out, [(v.shape, v.dtype) for v in self.outputs])
-            for i, a in enumerate(arrays):
-                self.write(i, a)
-            self.run()
-            if out is None:
-                return [np.array(v) for v in self.outputs]
-            for dst, v in zip(out, self.outputs):
-                dst[...] = v
-            return out
+            with self._lock("run_arrays"):
+                # under the session's lock, as a close: a close in another thread waits for
+                # the copies instead of counting their views as the user's
+                self._check_open("run_arrays")
+                return self._run_arrays(arrays, out)
         except BaseException as exc:
             _guard.forget_frames(exc)    # the views it held: not pinned by a kept error
             raise
+
+    def _run_arrays(self, arrays, out):
+        n = len(self._in_mems)
+        if len(arrays) != n:
+            raise ValueError(f"run_arrays needs one array per input ({n}); got {len(arrays)}")
+        if out is not None:
+            out = check_out(out, [(v.shape, v.dtype) for v in self.outputs])
+        for i, a in enumerate(arrays):
+            self._write(i, a)
+        self.run()
+        if out is None:
+            return [np.array(v) for v in self.outputs]
+        for dst, v in zip(out, self.outputs):
+            dst[...] = v
+        return out
 
     def set_core_mask(self, mask) -> None:
         """Run this session on these NPU cores (``rknn_set_core_mask`` on its context;

@@ -654,7 +654,7 @@ cdef class Context(_ContextBase):
         check(ret, b"rknn_wait")
         return ext.frame_id
 
-    def infer(self, inputs, out, *, want_float=True):
+    def infer(self, inputs, out, *, want_float=True, fast_only=False):
         """The general flow in one call: :meth:`inputs_set` of `inputs`, :meth:`run`,
         :meth:`outputs_get` into `out`, with one lock hold and the GIL released once.
 
@@ -666,11 +666,17 @@ cdef class Context(_ContextBase):
             One per output, as ``outputs_get(out=...)`` takes them.
         want_float : bool, default True
             float32 outputs (else the model's own type).
+        fast_only : bool, default False
+            Run only inputs the C checks take as they are: one C-contiguous buffer per
+            input, at its position, of its exact shape (leading ones included) and a type
+            the runtime takes, with `out` buffers that pass; for anything else (or a
+            closed context) return None having called nothing, so that a caller's own
+            path decides.  What the runtime or a custom operator raises still raises.
 
         Returns
         -------
         list or tuple
-            `out`, written.
+            `out`, written (None: ``fast_only`` and not run).
 
         Raises
         ------
@@ -688,7 +694,7 @@ cdef class Context(_ContextBase):
 
         .. versionadded:: 0.1.0
         """
-        return _infer(self, inputs, out, bool(want_float))
+        return _infer(self, inputs, out, bool(want_float), bool(fast_only))
 
     def outputs_get(self, want_float=False, out=None):
         """Fetch the outputs of the last run (``rknn_outputs_get``), GIL released.

@@ -132,6 +132,7 @@ cdef struct _InputSpec:
     uint32_t n_elems                         # elements of the tensor
     uint32_t types                           # bit t: data of type t is accepted as is
     int fmt                                  # the input's layout (the default fmt)
+    int full_ndims                           # dims of the attribute (n_dims)
     int ndims                                # dims after stripping leading ones
     Py_ssize_t dims[16]                      # those dims
     bint fast                                # False: the general path decides (and raises)

@@ -56,7 +56,7 @@ cdef object _infer_three(Context self, object inputs, object out, bint wf,
     return _outputs_get(self, wf, out)
 
 
-cdef object _infer(Context self, object inputs, object out, bint wf):
+cdef object _infer(Context self, object inputs, object out, bint wf, bint fast_only):
     cdef _IOSpecs sp
     cdef unsigned long long gen
     cdef Py_ssize_t n, k, nin = 0, nout = 0, ok = 0     # views held; inputs the fast path took
@@ -77,18 +77,24 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
     cdef TensorAttr a
     cdef Input inp
     cdef long long idx
+    # fast_only: everything that is not the plain case returns None before the runtime
+    # is called (the caller's own path decides); errors of the runtime still raise
+    if fast_only and (self.ctx == 0 or self._closing) and self._pid == _this_pid:
+        return None
     self._check_open(b"infer")
     if (_api.rknn_inputs_set == NULL or _api.rknn_run == NULL or _api.rknn_outputs_get == NULL
             or _api.rknn_outputs_release == NULL or self._no_general
             or self._flow == _FLOW_ZERO_COPY):
         # each call raises its own error (missing function, chip, flow)
-        return _infer_three(self, inputs, out, wf, False)
+        return None if fast_only else _infer_three(self, inputs, out, wf, False)
     _load_attrs(self)
     if not self._shapes_set and _dynamic_ranges(self):
         # inputs_set says to choose a shape
-        return _infer_three(self, inputs, out, wf, False)
+        return None if fast_only else _infer_three(self, inputs, out, wf, False)
     nout_model = len(self._out_attrs)
     if type(out) not in (list, tuple) or len(out) != nout_model:
+        if fast_only:
+            return None
         _check_outs(self, out, wf)           # raises what is wrong with `out`
     if type(inputs) is tuple or type(inputs) is list:
         items = inputs                       # a list is read in place on the fast path
@@ -98,8 +104,10 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
         items = (inputs,)
     n = len(items)
     if n == 0 or n > len(self._in_attrs):
-        return _infer_three(self, inputs, out, wf)     # inputs_set says how many
+        return None if fast_only else _infer_three(self, inputs, out, wf)   # says how many
     sp = _current_specs(self)
+    if fast_only and n != sp.n_in:
+        return None
     gen = self._attrs_gen                    # the shapes everything is checked against
     attrs = self._out_attrs
     if n > _FAST_MAX or nout_model > _FAST_MAX:
@@ -132,7 +140,7 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
                     break
                 nin += 1
                 t = _fast_accepts(s, &iviews[k])
-                if t < 0:
+                if t < 0 or (fast_only and not _exact_shape(s, &iviews[k])):
                     break
                 ok += 1
                 iarr[k].index = <uint32_t>k
@@ -141,6 +149,8 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
                 iarr[k].pass_through = 0
                 iarr[k].type = <rknn_tensor_type>t
                 iarr[k].fmt = <rknn_tensor_format>s.fmt
+        if ok != n and fast_only:
+            return None                      # (the views are released below)
         if ok != n:
             # anything else: inputs_set's general path, each input checked in turn
             for k in range(nin):
@@ -168,13 +178,22 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
                 PyObject_GetBuffer(item, &oviews[i],
                                    PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
             except (BufferError, ValueError) as e:
+                if fast_only:
+                    return None
                 raise ValueError(f"{_out_label(i, a)} must be a writable C-contiguous "
                                  f"buffer: {e}") from None
             except TypeError:
+                if fast_only:
+                    return None
                 raise TypeError(f"{_out_label(i, a)}: expected a writable buffer (numpy "
                                 f"array), got {type(item).__name__}") from None
             nout += 1
-            _check_out_buffer(a, wf, i, &oviews[i], _spec_out_layout(sp, attrs, i, wf))
+            try:
+                _check_out_buffer(a, wf, i, &oviews[i], _spec_out_layout(sp, attrs, i, wf))
+            except (ValueError, TypeError):
+                if fast_only:
+                    return None
+                raise
             memset(&oarr[i], 0, sizeof(rknn_output))
             oarr[i].want_float = wf
             oarr[i].is_prealloc = 1
@@ -191,11 +210,15 @@ cdef object _infer(Context self, object inputs, object out, bint wf):
             self._release()
         if self._shape_gen != gen:
             self._release()
+            if fast_only:
+                return None
             raise ValueError("infer: the input shapes changed (set_input_shapes, "
                              "concurrently) while the buffers were checked; call infer "
                              "again with buffers of the current attributes")
         if self._flow == _FLOW_ZERO_COPY:
             self._release()
+            if fast_only:
+                return None
             self._flow_error(_FLOW_GENERAL, b"rknn_inputs_set")
         # as run(): a bound mem that was closed is refused (looked at only when a mem was
         # closed, or a binding made, since the bound mems were last all open)

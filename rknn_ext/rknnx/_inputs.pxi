@@ -174,6 +174,7 @@ cdef _IOSpecs _current_specs(Context self):
                 d[j] = a.c.dims[j]
             start = _strip_start(d, a.c.n_dims)
             s.ndims = <int>(a.c.n_dims - start)
+            s.full_ndims = <int>a.c.n_dims
             for j in range(s.ndims):
                 s.dims[j] = d[start + j]
     outs = self._out_attrs
@@ -211,6 +212,20 @@ cdef inline int _fast_accepts(const _InputSpec* s, const Py_buffer* v) noexcept:
             if v.shape[start + i] != s.dims[i]:
                 return -1
     return t
+
+
+cdef inline bint _exact_shape(const _InputSpec* s, const Py_buffer* v) noexcept:
+    """The buffer has the attribute's dims exactly (its leading ones included)."""
+    cdef Py_ssize_t lead = s.full_ndims - s.ndims, i
+    if v.ndim != s.full_ndims:
+        return False
+    for i in range(lead):
+        if v.shape[i] != 1:
+            return False
+    for i in range(s.ndims):
+        if v.shape[lead + i] != s.dims[i]:
+            return False
+    return True
 
 
 cdef int _inputs_set_fast(Context self, tuple items) except -1:

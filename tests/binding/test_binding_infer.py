@@ -176,3 +176,31 @@ def test_out_buffers_are_checked_against_the_current_shapes(track):
                 ctx.outputs_get(True, before)
         ctx.outputs_get(True, outs)
         before = outs
+
+
+def test_fast_only_runs_the_plain_case_or_nothing(track, emu):
+    """infer(fast_only=True): exact buffers run; anything else returns None having called
+    nothing (no run counted, the flow still unchosen); runtime errors still raise."""
+    ctx = track.model("classifier")
+    img = np.random.default_rng(2).integers(0, 256, (1, 224, 224, 3), dtype=np.uint8)
+    out = outs_for(ctx, True)
+    runs = emu.counters()["runs"]
+    for inputs, o in (([img[0]], out),                                  # 3-D: not exact
+                      ([img.reshape(-1)], out),                         # flat
+                      ([img[None]], out),                               # 5-D
+                      ([img.astype(np.float64)], out),                  # not a runtime type
+                      ([Input(img)], out),                              # an Input object
+                      ([np.ascontiguousarray(img.transpose(0, 3, 1, 2))], out),
+                      ([img, img], out),                                # two for one input
+                      ([img], [np.empty((1, 5), np.float32)]),          # a wrong out
+                      ([img], out[0])):                                 # out not a sequence
+        assert ctx.infer(inputs, o, fast_only=True) is None
+    assert emu.counters()["runs"] == runs and ctx.flow == "none"
+    got = ctx.infer([img], out, fast_only=True)
+    assert got is out and emu.counters()["runs"] == runs + 1
+    np.testing.assert_array_equal(out[0], ctx.infer([img], outs_for(ctx, True))[0])
+    emu.inject_error("rknn_run", 1, "RKNN_ERR_PARAM_INVALID")
+    with pytest.raises(E.ParamInvalidError):
+        ctx.infer([img], out, fast_only=True)
+    ctx.close()
+    assert ctx.infer([img], out, fast_only=True) is None

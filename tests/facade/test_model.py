@@ -614,3 +614,95 @@ def test_first_mistakes_get_a_hint(models):
     m.run(scaled)                     # once per model: no second warning (warnings=error)
     m2 = models.open("classifier", "RK3588")
     m2.run(scaled * 255)              # a float image in 0..255: no warning
+
+
+# ---- the fast path (Context.infer, fast_only) keeps the full path's rules -----------------
+# (an adversarial review of the lock-free fast path found each of these)
+def _sigmoid_x():
+    return np.linspace(-2, 2, 16, dtype=np.float32).reshape(1, 16)
+
+
+@pytest.mark.parametrize("exc", [ValueError, TypeError])
+def test_a_failing_callback_runs_once(models, exc):
+    m = models.open("custom_op_model")
+    calls = []
+
+    @rknnx.custom_op("cstSigmoid")
+    def op(inputs, outputs):
+        calls.append(1)
+        raise exc("bad frame")
+
+    m.register_custom_ops(op)
+    with pytest.raises(exc, match="bad frame"):
+        m.run(_sigmoid_x())
+    assert len(calls) == 1, f"one Model.run called the op {len(calls)} times"
+
+
+@pytest.mark.parametrize("func,status", [("rknn_run", "RKNN_ERR_PARAM_INVALID"),
+                                         ("rknn_run", "RKNN_ERR_INPUT_INVALID"),
+                                         ("rknn_outputs_get", "RKNN_ERR_OUTPUT_INVALID")])
+def test_a_runtime_failure_is_raised_not_retried(models, emu, func, status):
+    m = models.open("tiny_relu")
+    x = np.ones(m.inputs[0].shape, np.float32)
+    runs = emu.counters()["runs"]
+    emu.inject_error(func, 1, status)
+    with pytest.raises(rknnx.RKNNError):
+        m.run(x)
+    # the graph ran at most once (an injected rknn_run failure counts no run; a failed
+    # outputs_get follows one): the frame was not run again behind the error
+    assert emu.counters()["runs"] - runs == (1 if func == "rknn_outputs_get" else 0)
+
+
+def test_fewer_inputs_are_refused_not_run_on_the_last_ones(models):
+    m = models.open("multi_io")
+    rng = np.random.default_rng(0)
+    a, b = user_inputs(m, rng), user_inputs(m, rng)
+    m.run(*a)
+    with pytest.raises(ValueError, match=r"the model has 3 input\(s\)"):
+        m.run(b[0], b[1])
+
+
+@pytest.mark.parametrize("reshape", [lambda x: x.reshape(-1), lambda x: x[np.newaxis]],
+                         ids=["flat", "5-D"])
+@pytest.mark.parametrize("platform", ["RK3588", "RV1106"])
+def test_run_takes_what_prepare_inputs_takes_on_every_chip(models, reshape, platform):
+    m = models.open("classifier", platform)
+    x, = user_inputs(m, np.random.default_rng(0))
+    y = reshape(x)
+    with pytest.raises(ValueError, match="does not match the model's"):
+        m.prepare_inputs([y])
+    with pytest.raises(ValueError, match="does not match the model's"):
+        m.run(y)
+
+
+def test_any_run_in_a_callback_of_a_run_says_the_model_is_busy(models):
+    m = models.open("custom_op_model")
+    x = _sigmoid_x()
+    seen = []
+
+    @rknnx.custom_op("cstSigmoid")
+    def op(inputs, outputs):
+        if not seen:
+            for call in (lambda: m.run(x, pass_through=[False]),     # the full path
+                         lambda: m.set_core_mask(rknnx.CoreMask.CORE_0),
+                         lambda: m.register_custom_ops(op)):
+                try:
+                    call()
+                except RuntimeError as e:
+                    seen.append(str(e).split(" (")[0])
+        np.divide(1.0, 1.0 + np.exp(-inputs[0]), out=outputs[0])
+
+    m.register_custom_ops(op)
+    m.run(x)
+    assert seen == ["run: the Model is busy in this thread",
+                    "set_core_mask: the Model is busy in this thread",
+                    "register_custom_ops: the Model is busy in this thread"], seen
+
+
+def test_frame_id_survives_close(models):
+    m = models.open("tiny_relu")
+    m.run(np.ones((1, 2), np.float32))
+    m.run(np.ones((1, 2), np.float32))
+    assert m.frame_id == 2
+    m.close()
+    assert m.frame_id == 2

@@ -736,3 +736,26 @@ def test_layout_functions_give_what_a_session_reads(models):
     f = models.open("tiny_relu")
     with pytest.raises(ValueError, match="dequantize: the tensor is not quantized"):
         rknnx.layout.dequantize(np.zeros((1, 2), np.int8), f.outputs[0])
+
+
+def test_close_during_run_arrays_waits_instead_of_counting_its_views(models):
+    """run_arrays (and write) hold the session's own views under its lock: a Model.close
+    in another thread meanwhile waits, it does not refuse with a BufferError."""
+    m = models.open("classifier")
+    x, = user_inputs(m, np.random.default_rng(0))
+
+    class Frame:                     # an array-like that takes a moment to produce its data
+        def __array__(self, dtype=None, copy=None):
+            time.sleep(0.3)
+            return x
+
+    s = m.zero_copy()
+    got = {}
+    t = threading.Thread(target=lambda: got.setdefault("out", s.run_arrays(Frame())))
+    t.start()
+    time.sleep(0.1)
+    try:
+        m.close()
+    finally:
+        t.join()
+    assert s.closed and len(got["out"]) == 1

@@ -157,9 +157,12 @@ def test_quick_suite_runs_and_writes_its_results(runtime, tmp_path):
     assert p["workers"] == [1, 2, 3]
     assert all(len(p[k]) == 3 and min(p[k]) > 0 for k in ("pool", "threads", "c_pool"))
     names = [t["target"] for t in r["targets"]]
-    assert len(names) == 10
+    assert len(names) == 11
     floor = next(t for t in r["targets"] if t["target"].startswith("(an empty Python call"))
     assert 0 < floor["measured"] < r["overhead"]["session_run"]["median_ns"]
+    # the cost of model.run's signature alone, below model.run's own
+    sig = next(t for t in r["targets"] if t["target"].startswith("(a method of model.run"))
+    assert floor["measured"] < sig["measured"] < r["overhead"]["model_run"]["median_ns"]
     wrapper = next(t for t in r["targets"] if t["target"].startswith("bytes copied by the wrapper"))
     assert wrapper["measured"] == 0 and wrapper["met"] is True
     assert "== targets" in proc.stdout and "== pool" in proc.stdout
