@@ -308,7 +308,9 @@ class Pool:
 
     def shutdown(self, wait: bool = True, *, cancel_pending: bool = False) -> None:
         """Stop taking frames; finish (or, with `cancel_pending`, cancel) the queued ones,
-        then close the workers' contexts.  A second call does nothing.
+        then close the workers' contexts.  A second call only waits (`wait`) and cancels
+        the frames still queued (`cancel_pending`: a Model closing a pool shut down with
+        ``wait=False`` does not wait for its queue).
 
         Raises
         ------
@@ -332,6 +334,19 @@ class Pool:
             if not wait:
                 self._state.keep = self  # until the workers are done (see _State)
             for _ in self._threads:
+                self._queue.put(_STOP)
+        elif cancel_pending:
+            stops = 0
+            while True:
+                try:
+                    job = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if job is _STOP:
+                    stops += 1
+                else:
+                    job.future.cancel()
+            for _ in range(stops):       # the workers' stops stay queued
                 self._queue.put(_STOP)
         if wait:
             for t in self._threads:

@@ -422,3 +422,30 @@ def test_pool_arguments_say_what_is_wrong(models, call, exc, message):
         with pytest.raises(exc) as ei:
             call(m, pool)
     assert str(ei.value) == message
+
+
+def test_closing_the_model_cancels_what_a_pool_shut_down_without_wait_still_queues(models, emu):
+    # Model.close() shuts its pools down with cancel_pending; a pool already shut down with
+    # wait=False used to make it wait for every queued frame instead
+    import concurrent.futures
+
+    m = models.open("tiny_relu", "RK3588")
+    emu.set_npu_time_us(100_000)
+    pool = rknnx.Pool(m, workers=1, queue_size=8)
+    x = np.ones((1, 2), np.float32)
+    runs = emu.counters()["runs"]
+    futures = [pool.submit(x) for _ in range(8)]
+    time.sleep(0.05)                 # the first frame is on the NPU
+    pool.shutdown(wait=False)
+    m.close()
+    ran = emu.counters()["runs"] - runs
+    emu.set_npu_time_us(0)
+    cancelled = [f for f in futures if f.cancelled()]
+    done = [f for f in futures if not f.cancelled()]
+    # the frame on the NPU (and one the worker may have taken meanwhile) ran, no more
+    assert ran <= 2 and len(cancelled) == 8 - ran, (ran, len(cancelled))
+    for f in done:
+        try:
+            np.testing.assert_array_equal(f.result(timeout=5)[0], [[1.0, 1.0]])
+        except concurrent.futures.CancelledError:    # pragma: no cover - cancelled late
+            pass
