@@ -60,6 +60,7 @@ cdef class TensorMem:
     cdef object _virt_pin                    # memoryview pinning a caller's virt buffer
     cdef Py_ssize_t _exports                 # live buffer / DLPack exports (exact count)
     cdef int _pins                           # open contexts using it as their model buffer
+    cdef int _binding                        # set_*_mem calls binding it right now
     cdef int _syncing                        # rknn_mem_sync calls in flight on it
     cdef bint _dead                          # destroyed or being destroyed: never run with it
     cdef bint _closing                       # close() in progress: new views are refused
@@ -237,5 +238,6 @@ cdef class MatmulContext(_ContextBase):
     cdef const char* _destroy_name(self) noexcept
     cdef object _after_close(self)
     cdef object _tensor(self, object which)
+    cdef int _set_io_mem_claimed(self, TensorMem mem, object which) except -1
     cdef Py_ssize_t _scales_wanted(self, int w) except -1
     cdef int _raise_stale_binding(self, int w) except -1

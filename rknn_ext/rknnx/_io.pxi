@@ -356,7 +356,28 @@ cdef int _check_io_attr(Context self, TensorMem mem, TensorAttr attr, bint is_ou
     return 1
 
 
+cdef int _claim_for_binding(TensorMem mem, const char* what) except -1:
+    """Claim `mem` for a set_*_mem call, until _set_slot has registered the binding (the
+    context then marks it dead when it closes): a close() in another thread refuses
+    meanwhile, instead of destroying a mem the runtime has just been given.  Checked and
+    claimed with the GIL held all along, as close() checks and marks."""
+    mem._check_open(what.decode())
+    if mem._closing:
+        raise ValueError(f"{what.decode()}: the TensorMem is being closed in another thread")
+    mem._binding += 1
+    return 0
+
+
 cdef int _set_io_mem(Context self, TensorMem mem, TensorAttr attr) except -1:
+    """Context.set_io_mem, the mem claimed while it is bound (_claim_for_binding)."""
+    _claim_for_binding(mem, b"set_io_mem")
+    try:
+        return _set_io_mem_claimed(self, mem, attr)
+    finally:
+        mem._binding -= 1
+
+
+cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) except -1:
     """Context.set_io_mem: check, bind under the lock (refused if the shapes moved since
     the checks), then give the mem the tensor's layout."""
     cdef _Layout lay
@@ -408,6 +429,16 @@ cdef int _set_io_mem(Context self, TensorMem mem, TensorAttr attr) except -1:
 
 
 cdef int _set_whole_mem(Context self, TensorMem mem, const char* what, bint weight) except -1:
+    """set_weight_mem / set_internal_mem, the mem claimed while it is bound."""
+    _claim_for_binding(mem, what)
+    try:
+        return _set_whole_mem_claimed(self, mem, what, weight)
+    finally:
+        mem._binding -= 1
+
+
+cdef int _set_whole_mem_claimed(Context self, TensorMem mem, const char* what,
+                                bint weight) except -1:
     """set_weight_mem / set_internal_mem: check the size against MEM_SIZE, bind, keep."""
     cdef int ret
     cdef rknn_mem_size ms

@@ -605,11 +605,17 @@ cdef class MatmulContext(_ContextBase):
 
         .. versionadded:: 0.1.0
         """
+        self._check_open(b"set_io_mem")
+        _claim_for_binding(mem, b"set_io_mem")      # a close elsewhere refuses meanwhile
+        try:
+            self._set_io_mem_claimed(mem, which)
+        finally:
+            mem._binding -= 1
+
+    cdef int _set_io_mem_claimed(self, TensorMem mem, object which) except -1:
         cdef MatmulTensorAttr attr
         cdef _Layout lay
         cdef int ret, w
-        self._check_open(b"set_io_mem")
-        mem._check_open("set_io_mem")
         attr = self._tensor(which)
         w = _MM_NAMES.index(attr.name)
         _mm_layout(&attr.c, &lay)
@@ -635,6 +641,7 @@ cdef class MatmulContext(_ContextBase):
         check(ret, b"rknn_matmul_set_io_mem")
         self._set_slot(attr.name, mem)
         _mm_bind(mem, attr, &lay)
+        return 0
 
     # -- configuration ---------------------------------------------------------------------
     def set_core_mask(self, mask):

@@ -254,6 +254,9 @@ cdef class TensorMem:
             if self._pins > 0:
                 raise BufferError("TensorMem is the model buffer of an open Context "
                                   "(RKNN_FLAG_MODEL_BUFFER_ZERO_COPY); close that Context first")
+            if self._binding > 0:
+                raise BufferError("TensorMem is being bound to a Context (set_io_mem, "
+                                  "set_weight_mem or set_internal_mem) in another thread")
             self._destroy()
         finally:
             self._closing = False

@@ -363,3 +363,52 @@ print("live", emu.counters()["live_mems"], emu.counters()["live_contexts"])
     assert out[0] == ("close: ['BufferError: 1 buffer view(s) still exported; delete the numpy "
                       "arrays first'] False False"), out
     assert out[1] == "live 0 0", out
+
+
+# ---- a mem being bound (set_io_mem) cannot be closed under the binding ----------------------
+def test_a_mem_being_bound_is_closed_before_or_after_never_during():
+    """set_io_mem claims the mem until the context has registered the binding: a close()
+    in another thread meanwhile refuses ("being bound"), or comes after and the context's
+    run() then refuses the dead binding; never a mem destroyed while the runtime holds it
+    unbeknown to the context (a board's use after free)."""
+    out = probe("""
+        ctx = C.Context(samples.tiny_relu())
+        a_in, a_out = ctx.input_attrs[0], ctx.output_attrs[0]
+        keep = ctx.create_mem(a_out.alloc_size)
+        ctx.set_io_mem(keep, a_out)
+        keep_in = ctx.create_mem(a_in.alloc_size)
+        ctx.set_io_mem(keep_in, a_in)           # a live binding until one replaces it
+        outcomes = set()
+        for _ in range(100):
+            mem = ctx.create_mem(a_in.alloc_size)
+            res = {}
+
+            def bind():
+                try:
+                    ctx.set_io_mem(mem, a_in)
+                    res["bound"] = True
+                except ValueError as e:
+                    res["refused"] = str(e)
+            t = threading.Thread(target=bind)
+            t.start()
+            while t.is_alive():
+                try:
+                    mem.close()
+                    break
+                except BufferError as e:
+                    outcomes.add(str(e).split(" (")[0])
+            t.join()
+            mem.close()
+            try:
+                ctx.run()
+                outcomes.add("ran")             # the bind was refused: the last binding
+            except ValueError as e:
+                outcomes.add("run refused" if "was closed" in str(e) else str(e))
+            ctx.set_io_mem(keep_in, a_in)
+        keep.close()
+        keep_in.close()
+        print(sorted(outcomes))
+    """)
+    seen = eval(out.strip().splitlines()[-1])
+    assert set(seen) <= {"run refused", "ran", "TensorMem is being bound to a Context"}, seen
+    assert "run refused" in seen
