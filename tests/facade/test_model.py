@@ -622,6 +622,7 @@ def _sigmoid_x():
     return np.linspace(-2, 2, 16, dtype=np.float32).reshape(1, 16)
 
 
+@pytest.mark.needs("rknn_register_custom_ops")
 @pytest.mark.parametrize("exc", [ValueError, TypeError])
 def test_a_failing_callback_runs_once(models, exc):
     m = models.open("custom_op_model")
@@ -675,6 +676,7 @@ def test_run_takes_what_prepare_inputs_takes_on_every_chip(models, reshape, plat
         m.run(y)
 
 
+@pytest.mark.needs("rknn_register_custom_ops")
 def test_any_run_in_a_callback_of_a_run_says_the_model_is_busy(models):
     m = models.open("custom_op_model")
     x = _sigmoid_x()
