@@ -195,3 +195,36 @@ def bounded(call, timeout: float = 30.0):
     if "error" in box:
         raise box.pop("error")
     return box.get("result")
+
+
+# ---- the vendor's files and answers (read in place, never copied into the repo) -------
+
+def _vendor_data_root():
+    """The folder holding ``rknn-models/`` and ``real-runtime/``: env RKNNX_VENDOR_DATA,
+    else a ``shared/`` folder beside the checkout or above it, else /work/shared (where
+    CI keeps them); None when none has them."""
+    cands = [os.environ.get("RKNNX_VENDOR_DATA")]
+    cands += [str(p / "shared") for p in (REPO.parent, *REPO.parents)]
+    cands.append("/work/shared")
+    for c in cands:
+        if c and (Path(c) / "rknn-models").is_dir():
+            return Path(c)
+    return None
+
+
+VENDOR_DATA = _vendor_data_root()
+#: the vendor's .rknn files (toolkit-2.5.0/ and vendor/), or None
+RKNN_MODELS = VENDOR_DATA / "rknn-models" if VENDOR_DATA else None
+#: what the vendor runtimes answered for them (answers/, compare.py), or None
+REAL_RUNTIME = (VENDOR_DATA / "real-runtime"
+                if VENDOR_DATA and (VENDOR_DATA / "real-runtime").is_dir() else None)
+#: the reason tests give when they skip without them
+NO_VENDOR_DATA = ("the vendor's .rknn files and runtime answers are not here (set "
+                  "RKNNX_VENDOR_DATA to the folder holding rknn-models/ and real-runtime/)")
+
+
+def vendor_models():
+    """Every vendor .rknn file (sorted paths), or [] without the data."""
+    if RKNN_MODELS is None:
+        return []
+    return sorted(RKNN_MODELS.rglob("*.rknn"))
