@@ -21,7 +21,7 @@ import os
 import threading
 from typing import Any, Optional
 
-__all__ = ["Lock", "busy_error", "check_process", "forget_frames", "pid"]
+__all__ = ["Lock", "Role", "busy_error", "check_process", "forget_frames", "pid"]
 
 #: the current process id, kept up to date across fork without a system call
 pid = os.getpid()
@@ -48,6 +48,42 @@ def check_process(obj: Any, creator: int) -> None:
     """RuntimeError if `obj` (created in process `creator`) is used in a child of fork."""
     if creator != pid:
         raise inherited_error(obj, creator)
+
+
+class Role:
+    """A part a thread plays while it runs a loop of the facade's (a Pool's worker): ``with
+    role:`` marks the calling thread, :meth:`played_here` asks whether the calling thread
+    is marked.
+
+    The mark is a thread-local reference to this object, so it ends with the ``with``
+    block and cannot outlive its thread.  A thread id would: ids are reused by threads
+    started after a thread ends, and an ordinary thread would be taken for a worker that is
+    gone (docs/architecture.md, Locking and the GIL).
+    """
+
+    __slots__ = ("__weakref__",)
+    _players = threading.local()         # .roles: the roles the calling thread plays
+
+    def __enter__(self) -> "Role":
+        here = Role._players
+        roles = getattr(here, "roles", None)
+        if roles is None:
+            roles = here.roles = []
+        roles.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        roles = Role._players.roles
+        # the last mark of this role (roles nest; a role is left in the order entered)
+        for k in range(len(roles) - 1, -1, -1):
+            if roles[k] is self:
+                del roles[k]
+                break
+
+    def played_here(self) -> bool:
+        """Whether the calling thread is inside ``with self:``."""
+        roles = getattr(Role._players, "roles", None)
+        return roles is not None and any(r is self for r in roles)
 
 
 class Lock:

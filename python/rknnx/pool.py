@@ -17,7 +17,6 @@ import threading
 import warnings
 import weakref
 from concurrent.futures import Future
-from threading import get_ident
 from typing import Any, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 from rknnx import _guard
@@ -43,13 +42,14 @@ class _Job:
 
 class _State:
     """What a pool's workers share with it (they hold this and a weak reference to the
-    pool, never the pool): the idents of the worker threads, and why the workers must
-    stop taking frames (None while the pool runs)."""
+    pool, never the pool): the role its worker threads play while they take frames (a
+    thread-local mark that ends with the worker, never a thread id: ids are reused), and
+    why the workers must stop taking frames (None while the pool runs)."""
 
-    __slots__ = ("workers", "gone", "keep", "running", "lock")
+    __slots__ = ("worker", "gone", "keep", "running", "lock")
 
     def __init__(self):
-        self.workers: "set[int]" = set()
+        self.worker = _guard.Role()
         self.gone: Optional[str] = None
         # shutdown(wait=False): the pool, kept alive until its workers have run the frames
         # queued before it (a pool dropped right after must still finish them)
@@ -73,7 +73,7 @@ class _PoolFuture(Future):
     _pool: _State                      # (Future's own state is `_state`)
 
     def _check_waiter(self) -> None:
-        if get_ident() in self._pool.workers:
+        if self._pool.worker.played_here():
             raise RuntimeError("a worker of a Pool (running a custom op callback) cannot "
                                "wait for a frame of the same Pool: it would wait for itself")
 
@@ -168,7 +168,6 @@ class Pool:
                 self._state.stopped()
                 raise
             self._threads.append(t)
-            self._state.workers.add(t.ident)
         self._closed = False
 
     @staticmethod
@@ -196,7 +195,7 @@ class Pool:
     def _check_not_worker(self, what: str) -> None:
         """RuntimeError in one of the pool's own workers (a custom op callback of a frame),
         which would wait for itself."""
-        if get_ident() in self._state.workers:
+        if self._state.worker.played_here():
             raise RuntimeError(f"{what}: called from a worker of the Pool (a custom op "
                                "callback of one of its frames), which would wait for itself")
 
@@ -223,6 +222,8 @@ class Pool:
             `raw` is not True or False.
         """
         self._check_usable("submit")
+        if self._closed:                 # (the model's close shuts its pools down)
+            raise RuntimeError("submit on a Pool that is shut down")
         if not (raw is True or raw is False):
             raise TypeError(f"raw must be True or False; got {raw!r}")
         prepared, shape_set = self.model.prepare_inputs(inputs, data_format)
@@ -407,7 +408,8 @@ def _work(pool_ref, jobs: "queue.Queue", state: _State, k: int) -> None:
     """Worker `k`: take frames until told to stop or until its pool is gone (collected
     without a shutdown: it checks a weak reference, and the state, while idle)."""
     try:
-        _take_frames(pool_ref, jobs, state, k)
+        with state.worker:
+            _take_frames(pool_ref, jobs, state, k)
     finally:
         state.stopped()
 
