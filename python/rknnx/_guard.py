@@ -50,6 +50,9 @@ def check_process(obj: Any, creator: int) -> None:
         raise inherited_error(obj, creator)
 
 
+_players = threading.local()             # .roles: the Roles the calling thread plays
+
+
 class Role:
     """A part a thread plays while it runs a loop of the facade's (a Pool's worker): ``with
     role:`` marks the calling thread, :meth:`played_here` asks whether the calling thread
@@ -62,10 +65,9 @@ class Role:
     """
 
     __slots__ = ("__weakref__",)
-    _players = threading.local()         # .roles: the roles the calling thread plays
 
     def __enter__(self) -> "Role":
-        here = Role._players
+        here = _players
         roles = getattr(here, "roles", None)
         if roles is None:
             roles = here.roles = []
@@ -73,7 +75,7 @@ class Role:
         return self
 
     def __exit__(self, *exc) -> None:
-        roles = Role._players.roles
+        roles = _players.roles
         # the last mark of this role (roles nest; a role is left in the order entered)
         for k in range(len(roles) - 1, -1, -1):
             if roles[k] is self:
@@ -82,7 +84,7 @@ class Role:
 
     def played_here(self) -> bool:
         """Whether the calling thread is inside ``with self:``."""
-        roles = getattr(Role._players, "roles", None)
+        roles = getattr(_players, "roles", None)
         return roles is not None and any(r is self for r in roles)
 
 
