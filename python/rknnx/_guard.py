@@ -36,10 +36,11 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def inherited_error(obj: Any, creator: int) -> RuntimeError:
-    """The error for `obj`, created in process `creator`, used in a child of fork (the
-    binding's words for its own objects)."""
+    """The error for `obj` (or the class name `obj`), created in process `creator`, used in
+    a child of fork (the binding's words for its own objects)."""
+    kind = obj if isinstance(obj, str) else type(obj).__name__
     return RuntimeError(
-        f"this {type(obj).__name__} was created in process {creator}; it cannot be used in "
+        f"this {kind} was created in process {creator}; it cannot be used in "
         f"process {pid} (a child of fork(): the runtime's threads, locks and state do not "
         f"survive fork); create it after fork, in the child")
 

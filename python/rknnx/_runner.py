@@ -10,7 +10,7 @@ returns the outputs: copy in, run, read out.  There are two kinds, one per flow:
   RV1106/RV1103/RK2118): the inputs are copied into its views, the outputs out of them.
 
 ``Model.run`` runs on the model's own runner; each :class:`rknnx.Pool` worker owns one
-(``Model._open_runners``); the CLI's and the benchmark's general flows use the same
+(made by the model's family: ``rknnx._family.ContextFamily.runners``); the CLI's and the benchmark's general flows use the same
 calls.  A runner is not thread-safe: its owner serializes its calls (the model's lock, a
 pool worker's thread).  See docs/architecture.md, "One path".
 """
@@ -23,6 +23,7 @@ import numpy as np
 
 from rknnx import _guard
 from rknnx import lowlevel as _ll
+from rknnx._facts import perf_of
 from rknnx._tensors import TensorInfo, check_out, set_shapes
 from rknnx.errors import NotSupportedError, RKNNError
 from rknnx.runtime import note_fallback
@@ -107,8 +108,6 @@ class GeneralRunner:
         return self.ctx.last_frame_id
 
     def perf(self):
-        from rknnx.model import perf_of
-
         return perf_of(self.ctx, bool(int(self.ctx.flags) & int(_ll.InitFlag.COLLECT_PERF_MASK)))
 
     def set_core_mask(self, mask) -> None:
@@ -203,9 +202,8 @@ class SessionRunner:
 
     def check_closable(self) -> None:
         """BufferError while a view of the session's memory is alive (nothing closed)."""
-        if self.session is not None and not self.session.closed:
-            # seam: the Model's close asks its own sessions what close() would refuse
-            self.session._check_closable()
+        if self.session is not None:
+            self.session.check_closable()
 
     def close(self) -> None:
         # the session is kept (closed): a close in another thread at the same time waits
@@ -218,4 +216,7 @@ class SessionRunner:
         """close() if nothing prevents it (for finalizers: never raises)."""
         s = self.session
         if s is not None:
-            s._close_quietly()                       # seam: a finalizer's close
+            try:
+                s.close()
+            except Exception:            # a view alive, a call of this thread, a fork
+                pass

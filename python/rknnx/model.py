@@ -6,33 +6,32 @@ reports (chip, shape sets, attributes; optional queries a runtime refuses become
 user's arrays (layout, normalisation, quantization) and returns numpy outputs, through the
 model's runner (``rknnx._runner``: ``Context.infer``, one crossing of the binding).
 
-The model is the only maker of its contexts (:meth:`Model._context_for`: weights shared,
-its core mask and custom operators applied): :meth:`Model.zero_copy` opens a
-:class:`~rknnx.session.ZeroCopySession` on one (the vendor forbids mixing the two flows on
-one context), a :class:`rknnx.Pool` gets one runner per worker.  On chips without the
+The model's contexts are made, registered and closed by its family
+(``rknnx._family.ContextFamily``: weights shared, its core mask and custom operators
+applied): :meth:`Model.zero_copy` opens a :class:`~rknnx.session.ZeroCopySession` on one
+(the vendor forbids mixing the two flows on one context), a :class:`rknnx.Pool` gets one
+runner per worker.  On chips without the
 general API (RV1106/RV1103/RK2118) the model's runner is a zero-copy session, so one
 program runs on every chip.  See docs/architecture.md, "One path".
 """
 
 from __future__ import annotations
 
-import functools
 import os
-import sys as _sys
 import warnings
 import weakref
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from rknnx import _guard
 from rknnx import lowlevel as _ll
-from rknnx import platforms as _platforms
-from rknnx._runner import PASS_THROUGH, GeneralRunner, SessionRunner, pin
+from rknnx._facts import Perf, PerfRow, as_core_mask, check_raw
+from rknnx._family import ContextFamily, Description, chip_supports
+from rknnx._lifetime import Closable
+from rknnx._runner import PASS_THROUGH
 from rknnx._tensors import TensorInfo, as_input, check_out, default_dtype, describe, shapes_str
 from rknnx.errors import NotSupportedError, RKNNError
-from rknnx.runtime import chip_of, note_fallback
 
 if TYPE_CHECKING:
     from rknnx.session import ZeroCopySession
@@ -42,83 +41,6 @@ __all__ = ["Model", "Perf", "PerfRow"]
 ModelSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
 
 _QUERY = _ll.QueryCmd
-
-
-def as_core_mask(mask, where: str):
-    """`mask` as a ``CoreMask`` (TypeError for anything but a CoreMask or an int)."""
-    if isinstance(mask, bool) or not isinstance(mask, (int, np.integer)):
-        raise TypeError(f"{where}: a core mask is a rknnx.CoreMask (or its int value); got "
-                        f"{mask!r}")
-    return _ll.CoreMask(int(mask))
-
-
-def _check_raw(raw) -> bool:
-    """`raw` as a bool (TypeError for anything but True/False)."""
-    if raw is True or raw is False or isinstance(raw, np.bool_):
-        return bool(raw)
-    raise TypeError(f"raw must be True or False; got {raw!r}")
-
-
-@dataclass(frozen=True)
-class PerfRow:
-    """One layer of the runtime's per-layer table: its ``id``, operator type ``op``,
-    ``name`` and ``time_us``."""
-
-    id: int
-    op: str
-    name: str
-    time_us: int
-
-
-@dataclass(frozen=True)
-class Perf:
-    """Timing of the last run: ``run_us`` (the NPU's time, microseconds) and ``detail``
-    (the runtime's per-layer table as text, or None unless the model was opened with
-    ``perf=True``); :attr:`rows` has the table parsed."""
-
-    run_us: int
-    detail: Optional[str]
-
-    @property
-    def rows(self) -> List[PerfRow]:
-        """The per-layer table as rows (``[]`` without ``perf=True``).  Columns are found
-        by their headers (``ID``, ``OpType``, ``Name`` or ``FullName``, ``Time(us)``), so
-        the emulator's table and a board's wider one both parse."""
-        return _perf_rows(self.detail or "")
-
-
-def _perf_rows(text: str) -> List[PerfRow]:
-    rows: List[PerfRow] = []
-    header: List[str] = []
-    for line in text.splitlines():
-        parts = line.split()
-        if not parts:
-            continue
-        if "OpType" in parts and any(p.startswith("Time(us)") for p in parts):
-            header = parts
-            continue
-        if not header or not parts[0].isdigit() or len(parts) < 3:
-            continue
-        col = {h: k for k, h in enumerate(header)}
-        t = col.get("Time(us)")
-        name_col = col.get("Name", col.get("FullName"))
-        time_tok = parts[t] if t is not None and len(parts) == len(header) else None
-        if time_tok is None or not time_tok.isdigit():
-            nums = [p for p in parts[2:] if p.isdigit()]
-            time_tok = nums[-1] if nums else "0"
-        name = (parts[name_col] if name_col is not None and len(parts) == len(header)
-                else parts[-1] if len(parts) > 3 else parts[1])
-        rows.append(PerfRow(int(parts[0]), parts[col.get("OpType", 1)]
-                            if len(parts) == len(header) else parts[1], name, int(time_tok)))
-    return rows
-
-
-def perf_of(ctx, collected: bool) -> Perf:
-    """The Perf of the last run on `ctx` (``PERF_RUN``, and ``PERF_DETAIL`` when the
-    context collects it)."""
-    run = ctx.query(_QUERY.PERF_RUN)
-    detail = ctx.query(_QUERY.PERF_DETAIL).text if collected else None
-    return Perf(int(run.run_duration), detail)
 
 
 def _source_of(source: ModelSource) -> Tuple[bytes, Optional[str]]:
@@ -144,24 +66,7 @@ def _source_of(source: ModelSource) -> Tuple[bytes, Optional[str]]:
         return view.tobytes(), None          # a copy: the caller may reuse its buffer
 
 
-def _open_context(source: bytes, flags: int, path: Optional[str]):
-    """``rknn_init`` of the model's bytes; a failure says its cause and fix when rknnx can
-    see it (no NPU device, a model for another chip ...: rknnx._board)."""
-    try:
-        return _ll.Context(source, flags)
-    except RKNNError as e:
-        if e.func != "rknn_init" or e.code is None:
-            raise
-        from rknnx import _board
-
-        info = _ll.runtime_info()
-        better = _board.explain_init_failure(e, source, path, info, chip_of())
-        if better is e:
-            raise
-        raise better from None
-
-
-class Model:
+class Model(Closable):
     """An RKNN model on the NPU (or the CPU emulator).
 
     Parameters
@@ -222,34 +127,33 @@ class Model:
     unclosed model warns (ResourceWarning) when collected.
     """
 
-    _closing = False                   # close() has begun: no new session or pool context
+    _kind = "Model"
     _frame_id_closed = 0               # frame_id once the last run's runner is closed
+    _family = None
 
     def __init__(self, source: ModelSource, *, core_mask=None, flags: int = 0,
                  perf: bool = False):
         self._ctx = None
-        self._source, path = _source_of(source)
+        source, path = _source_of(source)
         #: the file the model was read from (None for bytes)
         self.path: Optional[str] = path
-        self._flags = int(flags) | (int(_ll.InitFlag.COLLECT_PERF_MASK) if perf else 0)
-        self._core_mask = None
+        flags = int(flags) | (int(_ll.InitFlag.COLLECT_PERF_MASK) if perf else 0)
         self._lock = _guard.Lock(self)   # refuses re-entry and fork instead of hanging
-        self._ctx_lock = _guard.Lock(self)   # orders new contexts (sessions, pools) and close
-        self._sessions: "weakref.WeakSet" = weakref.WeakSet()
-        self._pools: "weakref.WeakSet" = weakref.WeakSet()
-        self._custom_ops: tuple = ()   # registered on every context the model makes
+        self._made_in = self._lock.pid
         self._last = None              # the runner of the last run (perf, frame id)
-        self._ctx = _open_context(self._source, self._flags, path)
+        # the contexts sharing the model's weights: made, registered and closed there
+        family = ContextFamily(source, path, flags, self)
+        self._ctx = family.ctx
         try:
             #: the chip the model runs on ("RK3588" ...; None on an unknown board)
             self.chip: Optional[str] = self._ctx.chip     # the binding knows it
             self._general = self.supports("rknn_inputs_set")
             self._describe()
+            family.desc = Description(self.chip, self.inputs, self.outputs, self.shape_sets)
+            self._family = family
             # what run() runs on: the model's context, or (chips without the general API)
             # a zero-copy session opened at the first run
-            self._own = (GeneralRunner(self._ctx, self.inputs, self.shape_sets)
-                         if self._general else
-                         SessionRunner(self._session_opener(), self.inputs))
+            self._own = family.runner(own=True)
             if core_mask is not None:
                 self.set_core_mask(core_mask)
         except BaseException:
@@ -310,14 +214,7 @@ class Model:
         """Whether the model's chip has the C function `function` (e.g. "rknn_inputs_set")
         or answers `query` (e.g. "PERF_DETAIL"), from the vendor's Tables 3-1/3-2 (see
         :mod:`rknnx.platforms`); True on a chip the tables do not know."""
-        if self.chip is None:
-            return True
-        try:
-            if query is not None:
-                return _platforms.supports_query(self.chip, query)
-            return _platforms.supports(self.chip, function)
-        except ValueError:
-            return True
+        return chip_supports(self.chip, function, query)
 
     def _optional(self, cmd, i: int = 0):
         """``ctx.query(cmd, i)``, or None with the reason noted when the runtime refuses."""
@@ -363,7 +260,7 @@ class Model:
         runner = self._last
         if runner is None or runner.closed:
             # the zero-copy flow: a session of the model that has run
-            for s in list(self._sessions):
+            for s in list(self._family.sessions):
                 if not s.closed:
                     try:
                         return s.perf
@@ -389,12 +286,9 @@ class Model:
                                     "RK3588 and RK3576 have several NPU cores", None,
                                     "rknn_set_core_mask")
         mask = as_core_mask(mask, "set_core_mask")
-        self._check_not_in_call("set_core_mask")
-        with self._ctx_lock("set_core_mask"):
-            # contexts made from now on get the mask when they are made, those made before
-            # get it here, outside the lock (each call waits for its context's run)
-            sessions = [s for s in list(self._sessions) if not s.closed]
-            self._core_mask = mask
+        # contexts made from now on get the mask when they are made, those made before get
+        # it here, outside the family's lock (each call waits for its context's run)
+        sessions = self._family.set_core_mask(mask)
         self._own.set_core_mask(mask)
         for s in sessions:
             try:
@@ -412,92 +306,8 @@ class Model:
 
         .. versionadded:: 0.1.0
         """
-        self._check_not_in_call("new_context")
-        with self._ctx_lock("new_context"):
-            self._check_not_closing("new_context")
-            return self._context_for(flags)
-
-    def _context_for(self, flags: int = 0):
-        """The one place a context of the model is made (the caller holds _ctx_lock): it
-        shares the weights with the model's (``rknn_dup_context`` where the chip has it and
-        the model is static, else ``rknn_init`` with ``RKNN_FLAG_SHARE_WEIGHT_MEM``, else a
-        plain ``rknn_init`` of the model's bytes: one W line says so), and gets the model's
-        core mask and custom operators."""
-        self._check_open("a new context")
-        flags = self._flags | int(flags)
-        ctx = None
-        if not self.dynamic and flags == self._flags and self.supports("rknn_dup_context"):
-            try:
-                ctx = self._ctx.dup()
-            except (NotSupportedError, RKNNError) as e:
-                # an old or mini runtime without it: the model is loaded again instead
-                note_fallback("rknn_dup_context", f"each session and pool worker loads the "
-                              f"model again (more memory) ({e})")
-        if ctx is None and not self.dynamic:
-            try:
-                ctx = _ll.Context(self._source, flags | int(_ll.InitFlag.SHARE_WEIGHT_MEM),
-                                  share_weights_with=self._ctx)
-            except RKNNError:
-                # the runtime refuses to share: a context with weights of its own
-                ctx = None
-        if ctx is None:
-            ctx = _open_context(self._source, flags, self.path)
-        try:
-            if self._core_mask is not None:
-                ctx.set_core_mask(self._core_mask)
-            if self._custom_ops:
-                from rknnx import custom
-
-                custom.register(ctx, self._custom_ops)
-        except BaseException:
-            ctx.close()
-            raise
-        return ctx
-
-    def _session_opener(self):
-        """What a session runner opens its sessions with: a session of the model's own,
-        holding the model weakly (a runner kept by the model must not keep it alive: no
-        reference cycle)."""
-        return functools.partial(Model._runner_session, weakref.proxy(self))
-
-    def _runner_session(self, **options):
-        self._check_not_in_call("run")
-        with self._ctx_lock("run"):
-            self._check_not_closing("run")      # "run on closed Model"
-            return self._open_session(True, options)
-
-    def _open_runners(self, owner, masks: Sequence[Any], required: bool, start) -> None:
-        """Seam for :class:`rknnx.Pool` (`owner`): one runner per entry of `masks` (a core
-        mask, or None), each on a context of its own, then ``start(runners)``, all under
-        the context lock: a close() that begins meanwhile waits, then finds `owner` among
-        the model's pools and shuts it down.  A mask the pool chose (`required` False)
-        that the runtime refuses is dropped with one W line."""
-        self._check_not_in_call("Pool")
-        with self._ctx_lock("Pool"):
-            self._check_not_closing("Pool")
-            runners: list = []
-            try:
-                for mask in masks:
-                    runners.append(self._new_runner(mask, required))
-                start(runners)
-            except BaseException:
-                for r in runners:
-                    r.close()
-                raise
-            self._pools.add(owner)
-
-    def _new_runner(self, mask, required: bool):
-        """A runner on a new context of the model (the caller holds _ctx_lock)."""
-        if self._general:
-            ctx = self._context_for()
-            try:
-                pinned = mask is not None and pin(ctx, mask, required)
-            except BaseException:
-                ctx.close()
-                raise
-            return GeneralRunner(ctx, self.inputs, self.shape_sets, mask if pinned else None)
-        return SessionRunner(self._session_opener(), self.inputs, mask, required,
-                             self._open_session(True, {}))
+        self._check_open("new_context")
+        return self._family.new_context(flags)
 
     # -- the general flow -----------------------------------------------------------------
     def _check_pixel_range(self, inputs) -> None:
@@ -643,7 +453,7 @@ class Model:
                     break
             else:
                 if raw is not False and raw is not True:
-                    raw = _check_raw(raw)
+                    raw = check_raw(raw)
                 if out is None:
                     arrays = [np.empty(shape, dtype) for shape, dtype in self._fast_out[raw]]
                 else:
@@ -675,7 +485,7 @@ class Model:
                 if done is not None:
                     self._last = self._own
                     return arrays
-        raw = _check_raw(raw)
+        raw = check_raw(raw)
         self._check_open("run")
         prepared, shape_set = self.prepare_inputs(inputs, data_format, pass_through)
         with self._lock("run"):
@@ -699,61 +509,33 @@ class Model:
     # -- the zero-copy flow ---------------------------------------------------------------
     def zero_copy(self, *, outputs: str = "float32", input_dtypes: Any = None,
                   cacheable: bool = True, flags: int = 0, sync: bool = True,
-                  inputs: str = "logical", _internal: bool = False) -> "ZeroCopySession":
+                  inputs: str = "logical") -> "ZeroCopySession":
         """A :class:`~rknnx.session.ZeroCopySession` on a context of its own (the options
         are the session's: see there).  The model may go on running the general flow
         meanwhile."""
+        self._check_open("zero_copy")
         options = dict(outputs=outputs, input_dtypes=input_dtypes, cacheable=cacheable,
                        flags=flags, sync=sync, inputs=inputs)
-        self._check_not_in_call("zero_copy")
-        with self._ctx_lock("zero_copy"):
-            return self._open_session(_internal, options)
+        with self._family.making("zero_copy") as family:
+            return family.session(False, options)
 
     def _check_not_in_call(self, what: str, *, running: bool = False) -> None:
         """RuntimeError inside a call on the model's context (a custom op callback), or with
-        `running` inside one of its runs: a new context is made from that context (and
-        waits for _ctx_lock, which a thread making one holds while it waits for that
-        context: a deadlock); close() would wait for the run it is called from."""
-        if (running and self._lock.held_here()) or \
-                (self._ctx is not None and self._ctx.busy_in_this_thread):
+        `running` inside one of its runs: close() would wait for the run it is called
+        from."""
+        if running and self._lock.held_here():
             raise RuntimeError(f"{what}: the Model is busy in this thread (a call on it is "
                                "running a custom op callback, which is where this was called "
                                "from); such code cannot call back into the Model")
-
-    def _check_not_closing(self, what: str) -> None:
-        """ValueError once close() has begun (the caller holds _ctx_lock): a context made
-        now would outlive the model's, or keep it from closing (weights lent)."""
-        self._check_open(what)
-        if self._closing:
-            raise ValueError(f"{what} on closed Model")
-
-    def _open_session(self, internal: bool, options):
-        """zero_copy() with _ctx_lock held (a Pool holds it while it makes its workers)."""
-        from rknnx.session import ZeroCopySession
-
-        self._check_not_closing("zero_copy")
-        if internal:
-            # the model's own session (run() on RV1106, a Pool worker's) holds it weakly:
-            # no reference cycle, so a model dropped unclosed is freed by reference counting
-            session = ZeroCopySession(weakref.proxy(self), _internal=True,
-                                      _context=self._context_for, **options)
-        else:
-            session = ZeroCopySession(self, _context=self._context_for, **options)
-            self._sessions.add(session)
-        return session
+        self._family.check_not_in_call(what)
 
     # -- custom operators ------------------------------------------------------------------
     def register_custom_ops(self, *ops) -> None:
         """Register custom operators (``rknnx.custom_op`` functions or low-level
         ``CustomOp`` objects) on the model's context and every session opened later."""
-        from rknnx import custom
-
         self._check_open("register_custom_ops")
-        self._check_not_in_call("register_custom_ops")
-        with self._ctx_lock("register_custom_ops"):
-            # with the context lock: a session or pool made meanwhile gets them too
-            custom.register(self._ctx, ops)
-            self._custom_ops += tuple(ops)
+        # with the family's lock: a session or pool made meanwhile gets them too
+        self._family.register_custom_ops(ops)
 
     # -- lifetime --------------------------------------------------------------------------
     def close(self) -> None:
@@ -770,41 +552,32 @@ class Model:
             contexts, a worker of one of its pools), or in a child of fork() on a model of
             the parent.
         """
-        if self._ctx is None or self._ctx.closed:
-            return
-        _guard.check_process(self, self._lock.pid)
-        self._check_not_in_call("close", running=True)
-        with self._ctx_lock("close"):
-            self._closing = True         # sessions and pools being made are made by now
-        try:
-            self._close()
-        except BaseException:
-            if not self.closed:
-                self._closing = False    # still open: may make sessions again
-            raise
+        Closable.close(self)
 
-    def _close(self) -> None:
-        # everything that would refuse is asked first, so a refusal closes nothing:
-        # RuntimeError from a callback of a session or a worker of a pool, BufferError
-        # while a view of a session's memory is alive
-        sessions = [s for s in list(self._sessions) if not s.closed]
-        pools = list(self._pools)
-        for p in pools:
-            p._check_not_worker("close the Model")      # seam: the pools the model made
-        for s in sessions:
-            s._check_closable("close")                  # seam: the sessions it made
-        with self._lock("close"):        # a run() in flight uses the runner's views
-            self._own.check_closable()
-        for p in pools:
-            p.shutdown(wait=True, cancel_pending=True)
-        with self._lock("close"):
-            for s in list(self._sessions):
-                s.close()
-            if self._own.kind != "general":
-                self._own.close()        # (the general runner's context is self._ctx)
-            self._frame_id_closed = self.frame_id
-            self._last = None
-            self._ctx.close()
+    def _refusal_checks(self, what: str) -> None:
+        _guard.check_process(self, self._made_in)
+        self._check_not_in_call(what, running=True)
+
+    def _close_now(self) -> None:
+        self._family.close(self._own, self._lock, self._closing)
+
+    def _closing(self) -> None:
+        """Under the run lock, just before the model's runner closes."""
+        self._frame_id_closed = self.frame_id
+        self._last = None
+
+    def _close_quietly(self) -> None:
+        # a session runner's memory is bound to its context (a reference cycle in the
+        # binding): close it now rather than at the next garbage collection; the model's
+        # own context goes with the model
+        runner = getattr(self, "_own", None)
+        if runner is not None:
+            runner.close_quietly()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        Closable.__exit__(self, exc_type, exc, tb)
+        if self._close_when_collected and self._family is not None:
+            self._family.close_when_collected = True    # its sessions too
 
     async def run_async(self, *inputs, raw: bool = False,
                         out: Optional[Sequence[np.ndarray]] = None,
@@ -822,44 +595,3 @@ class Model:
 
         return await model_run_async(self, *inputs, raw=raw, out=out, data_format=data_format,
                                      pass_through=pass_through)
-
-    def __enter__(self) -> "Model":
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc is None:
-            self.close()
-            return
-        # an error in the block: it is what the user must see, not a BufferError of a
-        # view the block's frames (or the error's traceback) still hold
-        try:
-            self.close()
-        except Exception as err:
-            self._close_when_collected = True
-            _add_note(exc, f"(the Model was not closed on leaving the `with` block: {err}; "
-                           "it is closed when collected)")
-
-    def __del__(self, _warn=warnings.warn):
-        ctx = getattr(self, "_ctx", None)
-        if ctx is None or ctx.closed or self._lock.pid != _guard.pid:
-            return                       # closed, or the parent's (after fork)
-        if not getattr(self, "_close_when_collected", False):
-            try:
-                what = repr(self)
-            except Exception:            # interpreter teardown: no generators, no imports
-                what = "rknnx.Model"
-            _warn(f"unclosed {what}", ResourceWarning, source=self)
-        # a session runner's memory is bound to its context (a reference cycle in the
-        # binding): close it now rather than at the next garbage collection; the model's
-        # own context goes with the model
-        runner = getattr(self, "_own", None)
-        if runner is not None and not _sys.is_finalizing():
-            runner.close_quietly()
-
-
-def _add_note(exc: BaseException, note: str) -> None:
-    """PEP 678 note on `exc` (Python 3.11+; older versions show the note in no traceback)."""
-    add = getattr(exc, "add_note", None)
-    if add is not None:
-        add(note)
-

@@ -12,17 +12,16 @@ run at the same time.
 from __future__ import annotations
 
 import queue
-import sys
 import threading
-import warnings
 import weakref
 from concurrent.futures import Future
 from typing import Any, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 from rknnx import _guard
 from rknnx import lowlevel as _ll
+from rknnx._facts import as_core_mask
+from rknnx._lifetime import Closable
 from rknnx.errors import NotSupportedError
-from rknnx.model import as_core_mask
 from rknnx.platforms import npu_cores
 
 __all__ = ["Pool"]
@@ -70,7 +69,9 @@ class _PoolFuture(Future):
     """A Future of a pool's frame; waiting for it from one of that pool's own workers (a
     custom op callback) is refused: the worker would wait for itself."""
 
-    _pool: _State                      # (Future's own state is `_state`)
+    def __init__(self, pool: _State):
+        super().__init__()
+        self._pool = pool                # (Future's own state is `_state`)
 
     def _check_waiter(self) -> None:
         if self._pool.worker.played_here():
@@ -88,7 +89,7 @@ class _PoolFuture(Future):
         return super().exception(timeout)
 
 
-class Pool:
+class Pool(Closable):
     """A pool of `workers` contexts of `model`, fed from threads.
 
     Parameters
@@ -127,6 +128,8 @@ class Pool:
         `core_masks` on a chip with one NPU core.
     """
 
+    _kind = "Pool"
+
     def __init__(self, model, workers: int = 3, *, core_masks: Optional[Sequence[Any]] = None,
                  queue_size: Optional[int] = None):
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -141,15 +144,21 @@ class Pool:
         self._closed = True                # until the workers run (no warning for a failed init)
         self._state = _State()
         self._submit_lock = _guard.Lock(self)
+        self._made_in = self._submit_lock.pid
         masks = self._masks(model, workers, core_masks)
         self._runners: List[Any] = []
         self._threads: List[threading.Thread] = []
+        family = model._family           # seam: the contexts of the model are its family's
         try:
-            # seam: the model makes the workers' runners and runs _start under its context
-            # lock (a Model.close() that begins meanwhile waits, then shuts this pool down)
-            model._open_runners(self, masks, core_masks is not None, self._start)
+            # the workers start with the family's lock held: a Model.close() that begins
+            # meanwhile waits, then finds this pool among the family's and shuts it down
+            with family.making("Pool"):
+                self._start(family.runners(masks, core_masks is not None))
+                family.pools.add(self)
         except BaseException:
             self._state.gone = "the Pool failed to start"
+            for r in self._runners:
+                r.close()
             raise
 
     def _start(self, runners: List[Any]) -> None:
@@ -157,8 +166,8 @@ class Pool:
         # itself: a pool nobody holds is collected, warns, and its workers stop
         self._runners = runners
         ref = weakref.ref(self)
-        for k in range(len(runners)):
-            t = threading.Thread(target=_work, args=(ref, self._queue, self._state, k),
+        for k, runner in enumerate(runners):
+            t = threading.Thread(target=_work, args=(ref, self._queue, self._state, runner),
                                  daemon=True, name=f"rknnx-pool-{k}")
             with self._state.lock:
                 self._state.running += 1
@@ -228,8 +237,7 @@ class Pool:
             raise TypeError(f"raw must be True or False; got {raw!r}")
         prepared, shape_set = self.model.prepare_inputs(inputs, data_format)
         prepared = (_snapshot(prepared, inputs), shape_set)
-        future = _PoolFuture()
-        future._pool = self._state
+        future = _PoolFuture(self._state)
         with self._submit_lock("submit"):
             if self._closed:
                 raise RuntimeError("submit on a Pool that is shut down")
@@ -289,12 +297,6 @@ class Pool:
         while pending:
             yield window.get().result()
             pending -= 1
-
-    # -- the workers (see _work below) -----------------------------------------------------
-    def _job(self, k: int, job) -> None:
-        """Run one frame on worker `k`'s runner, into the job's future."""
-        prepared, shape_set = job.inputs
-        job.future.set_result(self._runners[k].run(prepared, shape_set, job.raw))
 
     # -- lifetime --------------------------------------------------------------------------
     @property
@@ -361,31 +363,47 @@ class Pool:
         for r in list(self._runners):
             r.close()
 
-    def __del__(self, _warn=warnings.warn):
-        if getattr(self, "_closed", True):
-            return
+    # -- the lifetime protocol (rknnx._lifetime) -----------------------------------------
+    @property
+    def closed(self) -> bool:
+        """Whether the pool is shut down (it takes no more frames)."""
+        return self._closed
+
+    def close(self) -> None:
+        """``shutdown(wait=True)``: finish the queued frames, then close the workers'
+        contexts; ``with pool:`` does the same on the way out.  ``close`` is there as on
+        every other rknnx object; ``shutdown`` is the name concurrent.futures executors
+        use, with its options.  As there, a pool shut down with ``wait=False`` is waited
+        for.
+
+        .. versionadded:: 0.1.0
+        """
+        self.shutdown(wait=True)
+
+    def _refusal_checks(self, what: str) -> None:
+        self._check_usable(what)
+
+    def _close_now(self) -> None:
+        self.shutdown(wait=True)
+
+    def _collected(self) -> None:
         self._closed = True
         # the workers see it and stop: they fail the frames still queued, and take no more
         # (the queue is not touched here: a finalizer may run inside one of its methods)
         self._state.gone = ("the Pool was collected (nothing held it, and it was not shut "
                             "down) before this frame ran; use `with` or shutdown()")
-        if self._submit_lock.pid != _guard.pid:
-            return                       # the parent's (after fork): its workers are there
-        _warn(f"unclosed rknnx.Pool of {len(getattr(self, '_threads', ()))} workers: "
-              "use shutdown() or `with`", ResourceWarning, source=self)
-        if sys.is_finalizing():
-            return                       # a worker stopped inside a run holds its context
+
+    def _unclosed_message(self) -> str:
+        return (f"unclosed rknnx.Pool of {len(getattr(self, '_threads', ()))} workers: "
+                "use shutdown() or `with`")
+
+    def _close_quietly(self) -> None:
+        # (not at interpreter exit: a worker stopped inside a run holds its context)
         for c in getattr(self, "_runners", ()):
             try:
                 c.close()                # waits for a frame in flight on it
             except Exception:            # a view still alive, a callback of this thread:
                 pass                     # the context goes with its last reference
-
-    def __enter__(self) -> "Pool":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.shutdown(wait=True)
 
     def __repr__(self) -> str:
         state = "shut down" if self._closed else f"{self.workers} workers"
@@ -404,17 +422,18 @@ def _snapshot(prepared, inputs) -> list:
             for a, layout in prepared]
 
 
-def _work(pool_ref, jobs: "queue.Queue", state: _State, k: int) -> None:
-    """Worker `k`: take frames until told to stop or until its pool is gone (collected
-    without a shutdown: it checks a weak reference, and the state, while idle)."""
+def _work(pool_ref, jobs: "queue.Queue", state: _State, runner) -> None:
+    """A worker: take frames and run them on its `runner` until told to stop or until its
+    pool is gone (collected without a shutdown: it checks a weak reference, and the state,
+    while idle)."""
     try:
         with state.worker:
-            _take_frames(pool_ref, jobs, state, k)
+            _take_frames(pool_ref, jobs, state, runner)
     finally:
         state.stopped()
 
 
-def _take_frames(pool_ref, jobs: "queue.Queue", state: _State, k: int) -> None:
+def _take_frames(pool_ref, jobs: "queue.Queue", state: _State, runner) -> None:
     while True:
         try:
             job = jobs.get(timeout=_IDLE_CHECK_S)
@@ -436,7 +455,10 @@ def _take_frames(pool_ref, jobs: "queue.Queue", state: _State, k: int) -> None:
             _fail_queued(jobs, state.gone or "the Pool was collected before this frame ran")
             return
         try:
-            pool._job(k, job)
+            # (the pool is held meanwhile: it is not collected, nor its runners closed,
+            # under a frame)
+            prepared, shape_set = job.inputs
+            job.future.set_result(runner.run(prepared, shape_set, job.raw))
         except BaseException as exc:
             _guard.forget_frames(exc)    # no view of NPU memory kept by the future
             if state.gone is not None:   # collected while it ran: its context was closed

@@ -18,14 +18,14 @@ and :meth:`sync_outputs` are the user's).
 from __future__ import annotations
 
 import functools
-import sys as _sys
-import warnings
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from rknnx import _guard
 from rknnx import lowlevel as _ll
+from rknnx._facts import as_core_mask, perf_of
+from rknnx._lifetime import Closable
 from rknnx._tensors import check_out, default_dtype, set_shapes
 from rknnx.errors import NotSupportedError
 from rknnx.runtime import note_fallback
@@ -86,7 +86,7 @@ def _into(src: np.ndarray, out: Optional[np.ndarray], dtype) -> np.ndarray:
     return out
 
 
-class ZeroCopySession:
+class ZeroCopySession(Closable):
     """Inputs and outputs of a model as numpy views of NPU memory.
 
     Made by :meth:`rknnx.Model.zero_copy`; a context manager.
@@ -137,6 +137,8 @@ class ZeroCopySession:
         An input dtype with no RKNN type.
     """
 
+    _kind = "ZeroCopySession"
+
     def __init__(self, model, *, outputs: str = "float32", input_dtypes=None,
                  cacheable: bool = True, flags: int = 0, sync: bool = True,
                  inputs: str = "logical", _internal: bool = False, _context=None):
@@ -155,11 +157,14 @@ class ZeroCopySession:
                              "out")
         self.input_kind = inputs
         self._ctx = None
-        self._model = model
+        # what the session knows of its model: the tensors, shape sets, chip (its family's
+        # description, or a Model's own attributes of the same names); never the Model
+        self._of = model
         self.output_kind = outputs
         self._cacheable = bool(cacheable)
         self._in_dtypes = self._input_dtypes(model, input_dtypes)
         self._lock = _guard.Lock(self)
+        self._made_in = self._lock.pid
         self._internal = _internal                    # a Model's own (run() on RV1106, Pool)
         self._in_mems: List[Optional[_ll.TensorMem]] = []
         self._out_mems: List[Optional[_ll.TensorMem]] = []
@@ -228,7 +233,7 @@ class ZeroCopySession:
 
     def _in_attr(self, i: int):
         if self.input_kind == "native":
-            cmd = (_ll.QueryCmd.CURRENT_NATIVE_INPUT_ATTR if self._model.dynamic
+            cmd = (_ll.QueryCmd.CURRENT_NATIVE_INPUT_ATTR if self._of.dynamic
                    else _ll.QueryCmd.NATIVE_INPUT_ATTR)
             a = self._ctx.query(cmd, i)
             a.pass_through = True          # taken as it is: no conversion by the runtime
@@ -239,7 +244,7 @@ class ZeroCopySession:
 
     def _out_attr(self, i: int):
         if self.output_kind == "native":
-            cmd = (_ll.QueryCmd.CURRENT_NATIVE_OUTPUT_ATTR if self._model.dynamic
+            cmd = (_ll.QueryCmd.CURRENT_NATIVE_OUTPUT_ATTR if self._of.dynamic
                    else _ll.QueryCmd.NATIVE_OUTPUT_ATTR)
             return self._ctx.query(cmd, i)
         a = self._ctx.output_attrs[i]
@@ -264,7 +269,7 @@ class ZeroCopySession:
         """(Re)bind every input and output for the current shapes, and make the views."""
         self._inputs = self._outputs = ()
         self._in_attrs = []
-        for i in range(len(self._model.inputs)):
+        for i in range(len(self._of.inputs)):
             attr = self._in_attr(i)
             if i in self._chained:
                 self._check_chain(self._chained[i], i)
@@ -272,7 +277,7 @@ class ZeroCopySession:
                 self._bind(self._in_mems, i, attr)
             self._in_attrs.append(attr)
         self._out_attrs = []
-        for i in range(len(self._model.outputs)):
+        for i in range(len(self._of.outputs)):
             attr = self._out_attr(i)
             self._bind(self._out_mems, i, attr)
             self._out_attrs.append(attr)
@@ -409,7 +414,7 @@ class ZeroCopySession:
             self._write(index, array)
 
     def _write(self, index: int, array) -> None:
-        self._check_index(index, len(self._model.inputs), "input")
+        self._check_index(index, len(self._of.inputs), "input")
         view = self.inputs[index]
         a = np.asarray(array)
         if a.shape != view.shape and a.ndim == 4 and view.ndim == 4:
@@ -496,12 +501,10 @@ class ZeroCopySession:
         NotSupportedError
             The chip has one NPU core (only RK3588/RK3576 choose cores).
         """
-        from rknnx.model import as_core_mask
-
         self._check_open("set_core_mask")
-        if not self._model.supports("rknn_set_core_mask"):
+        if not self._of.supports("rknn_set_core_mask"):
             raise NotSupportedError(f"rknn_set_core_mask is not supported on "
-                                    f"{self._model.chip}: only RK3588 and RK3576 have "
+                                    f"{self._of.chip}: only RK3588 and RK3576 have "
                                     "several NPU cores", None, "rknn_set_core_mask")
         self._ctx.set_core_mask(as_core_mask(mask, "set_core_mask"))
 
@@ -518,8 +521,6 @@ class ZeroCopySession:
             Before the first run (the runtime has no timing yet), or on a chip without
             perf queries (RV1106 family: NotSupportedError).
         """
-        from rknnx.model import perf_of
-
         self._check_open("perf")
         return perf_of(self._ctx, bool(int(self._ctx.flags)
                                        & int(_ll.InitFlag.COLLECT_PERF_MASK)))
@@ -586,10 +587,10 @@ class ZeroCopySession:
             raise TypeError(f"read gives floats: dtype must be float16, float32 or float64; "
                             f"got {dtype}")
         view, attr = outputs[index], self._out_attrs[index]
-        q = self._model.outputs[index].quant
+        q = self._of.outputs[index].quant
         scale = q.scale if q.kind == "affine" and view.dtype.kind in "iu" else None
         if attr.layout == "NC1HWC2":
-            channels = self._model.outputs[index].shape[1]
+            channels = self._of.outputs[index].shape[1]
             n, _, h, w, _ = view.shape
             shape = (n, channels, h, w) if layout == "NCHW" else (n, h, w, channels)
             _check_read_out(out, shape, dtype)
@@ -671,9 +672,9 @@ class ZeroCopySession:
         if tuple(o.dims) != tuple(i_attr.dims):
             problems.append(f"shape {tuple(o.dims)} vs {tuple(i_attr.dims)}")
         if o.quantized and o.dtype.kind in "iu":
-            qi = self._model.inputs[input].quant
+            qi = self._of.inputs[input].quant
             if (o.scale, o.zp) != (qi.scale, qi.zero_point) or \
-                    o.type != self._model.inputs[input].attr.type:
+                    o.type != self._of.inputs[input].attr.type:
                 problems.append(f"quantization (scale {o.scale}, zp {o.zp}) vs the input's "
                                 f"({qi.scale}, {qi.zero_point}): chain float32 outputs instead")
         if problems:
@@ -713,7 +714,7 @@ class ZeroCopySession:
     def set_shape_set(self, index: int) -> None:
         """Switch a dynamic-shape model to its shape set `index` and rebind (the views are
         made anew: take ``inputs``/``outputs`` again)."""
-        sets = self._model.shape_sets
+        sets = self._of.shape_sets
         if not sets:
             raise ValueError("set_shape_set: the model has fixed shapes")
         if not isinstance(index, (int, np.integer)):
@@ -724,7 +725,7 @@ class ZeroCopySession:
             return
         self._check_no_views()
         self._shape_set = None
-        set_shapes(self._ctx, self._model.inputs, sets[index])
+        set_shapes(self._ctx, self._of.inputs, sets[index])
         self._bind_all()
         self._shape_set = index
 
@@ -767,33 +768,20 @@ class ZeroCopySession:
             Called from a custom op callback of the session's own run, or in a child of
             fork() on a session of the parent.
         """
-        if self._ctx is None:
-            return
-        self._check_open("close")
-        self._check_not_busy("close")
+        Closable.close(self)
+
+    def _refusal_checks(self, what: str) -> None:
+        self._check_open(what)
+        self._check_not_busy(what)
+        with self._lock(what):
+            self._check_no_views()
+
+    def _close_now(self) -> None:
         with self._lock("close"):
             if self._ctx is None:
                 return
             self._check_no_views()         # BufferError, the session intact, while one lives
             self._release()
-
-    def _check_closable(self, what: str = "close") -> None:
-        """What close() would refuse, checked without closing: RuntimeError from one of
-        the session's callbacks, BufferError while a view of its memory is alive."""
-        if self._ctx is None:
-            return
-        self._check_not_busy(what)
-        with self._lock(what):
-            self._check_no_views()
-
-    def _close_quietly(self) -> bool:
-        """close() if nothing prevents it (a view alive, a call in this thread, a fork):
-        for finalizers, it never raises.  True if the session is closed."""
-        try:
-            self.close()
-        except Exception:                  # BufferError, RuntimeError, interpreter teardown
-            return False
-        return True
 
     def _release(self) -> None:
         self.__dict__.pop("run", None)
@@ -806,24 +794,6 @@ class ZeroCopySession:
             self._ctx.close()
             self._ctx = None
 
-    def __enter__(self) -> "ZeroCopySession":
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc is None:
-            self.close()
-            return
-        # an error in the block: it is what the user must see, not the BufferError of a
-        # view the block's frames (or the error's traceback) still hold
-        try:
-            self.close()
-        except Exception as err:
-            self._close_when_collected = True
-            add = getattr(exc, "add_note", None)          # Python 3.11+
-            if add is not None:
-                add(f"(the ZeroCopySession was not closed on leaving the `with` block: {err}; "
-                    "it is closed when collected)")
-
     def __repr__(self) -> str:
         if self._ctx is None:
             return "<rknnx.ZeroCopySession closed>"
@@ -831,23 +801,13 @@ class ZeroCopySession:
         outs = ", ".join(f"{v.shape}:{v.dtype}" for v in self._outputs)
         return f"<rknnx.ZeroCopySession outputs={self.output_kind} in=[{ins}] out=[{outs}]>"
 
-    def __del__(self, _warn=warnings.warn):
-        if getattr(self, "_ctx", None) is None:
-            return
-        lock = getattr(self, "_lock", None)
-        if lock is None or lock.pid != _guard.pid:
-            return                       # the parent's (after fork): nothing to do here
-        if not (self._internal or getattr(self, "_close_when_collected", False) or
-                # seam: a Model whose `with` block could not close it closes it when collected
-                getattr(self._model, "_close_when_collected", False)):
-            try:
-                what = repr(self)
-            except Exception:            # interpreter teardown: no generators, no imports
-                what = "rknnx.ZeroCopySession"
-            _warn(f"unclosed {what}", ResourceWarning, source=self)
-        # its memory is bound to its context, a reference cycle in the binding that only
-        # the garbage collector would break: free it now (not at interpreter exit, where a
-        # daemon thread stopped inside a run would hold the context for ever)
-        if not _sys.is_finalizing():
-            self._close_quietly()
+    def _warns_when_collected(self) -> bool:
+        # a runner's own session, or one whose Model could not be closed by its `with`
+        # block, is closed when collected without a warning
+        return not (self._internal or self._close_when_collected or
+                    getattr(self._of, "close_when_collected", False))
 
+    # when collected (Closable.__del__): its memory is bound to its context, a reference
+    # cycle in the binding that only the garbage collector would break, so it is freed then
+    # (not at interpreter exit, where a daemon thread stopped inside a run would hold the
+    # context for ever)

@@ -565,36 +565,3 @@ def test_a_worker_role_is_a_mark_of_the_thread_inside_it():
         t.start()
         t.join()
     assert all(not played for _, played in seen), seen
-
-
-def test_a_worker_waiting_for_its_own_pool_is_still_refused(models):
-    # the refusal the ids were kept for: a custom op callback of a frame (here a frame's
-    # job run in a worker) that waits for a frame of the same pool, or closes the model
-    m = models.open("tiny_relu")
-    x = np.ones((1, 2), np.float32)
-    with rknnx.Pool(m, workers=1) as pool:
-        other = pool.submit(x)
-        other.result()
-        outcome = []
-        real_job = pool._job
-
-        def job(k, j):
-            try:
-                waiting = pool.submit(x)
-            except RuntimeError as e:
-                outcome.append(str(e))
-                waiting = None
-            try:
-                m.close()
-            except RuntimeError as e:
-                outcome.append(str(e))
-            real_job(k, j)
-            del waiting
-
-        pool._job = job
-        pool.submit(x).result()
-    assert outcome == [
-        "submit: called from a worker of the Pool (a custom op callback of one of its "
-        "frames), which would wait for itself",
-        "close the Model: called from a worker of the Pool (a custom op callback of one of "
-        "its frames), which would wait for itself"], outcome

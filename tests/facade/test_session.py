@@ -607,7 +607,7 @@ def test_a_kept_error_of_read_or_a_rebind_does_not_pin_the_views(models, emu, ki
 def test_session_perf_and_model_perf_after_a_session(models, emu):
     """The zero-copy flow has perf too: the session's last run, and Model.perf when only a
     session ran; the per-layer table is parsed into rows (op, name, time)."""
-    from rknnx.model import _perf_rows
+    from rknnx._facts import _perf_rows
 
     m = models.open("classifier", "RK3588", perf=True)
     img = np.zeros((1, 224, 224, 3), np.uint8)

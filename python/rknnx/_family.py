@@ -1,0 +1,292 @@
+"""The contexts of one model: made in one place, registered in one place, closed in one
+order (docs/architecture.md, "Lifetimes").
+
+A :class:`ContextFamily` owns what the contexts sharing a model's weights have in common:
+the model's bytes and flags, the first context (whose weights the others share), the core
+mask and custom operators every new context gets, the registry of the sessions and pools
+made from it, and the lock that orders their making against the close.  A
+:class:`rknnx.Model` holds one and describes and runs; a session holds the family, never
+the Model; a Pool takes its workers' runners from it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from typing import Any, List, Optional, Sequence, Tuple
+
+from rknnx import _guard
+from rknnx import lowlevel as _ll
+from rknnx import platforms as _platforms
+from rknnx._runner import GeneralRunner, SessionRunner, pin
+from rknnx.errors import NotSupportedError, RKNNError
+from rknnx.runtime import chip_of, note_fallback
+
+__all__ = ["ContextFamily", "Description", "chip_supports", "open_context"]
+
+
+def open_context(source: bytes, flags: int, path: Optional[str]):
+    """``rknn_init`` of the model's bytes; a failure says its cause and fix when rknnx can
+    see it (no NPU device, a model for another chip ...: rknnx._board)."""
+    try:
+        return _ll.Context(source, flags)
+    except RKNNError as e:
+        if e.func != "rknn_init" or e.code is None:
+            raise
+        from rknnx import _board
+
+        info = _ll.runtime_info()
+        better = _board.explain_init_failure(e, source, path, info, chip_of())
+        if better is e:
+            raise
+        raise better from None
+
+
+class Description:
+    """What every context of a model shares and a session needs to know: the chip, the
+    tensors (``rknnx.TensorInfo``), the shape sets.  Immutable once made."""
+
+    __slots__ = ("chip", "general", "inputs", "outputs", "dynamic", "shape_sets")
+
+    def __init__(self, chip: Optional[str], inputs, outputs,
+                 shape_sets: List[Tuple[Tuple[int, ...], ...]]):
+        self.chip = chip
+        self.inputs = tuple(inputs)
+        self.outputs = tuple(outputs)
+        self.shape_sets = shape_sets
+        self.dynamic = bool(shape_sets)
+        self.general = self.supports("rknn_inputs_set")
+
+    def supports(self, function: Optional[str] = None, *, query: Optional[str] = None) -> bool:
+        return chip_supports(self.chip, function, query)
+
+
+def chip_supports(chip: Optional[str], function: Optional[str] = None,
+                  query: Optional[str] = None) -> bool:
+    """Whether `chip` has the C function `function` or answers `query`, from the vendor's
+    Tables 3-1/3-2 (:mod:`rknnx.platforms`); True on a chip they do not know (or None)."""
+    if chip is None:
+        return True
+    try:
+        if query is not None:
+            return _platforms.supports_query(chip, query)
+        return _platforms.supports(chip, function)
+    except ValueError:
+        return True
+
+
+class ContextFamily:
+    """The contexts sharing one model's weights (see the module's docstring).
+
+    `owner` names the Model in the lock's messages.  :attr:`lock` orders the making of
+    contexts against :meth:`close`: every new context is made with it held, after checking
+    that no close has begun, so no context outlives the family's or borrows its weights
+    after the close listed its members.
+    """
+
+    def __init__(self, source: bytes, path: Optional[str], flags: int, owner: Any):
+        self.source = source
+        self.path = path
+        self.flags = flags
+        self.lock = _guard.Lock(owner)
+        self.kind = type(owner).__name__
+        self.core_mask = None            # set on every context made from now on
+        self.custom_ops: tuple = ()      # registered on every context made from now on
+        self.closing = False             # close() has begun: no new context
+        #: the owner's `with` block could not close it: its sessions close when collected,
+        #: without a warning
+        self.close_when_collected = False
+        self.sessions: "weakref.WeakSet" = weakref.WeakSet()   # the user's, not runners'
+        self.pools: "weakref.WeakSet" = weakref.WeakSet()
+        self.desc: Optional[Description] = None
+        #: the first context: its weights are the family's
+        self.ctx = open_context(source, flags, path)
+
+    # -- the description, for sessions (the names of a Model's) ----------------------------
+    @property
+    def chip(self) -> Optional[str]:
+        return self.desc.chip
+
+    @property
+    def inputs(self):
+        return self.desc.inputs
+
+    @property
+    def outputs(self):
+        return self.desc.outputs
+
+    @property
+    def shape_sets(self):
+        return self.desc.shape_sets
+
+    @property
+    def dynamic(self) -> bool:
+        return self.desc.dynamic
+
+    def supports(self, function: Optional[str] = None, *, query: Optional[str] = None) -> bool:
+        return self.desc.supports(function, query=query)
+
+    # -- making contexts -------------------------------------------------------------------
+    def check_not_in_call(self, what: str) -> None:
+        """RuntimeError inside a call on the first context (a custom op callback): a new
+        context is made from that context, which a thread making one waits for."""
+        if self.ctx.busy_in_this_thread:
+            raise RuntimeError(f"{what}: the Model is busy in this thread (a call on it is "
+                               "running a custom op callback, which is where this was called "
+                               "from); such code cannot call back into the Model")
+
+    def check_not_closing(self, what: str) -> None:
+        """ValueError once close() has begun (with the lock held): a context made now would
+        outlive the family's, or keep it from closing (weights lent)."""
+        _guard.check_process(self.kind, self.lock.pid)
+        if self.closing or self.ctx.closed:
+            raise ValueError(f"{what} on closed Model")
+
+    @contextlib.contextmanager
+    def making(self, what: str):
+        """``with family.making(what):`` holds the lock, once no close has begun, for the
+        making of contexts and of what holds them (a Pool starts its workers in it)."""
+        self.check_not_in_call(what)
+        with self.lock(what):
+            self.check_not_closing(what)
+            yield self
+
+    def context(self, flags: int = 0):
+        """The one place a context of the model is made (the caller is in :meth:`making`):
+        it shares the weights with the first (``rknn_dup_context`` where the chip has it
+        and the model is static, else ``rknn_init`` with ``RKNN_FLAG_SHARE_WEIGHT_MEM``,
+        else a plain ``rknn_init`` of the model's bytes: one W line says so), and gets
+        the core mask and custom operators."""
+        flags = self.flags | int(flags)
+        dynamic = self.desc.dynamic
+        ctx = None
+        if not dynamic and flags == self.flags and self.desc.supports("rknn_dup_context"):
+            try:
+                ctx = self.ctx.dup()
+            except (NotSupportedError, RKNNError) as e:
+                # an old or mini runtime without it: the model is loaded again instead
+                note_fallback("rknn_dup_context", f"each session and pool worker loads the "
+                              f"model again (more memory) ({e})")
+        if ctx is None and not dynamic:
+            try:
+                ctx = _ll.Context(self.source, flags | int(_ll.InitFlag.SHARE_WEIGHT_MEM),
+                                  share_weights_with=self.ctx)
+            except RKNNError:
+                ctx = None               # the runtime refuses to share: weights of its own
+        if ctx is None:
+            ctx = open_context(self.source, flags, self.path)
+        try:
+            if self.core_mask is not None:
+                ctx.set_core_mask(self.core_mask)
+            if self.custom_ops:
+                from rknnx import custom
+
+                custom.register(ctx, self.custom_ops)
+        except BaseException:
+            ctx.close()
+            raise
+        return ctx
+
+    def new_context(self, flags: int = 0):
+        """:meth:`context`, in :meth:`making`."""
+        with self.making("new_context"):
+            return self.context(flags)
+
+    def session(self, internal: bool, options):
+        """A ZeroCopySession on a new context (the caller is in :meth:`making`); the
+        user's are registered (closed with the family), a runner's belong to the runner."""
+        from rknnx.session import ZeroCopySession
+
+        session = ZeroCopySession(self, _internal=internal, _context=self.context, **options)
+        if not internal:
+            self.sessions.add(session)
+        return session
+
+    def runner_session(self, **options):
+        """What a session runner opens its sessions with."""
+        with self.making("run"):         # "run on closed Model"
+            return self.session(True, options)
+
+    def runner(self, mask=None, required: bool = False, *, own: bool = False):
+        """A runner (the caller is in :meth:`making`, unless `own`: the model's, on the
+        first context or, on chips without the general API, a session opened at its first
+        run): a GeneralRunner on a new context, or a SessionRunner; pinned to `mask` (a
+        mask the pool chose, not `required`, that the runtime refuses is dropped with one
+        W line)."""
+        d = self.desc
+        if own:
+            return (GeneralRunner(self.ctx, d.inputs, d.shape_sets) if d.general else
+                    SessionRunner(self.runner_session, d.inputs))
+        if d.general:
+            ctx = self.context()
+            try:
+                pinned = mask is not None and pin(ctx, mask, required)
+            except BaseException:
+                ctx.close()
+                raise
+            return GeneralRunner(ctx, d.inputs, d.shape_sets, mask if pinned else None)
+        return SessionRunner(self.runner_session, d.inputs, mask, required,
+                             self.session(True, {}))
+
+    def runners(self, masks: Sequence[Any], required: bool) -> list:
+        """One runner per entry of `masks` (the caller is in :meth:`making`); none if one
+        fails (those made are closed)."""
+        made: list = []
+        try:
+            for mask in masks:
+                made.append(self.runner(mask, required))
+        except BaseException:
+            for r in made:
+                r.close()
+            raise
+        return made
+
+    def set_core_mask(self, mask) -> list:
+        """Every context made from now on runs on `mask`; returns the open sessions, which
+        the caller sets outside the lock (each waits for its context's run)."""
+        with self.making("set_core_mask"):
+            self.core_mask = mask
+            return [s for s in list(self.sessions) if not s.closed]
+
+    def register_custom_ops(self, ops) -> None:
+        """Register `ops` on the first context and on every context made from now on."""
+        from rknnx import custom
+
+        with self.making("register_custom_ops"):
+            custom.register(self.ctx, ops)
+            self.custom_ops += tuple(ops)
+
+    # -- the close -------------------------------------------------------------------------
+    def close(self, own, run_lock, closing) -> None:
+        """Close every member, then the first context, in one order: everything that
+        would refuse is asked first, so a refusal closes nothing (RuntimeError from a
+        callback of a session or a worker of a pool, BufferError while a view of a
+        session's memory is alive); then the pools are shut down (their queued frames
+        cancelled), the sessions, the owner's runner `own` and the first context closed.
+
+        `run_lock` is the owner's lock of its runs (a run in flight uses its runner's
+        views); `closing()` is called under it just before its runner closes.
+        """
+        with self.lock("close"):
+            self.closing = True          # members being made are made by now
+        try:
+            sessions = [s for s in list(self.sessions) if not s.closed]
+            pools = list(self.pools)
+            for p in pools:
+                p.check_closable("close the Model")
+            for s in sessions:
+                s.check_closable("close")
+            with run_lock("close"):
+                own.check_closable()
+            for p in pools:
+                p.shutdown(wait=True, cancel_pending=True)
+            with run_lock("close"):
+                for s in list(self.sessions):
+                    s.close()
+                closing()
+                own.close()
+                self.ctx.close()
+        except BaseException:
+            if not self.ctx.closed:
+                self.closing = False     # still open: may make members again
+            raise

@@ -1,0 +1,129 @@
+"""One lifetime protocol for the facade's objects that own contexts: :class:`rknnx.Model`,
+:class:`rknnx.ZeroCopySession` and :class:`rknnx.Pool` (docs/architecture.md, "Lifetimes").
+
+:class:`Closable` writes ``close`` / ``with`` / the finalizer once, as the binding's
+``_close`` template does for its objects; each class gives the hooks:
+
+- ``closed``: whether it is closed (a failed ``__init__`` counts as closed);
+- ``_refusal_checks(what)``: raise what ``close()`` would refuse now, closing nothing (a
+  call of its own running in this thread, a live view of its memory, a child of fork);
+- ``_close_now()``: close, once the checks passed (it may still refuse, changing nothing);
+- ``_made_in``: the process that made it (finalizers of a parent's object do nothing);
+- ``_collected()``: what must happen when it is collected unclosed, before the warning
+  (a pool tells its workers to stop); ``_warns_when_collected()`` and
+  ``_unclosed_message()``: whether it warns then, and the warning's text;
+- ``_close_quietly()``: the finalizer's close, which never raises.
+
+The rules, each written here once:
+
+- ``close()`` on a closed object does nothing; otherwise it checks, then closes.
+- ``with obj:`` closes on the way out.  When the block raised and the close fails too (a
+  view the block's frames still hold), the block's error is the one the user sees: it gets
+  a note, and the object is closed, without a warning, when collected.
+- An object collected unclosed warns (ResourceWarning) and closes itself, unless it is a
+  parent's object in a child of fork, or the interpreter is finalizing (a daemon thread
+  stopped inside a run may hold its context for ever).
+"""
+
+from __future__ import annotations
+
+import sys as _sys
+import warnings
+
+from rknnx import _guard
+
+__all__ = ["Closable", "add_note"]
+
+
+class Closable:
+    """The base of the facade's closable objects (see the module's docstring)."""
+
+    #: a `with` block could not close it: it is closed when collected, without a warning
+    _close_when_collected = False
+    #: the class's name in the messages ("Model" ...)
+    _kind = "object"
+
+    # -- the hooks (see the module's docstring) --------------------------------------------
+    @property
+    def closed(self) -> bool:            # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+    def _refusal_checks(self, what: str) -> None:
+        _guard.check_process(self, self._made_in)
+
+    def _close_now(self) -> None:        # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+    def _collected(self) -> None:
+        """Nothing by default."""
+
+    def _warns_when_collected(self) -> bool:
+        return not self._close_when_collected
+
+    def _unclosed_message(self) -> str:
+        try:
+            what = repr(self)
+        except Exception:                # interpreter teardown: no generators, no imports
+            what = f"rknnx.{self._kind}"
+        return f"unclosed {what}"
+
+    def _close_quietly(self) -> None:
+        try:
+            self.close()
+        except Exception:                # BufferError, RuntimeError, interpreter teardown
+            pass
+
+    # -- the protocol ------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close it; a second call does nothing (see the class's own documentation for
+        what it closes and what it refuses)."""
+        if self.closed:
+            return
+        self._refusal_checks("close")
+        self._close_now()
+
+    def check_closable(self, what: str = "close") -> None:
+        """Raise what :meth:`close` would raise now (RuntimeError from one of its own
+        calls in this thread or in a child of fork, BufferError while a view of its memory
+        is alive), closing nothing; nothing on a closed object.
+
+        .. versionadded:: 0.1.0
+        """
+        if not self.closed:
+            self._refusal_checks(what)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except Exception as err:
+            self._close_when_collected = True
+            add_note(exc, f"(the {self._kind} was not closed on leaving the `with` block: "
+                          f"{err}; it is closed when collected)")
+
+    def __del__(self, _warn=warnings.warn, _pid=_guard):
+        try:
+            if self.closed:
+                return
+        except AttributeError:           # __init__ failed before its state was set
+            return
+        self._collected()
+        if getattr(self, "_made_in", None) != _pid.pid:
+            return                       # the parent's (after fork): nothing to do here
+        if self._warns_when_collected():
+            _warn(self._unclosed_message(), ResourceWarning, source=self)
+        if _sys.is_finalizing():
+            return
+        self._close_quietly()
+
+
+def add_note(exc: BaseException, note: str) -> None:
+    """PEP 678 note on `exc` (Python 3.11+; older versions show the note in no traceback)."""
+    add = getattr(exc, "add_note", None)
+    if add is not None:
+        add(note)
