@@ -17,6 +17,7 @@ pool worker's thread).  See docs/architecture.md, "One path".
 
 from __future__ import annotations
 
+import weakref
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -65,6 +66,13 @@ class GeneralRunner:
         self._sets = shape_sets
         self._set: Optional[int] = None      # the shape set the context is at (None: none yet)
         self._specs: Dict[Tuple[int, bool], Specs] = {}
+        # the `out` list accepted last, per (shape set, raw): weak refs and shapes
+        self._seen: Dict[Tuple[int, bool], list] = {}
+        #: a static model's output specs by `raw`, known now (asked once): the same lists
+        #: as out_specs(None, raw) gives (Model.run's fast path reads them here)
+        self.static_specs: Dict[bool, Specs] = (
+            {False: self.out_specs(None, False), True: self.out_specs(None, True)}
+            if not shape_sets else {})
 
     @property
     def closed(self) -> bool:
@@ -79,6 +87,32 @@ class GeneralRunner:
                      for a in self.ctx.output_attrs]
             self._specs[key] = specs
         return specs
+
+    def out_arrays(self, shape_set: Optional[int], raw: bool,
+                   out: Optional[Sequence[np.ndarray]], quick: bool = False) -> List[np.ndarray]:
+        """The arrays the outputs at `shape_set` go into: new ones, or the caller's `out`
+        checked against :meth:`out_specs` (the one place the facade checks ``out=``).
+        With `quick` (the fast path, whose refusals end in this check without it) the list
+        accepted last time (the usual loop) is checked again by identity and shape only:
+        its arrays cannot have begun to overlap, and the binding checks each one's type,
+        size and writability in C."""
+        specs = self.out_specs(shape_set, raw)
+        if out is None:
+            return [np.empty(shape, dtype) for shape, dtype in specs]
+        key = (shape_set or 0, raw)
+        seen = self._seen.get(key) if quick else None
+        if seen is not None and type(out) is list and len(out) == len(seen):
+            k = 0
+            for a in out:
+                ref, shape = seen[k]
+                if ref() is not a or a.shape != shape:
+                    break
+                k += 1
+            else:
+                return out[:]                # a list of the caller's, not theirs
+        arrays = check_out(out, specs)
+        self._seen[key] = [(weakref.ref(a), a.shape) for a in arrays]
+        return arrays
 
     def select(self, shape_set: Optional[int]) -> None:
         """Put the context at shape set `shape_set` unless it is there (a dynamic model
@@ -97,9 +131,7 @@ class GeneralRunner:
                            pass_through=True) if type(layout) is tuple else
                  _ll.Input(a, index=t.index, fmt=_ll.TensorFormat[layout])
                  for t, (a, layout) in zip(self._inputs, prepared)]
-        specs = self.out_specs(shape_set, raw)
-        arrays = ([np.empty(shape, dtype) for shape, dtype in specs] if out is None
-                  else check_out(out, specs))
+        arrays = self.out_arrays(shape_set, raw, out)
         self.ctx.infer(items, arrays, want_float=not raw)
         return arrays
 

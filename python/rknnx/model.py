@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import os
 import warnings
-import weakref
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -30,7 +29,7 @@ from rknnx._facts import Perf, PerfRow, as_core_mask, check_raw
 from rknnx._family import ContextFamily, Description, chip_supports
 from rknnx._lifetime import Closable
 from rknnx._runner import PASS_THROUGH
-from rknnx._tensors import TensorInfo, as_input, check_out, default_dtype, describe, shapes_str
+from rknnx._tensors import TensorInfo, as_input, default_dtype, describe, shapes_str
 from rknnx.errors import NotSupportedError, RKNNError
 
 if TYPE_CHECKING:
@@ -154,6 +153,8 @@ class Model(Closable):
             # what run() runs on: the model's context, or (chips without the general API)
             # a zero-copy session opened at the first run
             self._own = family.runner(own=True)
+            # run()'s fast path: the output specs of the runner (one cache)
+            self._fast_out = self._own.static_specs if self._fast else None
             if core_mask is not None:
                 self.set_core_mask(core_mask)
         except BaseException:
@@ -206,9 +207,6 @@ class Model(Closable):
         # given to one is checked for a 0..1 range once (a common first mistake)
         self._pixel_inputs = [t.index for t in self.inputs
                               if default_dtype(t) == np.uint8 and len(t.shape) == 4]
-        self._out_seen: Dict[bool, list] = {False: [], True: []}    # weak refs
-        self._fast_out = {False: [(t.shape, np.dtype(np.float32)) for t in self.outputs],
-                          True: [(t.shape, t.dtype) for t in self.outputs]}
 
     def supports(self, function: Optional[str] = None, *, query: Optional[str] = None) -> bool:
         """Whether the model's chip has the C function `function` (e.g. "rknn_inputs_set")
@@ -457,23 +455,7 @@ class Model(Closable):
                 if out is None:
                     arrays = [np.empty(shape, dtype) for shape, dtype in self._fast_out[raw]]
                 else:
-                    # the list of arrays accepted last time (the usual loop) is checked
-                    # again by identity and shape only: they cannot have begun to overlap,
-                    # and the binding checks each one's type, size and writability in C
-                    arrays = None
-                    seen = self._out_seen[raw]
-                    if type(out) is list and len(out) == len(seen):
-                        k = 0
-                        for a in out:
-                            ref, shape = seen[k]
-                            if ref() is not a or a.shape != shape:
-                                break
-                            k += 1
-                        else:
-                            arrays = out[:]       # a list of the caller's, not theirs
-                    if arrays is None:
-                        arrays = check_out(out, self._fast_out[raw])
-                        self._out_seen[raw] = [(weakref.ref(a), a.shape) for a in arrays]
+                    arrays = self._own.out_arrays(None, raw, out, True)
                 ctx = self._ctx
                 try:
                     # inputs_set + run + outputs_get under one hold of the context's lock
