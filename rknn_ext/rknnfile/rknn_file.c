@@ -1280,6 +1280,91 @@ static int read_shape_sets(const ltree *gen, rknnx_file_model *m, rknnx_file_err
     return RKNNX_FILE_OK;
 }
 
+/*
+ * Custom operators: Model slot 21 is a string of the custom op types the model uses
+ * ("cstDualResidual" in the vendor's dual_residual_custom files, empty otherwise; absent
+ * before format 6).  Only one type has been seen, so how several are separated is not
+ * known: commas, semicolons and white space are all taken as separators.  The graph's nodes
+ * (Graph slot 1; Node slot 1 the op type, slot 2 "<type>:<name>") give each one's name.
+ */
+static int read_custom_ops(const fbuf *f, const ftab *root, const ftab *g, rknnx_file_model *m)
+{
+    const uint8_t *s;
+    size_t n, i = 0, npos;
+    uint32_t n_nodes, k;
+    int rc = fb_string(f, root, 21, "custom_ops", &s, &n);
+    if (rc || !s || n == 0) {
+        return rc;
+    }
+    if ((rc = fb_vector(f, g, 1, 4, "nodes", &npos, &n_nodes)) != 0) {
+        return rc;
+    }
+    while (i < n) {
+        size_t start, len;
+        char type[RKNNX_FILE_STR_LEN];
+        int found = 0;
+        while (i < n && (s[i] == ',' || s[i] == ';' || s[i] == ' ' || s[i] == '\n' ||
+                         s[i] == '\t' || s[i] == '\0')) {
+            i++;
+        }
+        start = i;
+        while (i < n && !(s[i] == ',' || s[i] == ';' || s[i] == ' ' || s[i] == '\n' ||
+                          s[i] == '\t' || s[i] == '\0')) {
+            i++;
+        }
+        len = i - start;
+        if (len == 0) {
+            continue;
+        }
+        if (copy_span(type, sizeof type, s + start, len) != 0) {
+            return fb_fail(f, "Model", "custom_ops", (size_t)(s - f->b), "a custom op type "
+                           "of %zu bytes, more than %d", len, RKNNX_FILE_STR_LEN - 1);
+        }
+        for (k = 0; k <= n_nodes; k++) {
+            ftab nd;
+            const uint8_t *ts = NULL, *ns = NULL;
+            size_t tl = 0, nl = 0;
+            rknnx_file_custom_op *op;
+            if (k < n_nodes) {
+                if ((rc = fb_vector_table(f, npos, k, "Node", "nodes", &nd)) != 0 ||
+                    (rc = fb_string(f, &nd, 1, "type", &ts, &tl)) != 0 ||
+                    (rc = fb_string(f, &nd, 2, "name", &ns, &nl)) != 0) {
+                    return rc;
+                }
+                if (!ts || tl != len || memcmp(ts, type, len) != 0) {
+                    continue;
+                }
+            } else if (found) {
+                break;
+            }
+            /* One entry per node of the type (or one without a name when no node has it). */
+            op = realloc(m->custom_ops, (size_t)(m->n_custom_ops + 1) * sizeof *op);
+            if (!op) {
+                return fail(f->err, RKNNX_FILE_E_NOMEM, "nomem", -1, "out of memory");
+            }
+            m->custom_ops = op;
+            op = &m->custom_ops[m->n_custom_ops++];
+            memset(op, 0, sizeof *op);
+            set_str(op->type, sizeof op->type, type);
+            if (ns) {
+                const uint8_t *colon = memchr(ns, ':', nl);
+                const uint8_t *nm = colon ? colon + 1 : ns;
+                size_t ml = nl - (size_t)(nm - ns);
+                if (copy_span(op->name, sizeof op->name, nm, ml) != 0) {
+                    return fb_fail(f, "Node", "name", (size_t)(ns - f->b), "a node name of "
+                                   "%zu bytes, more than %d", ml, RKNNX_FILE_NAME_LEN - 1);
+                }
+            }
+            found = 1;
+        }
+        if (m->n_custom_ops > 4096) {
+            return fb_fail(f, "Model", "custom_ops", (size_t)(s - f->b), "more than 4096 "
+                           "custom operators");
+        }
+    }
+    return RKNNX_FILE_OK;
+}
+
 static int read_flatbuffer(const uint8_t *payload, size_t size, uint64_t file_off,
                            rknnx_file_model *m, rknnx_file_error *err)
 {
@@ -1364,6 +1449,8 @@ static int read_flatbuffer(const uint8_t *payload, size_t size, uint64_t file_of
                          is_in ? &io_in : &io_out, is_in ? in_present : out_present);
         if (rc) goto out;
     }
+
+    if ((rc = read_custom_ops(&f, &root, &g, m)) != 0) goto out;
 
     /* The generator: a Python-literal dict from format 6 on (a plain text before). */
     {
