@@ -994,8 +994,19 @@ static void derive_attr(rknnx_file_tensor *t)
  * the NHWC attr view itself (the input's C2 is its channel count).  Code 2 (NCHW) reports the
  * stored shape as NCHW.  Anything else (2-D tensors: no code) reports the attr view,
  * UNDEFINED.
+ *
+ * Container 2 files (format 1): runtimes 1.5.2 and 1.6.0 report an NC1HWC2 output
+ * whose C1 is the compiler's planned buffer (Tensor slot 12) divided by N*H*W*C2*element,
+ * not the stored C1: tk2_2c2d03d multiple_input_demo output "8", 8 channels, stored
+ * [1,1,128,128,16] / [1,1,128,128,8], planned 524288 / 262144 bytes, reported
+ * [1,2,128,128,16] (RK3588) and [1,2,128,128,8] (RK3566).  Those are the only container 2
+ * files a runtime served, so the rule rests on them (docs/rknn-file-format.md).  Container 1
+ * files keep the stored shape: no runtime here serves them, and their planned sizes do not
+ * fit the rule.  From container 6 on the stored shape is what the runtimes report (every
+ * toolkit-2.5.0 file).
  */
-static void derive_native(rknnx_file_tensor *t, const uint32_t *nat, uint32_t n_nat)
+static void derive_native(rknnx_file_tensor *t, const uint32_t *nat, uint32_t n_nat,
+                          uint64_t container_version)
 {
     uint32_t k;
     uint64_t n;
@@ -1005,10 +1016,16 @@ static void derive_native(rknnx_file_tensor *t, const uint32_t *nat, uint32_t n_
         t->native_n_dims = t->n_dims;
         memcpy(t->native_dims, t->dims, sizeof t->native_dims);
     } else if (t->file_layout_code == 64 && n_nat == 5) {
+        uint64_t plane;
         t->native_fmt = F_NC1HWC2;
         t->native_n_dims = 5;
         for (k = 0; k < 5; k++) {
             t->native_dims[k] = nat[k];
+        }
+        plane = (uint64_t)nat[0] * nat[2] * nat[3] * nat[4] * rknnx_file_type_size(t->type);
+        if (container_version == 2 && t->role == RKNNX_FILE_OUTPUT && plane &&
+            t->file_planned_size % plane == 0 && t->file_planned_size / plane > nat[1]) {
+            t->native_dims[1] = (uint32_t)(t->file_planned_size / plane);
         }
     } else if (t->file_layout_code == 2 && n_nat == 4) {
         t->native_fmt = F_NCHW;
@@ -1131,7 +1148,7 @@ static int read_tensor(const fbuf *f, const ftab *tt, rknnx_file_model *m, rknnx
     snprintf(t->layout, sizeof t->layout, "%s", t->n_shape == 4 ? "NCHW" : "");
     t->known = RKNNX_FILE_KNOWN_SHAPE;
     derive_attr(t);
-    derive_native(t, nat, n_nat);
+    derive_native(t, nat, n_nat, m->container_version);
 
     /* Quantization: method (slot 6), scale (slot 10), zero point (slot 11). */
     if ((rc = str_field(f, tt, 6, "qnt_method", t->qnt_method, sizeof t->qnt_method)) != 0) {
@@ -1176,7 +1193,6 @@ static int read_tensor(const fbuf *f, const ftab *tt, rknnx_file_model *m, rknnx
     }
     (void)s;
     (void)n;
-    (void)m;
     return RKNNX_FILE_OK;
 }
 
