@@ -1649,7 +1649,7 @@ int rknnx_file_read(const void *data, size_t size, rknnx_file_model **out, rknnx
         memset(err, 0, sizeof *err);
         err->offset = -1;
     }
-    if (!out || (!data && size)) {
+    if (!out || !data) {
         return fail(err, RKNNX_FILE_E_ARGUMENT, "argument", -1, "no output pointer or no data");
     }
     if (size >= 8 && memcmp(b, "CYPTRKNN", 8) == 0) {
