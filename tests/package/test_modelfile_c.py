@@ -4,6 +4,8 @@ outside their bytes, leak or hit undefined behaviour, and every refusal names it
 
 from __future__ import annotations
 
+import pathlib
+import shutil
 import subprocess
 
 import pytest
@@ -53,3 +55,22 @@ def test_reader_never_reads_outside_the_file(tmp_path, sanitize):
     assert int(reads) == len(files) * 1501
     # the mutations hit refusals and acceptances both (a mutated weight byte is still a model)
     assert len(files) < int(accepted) < int(reads)
+
+
+@pytest.mark.skipif(shutil.which("readelf") is None, reason="readelf (binutils) not installed")
+@pytest.mark.parametrize("lib", ["_emulator/librknnrt.so", "_emulator/librknnrt-1.5.2.so",
+                                 "_core"])
+def test_reader_symbols_stay_hidden(lib):
+    """The reader is linked into both emulators and the extension, exported by none."""
+    import rknnx
+
+    pkg = pathlib.Path(rknnx.__file__).parent
+    path = next(pkg.glob("_core.*.so")) if lib == "_core" else pkg / lib
+    out = subprocess.run(["readelf", "--dyn-syms", "-W", str(path)], capture_output=True,
+                         text=True, check=True).stdout
+    assert "rknnx_file" not in out
+    # and it is in there: the static symbol table names it (unless the library is stripped)
+    syms = subprocess.run(["readelf", "--syms", "-W", str(path)], capture_output=True,
+                          text=True, check=True).stdout
+    if ".symtab" in syms:
+        assert "rknnx_file_read" in syms
