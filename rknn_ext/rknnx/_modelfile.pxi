@@ -229,3 +229,39 @@ def read_model_file(data):
         }
     finally:
         rknnx_file_free(m)
+
+
+# -- what the bytes say of the shape sets, before the runtime is asked ---------------------
+
+cdef extern from "rknn_file.h" nogil:
+    int rknnx_file_sniff(const void *data, size_t size)
+
+cdef bint _file_says_static(const unsigned char* b, size_t size):
+    """True when the model's bytes say the model is static: a vendor file whose shape mode
+    is static_shape (read by the reader above), or an emulator model without a SHAPES
+    section (emulator/FORMAT.md: header u32 n_sections at 12, then 24-byte entries whose
+    first u32 is the kind; 6 is SHAPES).  False when it is dynamic, or the bytes do not say
+    (an encrypted or unreadable file, another format): then the runtime is asked.  A static
+    model's INPUT_DYNAMIC_RANGE is refused by every board with a W line, which an open
+    need not print (docs/abi-notes.md, "Board facts")."""
+    cdef rknnx_file_model *m = NULL
+    cdef uint32_t n, k, kind
+    cdef bint static
+    if size >= 32 and memcmp(b, b"RKNXEMDL", 8) == 0:
+        n = b[12] | (<uint32_t>b[13] << 8) | (<uint32_t>b[14] << 16) | (<uint32_t>b[15] << 24)
+        if n < 1 or n > 16 or 32 + 24 * <size_t>n > size:
+            return False
+        for k in range(n):
+            kind = b[32 + 24 * k] | (<uint32_t>b[33 + 24 * k] << 8) | \
+                (<uint32_t>b[34 + 24 * k] << 16) | (<uint32_t>b[35 + 24 * k] << 24)
+            if kind == 6:
+                return False
+        return True
+    if rknnx_file_sniff(b, size) != 1:
+        return False
+    with nogil:
+        if rknnx_file_read(b, size, &m, NULL) != RKNNX_FILE_OK:
+            return False
+        static = m.dynamic == 0
+        rknnx_file_free(m)
+    return static

@@ -73,15 +73,34 @@ EVERY_PATH = """
 """
 
 
-def test_static_model_opens_and_runs_everywhere_with_one_warning(tmp_path):
+def test_static_model_opens_and_runs_everywhere_without_the_runtimes_warning(tmp_path):
     """The issue boards showed: the query refused on a static model must not fail Model,
-    sessions, Pool or the drop-in; the runtime's W line appears once per Model (sessions
-    and workers take the answer of the model's context)."""
+    sessions, Pool or the drop-in.  The file says the model is static, so its shape sets
+    are never asked and the runtime's W line never prints (it printed once per Model)."""
     os.chdir(tmp_path)
     out, err = run_on("emulator", EVERY_PATH)
     assert out.strip() == "ok"
-    # Model(model) once, RKNNLite once: two static models opened, two lines
-    assert err.count(DYN_W) == 2, err
+    assert err.count(DYN_W) == 0, err
+
+
+LOW_LEVEL = """
+from rknnx import lowlevel as ll
+from rknnx.emulator import samples
+open("m.rknn", "wb").write(samples.classifier(target="RK3588"))
+with ll.Context(samples.classifier(target="RK3588")) as c:     # bytes: the file says static
+    print("bytes", c.input_ranges, c.is_dynamic)
+with ll.Context("m.rknn") as c:                                 # a path: the runtime is asked
+    print("path", c.input_ranges, c.is_dynamic)
+with ll.Context(samples.dynamic(target="RK3588")) as c:         # dynamic: asked, answered
+    print("dynamic", len(c.input_ranges[0].dyn_range))
+"""
+
+
+def test_a_context_asks_the_shape_sets_only_when_the_bytes_do_not_say(tmp_path):
+    os.chdir(tmp_path)
+    out, err = run_on("emulator", LOW_LEVEL)
+    assert out.split("\n")[:3] == ["bytes () False", "path () False", "dynamic 3"], out
+    assert err.count(DYN_W) == 1, err                 # the path's context only
 
 
 @pytest.mark.parametrize("command", [["info"], ["run", "-i", "x.npy"],
