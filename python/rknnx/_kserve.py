@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 __all__ = ["DATATYPES", "HEADER", "ProtocolError", "ModelSpec", "InferRequest",
-           "datatype_of", "decode_request", "encode_response", "error_body"]
+           "check_name", "datatype_of", "decode_request", "encode_response", "error_body"]
 
 #: the header that says how many leading bytes of a body are JSON (the rest: tensor data)
 HEADER = "Inference-Header-Content-Length"
@@ -90,6 +90,19 @@ def _q(value: Any) -> str:
     if len(text) > _QUOTE:
         text = f"{text[:_QUOTE - 4]}...{text[-1]} ({len(text)} characters)"
     return text
+
+
+def check_name(name: Any) -> str:
+    """`name` if it can name a model in a URL (``/v2/models/{name}``): ASCII letters,
+    digits, ``-``, ``_``, ``.``, and not ``.`` or ``..`` (clients rewrite those paths);
+    ValueError otherwise."""
+    if not isinstance(name, str) or not name or not all(
+            c.isascii() and (c.isalnum() or c in "-_.") for c in name):
+        raise ValueError(f"model name {_q(name)}: use letters, digits, '-', '_', '.'")
+    if name in (".", ".."):
+        raise ValueError(f"model name {name!r}: clients rewrite '/v2/models/{name}/...' as a "
+                         f"relative path; choose another name")
+    return name
 
 
 def _dims(model, k: int, t) -> List[int]:

@@ -61,7 +61,7 @@ except ImportError as _exc:  # pragma: no cover - exercised in a subprocess by t
     raise ImportError("rknnx.serve needs aiohttp: pip install 'rknnx[serve]'") from _exc
 
 from rknnx import _kserve
-from rknnx._kserve import HEADER, ModelSpec, ProtocolError
+from rknnx._kserve import HEADER, ModelSpec, ProtocolError, check_name
 
 __all__ = ["Server", "DEFAULT_PORT", "default_workers"]
 
@@ -429,7 +429,11 @@ class Server:
                 return True
             return server is not None and any(_queued(c) for c in server.connections)
 
-        while loop.time() < deadline and (busy() or loop.time() < grace):
+        def idle_connections() -> bool:
+            return server is not None and bool(server.connections)
+
+        while loop.time() < deadline and (busy() or (loop.time() < grace
+                                                     and idle_connections())):
             await asyncio.sleep(0.01)
         if not self._abort.done():
             self._abort.set_result(None)     # what still waits for the NPU: 503 now
@@ -736,19 +740,6 @@ class Server:
             except RuntimeError:               # the loop is closed: nothing to count for
                 pass
         return done
-
-
-def check_name(name: Any) -> str:
-    """`name` if it can name a model in a URL (``/v2/models/{name}``): ASCII letters,
-    digits, ``-``, ``_``, ``.``, and not ``.`` or ``..`` (clients rewrite those paths);
-    ValueError otherwise."""
-    if not isinstance(name, str) or not name or not all(
-            c.isascii() and (c.isalnum() or c in "-_.") for c in name):
-        raise ValueError(f"model name {_kserve._q(name)}: use letters, digits, '-', '_', '.'")
-    if name in (".", ".."):
-        raise ValueError(f"model name {name!r}: clients rewrite '/v2/models/{name}/...' as a "
-                         f"relative path; choose another name")
-    return name
 
 
 def _queued(protocol) -> int:
