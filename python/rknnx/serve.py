@@ -374,10 +374,13 @@ class Server:
         # that a corrupt or unknown one is a 4xx JSON answer like every other mistake
         # rather than the parser's text/plain; client_max_size limits the bytes received,
         # _decoded what they decode to.  The runner's shutdown_timeout only bounds the
-        # last step of the drain (_drain does the waiting).
+        # last step of the drain (_drain does the waiting).  After an answer sent before
+        # its body was read (408, 413, 503), aiohttp reads and drops what the client still
+        # sends for lingering_time, so that the answer is not lost to a reset; 2 s, not
+        # its 10, so a stalled client holds its connection that much less.
         runner = web.AppRunner(app, shutdown_timeout=min(1.0, self.shutdown_timeout),
                                access_log=None, logger=_http_log, auto_decompress=False,
-                               keepalive_timeout=self.keepalive_timeout)
+                               keepalive_timeout=self.keepalive_timeout, lingering_time=2.0)
         try:
             await runner.setup()
             site = web.TCPSite(runner, self.host, self._port)

@@ -83,12 +83,10 @@ def test_serve_refuses_bad_numbers_in_one_line(args, words):
 
 
 def test_serve_refuses_a_model_named_dot_dot(tmp_path):
-    proc = cli("serve", f"..={tmp_path / 'm.rknn'}")
-    assert proc.returncode == 1
-    assert "does not exist" in proc.stderr.splitlines()[-1]
-    model = tmp_path / "m.rknn"
-    model.write_bytes(b"x")
-    proc = cli("serve", f"..={model}")
-    last = proc.stderr.strip().splitlines()[-1]
-    assert proc.returncode == 1 and last.startswith("rknnx serve: error: model name '..'"), last
-    assert "relative path" in last and "Traceback" not in proc.stderr
+    # checked before the file and the extra: a base install says the same
+    for name in ("..", "."):
+        proc = cli("serve", f"{name}={tmp_path / 'm.rknn'}", prelude=NO_AIOHTTP)
+        last = proc.stderr.strip().splitlines()[-1]
+        assert proc.returncode == 1, proc.stderr
+        assert last.startswith(f"rknnx serve: error: model name '{name}'"), last
+        assert "relative path" in last and "Traceback" not in proc.stderr
