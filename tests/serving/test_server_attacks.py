@@ -114,7 +114,8 @@ def quiet(caplog):
     """The server's log at WARNING and above: must stay empty for client mistakes."""
     caplog.set_level(logging.WARNING)
     yield caplog
-    noisy = [r for r in caplog.records if r.name.startswith(("rknnx", "aiohttp", "asyncio"))
+    records = caplog.get_records("setup") + caplog.get_records("call")
+    noisy = [r for r in records if r.name.startswith(("rknnx", "aiohttp", "asyncio"))
              and r.levelno >= logging.WARNING]
     assert not noisy, [f"{r.name} {r.levelname} {r.getMessage()}" for r in noisy]
 
