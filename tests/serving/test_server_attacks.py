@@ -366,7 +366,8 @@ def test_pipelined_requests_are_answered_in_order(serve, want, quiet):
     one = head_of(body, Content_Length=len(body), **{k.replace("-", "_"): v
                                                      for k, v in headers.items()})
     gets = b"GET /v2/models/m HTTP/1.1\r\nHost: x\r\n\r\n"
-    data = (one + gets) * 150 + b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    last = b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    data = (one + gets) * 150 + last
     out, closed = raw(s.port, data, wait=20)
     got = responses(out)
     assert len(got) == 301 and closed
@@ -471,3 +472,33 @@ def test_metadata_and_inference_during_shutdown(serve, want, quiet):
                 assert "shutting down" in json.loads(data)["error"]
             else:
                 assert status == 200, (path, data)
+
+
+def test_pipelined_requests_during_shutdown_are_each_answered(serve, want, quiet,
+                                                             monkeypatch):
+    # 30 inference requests pipelined on one connection (20 ms each on the NPU), the
+    # server stopping while they are worked through: each gets its answer (200, or 503
+    # once the drain refuses new ones), and only the last answer closes the connection
+    monkeypatch.setenv("RKNN_EMU_NPU_TIME_US", "20000")
+    s = serve({"m": "tiny_relu"}, workers=1, queue=2, shutdown_timeout=5.0)
+    body, headers = good(want)
+    one = head_of(body, Content_Length=len(body), **{k.replace("-", "_"): v
+                                                     for k, v in headers.items()})
+    c = socket.create_connection((HOST, s.port), timeout=10)
+    c.sendall(one * 30)
+    time.sleep(0.15)
+    stopper = threading.Thread(target=s.close, daemon=True)
+    stopper.start()
+    out, closed = raw(s.port, b"", sock=c, wait=8)
+    stopper.join(10)
+    got = responses(out)
+    assert len(got) == 30 and closed, [g[0] for g in got]
+    codes = [g[0] for g in got]
+    assert set(codes) == {200, 503} and codes == sorted(codes), codes
+    assert [g[1].get("connection") for g in got[:-1]] == [None] * 29
+    assert got[-1][1]["connection"] == "close"
+    for status, h, rb in got:
+        if status == 200:
+            assert json.loads(rb)["outputs"][0]["data"] == want[0][0].ravel().tolist()
+        else:
+            assert "shutting down" in error_of((status, h, rb), 503)
