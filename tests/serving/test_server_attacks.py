@@ -474,12 +474,11 @@ def test_metadata_and_inference_during_shutdown(serve, want, quiet):
                 assert status == 200, (path, data)
 
 
-def test_pipelined_requests_during_shutdown_are_each_answered(serve, want, quiet,
-                                                             monkeypatch):
+def test_pipelined_requests_during_shutdown_are_each_answered(serve, want, quiet, emu):
     # 30 inference requests pipelined on one connection (20 ms each on the NPU), the
     # server stopping while they are worked through: each gets its answer (200, or 503
     # once the drain refuses new ones), and only the last answer closes the connection
-    monkeypatch.setenv("RKNN_EMU_NPU_TIME_US", "20000")
+    emu.set_npu_time_us(20_000)                 # reset by the fixture after the test
     s = serve({"m": "tiny_relu"}, workers=1, queue=2, shutdown_timeout=5.0)
     body, headers = good(want)
     one = head_of(body, Content_Length=len(body), **{k.replace("-", "_"): v
