@@ -27,8 +27,8 @@ at most ``max_reading`` bodies (``max_reading_bytes`` bytes) read at once.  A bo
 ...}``), an unknown model 404.  SIGINT/SIGTERM drain: ``ready`` says 503 at once, every
 request whose headers arrived is answered (its result if it was admitted, else 503 with
 ``Connection: close``) within ``shutdown_timeout``, then the listening socket, the
-connections, the pools and the models close (docs/serving.md, "Shutdown").  The server
-binds 127.0.0.1 unless told otherwise: it has no authentication.
+connections, the pools and the models close (docs/serving.md, what the server
+guarantees).  The server binds 127.0.0.1 unless told otherwise: it has no authentication.
 
 Why aiohttp: the server is one asyncio event loop that parses HTTP and hands frames to the
 pool's threads (the NPU runs with the GIL released), so a handful of threads serve any

@@ -3,7 +3,7 @@ real keep-alive clients: every request whose headers reached the server gets an 
 answer (its result, bit-equal to model.run, if it was admitted; else 503 with
 ``Connection: close``), a keep-alive connection is closed only after a response, ``ready``
 answers 503 from the moment shutdown begins, and the drain lasts at most the shutdown
-timeout (docs/serving.md, "Shutdown").  Every loop is bounded (seconds)."""
+timeout (docs/serving.md, "What the server guarantees").  Every loop is bounded (seconds)."""
 
 from __future__ import annotations
 
