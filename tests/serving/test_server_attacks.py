@@ -127,7 +127,7 @@ def stats(port):
 def test_stalled_bodies_hold_no_place_and_time_out_408(serve, want, quiet):
     # the lock-out: 35 connections send the headers of a 200-byte body and 11
     # bytes of it; the model's queue holds 2 (one worker + one waiting)
-    s = serve({"m": "tiny_relu"}, workers=1, queue=1, body_timeout=1.5)
+    s = serve({"m": "tiny_relu"}, workers=1, queue=1, body_timeout=3.0)
     stalled = []
     for _ in range(35):
         c = socket.create_connection((HOST, s.port), timeout=10)
@@ -137,15 +137,15 @@ def test_stalled_bodies_hold_no_place_and_time_out_408(serve, want, quiet):
     time.sleep(0.2)
     for _ in range(5):                          # others are served meanwhile, at once
         answered(s.port, *good(want), want)
-    assert time.monotonic() - t0 < 1.4
+    assert time.monotonic() - t0 < 2.8            # before any stalled body timed out
     assert request(s.port, "GET", "/v2/health/ready")[0] == 200
     assert stats(s.port)["in_flight"] == 0 and stats(s.port)["rejected_count"] == 0
     for c in stalled:                           # each gets 408 and its connection closes
         data, closed = raw(s.port, b"", sock=c, wait=5)
         (resp,) = responses(data)
-        assert "did not arrive within 1.5 s" in error_of(resp, 408)
+        assert "did not arrive within 3 s" in error_of(resp, 408)
         assert resp[1]["connection"] == "close" and closed
-    assert time.monotonic() - t0 < 4.0
+    assert time.monotonic() - t0 < 7.0
 
 
 def test_bodies_read_at_once_are_capped(serve, want, quiet):
@@ -156,11 +156,11 @@ def test_bodies_read_at_once_are_capped(serve, want, quiet):
     stalled = [socket.create_connection((HOST, s.port), timeout=10) for _ in range(2)]
     for c in stalled:
         c.sendall(head_of(b"{", Content_Length=100))
-    time.sleep(0.3)
+    time.sleep(0.5)
     t0 = time.monotonic()
     answered(s.port, *good(want), want)         # waited for a place, then answered
     waited = time.monotonic() - t0
-    assert 0.4 < waited < 1.5, waited
+    assert 0.2 < waited < 1.5, waited
     for c in stalled:
         assert responses(raw(s.port, b"", sock=c, wait=5)[0])[0][0] == 408
     gate = s.server._gate
@@ -351,7 +351,7 @@ def test_slow_headers_are_cut_and_do_not_slow_others(serve, want, quiet):
                     closed[k] = True
         t1 = time.monotonic()
         assert request(s.port, "GET", "/v2/health/ready", timeout=5)[0] == 200
-        assert time.monotonic() - t1 < 0.5
+        assert time.monotonic() - t1 < 1.0
         time.sleep(0.1)
     for k, c in enumerate(slow):
         data, was_closed = raw(s.port, b"", sock=c, wait=3)
