@@ -643,6 +643,9 @@ class Server:
             raise ProtocolError(413, f"the request body is larger than model "
                                      f"{served.name!r} takes ({served.max_bytes} bytes)") \
                 from None
+        except (web.RequestPayloadError, HttpProcessingError) as e:   # the client's framing
+            raise _closing(ProtocolError(400, f"the request body is malformed "
+                                              f"({_one_line(e)})")) from None
 
     async def _infer(self, request):
         t0 = time.perf_counter_ns()
