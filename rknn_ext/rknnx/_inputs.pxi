@@ -1,6 +1,9 @@
 # Inputs of the general flow: Input (the fields of rknn_input), the checks inputs_set
 # makes before C, its fast path over cached per-input facts (_IOSpecs), and the one locked
 # step both paths end in.  Context.inputs_set (in _context.pxi) is the documented wrapper.
+# The checks are written once, for inputs_set and infer: _fast_inputs (plain buffers, in
+# C) and _check_inputs (everything else, each error worded); so is the lock's entry with
+# inputs_set's rules (_enter_general; the run-entry rules are _base.pxi's _enter_run).
 
 # Input types rknn_inputs_set converts from (pass_through = 0), besides the model's own.
 _CONVERTIBLE_INPUT_TYPES = (RKNN_TENSOR_UINT8, RKNN_TENSOR_INT8, RKNN_TENSOR_FLOAT16,
