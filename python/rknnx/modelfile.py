@@ -2,8 +2,8 @@
 
 :func:`read` gives a :class:`ModelFile` (frozen dataclasses) from a path or the file's bytes.
 The reading is done by rknnx's own C reader, the same code the emulator's ``rknn_init``
-uses for a vendor model, exposed as ``rknnx._core.read_model_file``; loading a librknnrt is
-never needed.  The format, and the evidence for each fact used, is in
+uses for a vendor model, exposed as :func:`rknnx.lowlevel.read_model_file`; loading a
+librknnrt is never needed.  The format, and the evidence for each fact used, is in
 ``docs/rknn-file-format.md``.
 
 >>> from rknnx import modelfile
@@ -254,7 +254,7 @@ def read(source: Union[str, os.PathLike, bytes, bytearray, memoryview]) -> Model
     TypeError
         ``source`` is neither a path nor bytes.
     """
-    from rknnx import _core
+    from rknnx import lowlevel
 
     path = None
     if isinstance(source, (str, os.PathLike)):
@@ -266,7 +266,7 @@ def read(source: Union[str, os.PathLike, bytes, bytearray, memoryview]) -> Model
     else:
         raise TypeError(f"source must be a path or bytes, got {type(source).__name__}")
     try:
-        d = _core.read_model_file(data)
+        d = lowlevel.read_model_file(data)
     except ModelFileError as exc:
         exc.path = path
         raise

@@ -327,13 +327,30 @@ def test_flatbuffer_and_generator_errors_name_the_check():
     bad = bytearray(data)
     struct.pack_into("<i", bad, 64 + root, root + 1000)
     assert _check(bytes(bad)).check == "flatbuffer.Model.root"
-    # the generator (a Python-literal dict): nested too deep, malformed; never evaluated
-    gen_start = data.index(b"{'attrs'")
-    gen = data[gen_start:data.index(b"\0", gen_start)]
-    exc = _check(_patch_string(data, gen, b"{'a': " + b"[" * 100 + b"]" * 100 + b"}"))
+    # the generator (a Python-literal dict), read for a dynamic model's shape sets: nested
+    # too deep, malformed, not a literal; never evaluated
+    dyn = _model("dynamic_nogap_rk3588.rknn").read_bytes()
+    gen_start = dyn.index(b"{'attrs'")
+    gen = dyn[gen_start:dyn.index(b"\0", gen_start)]
+    exc = _check(_patch_string(dyn, gen, b"{'a': " + b"[" * 100 + b"]" * 100 + b"}"))
     assert exc.check == "generator.depth" and gen_start < exc.offset < gen_start + len(gen)
-    assert _check(_patch_string(data, gen, b"{'a': __import__('os')}")).check == \
+    assert _check(_patch_string(dyn, gen, b"{'a': __import__('os')}")).check == \
         "generator.syntax"
+    assert _check(_patch_string(dyn, gen, b"{'a': 1, 'dynamic_shapes': {}}")).check == \
+        "generator.dynamic_shapes"
+    # shape sets that disagree between inputs and the model, and non-finite floats that
+    # str() writes (inf, nan) are literals too
+    sets = b"'dynamic_shapes': {'images': [[1, 3, 64, 64], [1, 3, 48, 48], [1, 3, 32, 32]]"
+    assert sets in dyn
+    bad = dyn.replace(sets, sets.replace(b"[1, 3, 48, 48]", b"[1, 3, 48, -1]"))
+    assert _check(bad).check == "generator.dynamic_shapes"
+    ok = _patch_string(dyn, gen, b"{'q': [inf, -inf, nan, 1e-05, (1, 2), None, True], "
+                       + sets + b"}}")
+    assert modelfile.read(ok).shape_sets == modelfile.read(dyn).shape_sets
+    # a static model does not need its generator: an unknown literal there is no error
+    st_start = data.index(b"{'attrs'")
+    st_gen = data[st_start:data.index(b"\0", st_start)]
+    assert modelfile.read(_patch_string(data, st_gen, b"{'a': np.float32(0.5)}")).inputs
     # the I/O JSON of the inputs
     io = b'{"images": {"dtype": "int8", "layout": "NHWC"}}'
     assert _check(_patch_string(data, io, b'{"images": {"dtype": }}')).check == \
