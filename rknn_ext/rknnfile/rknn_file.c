@@ -1483,6 +1483,23 @@ static int read_flatbuffer(const uint8_t *payload, size_t size, uint64_t file_of
 
     if ((rc = read_custom_ops(&f, &root, &g, m)) != 0) goto out;
 
+    /* Model slot 19: a table whose fields 0 and 1 are the weight and internal memory sizes
+     * (u64; a field 2 on RK3566-family files is not known). */
+    {
+        size_t target;
+        if ((rc = fb_ref(&f, &root, 19, "mem_sizes", &target)) != 0) goto out;
+        if (target) {
+            ftab mt;
+            size_t a0, a1;
+            if ((rc = fb_table(&f, target, "MemSizes", "mem_sizes", &mt)) != 0) goto out;
+            if ((rc = fb_field(&f, &mt, 0, 8, "weight", &a0)) != 0) goto out;
+            if ((rc = fb_field(&f, &mt, 1, 8, "internal", &a1)) != 0) goto out;
+            m->weight_size = a0 ? rd64(payload + a0) : 0;
+            m->internal_size = a1 ? rd64(payload + a1) : 0;
+            m->has_mem_sizes = a0 != 0 || a1 != 0;
+        }
+    }
+
     /* The generator: a Python-literal dict from format 6 on (a plain text before). */
     {
         const uint8_t *s;
