@@ -403,7 +403,8 @@ static int decode_fb(const fbuf *f, rkf_v1004_model *m, size_t fb_base, const ch
         if ((rc = fb_field(f, &graph, 2 + k, 4, &at, why)))
             return rc;
         if (!at)
-            FAIL(RKF_V1004_EFORMAT, k ? "Graph table has no output list" : "Graph table has no input list");
+            FAIL(RKF_V1004_EFORMAT,
+                 k ? "Graph table has no output list" : "Graph table has no input list");
         if ((rc = fb_vector(f, at, 4, &idata[k], &icount[k], why)))
             return rc;
         if (icount[k] > m->n_tensors)
@@ -552,12 +553,14 @@ int rkf_v1004_query_attr(const rkf_v1004_model *m, rkf_v1004_query which, uint32
         FAIL(RKF_V1004_EUNKNOWN, "tensor lacks a field the runtime's answer is derived from");
     int four = t->n_dims == 4;
     if (!four && t->n_dims != 2)
-        FAIL(RKF_V1004_EUNKNOWN, "runtime view of a tensor of rank other than 2 and 4 not established");
+        FAIL(RKF_V1004_EUNKNOWN,
+             "runtime view of a tensor of rank other than 2 and 4 not established");
     /* Seen: 4-D with NC1HWC2 native, 2-D with no native layout. */
     if (four ? t->native_fmt != RKF_V1004_FMT_NC1HWC2 : t->native_fmt != RKF_V1004_FMT_UNDEFINED)
         FAIL(RKF_V1004_EUNKNOWN, "runtime view of this native layout not established");
     if (!four && (t->n_native_dims != 2 || memcmp(t->native_dims, t->dims, 2 * sizeof(uint32_t))))
-        FAIL(RKF_V1004_EUNKNOWN, "runtime view of a 2-D tensor with another native shape not established");
+        FAIL(RKF_V1004_EUNKNOWN,
+             "runtime view of a 2-D tensor with another native shape not established");
     if (!is_out && four && !(t->known & RKF_V1004_K_WIDTH_ALIGN))
         FAIL(RKF_V1004_EUNKNOWN, "4-D input without a width alignment");
 

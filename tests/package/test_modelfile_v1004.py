@@ -39,7 +39,7 @@ NCHW, NHWC, NC1HWC2, UNDEFINED = 0, 1, 2, 3
 AFFINE = 2
 
 
-# ---- the vendor's 0x1004 files --------------------------------------------------------------
+# ---- the vendor's 0x1004 files ---------------------------------------------------------------
 
 def _container_version(path):
     head = path.read_bytes()[:16]
@@ -90,7 +90,7 @@ def _first(queries, cmd, index=0):
     raise AssertionError(f"no successful {cmd} #{index} recorded")
 
 
-# ---- the harness ---------------------------------------------------------------------------------
+# ---- the harness -----------------------------------------------------------------------------
 
 def _sanitizers_work(tmp):
     probe = tmp / "probe.c"
@@ -133,7 +133,7 @@ def decoded(harness):
     return get
 
 
-# ---- the corpus --------------------------------------------------------------------------------
+# ---- the corpus ------------------------------------------------------------------------------
 
 def test_corpus_has_the_v1004_files():
     if RKNN_MODELS is None:
@@ -144,7 +144,7 @@ def test_corpus_has_the_v1004_files():
     assert {s.rsplit("_", 1)[-1] for s in stems} >= {"rv1103", "rv1106", "rk2118", "i8"}
 
 
-# ---- decoded fields against the runtime's answers -----------------------------------------------
+# ---- decoded fields against the runtime's answers --------------------------------------------
 
 @pytest.mark.parametrize("path", V1004_PARAMS, ids=V1004_IDS)
 def test_decoded_fields_agree_with_the_runtime(path, decoded):
@@ -259,7 +259,7 @@ def test_offsets_and_sizes_match_the_toolkit_summary(path, decoded):
     assert seen == len(m["inputs"]) + len(m["outputs"])
 
 
-# ---- malformed payloads ---------------------------------------------------------------------------
+# ---- malformed payloads ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("path", V1004_PARAMS, ids=V1004_IDS)
 def test_truncated_and_corrupted_vendor_payloads_are_refused_not_crashed(path, harness):
@@ -366,8 +366,10 @@ def _synthetic_payload(fb=None, tasks=2):
     if fb is None:
         graph = {
             0: ("vtable", [
-                _tensor(3, 64, 1, [1, 1, 4, 6, 3], [1, 3, 4, 6], "in0", [0.5], [-3], 4 * 16 * 3, 0, 0, 16),
-                _tensor(3, 64, 2, [1, 2, 4, 6, 16], [1, 20, 4, 6], "out0", [0.25], [7], 768, 192, 1),
+                _tensor(3, 64, 1, [1, 1, 4, 6, 3], [1, 3, 4, 6], "in0", [0.5], [-3],
+                        4 * 16 * 3, 0, 0, 16),
+                _tensor(3, 64, 2, [1, 2, 4, 6, 16], [1, 20, 4, 6], "out0", [0.25], [7],
+                        768, 192, 1),
                 _tensor(10, 0, 2, [1, 5], [1, 5], "out1", [], [], 64, 960, 2),
             ]),
             2: ("vu32", [0]), 3: ("vu32", [1, 2]),
