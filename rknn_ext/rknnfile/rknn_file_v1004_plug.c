@@ -21,15 +21,31 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Append src to dst (capacity cap, NUL-terminated), cutting what does not fit. */
+static void append(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(dst), k = strlen(src);
+    if (n + 1 >= cap)
+        return;
+    if (k > cap - 1 - n)
+        k = cap - 1 - n;
+    memcpy(dst + n, src, k);
+    dst[n + k] = '\0';
+}
+
 static int plug_fail(rknnx_file_error *err, int status, const char *check, const char *msg,
                      const char *detail)
 {
     if (err) {
         memset(err, 0, sizeof *err);
         err->status = status;
-        snprintf(err->check, sizeof err->check, "%s", check);
-        snprintf(err->message, sizeof err->message, "0x1004 payload: %s%s%s", msg,
-                 detail ? ": " : "", detail ? detail : "");
+        append(err->check, sizeof err->check, check);
+        append(err->message, sizeof err->message, "0x1004 payload: ");
+        append(err->message, sizeof err->message, msg);
+        if (detail) {
+            append(err->message, sizeof err->message, ": ");
+            append(err->message, sizeof err->message, detail);
+        }
         err->offset = 64;   /* the payload starts after the 64-byte container header */
     }
     return status;
@@ -37,7 +53,8 @@ static int plug_fail(rknnx_file_error *err, int status, const char *check, const
 
 static void copy_str(char *dst, size_t cap, const char *src)
 {
-    snprintf(dst, cap, "%s", src);
+    dst[0] = '\0';
+    append(dst, cap, src);
 }
 
 /* "2.5.0(compiler version: 2.5.0 (74ea630ce@...))" -> "2.5.0 (74ea630ce@...)" */

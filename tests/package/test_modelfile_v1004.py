@@ -491,3 +491,92 @@ def test_generator_offset_points_at_the_text(harness, tmp_path):
     m = _dump_synthetic(harness, tmp_path, p)
     assert p[m["generator_offset"]:m["generator_offset"] + m["generator_len"]] == b"{'attrs': {}}"
     assert math.isclose(m["inputs"][0]["norm_std"][0], 255.0)
+
+
+# ---- joined to the vendor-file reader (rknn_file_v1004_plug.c, rknnx.modelfile) ----------
+
+def _modelfile():
+    return pytest.importorskip("rknnx.modelfile")
+
+
+@pytest.mark.parametrize("path", V1004_PARAMS, ids=V1004_IDS)
+def test_the_reader_gives_what_the_decoder_decodes(path, decoded):
+    """One truth: rknnx.modelfile (the product's C reader with the plug) equals the
+    decoder's own output for every input and output."""
+    _need_data(path)
+    mf = _modelfile().read(path)
+    m = decoded(path)
+    attrs = {(a["query"], a["index"]): a["result"] for a in m["attrs"] if a["status"] == 0}
+    fmt = {0: "NCHW", 1: "NHWC", 2: "NC1HWC2", 3: "UNDEFINED"}
+    assert (mf.format_version, mf.npu_family, mf.target_platform) == \
+        (6, m["npu_family"], m["platform"])
+    assert mf.compiler_version_int == m["compiler_version"]
+    for kind, tensors in (("INPUT", mf.inputs), ("OUTPUT", mf.outputs)):
+        for t in tensors:
+            a = attrs[(f"{kind}_ATTR", t.index)]
+            nat = attrs[(f"NATIVE_{kind}_ATTR", t.index)]
+            assert t.known == {"shape", "attr", "qnt", "native"}
+            assert (t.name, t.dims, t.layout, t.n_elems, t.size) == \
+                (a["name"], tuple(a["dims"]), fmt[a["fmt"]], a["n_elems"], a["size"])
+            assert (t.native_dims, t.native_layout, t.native_size) == \
+                (tuple(nat["dims"]), fmt[nat["fmt"]], nat["size"])
+            assert (t.qnt_type, t.zero_point) == ("affine", a["zp"])
+            assert t.scale == pytest.approx(a["scale"], rel=1e-6, abs=0)
+            assert t.quantized == (t.dtype == "int8")
+
+
+def _tail(names_shapes):
+    ins = [n for n in names_shapes if n[0] == "input"]
+    graph, norm = [], []
+    for k, (role, name, shape, dtype) in enumerate(names_shapes):
+        idx = k if role == "input" else k - len(ins)
+        graph.append({"left": role, "left_tensor_id": idx, "right": "norm_tensor",
+                      "right_tensor_id": k})
+        norm.append({"tensor_id": k, "url": name, "size": shape,
+                     "dtype": {"vx_type": dtype, "qnt_method": "layer"}})
+    return json.dumps({"input_num": len(ins), "output_num": len(names_shapes) - len(ins),
+                       "version": "2.5.0", "target_platform": ["rv1106"], "graph": graph,
+                       "norm_tensor": norm}).encode()
+
+
+def _container(payload, tail):
+    return (b"RKNN\0\0\0\0" + struct.pack("<QQ", 0x1004, len(payload)) + bytes(40) + payload
+            + struct.pack("<Q", len(tail)) + tail)
+
+
+SYNTH_IO = [("input", "in0", [1, 3, 4, 6], "int8"), ("output", "out0", [1, 20, 4, 6], "int8"),
+            ("output", "out1", [1, 5], "float16")]
+
+
+def test_the_reader_reads_a_synthetic_0x1004_file():
+    mf = _modelfile().read(_container(_synthetic_payload(), _tail(SYNTH_IO)))
+    assert mf.chip == "RV1106" and mf.npu_family == "RKNPU t3"
+    i0, o0, o1 = mf.inputs[0], mf.outputs[0], mf.outputs[1]
+    assert (i0.dims, i0.layout, i0.scale, i0.zero_point) == ((1, 4, 6, 3), "NHWC", 0.5, -3)
+    assert (o0.native_dims, o0.native_layout, o0.native_size) == ((1, 2, 4, 6, 16), "NC1HWC2",
+                                                                   768)
+    assert (o1.dtype, o1.layout, o1.scale, o1.zero_point, o1.quantized) == \
+        ("float16", "UNDEFINED", 0.0, 0, False)
+
+
+@pytest.mark.parametrize("io, check, words", [
+    ([("input", "inX", [1, 3, 4, 6], "int8"), *SYNTH_IO[1:]], "v1004.io", "name differs"),
+    ([("input", "in0", [1, 3, 4, 7], "int8"), *SYNTH_IO[1:]], "v1004.io", "shape differs"),
+    ([("input", "in0", [1, 3, 4, 6], "float16"), *SYNTH_IO[1:]], "v1004.io", "dtype differs"),
+    (SYNTH_IO[:2], "v1004.io", "other inputs/outputs"),
+])
+def test_payload_and_tail_must_agree(io, check, words):
+    mf = _modelfile()
+    with pytest.raises(mf.ModelFileError) as info:
+        mf.read(_container(_synthetic_payload(), _tail(io)))
+    assert info.value.check == check and words in info.value.message, info.value
+
+
+def test_a_broken_payload_fails_the_read_with_the_decoders_check():
+    mf = _modelfile()
+    p = bytearray(_synthetic_payload())
+    p[288 + 4:288 + 8] = b"RKNX"
+    with pytest.raises(mf.ModelFileError) as info:
+        mf.read(_container(bytes(p), _tail(SYNTH_IO)))
+    assert info.value.check == "v1004.payload"
+    assert "FlatBuffer file identifier is not RKNN" in info.value.message
