@@ -23,6 +23,9 @@
  *   rkf_v1004_query_attr() - the tensor attributes the RV1106 mini runtime (librknnmrt
  *                            2.3.2) reports for the file, derived from those fields by
  *                            rules that reproduce its answers for every 0x1004 file seen.
+ *
+ * rknn_file_v1004_plug.c joins this to the vendor-file reader (rknn_file.h's
+ * rknnx_file_decode_v1004 plug); this file and rknn_file_v1004.c need nothing else.
  */
 #ifndef RKNNX_RKNN_FILE_V1004_H
 #define RKNNX_RKNN_FILE_V1004_H
