@@ -27,7 +27,7 @@ from rknnx import lowlevel as _ll
 from rknnx._facts import as_core_mask, perf_of
 from rknnx._lifetime import Closable
 from rknnx._tensors import check_out, default_dtype, set_shapes
-from rknnx.errors import NotSupportedError
+from rknnx.errors import NotSupportedError, RKNNError
 from rknnx.runtime import note_fallback
 
 __all__ = ["ZeroCopySession"]
@@ -254,16 +254,26 @@ class ZeroCopySession(Closable):
 
     def _bind(self, mems: list, i: int, attr) -> None:
         need = int(attr.alloc_size)
-        mem = mems[i] if i < len(mems) else None
-        if mem is None or mem.size < need:
-            if mem is not None:
-                self._drop(mem)
-            mem = self._alloc(need)
-        self._ctx.set_io_mem(mem, attr)
-        if i < len(mems):
-            mems[i] = mem
-        else:
+        old = mems[i] if i < len(mems) else None
+        if old is not None and old.size >= need:
+            self._ctx.set_io_mem(old, attr)
+            return
+        # a bigger mem replaces the old one only once it is bound: a failed allocation or
+        # binding (a transient runtime error) leaves the old one in place, open, so the
+        # session's lists never hold a closed mem and a later rebind can start again
+        mem = self._alloc(need)
+        try:
+            self._ctx.set_io_mem(mem, attr)
+        except BaseException:
+            self._drop(mem)
+            raise
+        if old is None:
             mems.append(mem)
+            return
+        mems[i] = mem
+        if old in self._owned:
+            self._in_mems[:] = [mem if m is old else m for m in self._in_mems]  # chained
+            self._retire(old)
 
     def _bind_all(self) -> None:
         """(Re)bind every input and output for the current shapes, and make the views."""
@@ -334,6 +344,15 @@ class ZeroCopySession(Closable):
         self._coherent = [m for m in self._coherent if m is not mem]
         self._inputs = self._outputs = ()
         mem.close()
+
+    def _retire(self, mem) -> None:
+        """Free `mem`, which a change just replaced (nothing binds it any more).  A runtime
+        that fails to destroy it (a transient error) does not undo the change, which is
+        done: the mem stays among the session's own and is destroyed again at close()."""
+        try:
+            self._drop(mem)
+        except RKNNError:
+            self._owned.append(mem)
 
     # -- what users touch ------------------------------------------------------------------
     @property
@@ -652,7 +671,7 @@ class ZeroCopySession(Closable):
         self._chained.pop(index, None)
         self._in_mems[index] = mem
         if old is not None and old in self._owned and old not in self._out_mems:
-            self._drop(old)
+            self._retire(old)
         self._views()
         return self._inputs[index]
 
@@ -706,7 +725,7 @@ class ZeroCopySession(Closable):
         self._in_mems[input] = self._out_mems[output]
         self._chained[input] = output
         if old is not None and old in self._owned and old not in self._out_mems:
-            self._drop(old)
+            self._retire(old)
         self._views()
 
     # -- shapes ----------------------------------------------------------------------------
