@@ -221,10 +221,11 @@ class ContextFamily:
             ctx = self.context()
             try:
                 pinned = mask is not None and pin(ctx, mask, required)
+                # (a runner of a static model asks its output specs now: a query that may fail)
+                return GeneralRunner(ctx, d.inputs, d.shape_sets, mask if pinned else None)
             except BaseException:
                 ctx.close()
                 raise
-            return GeneralRunner(ctx, d.inputs, d.shape_sets, mask if pinned else None)
         return SessionRunner(self.runner_session, d.inputs, mask, required,
                              self.session(True, {}))
 

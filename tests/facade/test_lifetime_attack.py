@@ -132,3 +132,100 @@ def test_a_failed_destroy_of_a_replaced_mem_does_not_undo_a_shape_set_switch(
             np.testing.assert_array_equal(s.read(i), want)
     gc.collect()
     assert live(emu) == base
+
+
+X = np.array([[-1.5, 2.25]], np.float32)
+RELU_X = np.maximum(X, 0)
+
+
+def _session_works(s) -> None:
+    s.write(0, X)
+    s.run()
+    np.testing.assert_array_equal(s.outputs[0], RELU_X)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_transient_failure_in_zero_copy_leaks_nothing_and_the_next_one_works(
+        models, emu, platform):
+    m = models.open("tiny_relu", platform)
+    base = live(emu)
+    seen = set()
+    def undo(_):
+        for s in seen:
+            s.close()
+        seen.clear()
+
+    for func, nth, err, _ in each_failure(emu, lambda _: seen.add(m.zero_copy()), undo=undo):
+        if err is not None:
+            assert_says(err, func)
+            gc.collect()
+            assert live(emu) == base, (func, nth)      # the half-made session is gone
+        with m.zero_copy() as s:                       # the next one works
+            _session_works(s)
+        for s in seen:                                 # one made without the failed call
+            with s:                                    # (a fallback) works too
+                _session_works(s)
+        seen.clear()
+        gc.collect()
+        assert live(emu) == base, (func, nth)
+        assert not m.closed
+    np.testing.assert_array_equal(m.run(X)[0], RELU_X)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_transient_failure_in_bind_input_fd_or_chain_leaves_the_session_working(
+        models, emu, platform):
+    m = models.open("tiny_relu", platform)
+    base = live(emu)
+    fd = os.memfd_create("frame")
+    try:
+        os.ftruncate(fd, 4096)
+
+        def bind(s):
+            s.bind_input_fd(0, fd)
+
+        for op in (bind, lambda s: s.chain(0, 0)):
+            fired = 0
+            for func, nth, err, s in each_failure(emu, op, m.zero_copy, lambda s: s.close()):
+                fired += err is not None
+                if err is not None:
+                    assert_says(err, func)
+                _session_works(s)               # as it was, or with the change made
+                op(s)                           # the change, now
+                _session_works(s)
+                s.close()
+                gc.collect()
+                assert live(emu) == base, (op, func, nth)
+            assert fired >= 1                   # set_io_mem at least
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_transient_failure_in_pool_start_leaks_nothing_and_the_next_pool_works(
+        models, emu, platform):
+    m = models.open("tiny_relu", platform)
+    m.run(X)                            # the model's own runner is made (RV1106: a session)
+    base = live(emu)
+    made = []
+    def undo(_):
+        for p in made:
+            p.close()
+        made.clear()
+
+    for func, nth, err, _ in each_failure(emu, lambda _: made.append(rknnx.Pool(m, 2)),
+                                          undo=undo):
+        if err is not None:
+            assert_says(err, func)
+            gc.collect()
+            assert live(emu) == base, (func, nth)
+        with rknnx.Pool(m, 2) as pool:
+            for y, in pool.map([X] * 4):
+                np.testing.assert_array_equal(y, RELU_X)
+        for p in made:
+            with p:
+                np.testing.assert_array_equal(p.submit(X).result(10)[0], RELU_X)
+        made.clear()
+        gc.collect()
+        assert live(emu) == base, (func, nth)
+    np.testing.assert_array_equal(m.run(X)[0], RELU_X)
