@@ -464,6 +464,11 @@ class Model(Closable):
                 except RuntimeError:
                     self._busy_error(ctx)
                     raise
+                except ValueError:
+                    # closed (or closing) by a close() in another thread: the Model's words
+                    if ctx.closed or self._family.closing:
+                        raise ValueError("run on closed Model") from None
+                    raise
                 if done is not None:
                     self._last = self._own
                     return arrays

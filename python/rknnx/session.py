@@ -326,10 +326,13 @@ class ZeroCopySession(Closable):
         mems = self._owned if mems is None else [m for m in mems if m is not None]
         self._inputs = self._outputs = ()
         viewed = [m for m in mems if m.exports]
+        n = sum(m.exports for m in viewed)
+        # the views are made again whatever the count: a check that passes may be
+        # followed by no change at all (check_closable(), a Model.close() that another
+        # refusal stops), and a session without its views would give () as inputs
+        if self._ctx is not None and self._in_mems:
+            self._views()
         if viewed:
-            n = sum(m.exports for m in viewed)
-            if self._ctx is not None and self._in_mems:
-                self._views()
             raise BufferError(f"{n} buffer view(s) of the session's memory still exported; "
                               "delete the numpy arrays first, or keep a .copy() of what "
                               "must outlive the session (nothing was changed)")
