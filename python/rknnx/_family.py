@@ -258,6 +258,19 @@ class ContextFamily:
             self.custom_ops += tuple(ops)
 
     # -- the close -------------------------------------------------------------------------
+    def check_closable(self, own, run_lock) -> list:
+        """Raise what :meth:`close` would raise now, closing nothing (a member's refusal:
+        RuntimeError from a callback of a session or a worker of a pool, BufferError while
+        a view of a session's memory is alive); returns the pools."""
+        pools = list(self.pools)
+        for p in pools:
+            p.check_closable("close the Model")
+        for s in [s for s in list(self.sessions) if not s.closed]:
+            s.check_closable("close")
+        with run_lock("close"):
+            own.check_closable()
+        return pools
+
     def close(self, own, run_lock, closing) -> None:
         """Close every member, then the first context, in one order: everything that
         would refuse is asked first, so a refusal closes nothing (RuntimeError from a
@@ -271,14 +284,7 @@ class ContextFamily:
         with self.lock("close"):
             self.closing = True          # members being made are made by now
         try:
-            sessions = [s for s in list(self.sessions) if not s.closed]
-            pools = list(self.pools)
-            for p in pools:
-                p.check_closable("close the Model")
-            for s in sessions:
-                s.check_closable("close")
-            with run_lock("close"):
-                own.check_closable()
+            pools = self.check_closable(own, run_lock)
             for p in pools:
                 p.shutdown(wait=True, cancel_pending=True)
             with run_lock("close"):

@@ -544,6 +544,9 @@ class Model(Closable):
     def _refusal_checks(self, what: str) -> None:
         _guard.check_process(self, self._made_in)
         self._check_not_in_call(what, running=True)
+        # its members' refusals (for check_closable(); the close asks them again once
+        # no member can be made meanwhile)
+        self._family.check_closable(self._own, self._lock)
 
     def _close_now(self) -> None:
         self._family.close(self._own, self._lock, self._closing)

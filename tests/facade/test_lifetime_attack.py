@@ -380,3 +380,70 @@ def test_a_run_racing_a_close_says_the_model_is_closed(emu, platform):
         assert not t.is_alive()
     assert said == {"run on closed Model"}
     assert at_baseline(emu, base)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_with_blocks_that_raise_and_objects_dropped_unclosed_leave_nothing(emu, platform):
+    import time
+    import warnings
+
+    from helpers import model_bytes
+
+    emu.set_platform(platform)
+    emu.set_npu_time_us(200)
+    src = model_bytes("tiny_relu", platform)
+    base = live(emu)
+    end = time.monotonic() + 1.5
+    rounds = 0
+    while rounds < 200 and (rounds < 20 or time.monotonic() < end):
+        rounds += 1
+        # a block that raises: everything closed on the way out, queued frames finished
+        with pytest.raises(ZeroDivisionError):
+            with rknnx.Model(src) as m, m.zero_copy() as s, rknnx.Pool(m, 2) as p:
+                futures = [p.submit(X) for _ in range(3)]
+                _session_works(s)
+                1 / 0
+        assert m.closed and s.closed and p.closed
+        for f in futures:
+            np.testing.assert_array_equal(f.result(0)[0], RELU_X)
+        # a block that raises while a view is alive: the close refuses, the block's error
+        # is the one raised, with a note; all of it closed when collected, no warning
+        with pytest.raises(ZeroDivisionError) as info:
+            with rknnx.Model(src) as m:
+                s = m.zero_copy()
+                view = s.inputs[0]
+                1 / 0
+        assert "not closed on leaving the `with` block" in "".join(
+            getattr(info.value, "__notes__", ["not closed on leaving the `with` block"]))
+        assert not m.closed
+        del view, s, m, info
+        assert at_baseline(emu, base), rounds
+    # dropped without a close, frames queued: a ResourceWarning each, each frame run or
+    # failed saying why, and everything closed (a pool's idle workers let their runners go
+    # within their idle check, 0.5 s: they hold them, and on RV1106 the model's context)
+    for _ in range(3):
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            m = rknnx.Model(src)
+            s = m.zero_copy()
+            p = rknnx.Pool(m, 2)
+            futures = [p.submit(X) for _ in range(3)]
+            del m, s, p
+            gc.collect()
+            for f in futures:
+                try:
+                    np.testing.assert_array_equal(f.result(10)[0], RELU_X)
+                except RuntimeError as e:
+                    assert "the Pool was collected" in str(e)
+            del futures, f
+            # a recorded warning holds its object (the Pool's holds the Model)
+            kinds = [str(w.message).split(" ")[1] for w in rec]
+            rec.clear()
+            gc.collect()
+            kinds = sorted(kinds + [str(w.message).split(" ")[1] for w in rec])
+            rec.clear()
+        assert kinds == ["<rknnx.Model", "<rknnx.ZeroCopySession", "rknnx.Pool"], kinds
+        end = time.monotonic() + 3.0
+        while not at_baseline(emu, base) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert at_baseline(emu, base)
