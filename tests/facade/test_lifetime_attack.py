@@ -447,3 +447,183 @@ def test_with_blocks_that_raise_and_objects_dropped_unclosed_leave_nothing(emu, 
         while not at_baseline(emu, base) and time.monotonic() < end:
             time.sleep(0.05)
         assert at_baseline(emu, base)
+
+
+# -- 3. the adversarial pass ------------------------------------------------------------------
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_check_closable_on_every_class_raises_what_close_would(models, emu, platform):
+    # Model.check_closable() asked only the model itself: with a session's view alive (or
+    # from a worker of its pool) it passed, and the close it vouched for then refused
+    m = models.open("tiny_relu", platform)
+    s = m.zero_copy()
+    p = rknnx.Pool(m, 1)
+    view = s.inputs[0]
+    for obj in (m, s):
+        with pytest.raises(BufferError, match="1 buffer view"):
+            obj.check_closable()
+        with pytest.raises(BufferError, match="1 buffer view"):
+            obj.close()
+        assert not obj.closed
+    p.check_closable()                           # nothing refuses a pool's close here
+    del view
+    for obj in (p, s, m):
+        obj.check_closable()
+        _session_works(s) if not s.closed else None
+    np.testing.assert_array_equal(p.submit(X).result(10)[0], RELU_X)
+    p.close()                                    # Pool.close(): shutdown(wait=True)
+    assert p.closed and all(not t.is_alive() for t in p._threads)
+    with pytest.raises(RuntimeError, match="submit on a Pool that is shut down"):
+        p.submit(X)
+    m.close()
+    for obj in (m, s, p):                        # closed: nothing to check, nothing to do
+        assert obj.closed
+        obj.check_closable()
+        obj.close()
+
+
+@pytest.mark.needs("rknn_register_custom_ops")
+def test_check_closable_from_a_callback_raises_what_close_would(models, emu):
+    from helpers import bounded
+
+    m = models.open("custom_op_model")
+    x = np.linspace(-2, 2, 16, dtype=np.float32).reshape(1, 16)
+    box = {}
+
+    @rknnx.custom_op("cstSigmoid")
+    def op(inputs, outputs):
+        do = box.pop("do", None)
+        if do is not None:
+            try:
+                do()
+                box["said"] = "nothing"
+            except RuntimeError as e:
+                box["said"] = str(e).split(" (")[0]
+        np.divide(1.0, 1.0 + np.exp(-inputs[0]), out=outputs[0])
+
+    m.register_custom_ops(op)
+    pool = rknnx.Pool(m, 1)
+    s = m.zero_copy()
+    s.inputs[0][...] = x
+    said = {}
+    for name, run, do in [("model in its run", lambda: m.run(x), m.check_closable),
+                          ("session in its run", s.run, s.check_closable),
+                          ("pool in its worker", lambda: pool.submit(x).result(10),
+                           pool.check_closable),
+                          ("model in its pool's worker", lambda: pool.submit(x).result(10),
+                           m.check_closable)]:
+        box["do"] = do
+        bounded(run, 20)
+        said[name] = box.pop("said")
+    assert said == {
+        "model in its run": "close: the Model is busy in this thread",
+        "session in its run": "close: the ZeroCopySession is busy in this thread",
+        "pool in its worker": "close: called from a worker of the Pool",
+        "model in its pool's worker": "close the Model: called from a worker of the Pool"}
+    pool.close()
+    s.close()
+
+
+@pytest.mark.needs("rknn_register_custom_ops")
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_inside_a_callback_leaves_model_session_and_pool_working(
+        models, emu, exc):
+    m = models.open("custom_op_model")
+    x = np.linspace(-2, 2, 16, dtype=np.float32).reshape(1, 16)
+    want = (1 / (1 + np.exp(-x.astype(np.float64))) + 1).astype(np.float32)
+    box = {}
+
+    @rknnx.custom_op("cstSigmoid")
+    def op(inputs, outputs):
+        if box.pop("raise", False):
+            raise exc()
+        np.divide(1.0, 1.0 + np.exp(-inputs[0]), out=outputs[0])
+
+    m.register_custom_ops(op)
+    pool = rknnx.Pool(m, 1)
+    s = m.zero_copy()
+    base = live(emu)
+    for run in (lambda: m.run(x)[0], lambda: (s.write(0, x), s.run(), s.outputs[0])[2],
+                lambda: pool.submit(x).result(10)[0]):
+        box["raise"] = True
+        with pytest.raises(exc):
+            run()
+        np.testing.assert_allclose(run(), want, rtol=1e-6)      # works again at once
+        s.check_closable()                                      # no view kept by it
+        assert live(emu) == base
+    pool.close()
+    s.close()
+    m.close()
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_model_close_during_pool_map_ends_the_map_saying_why(models, emu, platform):
+    m = models.open("tiny_relu", platform)
+    emu.set_npu_time_us(2000)
+    pool = rknnx.Pool(m, 2)
+    got = []
+    with pytest.raises(RuntimeError, match="shut down"):
+        for y, in pool.map([X] * 20):
+            got.append(y)
+            if len(got) == 2:
+                m.close()
+    assert len(got) == 2 and pool.closed and m.closed
+
+
+FORKED = r"""
+import gc, os, sys, warnings
+import numpy as np
+import rknnx
+from rknnx.emulator import samples
+from rknnx.emulator.control import EmulatorControl
+warnings.simplefilter("error")
+emu = EmulatorControl(rknnx.load_runtime("emulator")["path"])
+emu.set_log_level(0)
+emu.set_platform(PLATFORM)
+src = samples.tiny_relu(target=PLATFORM)
+X = np.array([[-1.5, 2.25]], np.float32)
+m = rknnx.Model(src)
+s = m.zero_copy()
+pool = rknnx.Pool(m, 2)
+pool.submit(X).result(10)
+pid = os.fork()
+if pid == 0:
+    said = set()
+    for call in (m.close, lambda: m.run(X), m.check_closable, m.zero_copy,
+                 lambda: rknnx.Pool(m, 1), s.close, s.check_closable, s.run,
+                 lambda: s.write(0, X), pool.close, pool.check_closable,
+                 lambda: pool.submit(X), lambda: pool.shutdown(wait=False)):
+        try:
+            call()
+            said.add("no error")
+        except RuntimeError as e:
+            said.add(str(e).split(" in process")[0].split(": ")[-1])
+    del m, s, pool
+    gc.collect()                      # the parent's: no warning, nothing closed
+    with rknnx.Model(src) as m2, rknnx.Pool(m2, 2) as p2:
+        y = p2.submit(X).result(10)[0]
+    print(sorted(said), y.tolist(), flush=True)
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+y = pool.submit(X).result(10)[0]
+s.write(0, X)
+s.run()
+print(status, y.tolist(), s.outputs[0].tolist())
+pool.close()
+s.close()
+m.close()
+print(emu.counters()["live_contexts"], emu.counters()["live_mems"])
+"""
+
+
+@pytest.mark.parametrize("platform", ["RK3588", "RV1106"])
+def test_a_child_of_fork_is_refused_the_parents_objects_and_makes_its_own(platform):
+    from helpers import run_python
+
+    proc = run_python(f"PLATFORM = {platform!r}\n" + FORKED, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines == [
+        "['this Context was created', 'this Model was created', 'this Pool was created', "
+        "'this ZeroCopySession was created'] [[0.0, 2.25]]",
+        "0 [[0.0, 2.25]] [[0.0, 2.25]]",
+        "0 0"], lines
