@@ -138,6 +138,7 @@ class ZeroCopySession(Closable):
     """
 
     _kind = "ZeroCopySession"
+    _closing = False                     # _release() is closing its memory and context
 
     def __init__(self, model, *, outputs: str = "float32", input_dtypes=None,
                  cacheable: bool = True, flags: int = 0, sync: bool = True,
@@ -407,11 +408,22 @@ class ZeroCopySession(Closable):
         ctx = self._ctx
         if ctx is None:
             raise ValueError("run on closed ZeroCopySession")
-        for m in self._sync_in:
-            m.sync(_TO)
-        ctx.run()
-        for m in self._sync_out:
-            m.sync(_FROM)
+        # (here when the session syncs, or is closing: else run is the context's own run)
+        # under the session's lock, as a close: a close in another thread waits for the
+        # syncs instead of refusing, half-way, memory that is being synced
+        with self._lock("run"):
+            try:
+                for m in self._sync_in:
+                    m.sync(_TO)
+                ctx.run()
+                for m in self._sync_out:
+                    m.sync(_FROM)
+            except ValueError:
+                # closed meanwhile by another thread: the session's words, not the
+                # binding's ("run on closed Context", "the TensorMem bound as ... was closed")
+                if self._closing or self._ctx is None:
+                    raise ValueError("run on closed ZeroCopySession") from None
+                raise
 
     def write(self, index: int, array) -> None:
         """Write `array` into input `index`, checked: the shape in the model's layout or
@@ -806,15 +818,19 @@ class ZeroCopySession(Closable):
             self._release()
 
     def _release(self) -> None:
-        self.__dict__.pop("run", None)
-        self._inputs = self._outputs = ()
-        for m in self._owned:
-            m.close()
-        self._owned = []
-        self._in_mems, self._out_mems = [], []
-        if self._ctx is not None:
-            self._ctx.close()
-            self._ctx = None
+        self._closing = True             # a run meeting the closed memory says so
+        try:
+            self.__dict__.pop("run", None)
+            self._inputs = self._outputs = ()
+            for m in self._owned:
+                m.close()
+            self._owned = []
+            self._in_mems, self._out_mems = [], []
+            if self._ctx is not None:
+                self._ctx.close()
+                self._ctx = None
+        finally:
+            self._closing = False
 
     def __repr__(self) -> str:
         if self._ctx is None:

@@ -52,6 +52,18 @@ def each_failure(emu, op, setup=lambda: None, undo=lambda made: None, funcs=FUNC
             raise AssertionError(f"{func}: more than {limit} calls")
 
 
+@pytest.fixture(autouse=True)
+def _notes_kept():
+    """The W lines of fallbacks are said once per process: the failures injected here
+    (rknn_dup_context, rknn_set_core_mask ...) must not use up another test's."""
+    from rknnx import runtime
+
+    noted = set(runtime._NOTED)
+    yield
+    runtime._NOTED.clear()
+    runtime._NOTED.update(noted)
+
+
 def at_baseline(emu, base) -> bool:
     """Whether the live counters are at `base`, after a garbage collection if they are
     not yet (a collection costs ~0.2 s here: paid only when something waits for one)."""
@@ -627,3 +639,46 @@ def test_a_child_of_fork_is_refused_the_parents_objects_and_makes_its_own(platfo
         "'this ZeroCopySession was created'] [[0.0, 2.25]]",
         "0 [[0.0, 2.25]] [[0.0, 2.25]]",
         "0 0"], lines
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("flags", [0, int(rknnx.lowlevel.InitFlag.DISABLE_FLUSH_INPUT_MEM_CACHE)],
+                         ids=["runtime-syncs", "session-syncs"])
+def test_a_session_run_racing_its_close_says_the_session_is_closed(models, emu, platform,
+                                                                     flags):
+    # a run in another thread met the closing session with the binding's words ("run on
+    # closed Context", "the TensorMem bound as ('input', 0) was closed; bind another
+    # one"); where the session syncs, the close itself failed half-way ("TensorMem is
+    # being synced in another thread") and left the session half-released
+    import threading
+    import time
+
+    if flags and "rknn_mem_sync" in rknnx.lowlevel.runtime_info()["missing"]:
+        pytest.skip("the runtime lacks rknn_mem_sync")
+    m = models.open("tiny_relu", platform)
+    base = live(emu)
+    said = set()
+    end = time.monotonic() + 1.0
+    rounds = 0
+    while rounds < 300 and (rounds < 50 or time.monotonic() < end):
+        rounds += 1
+        s = m.zero_copy(flags=flags)
+        go = threading.Event()
+
+        def run():
+            go.set()
+            while True:
+                try:
+                    s.run()
+                except ValueError as e:
+                    said.add(str(e))
+                    return
+
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        go.wait()
+        s.close()
+        t.join(10)
+        assert not t.is_alive() and s.closed
+    assert said == {"run on closed ZeroCopySession"}
+    assert at_baseline(emu, base)
