@@ -682,3 +682,63 @@ def test_a_session_run_racing_its_close_says_the_session_is_closed(models, emu, 
         assert not t.is_alive() and s.closed
     assert said == {"run on closed ZeroCopySession"}
     assert at_baseline(emu, base)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_sessions_and_pools_collected_after_their_model_work_until_then(emu, platform):
+    import warnings
+
+    from helpers import model_bytes
+
+    emu.set_platform(platform)
+    base = live(emu)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        m = rknnx.Model(model_bytes("tiny_relu", platform))
+        s = m.zero_copy()
+        del m                            # collected: it warns, its session lives on
+        gc.collect()
+        said = [str(w.message).split(" ")[1] for w in rec]
+        rec.clear()
+        _session_works(s)
+        del s
+        gc.collect()
+        said += [str(w.message).split(" ")[1] for w in rec]
+        rec.clear()
+    assert said == ["<rknnx.Model", "<rknnx.ZeroCopySession"]
+    assert at_baseline(emu, base)
+    # closed with the model, collected after it: no warning, nothing left
+    m = rknnx.Model(model_bytes("tiny_relu", platform))
+    s, p = m.zero_copy(), rknnx.Pool(m, 1)
+    m.close()
+    del m
+    gc.collect()
+    assert s.closed and p.closed
+    with pytest.raises(ValueError, match="run on closed ZeroCopySession"):
+        s.run()
+    del s, p
+    assert at_baseline(emu, base)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_buffers_the_caller_reuses_at_once_change_no_frame(models, emu, platform):
+    from helpers import model_bytes
+
+    src = bytearray(model_bytes("tiny_relu", platform))
+    emu.set_platform(platform)
+    m = rknnx.Model(src)
+    src[:] = bytes(len(src))             # the caller's buffer reused: the model kept a copy
+    try:
+        emu.set_npu_time_us(1000)
+        with rknnx.Pool(m, 2) as pool, m.zero_copy() as s:
+            buf = np.empty((1, 2), np.float32)
+            futures = []
+            for k in range(8):           # one buffer, written anew for every frame
+                buf[...] = [[k - 4.0, 4.0 - k]]
+                futures.append(pool.submit(buf))
+            buf[...] = np.nan
+            for k, f in enumerate(futures):
+                np.testing.assert_array_equal(f.result(10)[0], np.maximum([[k - 4, 4 - k]], 0))
+            _session_works(s)
+    finally:
+        m.close()
