@@ -742,3 +742,42 @@ def test_buffers_the_caller_reuses_at_once_change_no_frame(models, emu, platform
             _session_works(s)
     finally:
         m.close()
+
+
+@pytest.mark.parametrize("platform", ["RK3588", "RV1106"])
+def test_sessions_and_pools_made_while_the_model_closes_are_closed_or_refused(emu,
+                                                                              platform):
+    import threading
+
+    from helpers import model_bytes
+
+    emu.set_platform(platform)
+    src = model_bytes("tiny_relu", platform)
+    base = live(emu)
+    for _ in range(40):
+        m = rknnx.Model(src)
+        go = threading.Barrier(3)
+        made, said = [], set()
+
+        def make(open_one):
+            go.wait()
+            while True:
+                try:
+                    made.append(open_one())
+                except ValueError as e:
+                    said.add(str(e))
+                    return
+
+        threads = [threading.Thread(target=make, args=(f,), daemon=True)
+                   for f in (m.zero_copy, lambda: rknnx.Pool(m, 1))]
+        for t in threads:
+            t.start()
+        go.wait()
+        m.close()
+        for t in threads:
+            t.join(10)
+            assert not t.is_alive()
+        assert said == {"zero_copy on closed Model", "Pool on closed Model"}
+        assert all(o.closed for o in made)   # each made before the close, closed by it
+        del made
+        assert at_baseline(emu, base)
