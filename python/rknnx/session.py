@@ -411,19 +411,24 @@ class ZeroCopySession(Closable):
         # (here when the session syncs, or is closing: else run is the context's own run)
         # under the session's lock, as a close: a close in another thread waits for the
         # syncs instead of refusing, half-way, memory that is being synced
+        if self._lock.held_here():       # run_arrays(), or a callback of this run
+            return self._run_now(ctx)
         with self._lock("run"):
-            try:
-                for m in self._sync_in:
-                    m.sync(_TO)
-                ctx.run()
-                for m in self._sync_out:
-                    m.sync(_FROM)
-            except ValueError:
-                # closed meanwhile by another thread: the session's words, not the
-                # binding's ("run on closed Context", "the TensorMem bound as ... was closed")
-                if self._closing or self._ctx is None:
-                    raise ValueError("run on closed ZeroCopySession") from None
-                raise
+            self._run_now(ctx)
+
+    def _run_now(self, ctx) -> None:
+        try:
+            for m in self._sync_in:
+                m.sync(_TO)
+            ctx.run()
+            for m in self._sync_out:
+                m.sync(_FROM)
+        except ValueError:
+            # closed meanwhile by another thread: the session's words, not the binding's
+            # ("run on closed Context", "the TensorMem bound as ... was closed")
+            if self._closing or self._ctx is None:
+                raise ValueError("run on closed ZeroCopySession") from None
+            raise
 
     def write(self, index: int, array) -> None:
         """Write `array` into input `index`, checked: the shape in the model's layout or

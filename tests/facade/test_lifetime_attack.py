@@ -781,3 +781,16 @@ def test_sessions_and_pools_made_while_the_model_closes_are_closed_or_refused(em
         assert all(o.closed for o in made)   # each made before the close, closed by it
         del made
         assert at_baseline(emu, base)
+
+
+def test_run_arrays_on_a_session_that_syncs(models, emu):
+    # the session's run holds the session's lock where it syncs: run_arrays (holding it
+    # already) must run, not be refused as a re-entry
+    if "rknn_mem_sync" in rknnx.lowlevel.runtime_info()["missing"]:
+        pytest.skip("the runtime lacks rknn_mem_sync")
+    m = models.open("tiny_relu")
+    flags = rknnx.lowlevel.InitFlag
+    with m.zero_copy(flags=flags.DISABLE_FLUSH_INPUT_MEM_CACHE |
+                     flags.DISABLE_FLUSH_OUTPUT_MEM_CACHE) as s:
+        np.testing.assert_array_equal(s.run_arrays(X)[0], RELU_X)
+        _session_works(s)
