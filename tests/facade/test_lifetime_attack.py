@@ -129,8 +129,9 @@ def test_a_transient_failure_in_set_shape_set_leaves_a_session_that_works_again(
         _check_set(s, 0, frames, outs)
         s.close()
         assert at_baseline(emu, base), (func, nth)
-    assert {"rknn_set_io_mem", "rknn_create_mem2", "rknn_destroy_mem",
-            "rknn_set_input_shapes"} <= seen
+    missing = rknnx.lowlevel.runtime_info()["missing"]
+    alloc = "rknn_create_mem" if "rknn_create_mem2" in missing else "rknn_create_mem2"
+    assert {"rknn_set_io_mem", alloc, "rknn_destroy_mem", "rknn_set_input_shapes"} <= seen
 
 
 @pytest.mark.parametrize("platform", GENERAL_PLATFORMS)
@@ -233,10 +234,11 @@ def test_a_transient_failure_in_pool_start_leaks_nothing_and_the_next_pool_works
         if err is not None:
             assert_says(err, func)
             assert at_baseline(emu, base), (func, nth)
-        with rknnx.Pool(m, 2) as pool:
-            for y, in pool.map([X] * 4):
-                np.testing.assert_array_equal(y, RELU_X)
-        for p in made:
+        if err is not None:                  # the next one works
+            with rknnx.Pool(m, 2) as pool:
+                for y, in pool.map([X] * 2):
+                    np.testing.assert_array_equal(y, RELU_X)
+        for p in made:                       # one made without the failed call works too
             with p:
                 np.testing.assert_array_equal(p.submit(X).result(10)[0], RELU_X)
         made.clear()
@@ -347,7 +349,7 @@ def test_closes_racing_with_sessions_and_pools_live_and_queued(emu, platform):
     base = live(emu)
     rng = np.random.default_rng(26)
     errors: list = []
-    end = time.monotonic() + 3.0             # a few seconds a personality
+    end = time.monotonic() + 2.0             # seconds a personality, a few hundred rounds
     rounds = 0
     while rounds < 300 and (rounds < 30 or time.monotonic() < end):
         _race_round(rknnx.Model(src), rng, errors)
@@ -370,7 +372,7 @@ def test_a_run_racing_a_close_says_the_model_is_closed(emu, platform):
     src = model_bytes("tiny_relu", platform)
     base = live(emu)
     said = set()
-    end = time.monotonic() + 1.5
+    end = time.monotonic() + 1.0
     while time.monotonic() < end:
         m = rknnx.Model(src)
         go = threading.Event()
@@ -405,9 +407,9 @@ def test_with_blocks_that_raise_and_objects_dropped_unclosed_leave_nothing(emu, 
     emu.set_npu_time_us(200)
     src = model_bytes("tiny_relu", platform)
     base = live(emu)
-    end = time.monotonic() + 1.5
+    end = time.monotonic() + 1.0
     rounds = 0
-    while rounds < 200 and (rounds < 20 or time.monotonic() < end):
+    while rounds < 200 and (rounds < 10 or time.monotonic() < end):
         rounds += 1
         # a block that raises: everything closed on the way out, queued frames finished
         with pytest.raises(ZeroDivisionError):
@@ -658,7 +660,7 @@ def test_a_session_run_racing_its_close_says_the_session_is_closed(models, emu, 
     m = models.open("tiny_relu", platform)
     base = live(emu)
     said = set()
-    end = time.monotonic() + 1.0
+    end = time.monotonic() + 0.6
     rounds = 0
     while rounds < 300 and (rounds < 50 or time.monotonic() < end):
         rounds += 1
