@@ -659,7 +659,7 @@ def test_a_session_run_racing_its_close_says_the_session_is_closed(models, emu, 
         pytest.skip("the runtime lacks rknn_mem_sync")
     m = models.open("tiny_relu", platform)
     base = live(emu)
-    said = set()
+    said: list = []
     end = time.monotonic() + 0.6
     rounds = 0
     while rounds < 300 and (rounds < 50 or time.monotonic() < end):
@@ -673,7 +673,7 @@ def test_a_session_run_racing_its_close_says_the_session_is_closed(models, emu, 
                 try:
                     s.run()
                 except ValueError as e:
-                    said.add(str(e))
+                    said.append(str(e))
                     return
 
         t = threading.Thread(target=run, daemon=True)
@@ -682,7 +682,14 @@ def test_a_session_run_racing_its_close_says_the_session_is_closed(models, emu, 
         s.close()
         t.join(10)
         assert not t.is_alive() and s.closed
-    assert said == {"run on closed ZeroCopySession"}
+    # (where the runtime syncs, run() is the context's own: a thread that took it just
+    # before the close may still meet the binding's words, and only those, in a rare round)
+    words = {"run on closed ZeroCopySession"} if flags else {
+        "run on closed ZeroCopySession", "run on closed Context",
+        "the TensorMem bound as ('input', 0) was closed; bind another one (set_io_mem/"
+        "set_weight_mem/set_internal_mem) before run()"}
+    assert set(said) <= words, set(said)
+    assert said.count("run on closed ZeroCopySession") >= 0.9 * rounds, said
     assert at_baseline(emu, base)
 
 
