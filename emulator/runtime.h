@@ -311,6 +311,10 @@ typedef struct emu_ctx {
     uint32_t n_customs;
     emu_node_state *nodes;    /* n_ops entries, allocated at the first registration */
     struct emu_mm *mm;        /* a matmul context (no model): runtime_matmul.c */
+    /* rknn_emu_set_npu_output: per output, NPU-side bytes that replace the computed ones
+       from the next run on (NULL: none); runtime_npu.c */
+    uint8_t **npu_out;
+    uint32_t *npu_out_len;
 } emu_ctx;
 
 /* Registry: look up a live context and take a reference (NULL if invalid / destroyed). */
@@ -345,5 +349,16 @@ emu_ctx *emu_custom_current(void);
 void emu_ctx_base_env(const emu_ctx *c, emu_run_env *env);
 void emu_mm_free(struct emu_mm *mm);          /* runtime_matmul.c */
 emu_ctx *emu_ctx_alloc(const emu_platform *p, uint32_t flags);  /* bare context, refs 1 */
+
+/* ---- NPU-side views (runtime_npu.c) ---------------------------------------------------------
+ * The native attribute of input / output idx at the context's current shape (the one
+ * RKNN_QUERY_NATIVE_INPUT_ATTR / _OUTPUT_ATTR answer), without logging; 0 or a status. */
+int emu_ctx_native_attr(emu_ctx *c, int is_out, uint32_t idx, rknn_tensor_attr *a);
+/* Layout of a buffer in the native form na describes, for the tensor (d, dims). */
+void emu_layout_native(const emu_io_desc *d, const uint32_t *dims, const rknn_tensor_attr *na,
+                       emu_layout *l);
+/* rknn_run, after the graph: outputs with rknn_emu_set_npu_output bytes take them. */
+void emu_npu_apply_outputs(emu_ctx *c);
+void emu_npu_free(emu_ctx *c);
 
 #endif /* RKNNX_EMU_RUNTIME_H */

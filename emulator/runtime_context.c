@@ -179,6 +179,7 @@ void emu_ctx_free(emu_ctx *c)
     free(c->nodes);
     if (c->mm)
         emu_mm_free(c->mm);
+    emu_npu_free(c);
     shared_put(c->weights_from);
     shared_put(c->shared);
     pthread_mutex_destroy(&c->lock);
@@ -685,6 +686,18 @@ static int query_attr(emu_ctx *c, int cmd, rknn_tensor_attr *a)
         }
     }
     *a = best;
+    return RKNN_SUCC;
+}
+
+int emu_ctx_native_attr(emu_ctx *c, int is_out, uint32_t idx, rknn_tensor_attr *a)
+{
+    if (!c->m || idx >= (is_out ? c->n_out : c->n_in))
+        return RKNN_ERR_PARAM_INVALID;
+    const emu_io_desc *d = is_out ? emu_model_output(c->m, idx) : emu_model_input(c->m, idx);
+    const uint32_t *dims = is_out ? emu_ctx_out_dims(c, idx) : emu_ctx_in_dims(c, idx);
+    if (!d || !dims)
+        return RKNN_ERR_PARAM_INVALID;
+    emu_fill_attr(c->plat, d, dims, is_out, EMU_ATTR_NATIVE, idx, a);
     return RKNN_SUCC;
 }
 

@@ -314,6 +314,8 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
                         &lay[2 * i], c->in_buf[i], &lay[2 * i + 1]);
     }
     rc = emu_model_run(c->m, ins, (void *const *)outs, &env);
+    if (rc == RKNN_SUCC)
+        emu_npu_apply_outputs(c);   /* rknn_emu_set_npu_output: the NPU "wrote" these */
     int64_t npu = emu_npu_time_us();
     sleep_us(npu);
     int64_t t1 = now_ns(CLOCK_MONOTONIC);
