@@ -18,6 +18,7 @@
  *
  * The outputs are periodic with period 256 elements, so the fill is a memcpy of one block.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

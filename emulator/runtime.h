@@ -240,6 +240,7 @@ typedef struct emu_shared {   /* a loaded model shared by dup'd / weight-sharing
     emu_model *model;
     uint64_t *max_in_bytes;   /* per input: model-format bytes, max over shape sets */
     uint64_t *max_out_bytes;
+    struct emu_standin *sd;   /* a vendor file's stand-in (standin.h), or NULL */
 } emu_shared;
 
 enum { EMU_FLOW_NONE = 0, EMU_FLOW_GENERAL = 1, EMU_FLOW_ZERO_COPY = 2 };
