@@ -316,6 +316,8 @@ typedef struct emu_ctx {
        from the next run on (NULL: none); runtime_npu.c */
     uint8_t **npu_out;
     uint32_t *npu_out_len;
+    /* a stand-in context: per input, 1 + the type of its last rknn_inputs_set (0: none) */
+    int *sd_in_type;
 } emu_ctx;
 
 /* Registry: look up a live context and take a reference (NULL if invalid / destroyed). */

@@ -182,6 +182,7 @@ void emu_ctx_free(emu_ctx *c)
     if (c->mm)
         emu_mm_free(c->mm);
     emu_npu_free(c);
+    free(c->sd_in_type);
     shared_put(c->weights_from);
     shared_put(c->shared);
     pthread_mutex_destroy(&c->lock);

@@ -122,6 +122,12 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
         emu_convert(d, in->pass_through ? EMU_CONV_RAW : EMU_CONV_TO_MODEL, in->buf, &ls[k],
                     c->in_buf[in->index], &lm);
         c->in_set[in->index] = 1;
+        if (c->shared->sd) {
+            if (!c->sd_in_type)
+                c->sd_in_type = calloc(c->n_in ? c->n_in : 1, sizeof *c->sd_in_type);
+            if (c->sd_in_type)
+                c->sd_in_type[in->index] = 1 + (int)in->type;
+        }
         EMU_CTR_ADD(bytes_in, emu_layout_bytes(&lm));
     }
     c->flow = EMU_FLOW_GENERAL;

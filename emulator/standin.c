@@ -295,7 +295,7 @@ int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, em
         rc = refuse(mode, RKNN_ERR_MODEL_INVALID, NULL);
         goto done;
     }
-    if (mode == EMU_SD_2X && cv != RKNNX_FILE_CONTAINER_V6) {
+    if (mode == EMU_SD_2X && cv != RKNNX_FILE_CONTAINER_V6 && cv != RKNNX_FILE_CONTAINER_V2) {
         snprintf(line, sizeof line, "Invalid RKNN model version %llu", (unsigned long long)cv);
         EMU_ERR(NULL, "%s", line);
         EMU_ERR("rknn_init", "load model failed!");
@@ -321,6 +321,7 @@ int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, em
     if (!sd)
         goto done;
     sd->mode = mode;
+    sd->native_follows = mode != EMU_SD_MINI;
     sd->n_in = f->n_inputs;
     sd->n_out = f->n_outputs;
     sd->n_sets = f->dynamic && f->n_shape_sets ? f->n_shape_sets : 0;
@@ -361,7 +362,16 @@ int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, em
             memset(&x, 0, sizeof x);
             x.t = is_out ? &f->outputs[idx] : &f->inputs[idx];
             x.is_out = is_out;
-            if (x.t->type == RKNNX_FILE_UNKNOWN || emu_type_size((rknn_tensor_type)x.t->type) == 0 ||
+            rknnx_file_tensor tt;
+            if (x.t->type == RKNNX_FILE_UNKNOWN) {
+                /* not decoded (a 0x1004 payload): RK2118 models are float16, the RV1106
+                   family's int8 (every such file of the corpus and its runtime answers) */
+                tt = *x.t;
+                tt.type = p->family == EMU_FAM_RK2118 ? RKNN_TENSOR_FLOAT16 : RKNN_TENSOR_INT8;
+                x.t = &tt;
+                sd->unknown |= EMU_SD_UNKNOWN_QNT;
+            }
+            if (emu_type_size((rknn_tensor_type)x.t->type) == 0 ||
                 x.t->n_shape == 0 || x.t->n_shape > RKNN_MAX_DIMS) {
                 EMU_ERR("rknn_init", "tensor '%s': type %d is not one the emulator handles",
                         x.t->name, (int)x.t->type);
@@ -521,13 +531,13 @@ static int q_attr(emu_ctx *c, const emu_standin *sd, int cmd, rknn_tensor_attr *
             EMU_ERR(NULL, "query %s error, rknn model is static shape type, please export rknn "
                     "with dynamic_shapes", g_qnames[cmd]);
         EMU_ERR(NULL, "query %s error, please call rknn_set_input_shape first", g_qnames[cmd]);
-        return RKNN_ERR_INPUT_INVALID;
+        return RKNN_ERR_CTX_INVALID;   /* -7, as 1.5.2 and 1.6.0 return it */
     }
     if (current && !c->shapes_chosen) {
         EMU_ERR(NULL, "query %s error, please call rknn_set_input_shape first",
                 cmd == RKNN_QUERY_CURRENT_OUTPUT_ATTR ? g_qnames[RKNN_QUERY_CURRENT_INPUT_ATTR]
                                                       : g_qnames[cmd]);
-        return RKNN_ERR_INPUT_INVALID;
+        return RKNN_ERR_CTX_INVALID;
     }
     if (sd->n_sets && cmd == RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR) {
         EMU_ERR(NULL, "query %s failed, command is invalid for dynamic shapes rknn model!",
@@ -555,6 +565,17 @@ static int q_attr(emu_ctx *c, const emu_standin *sd, int cmd, rknn_tensor_attr *
     if (!v)
         return RKNN_ERR_PARAM_INVALID;
     *a = *v;
+    if (!is_out && kind != EMU_ATTR_NORMAL && sd->native_follows && c->sd_in_type &&
+        c->sd_in_type[idx] == 1 + RKNN_TENSOR_UINT8 && v->type == RKNN_TENSOR_INT8 &&
+        v->n_dims == 4 && v->fmt == RKNN_TENSOR_NHWC) {
+        /* 1.5.2 and 1.6.0, every chip: once an int8 image input was set from UINT8 data (the
+           NPU then takes the uint8 bytes), its native views report UINT8 at the current
+           shape */
+        const rknn_tensor_attr *cu = emu_standin_attr(sd, 0, idx, kind, sd->n_sets != 0, c->shape_set);
+        if (cu)
+            *a = *cu;
+        a->type = RKNN_TENSOR_UINT8;
+    }
     if (cmd == RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR && a->size_with_stride > a->size)
         EMU_WARN(fn, "RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR, output memory need alloc %u",
                  a->size_with_stride);
