@@ -565,7 +565,14 @@ int rknn_set_core_mask(rknn_context context, rknn_core_mask core_mask)
     if (rc)
         return rc;
     uint32_t m = (uint32_t)core_mask;
-    if (!emu_core_mask_valid(c->plat, m)) {
+    if (c->shared && c->shared->sd && (m > RKNN_NPU_CORE_0_1_2 || !emu_core_mask_valid(c->plat, m) ||
+                                       m == RKNN_NPU_CORE_ALL)) {
+        /* 1.5.2 / 1.6.0 on RK3588: masks beyond 0..7 (RKNN_NPU_CORE_ALL included) */
+        EMU_ERR(NULL, "Not support core mask: %x, fallback to single core auto mode", m);
+        EMU_ERR(fn, "failed to set core mask: %x", m);
+        c->core_mask = RKNN_NPU_CORE_AUTO;
+        rc = RKNN_ERR_FAIL;
+    } else if (!emu_core_mask_valid(c->plat, m)) {
         EMU_ERR(fn, "core mask 0x%x is not valid on %s (%u cores)", m, c->plat->name,
                 c->plat->n_cores);
         rc = RKNN_ERR_PARAM_INVALID;
