@@ -203,6 +203,9 @@ typedef struct emu_layout {
     uint64_t sN, sC1, sC2, sH, sW;
     uint64_t n_elems;         /* logical elements */
     uint64_t span;            /* elements from the first to past the last addressed one */
+    uint32_t deq_c2;          /* outputs: the C2 of the model type's native form, which picks
+                                 the vendor's vector or scalar dequantization per element
+                                 (emu_convert); 0: scalar everywhere */
 } emu_layout;
 
 size_t emu_type_size(rknn_tensor_type t);    /* 0 for unsupported (INT4, ...) */
@@ -320,6 +323,10 @@ typedef struct emu_ctx {
     uint32_t *npu_out_len;
     /* a stand-in context: per input, 1 + the type of its last rknn_inputs_set (0: none) */
     int *sd_in_type;
+    /* per input, the bytes rknn_inputs_set left in the NPU's input buffer, as the vendor
+       runtime leaves them (emu_npu_pack_input; NULL until the first inputs_set) */
+    uint8_t **npu_in;
+    uint32_t *npu_in_len;
 } emu_ctx;
 
 /* Registry: look up a live context and take a reference (NULL if invalid / destroyed). */
@@ -364,6 +371,16 @@ void emu_layout_native(const emu_io_desc *d, const uint32_t *dims, const rknn_te
                        emu_layout *l);
 /* rknn_run, after the graph: outputs with rknn_emu_set_npu_output bytes take them. */
 void emu_npu_apply_outputs(emu_ctx *c);
+/* Length of the NPU's buffer for an input whose native attribute is na: the vendor's
+   named input buffer, size_with_stride (or size) rounded up to 16 bytes. */
+uint32_t emu_npu_input_len(const rknn_tensor_attr *na);
+/* What rknn_inputs_set leaves in the NPU's input buffer npu (L bytes, holding the previous
+   bytes) for a user buffer (buf, size, t, fmt, pass_through) of input (d, dims) whose native
+   attribute is na (runtime_layout.c; the rules and their evidence: docs/abi-notes.md). */
+void emu_npu_pack_input(const emu_platform *p, const emu_io_desc *d, const uint32_t *dims,
+                        const rknn_tensor_attr *na, const void *buf, uint32_t size,
+                        rknn_tensor_type t, rknn_tensor_format fmt, int pass_through,
+                        uint8_t *npu, uint32_t L);
 void emu_npu_free(emu_ctx *c);
 
 #endif /* RKNNX_EMU_RUNTIME_H */

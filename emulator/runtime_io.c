@@ -35,6 +35,37 @@ static void sleep_us(int64_t us)
 }
 
 /* ---- rknn_inputs_set ------------------------------------------------------------------- */
+/* The NPU's input buffer of input i (rknn_emu_read_npu_input reads it): allocated at the
+   length the native attribute gives, kept from one inputs_set to the next as the vendor's
+   is (its bytes survive forms that do not write them).  0 or RKNN_ERR_MALLOC_FAIL. */
+static int ensure_npu_input(emu_ctx *c, uint32_t i, rknn_tensor_attr *na)
+{
+    int rc = emu_ctx_native_attr(c, 0, i, na);
+    if (rc != RKNN_SUCC)
+        return rc;
+    uint32_t L = emu_npu_input_len(na);
+    if (!c->npu_in) {
+        c->npu_in = calloc(c->n_in ? c->n_in : 1, sizeof *c->npu_in);
+        c->npu_in_len = calloc(c->n_in ? c->n_in : 1, sizeof *c->npu_in_len);
+        if (!c->npu_in || !c->npu_in_len) {
+            free(c->npu_in);
+            free(c->npu_in_len);
+            c->npu_in = NULL;
+            c->npu_in_len = NULL;
+            return RKNN_ERR_MALLOC_FAIL;
+        }
+    }
+    if (c->npu_in_len[i] != L || !c->npu_in[i]) {
+        uint8_t *b = calloc(1, L ? L : 1);
+        if (!b)
+            return RKNN_ERR_MALLOC_FAIL;
+        free(c->npu_in[i]);
+        c->npu_in[i] = b;
+        c->npu_in_len[i] = L;
+    }
+    return RKNN_SUCC;
+}
+
 int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[])
 {
     static const char fn[] = "rknn_inputs_set";
@@ -127,24 +158,29 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
             skip[k] = 1;
             continue;
         }
-        if (!vendor && in->pass_through && in->type != d->type) {
-            EMU_ERR(fn, "input %u: pass_through needs the model type %d, got %d", in->index,
-                    (int)d->type, (int)in->type);
+        /* pass_through takes the bytes as they are, whatever type is named (the vendor's
+           1.5.2 and 1.6.0 accept INT8 bytes for a float16 input: fp16_net_rk3566/_rk3588):
+           they are read as the model type */
+        rknn_tensor_type tt = in->pass_through ? d->type : in->type;
+        if (in->pass_through && emu_type_size(in->type) == 0) {
+            EMU_ERR(fn, "input %u: unsupported type %d", in->index, (int)in->type);
             rc = RKNN_ERR_PARAM_INVALID;
             goto out;
         }
-        /* a stand-in takes pass-through bytes of any declared type as the model's own (the
-           vendor does: an INT8 pass-through of a float16 input succeeds) */
-        rknn_tensor_type ut = (vendor && in->pass_through) ? d->type : in->type;
-        if (emu_layout_user(c->plat, d, emu_ctx_in_dims(c, in->index), 0, 0, ut, in->fmt,
+        if (emu_layout_user(c->plat, d, emu_ctx_in_dims(c, in->index), 0, 0, tt, in->fmt,
                             in->pass_through, 0, &ls[k]) != RKNN_SUCC) {
             EMU_ERR(fn, "input %u: unsupported type %d / fmt %d", in->index, (int)in->type,
                     (int)in->fmt);
             rc = RKNN_ERR_PARAM_INVALID;
             goto out;
         }
+        rknn_tensor_attr na;
+        if ((rc = ensure_npu_input(c, in->index, &na)) != RKNN_SUCC)
+            goto out;
         uint64_t need = emu_layout_bytes(&ls[k]);
-        if (in->size < need) {
+        /* pass_through bytes are taken as given, size bytes at most (the vendor accepts
+           size 192 for an input whose rows are padded to 384 bytes: tiny_rk3588_i8) */
+        if (!in->pass_through && in->size < need) {
             /* only a too-small buffer is refused, in the runtime's words; a larger one is
                read up to the size of the current shape */
             EMU_ERR(fn, "param input size(%u) < model input size(%llu)", in->size,
@@ -160,8 +196,22 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
         const emu_io_desc *d = emu_model_input(c->m, in->index);
         emu_layout lm;
         emu_layout_model(d, emu_ctx_in_dims(c, in->index), &lm);
-        emu_convert(d, in->pass_through ? EMU_CONV_RAW : EMU_CONV_TO_MODEL, in->buf, &ls[k],
-                    c->in_buf[in->index], &lm);
+        rknn_tensor_attr na;
+        if (emu_ctx_native_attr(c, 0, in->index, &na) != RKNN_SUCC)
+            memset(&na, 0, sizeof na);
+        uint8_t *npu = c->npu_in[in->index];
+        uint32_t L = c->npu_in_len[in->index];
+        emu_npu_pack_input(c->plat, d, emu_ctx_in_dims(c, in->index), &na, in->buf, in->size,
+                           in->type, in->fmt, in->pass_through, npu, L);
+        if (in->pass_through) {
+            /* the graph reads what the NPU reads: the buffer in the native layout */
+            emu_layout ln;
+            emu_layout_native(d, emu_ctx_in_dims(c, in->index), &na, &ln);
+            if (emu_layout_bytes(&ln) <= L)
+                emu_convert(d, EMU_CONV_RAW, npu, &ln, c->in_buf[in->index], &lm);
+        } else {
+            emu_convert(d, EMU_CONV_TO_MODEL, in->buf, &ls[k], c->in_buf[in->index], &lm);
+        }
         c->in_set[in->index] = 1;
         if (c->shared->sd) {
             if (!c->sd_in_type)
@@ -398,6 +448,21 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
         if (rc)
             goto out;
         emu_layout_model(d, emu_ctx_out_dims(c, o), &lm);
+        if (b->attr.fmt == RKNN_TENSOR_NC1HWC2 && b->attr.type == d->type) {
+            /* a native output mem is the NPU's output buffer itself (the vendor's 1.5.2 and
+               1.6.0 zero-copy runs): NPU bytes given by rknn_emu_set_npu_output land there
+               verbatim, padding channels included; computed ones with zero padding */
+            rknn_tensor_attr na;
+            uint64_t nsz = emu_ctx_native_attr(c, 1, o, &na) == RKNN_SUCC ? na.size : 0;
+            if (nsz > b->mem->size)
+                nsz = b->mem->size;
+            if (c->npu_out && c->npu_out[o]) {
+                uint64_t n = c->npu_out_len[o] < nsz ? c->npu_out_len[o] : nsz;
+                memcpy(b->mem->dev, c->npu_out[o], (size_t)n);
+                continue;
+            }
+            memset(b->mem->dev, 0, (size_t)nsz);
+        }
         emu_convert(d, EMU_CONV_FROM_MODEL, c->out_buf[o], &lm, b->mem->dev, &lu);
     }
     t1 = now_ns(CLOCK_MONOTONIC);

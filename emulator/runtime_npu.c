@@ -114,32 +114,46 @@ int rknn_emu_read_npu_input(rknn_context ctx, uint32_t index, void *buf, uint32_
         rc = RKNN_ERR_PARAM_INVALID;
         goto out;
     }
+    const uint8_t *src;
+    emu_binding *b = c->in_bind ? &c->in_bind[index] : NULL;
+    if (b && b->mem) {
+        /* a bound zero-copy input: the NPU reads the mem itself (the vendor's 1.5.2 and
+           1.6.0: their NPU input buffer is the user's mem; the 2.3.2 mini runtime: the
+           mem).  The view is the mem's device bytes over the NPU buffer's length (the
+           mini runtime's chips: the mem's own size), zero past the mem. */
+        uint64_t L = (c->plat->family == EMU_FAM_RV1106 || c->plat->family == EMU_FAM_RK2118)
+                         ? b->mem->size : emu_npu_input_len(&na);
+        if (L > 0x7fffffffu) {
+            rc = RKNN_ERR_PARAM_INVALID;
+            goto out;
+        }
+        if (!buf || size < L) {
+            rc = (int)L;
+            goto out;
+        }
+        memset(buf, 0, (size_t)L);
+        const uint8_t *dev = b->mem->dev;
+        if (dev)
+            memcpy(buf, dev, (size_t)(b->mem->size < L ? b->mem->size : L));
+        rc = (int)L;
+        goto out;
+    }
+    if (c->npu_in && c->npu_in[index] && c->in_set && c->in_set[index]) {
+        /* the bytes rknn_inputs_set left in the NPU's buffer (emu_npu_pack_input) */
+        uint32_t L = c->npu_in_len[index];
+        if (!buf || size < L) {
+            rc = (int)L;
+            goto out;
+        }
+        memcpy(buf, c->npu_in[index], L);
+        rc = (int)L;
+        goto out;
+    }
     if (!buf || size < need) {
         rc = (int)need;   /* the count needed; nothing copied */
         goto out;
     }
-    const uint8_t *src;
-    emu_binding *b = c->in_bind ? &c->in_bind[index] : NULL;
-    if (b && b->mem) {
-        /* a bound zero-copy input: what the run would take from the mem now */
-        emu_layout lu;
-        if ((rc = emu_layout_user(c->plat, d, dims, 0, 1, b->attr.type, b->attr.fmt,
-                                  b->attr.pass_through, b->attr.h_stride, &lu)) != RKNN_SUCC)
-            goto out;
-        if (emu_layout_bytes(&lu) > b->mem->size) {
-            EMU_ERR(fn, "input %u: the bound mem is smaller than the current shape", index);
-            rc = RKNN_ERR_PARAM_INVALID;
-            goto out;
-        }
-        tmp = calloc(1, emu_layout_bytes(&lm) ? (size_t)emu_layout_bytes(&lm) : 1);
-        if (!tmp) {
-            rc = RKNN_ERR_MALLOC_FAIL;
-            goto out;
-        }
-        emu_convert(d, b->attr.pass_through ? EMU_CONV_RAW : EMU_CONV_TO_MODEL, b->mem->dev, &lu,
-                    tmp, &lm);
-        src = tmp;
-    } else if (c->in_buf && c->in_set && c->in_set[index]) {
+    if (c->in_buf && c->in_set && c->in_set[index]) {
         src = c->in_buf[index];
     } else {
         EMU_ERR(fn, "input %u was not set (rknn_inputs_set or rknn_set_io_mem)", index);
@@ -243,4 +257,11 @@ void emu_npu_free(emu_ctx *c)
     free(c->npu_out_len);
     c->npu_out = NULL;
     c->npu_out_len = NULL;
+    if (c->npu_in)
+        for (uint32_t i = 0; i < c->n_in; i++)
+            free(c->npu_in[i]);
+    free(c->npu_in);
+    free(c->npu_in_len);
+    c->npu_in = NULL;
+    c->npu_in_len = NULL;
 }
