@@ -994,8 +994,19 @@ static void derive_attr(rknnx_file_tensor *t)
  * the NHWC attr view itself (the input's C2 is its channel count).  Code 2 (NCHW) reports the
  * stored shape as NCHW.  Anything else (2-D tensors: no code) reports the attr view,
  * UNDEFINED.
+ *
+ * Container 2 files (format 1): runtimes 1.5.2 and 1.6.0 report an NC1HWC2 output
+ * whose C1 is the compiler's planned buffer (Tensor slot 12) divided by N*H*W*C2*element,
+ * not the stored C1: tk2_2c2d03d multiple_input_demo output "8", 8 channels, stored
+ * [1,1,128,128,16] / [1,1,128,128,8], planned 524288 / 262144 bytes, reported
+ * [1,2,128,128,16] (RK3588) and [1,2,128,128,8] (RK3566).  Those are the only container 2
+ * files a runtime served, so the rule rests on them (docs/rknn-file-format.md).  Container 1
+ * files keep the stored shape: no runtime here serves them, and their planned sizes do not
+ * fit the rule.  From container 6 on the stored shape is what the runtimes report (every
+ * toolkit-2.5.0 file).
  */
-static void derive_native(rknnx_file_tensor *t, const uint32_t *nat, uint32_t n_nat)
+static void derive_native(rknnx_file_tensor *t, const uint32_t *nat, uint32_t n_nat,
+                          uint64_t container_version)
 {
     uint32_t k;
     uint64_t n;
@@ -1005,10 +1016,16 @@ static void derive_native(rknnx_file_tensor *t, const uint32_t *nat, uint32_t n_
         t->native_n_dims = t->n_dims;
         memcpy(t->native_dims, t->dims, sizeof t->native_dims);
     } else if (t->file_layout_code == 64 && n_nat == 5) {
+        uint64_t plane;
         t->native_fmt = F_NC1HWC2;
         t->native_n_dims = 5;
         for (k = 0; k < 5; k++) {
             t->native_dims[k] = nat[k];
+        }
+        plane = (uint64_t)nat[0] * nat[2] * nat[3] * nat[4] * rknnx_file_type_size(t->type);
+        if (container_version == 2 && t->role == RKNNX_FILE_OUTPUT && plane &&
+            t->file_planned_size % plane == 0 && t->file_planned_size / plane > nat[1]) {
+            t->native_dims[1] = (uint32_t)(t->file_planned_size / plane);
         }
     } else if (t->file_layout_code == 2 && n_nat == 4) {
         t->native_fmt = F_NCHW;
@@ -1131,7 +1148,7 @@ static int read_tensor(const fbuf *f, const ftab *tt, rknnx_file_model *m, rknnx
     snprintf(t->layout, sizeof t->layout, "%s", t->n_shape == 4 ? "NCHW" : "");
     t->known = RKNNX_FILE_KNOWN_SHAPE;
     derive_attr(t);
-    derive_native(t, nat, n_nat);
+    derive_native(t, nat, n_nat, m->container_version);
 
     /* Quantization: method (slot 6), scale (slot 10), zero point (slot 11). */
     if ((rc = str_field(f, tt, 6, "qnt_method", t->qnt_method, sizeof t->qnt_method)) != 0) {
@@ -1176,7 +1193,6 @@ static int read_tensor(const fbuf *f, const ftab *tt, rknnx_file_model *m, rknnx
     }
     (void)s;
     (void)n;
-    (void)m;
     return RKNNX_FILE_OK;
 }
 
@@ -1280,6 +1296,91 @@ static int read_shape_sets(const ltree *gen, rknnx_file_model *m, rknnx_file_err
     return RKNNX_FILE_OK;
 }
 
+/*
+ * Custom operators: Model slot 21 is a string of the custom op types the model uses
+ * ("cstDualResidual" in the vendor's dual_residual_custom files, empty otherwise; absent
+ * before format 6).  Only one type has been seen, so how several are separated is not
+ * known: commas, semicolons and white space are all taken as separators.  The graph's nodes
+ * (Graph slot 1; Node slot 1 the op type, slot 2 "<type>:<name>") give each one's name.
+ */
+static int read_custom_ops(const fbuf *f, const ftab *root, const ftab *g, rknnx_file_model *m)
+{
+    const uint8_t *s;
+    size_t n, i = 0, npos;
+    uint32_t n_nodes, k;
+    int rc = fb_string(f, root, 21, "custom_ops", &s, &n);
+    if (rc || !s || n == 0) {
+        return rc;
+    }
+    if ((rc = fb_vector(f, g, 1, 4, "nodes", &npos, &n_nodes)) != 0) {
+        return rc;
+    }
+    while (i < n) {
+        size_t start, len;
+        char type[RKNNX_FILE_STR_LEN];
+        int found = 0;
+        while (i < n && (s[i] == ',' || s[i] == ';' || s[i] == ' ' || s[i] == '\n' ||
+                         s[i] == '\t' || s[i] == '\0')) {
+            i++;
+        }
+        start = i;
+        while (i < n && !(s[i] == ',' || s[i] == ';' || s[i] == ' ' || s[i] == '\n' ||
+                          s[i] == '\t' || s[i] == '\0')) {
+            i++;
+        }
+        len = i - start;
+        if (len == 0) {
+            continue;
+        }
+        if (copy_span(type, sizeof type, s + start, len) != 0) {
+            return fb_fail(f, "Model", "custom_ops", (size_t)(s - f->b), "a custom op type "
+                           "of %zu bytes, more than %d", len, RKNNX_FILE_STR_LEN - 1);
+        }
+        for (k = 0; k <= n_nodes; k++) {
+            ftab nd;
+            const uint8_t *ts = NULL, *ns = NULL;
+            size_t tl = 0, nl = 0;
+            rknnx_file_custom_op *op;
+            if (k < n_nodes) {
+                if ((rc = fb_vector_table(f, npos, k, "Node", "nodes", &nd)) != 0 ||
+                    (rc = fb_string(f, &nd, 1, "type", &ts, &tl)) != 0 ||
+                    (rc = fb_string(f, &nd, 2, "name", &ns, &nl)) != 0) {
+                    return rc;
+                }
+                if (!ts || tl != len || memcmp(ts, type, len) != 0) {
+                    continue;
+                }
+            } else if (found) {
+                break;
+            }
+            /* One entry per node of the type (or one without a name when no node has it). */
+            op = realloc(m->custom_ops, (size_t)(m->n_custom_ops + 1) * sizeof *op);
+            if (!op) {
+                return fail(f->err, RKNNX_FILE_E_NOMEM, "nomem", -1, "out of memory");
+            }
+            m->custom_ops = op;
+            op = &m->custom_ops[m->n_custom_ops++];
+            memset(op, 0, sizeof *op);
+            set_str(op->type, sizeof op->type, type);
+            if (ns) {
+                const uint8_t *colon = memchr(ns, ':', nl);
+                const uint8_t *nm = colon ? colon + 1 : ns;
+                size_t ml = nl - (size_t)(nm - ns);
+                if (copy_span(op->name, sizeof op->name, nm, ml) != 0) {
+                    return fb_fail(f, "Node", "name", (size_t)(ns - f->b), "a node name of "
+                                   "%zu bytes, more than %d", ml, RKNNX_FILE_NAME_LEN - 1);
+                }
+            }
+            found = 1;
+        }
+        if (m->n_custom_ops > 4096) {
+            return fb_fail(f, "Model", "custom_ops", (size_t)(s - f->b), "more than 4096 "
+                           "custom operators");
+        }
+    }
+    return RKNNX_FILE_OK;
+}
+
 static int read_flatbuffer(const uint8_t *payload, size_t size, uint64_t file_off,
                            rknnx_file_model *m, rknnx_file_error *err)
 {
@@ -1364,6 +1465,8 @@ static int read_flatbuffer(const uint8_t *payload, size_t size, uint64_t file_of
                          is_in ? &io_in : &io_out, is_in ? in_present : out_present);
         if (rc) goto out;
     }
+
+    if ((rc = read_custom_ops(&f, &root, &g, m)) != 0) goto out;
 
     /* The generator: a Python-literal dict from format 6 on (a plain text before). */
     {
@@ -1546,7 +1649,7 @@ int rknnx_file_read(const void *data, size_t size, rknnx_file_model **out, rknnx
         memset(err, 0, sizeof *err);
         err->offset = -1;
     }
-    if (!out || (!data && size)) {
+    if (!out || !data) {
         return fail(err, RKNNX_FILE_E_ARGUMENT, "argument", -1, "no output pointer or no data");
     }
     if (size >= 8 && memcmp(b, "CYPTRKNN", 8) == 0) {
