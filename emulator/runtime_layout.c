@@ -265,8 +265,8 @@ int emu_layout_user(const emu_platform *p, const emu_io_desc *d, const uint32_t 
     if ((unsigned)fmt >= RKNN_TENSOR_FORMAT_MAX)
         return RKNN_ERR_PARAM_INVALID;
     lay_common(l, d, dims, t);
-    if (is_out)
-        l->deq_c2 = emu_c2(p, d->type);
+    if (is_out && (d->type == RKNN_TENSOR_INT8 || d->type == RKNN_TENSOR_UINT8))
+        l->deq_c2 = emu_c2(p, d->type);   /* measured for int8 outputs only */
     if (!l->is4d)
         return fmt == RKNN_TENSOR_NC1HWC2 ? RKNN_ERR_PARAM_INVALID : RKNN_SUCC;
     uint32_t c2 = emu_c2(p, d->type);
@@ -343,7 +343,9 @@ static void int_range(rknn_tensor_type t, int32_t *lo, int32_t *hi)
     }
 }
 
-/* Store x as type t, quantized with (scale, zp) when quant, else rounded and saturated. */
+/* Store x as type t, quantized with (scale, zp) when quant (1: saturating, as the NPU does
+   for image inputs; 2: as the vendor's CPU conversion of other inputs), else rounded and
+   saturated. */
 static void wr_value(rknn_tensor_type t, int quant, float scale, int32_t zp, uint8_t *p, float x)
 {
     switch (t) {
@@ -378,17 +380,20 @@ static void wr_value(rknn_tensor_type t, int quant, float scale, int32_t zp, uin
             memcpy(p, &v, 4);
             return;
         }
-        int32_t v = (int32_t)(uint32_t)(uint64_t)emu_quantize_input(x, scale, zp);
+        int32_t v = quant == 2 ? (int32_t)(uint32_t)(uint64_t)emu_quantize_input(x, scale, zp)
+                               : emu_quantize(x, scale, zp, INT32_MIN, INT32_MAX);
         memcpy(p, &v, 4);
         return;
     }
     default: {
         int32_t lo, hi;
         int_range(t, &lo, &hi);
-        /* quantized: the vendor's CPU quantization, which wraps (docs/abi-notes.md, "NPU-side
-           bytes"); the truncation to the type's width happens in the stores below */
-        int32_t v = quant ? (int32_t)(uint32_t)(uint64_t)emu_quantize_input(x, scale, zp)
-                          : emu_quantize(x, 1.0f, 0, lo, hi);
+        /* quant 2: the vendor's CPU quantization, which wraps (docs/abi-notes.md, "NPU-side
+           bytes"; the truncation to the type's width happens in the stores below); quant 1:
+           the NPU's, saturating */
+        int32_t v = quant == 2 ? (int32_t)(uint32_t)(uint64_t)emu_quantize_input(x, scale, zp)
+                    : quant ? emu_quantize(x, scale, zp, lo, hi)
+                            : emu_quantize(x, 1.0f, 0, lo, hi);
         if (t == RKNN_TENSOR_INT8) { uint8_t b = (uint8_t)(uint32_t)v; memcpy(p, &b, 1); }
         else if (t == RKNN_TENSOR_UINT8) { uint8_t b = (uint8_t)(uint32_t)v; memcpy(p, &b, 1); }
         else if (t == RKNN_TENSOR_INT16) { uint16_t b = (uint16_t)(uint32_t)v; memcpy(p, &b, 2); }
@@ -478,6 +483,9 @@ void emu_convert(const emu_io_desc *d, int mode, const void *src, const emu_layo
             memcpy(t, s, ls->n_elems * k.es_s);
             return;
         }
+        /* a non-image input is quantized on the CPU by the vendor runtime (wrapping) */
+        if (k.quant)
+            k.quant = 2;
         for (uint64_t i = 0; i < ls->n_elems; i++)
             conv_one(&k, s + i * k.es_s, t + i * k.es_d, (uint32_t)(i % last), 0);
         return;
