@@ -322,9 +322,9 @@ int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, em
         goto done;
     sd->mode = mode;
     sd->native_follows = mode != EMU_SD_MINI;
-    /* RK3566, 1.5.2 and 1.6.0 (dynamic_nogap_rk3566): NATIVE_OUTPUT_ATTR follows the chosen
-       shape; RK3588 keeps the largest */
-    sd->lite_native_output_follows = mode != EMU_SD_MINI && strcmp(p->npu_group, "RK3566") == 0;
+    /* 1.5.2 and 1.6.0 (dynamic_nogap_rk3566, _rk3588): NATIVE_OUTPUT_ATTR follows the
+       chosen shape once there is one */
+    sd->native_output_follows = mode != EMU_SD_MINI;
     sd->n_in = f->n_inputs;
     sd->n_out = f->n_outputs;
     sd->n_sets = f->dynamic && f->n_shape_sets ? f->n_shape_sets : 0;
@@ -564,7 +564,7 @@ static int q_attr(emu_ctx *c, const emu_standin *sd, int cmd, rknn_tensor_attr *
     }
     /* plain views follow the chosen shape once there is one; NATIVE_* stay the largest */
     int cur = current || (c->shapes_chosen && kind == EMU_ATTR_NORMAL) ||
-              (c->shapes_chosen && is_out && sd->lite_native_output_follows);
+              (c->shapes_chosen && is_out && sd->native_output_follows);
     const rknn_tensor_attr *v = emu_standin_attr(sd, is_out, idx, kind, cur, c->shape_set);
     if (!v)
         return RKNN_ERR_PARAM_INVALID;

@@ -37,7 +37,7 @@ typedef struct emu_standin {
     emu_sd_attrs *maxv;       /* dynamic: the largest shape's views (n_in + n_out) */
     uint32_t *ranges;         /* dynamic: n_sets x n_in x RKNN_MAX_DIMS input dims */
     uint64_t weight_size, internal_size;
-    int lite_native_output_follows;
+    int native_output_follows; /* glibc runtimes: NATIVE_OUTPUT follows the chosen shape */
     int native_follows;       /* glibc runtimes: native input views follow a UINT8 inputs_set */
     uint32_t unknown;         /* EMU_SD_UNKNOWN_* bits: what the file did not give */
     char file_info[1024];      /* the "RKNN Model Information" line's values */
