@@ -316,10 +316,25 @@ int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, em
         }
         goto done;
     }
+    if (mode == EMU_SD_1_5 && f->n_custom_ops) {
+        /* 1.5.2 aborts the process in rknn_init here (tk2_77b7109 dual_residual_custom:
+           "ERROR: unsupport cstDualResidual op in current"); the emulator refuses */
+        EMU_ERR(NULL, "ERROR: unsupport %s op in current", f->custom_ops[0].type);
+        EMU_ERR("rknn_init", "load model failed!");
+        rc = RKNN_ERR_MODEL_INVALID;
+        goto done;
+    }
     rc = RKNN_ERR_MALLOC_FAIL;
     sd = calloc(1, sizeof *sd);
     if (!sd)
         goto done;
+    for (uint32_t k = 0; k < f->n_custom_ops && sd->n_custom < 16; k++) {
+        int dup = 0;
+        for (uint32_t j = 0; j < sd->n_custom; j++)
+            dup |= strcmp(sd->custom[j], f->custom_ops[k].type) == 0;
+        if (!dup)
+            snprintf(sd->custom[sd->n_custom++], RKNN_MAX_NAME_LEN, "%s", f->custom_ops[k].type);
+    }
     sd->mode = mode;
     sd->native_follows = mode != EMU_SD_MINI;
     /* 1.5.2 and 1.6.0 (dynamic_nogap_rk3566, _rk3588): NATIVE_OUTPUT_ATTR follows the
@@ -709,4 +724,21 @@ void emu_standin_log_init(const emu_ctx *c)
             EMU_API_VERSION, EMU_VERSION_TAG);
     emu_log(EMU_LOG_I, NULL, "RKNN Driver Information%s version: %s", sep, EMU_DRV_VERSION);
     emu_log(EMU_LOG_I, NULL, "RKNN Model Information%s %s", sep, sd->file_info);
+}
+
+int emu_standin_check_run(const emu_ctx *c)
+{
+    const emu_standin *sd = c->shared->sd;
+    for (uint32_t k = 0; k < sd->n_custom; k++) {
+        int have = 0;
+        for (uint32_t j = 0; j < c->n_customs && !have; j++)
+            have = strncmp(c->customs[j].op.op_type, sd->custom[k], RKNN_MAX_NAME_LEN) == 0;
+        if (!have) {
+            /* 1.6.0 fails such runs with -1 (tk2_77b7109 dual_residual_custom) */
+            EMU_ERR("rknn_run", "custom op '%s' of the model is not registered "
+                    "(rknn_register_custom_ops)", sd->custom[k]);
+            return RKNN_ERR_FAIL;
+        }
+    }
+    return RKNN_SUCC;
 }

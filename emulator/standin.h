@@ -39,6 +39,8 @@ typedef struct emu_standin {
     uint64_t weight_size, internal_size;
     int native_output_follows; /* glibc runtimes: NATIVE_OUTPUT follows the chosen shape */
     int native_follows;       /* glibc runtimes: native input views follow a UINT8 inputs_set */
+    uint32_t n_custom;        /* the file's custom operator types (at most 16 kept) */
+    char custom[16][RKNN_MAX_NAME_LEN];
     uint32_t unknown;         /* EMU_SD_UNKNOWN_* bits: what the file did not give */
     char file_info[1024];      /* the "RKNN Model Information" line's values */
 } emu_standin;
@@ -59,6 +61,9 @@ const rknn_tensor_attr *emu_standin_attr(const emu_standin *sd, int is_out, uint
                                          int kind, int current, uint32_t set);
 /* rknn_query of a stand-in context (c locked by the caller). */
 int emu_standin_query(emu_ctx *c, int cmd, void *info, uint32_t size);
+/* rknn_run of a stand-in context: RKNN_SUCC, or the vendor's refusal (a custom operator
+   type of the file that no rknn_register_custom_ops gave) */
+int emu_standin_check_run(const emu_ctx *c);
 /* The init log lines of the vendor runtime (level I), once per rknn_init. */
 void emu_standin_log_init(const emu_ctx *c);
 
