@@ -769,14 +769,18 @@ int rknn_query(rknn_context context, rknn_query_cmd cmd, void *info, uint32_t si
         rc = RKNN_ERR_PARAM_INVALID;
         goto out;
     }
-    if ((int)cmd < 0 || (int)cmd >= RKNN_QUERY_CMD_MAX) {
+    /* the vendor's order and statuses (1.5.2 / 1.6.0 / 2.3.2 answers, docs/abi-notes.md):
+       past the last command -5; a negative one -1 on the glibc runtimes (-5 on the mini
+       runtime); a command the chip lacks -1 */
+    int mini_rt = c->plat->family == EMU_FAM_RV1106 || c->plat->family == EMU_FAM_RK2118;
+    if ((int)cmd >= RKNN_QUERY_CMD_MAX || ((int)cmd < 0 && mini_rt)) {
         EMU_ERR(fn, "cmd = %d is not in [0, %d]!", (int)cmd, RKNN_QUERY_CMD_MAX - 1);
         rc = RKNN_ERR_PARAM_INVALID;
         goto out;
     }
-    if (want == 0 || !emu_platform_supports_query(c->plat, (int)cmd)) {
+    if ((int)cmd < 0 || want == 0 || !emu_platform_supports_query(c->plat, (int)cmd)) {
         EMU_ERR(fn, "unsupported cmd(%d)!", (int)cmd);
-        rc = RKNN_ERR_PARAM_INVALID;
+        rc = RKNN_ERR_FAIL;
         goto out;
     }
     if (size < want) {

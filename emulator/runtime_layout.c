@@ -128,6 +128,13 @@ void emu_fill_attr(const emu_platform *p, const emu_io_desc *d, const uint32_t *
     a->fl = d->fl;
     a->zp = d->zp;
     a->scale = d->scale;
+    if (d->type == RKNN_TENSOR_FLOAT16 && d->qnt_type == RKNN_TENSOR_QNT_NONE) {
+        /* the vendor runtimes report float16 tensors AFFINE, zp 0, scale 1 (fp16_net_rk3588
+           and _rk3566 on 1.5.2 / 1.6.0), scale 0 on RK2118 (fp16_net_rk2118, 2.3.2) */
+        a->qnt_type = RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC;
+        a->zp = 0;
+        a->scale = p->family == EMU_FAM_RK2118 ? 0.0f : 1.0f;
+    }
     uint64_t es = emu_type_size(d->type);
     if (!emu_desc_is_image(d->n_dims, d->fmt)) {
         a->n_dims = d->n_dims;
@@ -169,19 +176,30 @@ void emu_fill_attr(const emu_platform *p, const emu_io_desc *d, const uint32_t *
             return;
         }
     } else {
+        /* the vendor's output rules (docs/standin.md, docs/abi-notes.md): OUTPUT_ATTR's
+           size_with_stride is the blocked buffer with rows of align(W, C2) pixels
+           (yolo_heads_rk3588 [1,255,8,8]: 32,768); NATIVE_NHWC pads C to C2 on RK3566 only
+           and rounds the bytes up to C2; the mini runtime's are the plain and native sizes */
+        int mini = p->family == EMU_FAM_RV1106 || p->family == EMU_FAM_RK2118;
+        uint32_t C1 = c2 ? (C + c2 - 1) / c2 : 1;
         if (kind == EMU_ATTR_NATIVE && c2) {
             nc1hwc2 = 1;
         } else if (kind == EMU_ATTR_NATIVE_NHWC) {
+            uint32_t Cn = (c2 && strcmp(p->npu_group, "RK3566") == 0) ? (uint32_t)Cp : C;
             a->fmt = RKNN_TENSOR_NHWC;
-            a->dims[0] = N; a->dims[1] = H; a->dims[2] = W; a->dims[3] = C;
+            a->dims[0] = N; a->dims[1] = H; a->dims[2] = W; a->dims[3] = Cn;
+            a->n_elems = N * H * W * Cn;
+            a->size = (uint32_t)(a->n_elems * es);
             a->w_stride = 0;
-            a->size_with_stride = (uint32_t)((uint64_t)N * H * W * Cp * es);
+            a->size_with_stride = mini && c2 ? (uint32_t)((uint64_t)N * C1 * H * W * c2 * es)
+                                             : (uint32_t)align_up(a->size, c2 ? c2 : 1);
             return;
         } else {
             a->fmt = RKNN_TENSOR_NCHW;
             a->dims[0] = N; a->dims[1] = C; a->dims[2] = H; a->dims[3] = W;
             a->w_stride = 0;
-            a->size_with_stride = a->size;
+            a->size_with_stride = mini || !c2 ? a->size
+                                  : (uint32_t)((uint64_t)N * C1 * H * align_up(W, c2) * c2 * es);
             return;
         }
     }
@@ -190,7 +208,10 @@ void emu_fill_attr(const emu_platform *p, const emu_io_desc *d, const uint32_t *
         a->fmt = RKNN_TENSOR_NC1HWC2;
         a->n_dims = 5;
         a->dims[0] = N; a->dims[1] = C1; a->dims[2] = H; a->dims[3] = W; a->dims[4] = c2;
-        a->w_stride = W;
+        a->n_elems = N * C1 * H * W * c2;
+        a->size = (uint32_t)(a->n_elems * es);
+        /* outputs: w_stride 0 on the glibc runtimes, W on the mini runtime (2.3.2) */
+        a->w_stride = (is_out && p->family != EMU_FAM_RV1106 && p->family != EMU_FAM_RK2118) ? 0 : W;
         a->size_with_stride = (uint32_t)((uint64_t)N * C1 * H * W * c2 * es);
     }
 }
