@@ -210,6 +210,8 @@ typedef struct emu_layout {
 
 size_t emu_type_size(rknn_tensor_type t);    /* 0 for unsupported (INT4, ...) */
 uint32_t emu_c2(const emu_platform *p, rknn_tensor_type t);  /* 0: no NC1HWC2 form */
+/* NHWC row alignment in pixels for the model type t: its C2, else the chip's w_align */
+uint32_t emu_w_align(const emu_platform *p, rknn_tensor_type t);
 int emu_desc_is_image(uint32_t n_dims, rknn_tensor_format fmt);
 void emu_nchw_of(const uint32_t *dims, rknn_tensor_format fmt, uint32_t *N, uint32_t *C, uint32_t *H,
                  uint32_t *W);
@@ -243,6 +245,7 @@ typedef struct emu_shared {   /* a loaded model shared by dup'd / weight-sharing
     emu_model *model;
     uint64_t *max_in_bytes;   /* per input: model-format bytes, max over shape sets */
     uint64_t *max_out_bytes;
+    struct emu_standin *sd;   /* a vendor file's stand-in (standin.h), or NULL */
 } emu_shared;
 
 enum { EMU_FLOW_NONE = 0, EMU_FLOW_GENERAL = 1, EMU_FLOW_ZERO_COPY = 2 };
@@ -318,6 +321,8 @@ typedef struct emu_ctx {
        from the next run on (NULL: none); runtime_npu.c */
     uint8_t **npu_out;
     uint32_t *npu_out_len;
+    /* a stand-in context: per input, 1 + the type of its last rknn_inputs_set (0: none) */
+    int *sd_in_type;
     /* per input, the bytes rknn_inputs_set left in the NPU's input buffer, as the vendor
        runtime leaves them (emu_npu_pack_input; NULL until the first inputs_set) */
     uint8_t **npu_in;

@@ -75,12 +75,22 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
     if (rc)
         return rc;
     emu_layout *ls = NULL;
+    int *skip = NULL;
     if (c->flags & (RKNN_FLAG_COLLECT_MODEL_INFO_ONLY | RKNN_FLAG_MEM_ALLOC_OUTSIDE)) {
         EMU_ERR(fn, "not available on a context created with %s",
                 (c->flags & RKNN_FLAG_COLLECT_MODEL_INFO_ONLY) ? "RKNN_FLAG_COLLECT_MODEL_INFO_ONLY"
                                                                : "RKNN_FLAG_MEM_ALLOC_OUTSIDE");
         rc = RKNN_ERR_FAIL;
         goto out;
+    }
+    int vendor = c->shared && c->shared->sd;   /* a stand-in answers as the vendor runtime */
+    if (vendor && inputs && n_inputs < c->n_in) {
+        /* 1.5.2 / 1.6.0: fewer inputs (or none) are taken, with a warning */
+        EMU_WARN(fn, "param input num(%u) != model input num(%u)", n_inputs, c->n_in);
+        if (n_inputs == 0) {
+            rc = RKNN_SUCC;
+            goto out;
+        }
     }
     if (!inputs || n_inputs == 0 || n_inputs > c->n_in) {
         if (inputs && n_inputs > c->n_in)
@@ -98,6 +108,13 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
         goto out;
     }
     ls = calloc(n_inputs, sizeof *ls);
+    skip = vendor ? calloc(n_inputs, sizeof *skip) : NULL;
+    if (vendor && !skip) {
+        free(ls);
+        ls = NULL;
+        rc = RKNN_ERR_MALLOC_FAIL;
+        goto out;
+    }
     if (!ls) {
         rc = RKNN_ERR_MALLOC_FAIL;
         goto out;
@@ -105,6 +122,11 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
     /* validate everything before touching any input */
     for (uint32_t k = 0; k < n_inputs; k++) {
         const rknn_input *in = &inputs[k];
+        if (vendor && in->index >= c->n_in) {
+            /* 1.5.2 / 1.6.0 take the call and ignore the entry */
+            skip[k] = 1;
+            continue;
+        }
         if (in->index >= c->n_in) {
             EMU_ERR(fn, "inputs[%u].index %u out of range (model has %u)", k, in->index, c->n_in);
             rc = RKNN_ERR_PARAM_INVALID;
@@ -122,6 +144,20 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
             goto out;
         }
         const emu_io_desc *d = emu_model_input(c->m, in->index);
+        if (vendor && !in->pass_through && emu_desc_is_image(d->n_dims, d->fmt) &&
+            (in->fmt == RKNN_TENSOR_NC1HWC2 || in->fmt == RKNN_TENSOR_UNDEFINED)) {
+            /* 1.5.2 / 1.6.0: logged, the call still succeeds, the input is not taken */
+            if (in->fmt == RKNN_TENSOR_NC1HWC2) {
+                EMU_ERR(fn, "when input channel is %u, not support NC1HWC2 layout!",
+                        d->fmt == RKNN_TENSOR_NHWC ? d->dims[3] : d->dims[1]);
+            } else {
+                EMU_ERR(NULL, "Meet unsupported src layout for normalize: (null), only support "
+                        "NHWC src layout!");
+                EMU_ERR(fn, "normalize error(-1) index=%u", in->index);
+            }
+            skip[k] = 1;
+            continue;
+        }
         /* pass_through takes the bytes as they are, whatever type is named (the vendor's
            1.5.2 and 1.6.0 accept INT8 bytes for a float16 input: fp16_net_rk3566/_rk3588):
            they are read as the model type */
@@ -155,6 +191,8 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
     }
     for (uint32_t k = 0; k < n_inputs; k++) {
         const rknn_input *in = &inputs[k];
+        if (skip && skip[k])
+            continue;
         const emu_io_desc *d = emu_model_input(c->m, in->index);
         emu_layout lm;
         emu_layout_model(d, emu_ctx_in_dims(c, in->index), &lm);
@@ -175,12 +213,19 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
             emu_convert(d, EMU_CONV_TO_MODEL, in->buf, &ls[k], c->in_buf[in->index], &lm);
         }
         c->in_set[in->index] = 1;
+        if (c->shared->sd) {
+            if (!c->sd_in_type)
+                c->sd_in_type = calloc(c->n_in ? c->n_in : 1, sizeof *c->sd_in_type);
+            if (c->sd_in_type)
+                c->sd_in_type[in->index] = 1 + (int)in->type;
+        }
         EMU_CTR_ADD(bytes_in, emu_layout_bytes(&lm));
     }
     c->flow = EMU_FLOW_GENERAL;
     rc = RKNN_SUCC;
 out:
     free(ls);
+    free(skip);
     emu_ctx_leave(c);
     return rc;
 }
@@ -292,7 +337,8 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
         const emu_io_desc *d = emu_model_input(c->m, i);
         ins[i] = c->in_buf[i];
         if (!b->mem) {
-            if (!c->in_set[i] || outside) {
+            if ((!c->in_set[i] && !(c->shared && c->shared->sd)) || outside) {
+                /* (a stand-in runs on what its input buffers hold, as the vendor does) */
                 EMU_ERR(fn, "input %u was not set (rknn_inputs_set or rknn_set_io_mem)", i);
                 rc = RKNN_ERR_INPUT_INVALID;
                 goto out;
@@ -483,6 +529,13 @@ int rknn_outputs_get(rknn_context context, uint32_t n_outputs, rknn_output outpu
         rc = RKNN_ERR_FAIL;
         goto out;
     }
+    int vendor = c->shared && c->shared->sd;
+    if (vendor && n_outputs != c->n_out)
+        EMU_WARN(fn, "param output num(%u) != model output num(%u)", n_outputs, c->n_out);
+    if (vendor && n_outputs == 0) {
+        rc = RKNN_SUCC;   /* 1.5.2 takes it (1.6.0 crashes: docs/standin.md) */
+        goto out;
+    }
     if (!outputs || n_outputs == 0 || n_outputs > c->n_out) {
         EMU_ERR(fn, "n_outputs %u invalid (model has %u) or outputs NULL", n_outputs, c->n_out);
         rc = RKNN_ERR_PARAM_INVALID;
@@ -490,7 +543,7 @@ int rknn_outputs_get(rknn_context context, uint32_t n_outputs, rknn_output outpu
     }
     if ((rc = emu_ctx_check_flow(c, EMU_FLOW_GENERAL, fn)))
         goto out;
-    if (!c->has_run) {
+    if (!c->has_run && !vendor) {
         EMU_ERR(fn, "no results: call rknn_run first");
         rc = RKNN_ERR_OUTPUT_INVALID;
         goto out;
@@ -658,7 +711,7 @@ static int set_shapes(emu_ctx *c, const char *fn, uint32_t n, const rknn_tensor_
     if (emu_model_n_shape_sets(c->m) == 0) {
         EMU_ERR(fn, "error, rknn model is static shape type, please export rknn with "
                 "dynamic_shapes");
-        return RKNN_ERR_FAIL;
+        return RKNN_ERR_MODEL_INVALID;   /* -6, as 1.5.2 and 1.6.0 return it */
     }
     if (!attrs || n != c->n_in) {
         EMU_ERR(fn, "n_inputs %u invalid (model has %u) or attrs NULL", n, c->n_in);

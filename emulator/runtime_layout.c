@@ -17,7 +17,9 @@
  *                   size_with_stride = N*H*w_stride*Cs        size_with_stride = N*H*W*Cp
  *
  *  Cs = C for C in {1,3,4}, else Cp;  Cp = align(C, C2) (C when the type has no C2);
- *  C1 = ceil(C / C2);  C2 and w_align per chip: see the table in runtime_core.c.
+ *  C1 = ceil(C / C2);  C2 per chip: see the table in runtime_core.c.  The row alignment
+ *  is C2 pixels of the model type (the vendor runtimes' w_stride: RK3588 int8 W 8 -> 16,
+ *  float16 W 10 -> 16; RK3566 int8 W 8 -> 8, float16 W 10 -> 12; docs/abi-notes.md).
  *  n_elems and size are always the logical (unpadded) count and bytes.
  *
  * Buffer layouts (what the bytes of a user buffer mean):
@@ -61,6 +63,12 @@ size_t emu_type_size(rknn_tensor_type t)
     case RKNN_TENSOR_BFLOAT16: return 2;
     default: return 0;
     }
+}
+
+uint32_t emu_w_align(const emu_platform *p, rknn_tensor_type t)
+{
+    uint32_t c2 = emu_c2(p, t);
+    return c2 ? c2 : p->w_align;
 }
 
 uint32_t emu_c2(const emu_platform *p, rknn_tensor_type t)
@@ -135,7 +143,7 @@ void emu_fill_attr(const emu_platform *p, const emu_io_desc *d, const uint32_t *
     uint32_t c2 = emu_c2(p, d->type);
     uint64_t Cp = c2 ? align_up(C, c2) : C;
     uint64_t Cs = small_c(C) ? C : Cp;
-    uint64_t ws = align_up(W, p->w_align);
+    uint64_t ws = align_up(W, emu_w_align(p, d->type));
     a->n_dims = 4;
     a->n_elems = (uint32_t)((uint64_t)N * C * H * W);
     a->size = (uint32_t)(a->n_elems * es);
@@ -275,7 +283,7 @@ int emu_layout_user(const emu_platform *p, const emu_io_desc *d, const uint32_t 
             lay_nhwc(l, l->W, l->H, (t == d->type) ? Cp : l->C);
         } else if (zero_copy || pass_through) {
             uint64_t hs = h_stride > l->H ? h_stride : l->H;
-            lay_nhwc(l, align_up(l->W, p->w_align), zero_copy ? hs : l->H,
+            lay_nhwc(l, align_up(l->W, emu_w_align(p, d->type)), zero_copy ? hs : l->H,
                      t == d->type ? Cs : l->C);
         } else {
             lay_nhwc(l, l->W, l->H, l->C);

@@ -8,7 +8,9 @@ catches a parameter error and ``except MemoryError`` an allocation failure.
 Errors that rknnx raises itself before calling C (a call from the wrong flow, a
 function the runtime or platform does not provide, no runtime found) are
 :class:`FlowError`, :class:`NotSupportedError` and :class:`RuntimeNotFoundError`;
-they derive from :class:`RKNNError` too, with ``code`` set to ``None``.
+they derive from :class:`RKNNError` too, with ``code`` set to ``None``.  A vendor
+``.rknn`` file that rknnx's own reader (:mod:`rknnx.modelfile`) cannot read raises
+:class:`ModelFileError`, naming the check that failed.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = [
     "FlowError",
     "NotSupportedError",
     "RuntimeNotFoundError",
+    "ModelFileError",
     "ERROR_TABLE",
     "STATUS_NAMES",
     "from_code",
@@ -136,6 +139,42 @@ class NotSupportedError(RKNNError, NotImplementedError):
 
 class RuntimeNotFoundError(RKNNError, OSError):
     """No librknnrt could be loaded; the message names every place tried."""
+
+
+class ModelFileError(RKNNError, ValueError):
+    """A vendor ``.rknn`` file that rknnx's reader cannot read (no runtime involved).
+
+    Attributes
+    ----------
+    check : str or None
+        The check that failed, a stable dotted name: ``"magic"``, ``"header_length"``,
+        ``"payload_length"``, ``"json_length"``, ``"version"``, ``"encrypted"``,
+        ``"flatbuffer.Tensor.name"``, ``"json.syntax"``, ``"generator.depth"``, ...
+        (docs/rknn-file-format.md lists them).
+    offset : int or None
+        The byte offset in the file where the check failed, when known.
+    status : str or None
+        The reader's status: ``"format"``, ``"encrypted"`` or ``"unsupported"``.
+    path : str or None
+        The file, when one was read from a path.
+    """
+
+    def __init__(self, message: str = "", check: str | None = None,
+                 offset: int | None = None, status: str | None = None,
+                 path: str | None = None):
+        super().__init__(message, None, None)
+        self.check = check
+        self.offset = offset
+        self.status = status
+        self.path = path
+
+    def __reduce__(self):
+        return (type(self), (self.message, self.check, self.offset, self.status, self.path))
+
+    def __str__(self) -> str:
+        where = f"{self.path}: " if self.path else ""
+        check = f" [check: {self.check}]" if self.check else ""
+        return f"{where}{self.message}{check}"
 
 
 STATUS_NAMES: dict[int, str] = {

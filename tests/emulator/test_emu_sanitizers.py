@@ -26,9 +26,12 @@ from helpers import cc
 from emu_capi import samples
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SOURCES = sorted(str(p) for p in (ROOT / "emulator").glob("*.c"))
+# the emulator's sources and the vendor-file reader it links (rknn_ext/rknnfile)
+SOURCES = sorted(str(p) for p in (ROOT / "emulator").glob("*.c")) + \
+    sorted(str(p) for p in (ROOT / "rknn_ext" / "rknnfile").glob("*.c"))
 COMMON = ["-std=c11", "-O1", "-g", "-fno-omit-frame-pointer", "-Wall", "-Wextra", "-Werror",
-          "-ffp-contract=off", f"-I{ROOT}/include/rknnx", f"-I{ROOT}/emulator"]
+          "-ffp-contract=off", f"-I{ROOT}/include/rknnx", f"-I{ROOT}/emulator",
+          f"-I{ROOT}/rknn_ext/rknnfile"]
 
 
 @pytest.fixture(scope="module")

@@ -85,3 +85,16 @@ def test_rknnx_own_errors():
         assert exc.code is None and exc.name is None and exc.func == "rknn_run"
         back = pickle.loads(pickle.dumps(exc))
         assert type(back) is cls and str(back) == "why"
+
+
+def test_model_file_error_names_its_check():
+    exc = errors.ModelFileError("the header says the payload has 999 bytes", check="payload_length",
+                                offset=16, status="format")
+    assert isinstance(exc, RKNNError) and isinstance(exc, ValueError)
+    assert exc.code is None and exc.name is None and exc.func is None
+    assert (exc.check, exc.offset, exc.status, exc.path) == ("payload_length", 16, "format", None)
+    assert str(exc) == "the header says the payload has 999 bytes [check: payload_length]"
+    back = pickle.loads(pickle.dumps(exc))
+    assert type(back) is errors.ModelFileError and back.check == "payload_length"
+    assert "ModelFileError" in errors.__all__ and errors.ModelFileError not in \
+        errors.ERROR_TABLE.values()

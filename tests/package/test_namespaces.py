@@ -14,7 +14,7 @@ from helpers import REPO
 PUBLIC = ["rknnx", "rknnx.errors", "rknnx.platforms", "rknnx.runtime", "rknnx.lowlevel",
           "rknnx.linalg", "rknnx.layout", "rknnx.custom", "rknnx.benchmark", "rknnx.emulator",
           "rknnx.emulator.builder", "rknnx.emulator.reference", "rknnx.emulator.control",
-          "rknnx.emulator.samples", "rknnx.ort"]
+          "rknnx.emulator.samples", "rknnx.ort", "rknnx.modelfile"]
 
 
 def test_type_checkers_see_every_lazy_name():

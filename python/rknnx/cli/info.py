@@ -1,13 +1,18 @@
 """``rknnx info MODEL``: every attribute of a model's inputs and outputs (native layouts,
 strides, quantization), its memory, custom string, the runtime's and driver's versions, and
-whether the chip supports what the model needs."""
+whether the chip supports what the model needs.  A vendor ``.rknn`` file is read by rknnx's
+own reader, with no runtime: its signature, target, versions and which runtimes load it.
+
+For a vendor file (magic ``RKNN``), the file alone is read (rknnx.modelfile): no librknnrt is
+loaded, so this works on any machine.  Emulator models (magic ``RKNXEMDL``) and samples are
+opened by the runtime, as before."""
 
 from __future__ import annotations
 
 import json
 
-from rknnx.cli._common import (add_model_arguments, fmt_shape, help_text, human_bytes,
-                               load_runtime, open_model)
+from rknnx.cli._common import (UserError, add_model_arguments, check_model_path, fmt_shape,
+                               help_text, human_bytes, load_runtime, open_model)
 
 
 def describe(model) -> dict:
@@ -83,7 +88,126 @@ def _print(d: dict) -> None:
              if "rknn_inputs_set" in missing else ""))
 
 
+def describe_file(mf) -> dict:
+    """What ``rknnx info`` shows for a vendor file read by rknnx.modelfile, as a
+    JSON-serialisable dict (no runtime involved)."""
+
+    def tensor(t):
+        return {"index": t.index, "name": t.name, "shape": list(t.dims),
+                "logical_shape": list(t.shape), "dtype": t.dtype, "layout": t.layout,
+                "quant": {"kind": t.qnt_type, "scale": t.scale, "zero_point": t.zero_point,
+                          "in_file": t.quantized, "method": t.qnt_method,
+                          "per_channel": len(t.scales) > 1},
+                "size": t.size,
+                "native": (None if t.native_dims is None else
+                           {"layout": t.native_layout, "shape": list(t.native_dims),
+                            "dtype": t.dtype, "nbytes": t.native_size}),
+                "decoded": sorted(t.known)}
+
+    c = mf.container
+    return {
+        "file": mf.path,
+        "vendor_file": True,
+        "container": {"version": c.version, "header_size": c.header_size,
+                      "payload_size": c.payload_size, "json_size": c.json_size,
+                      "file_size": c.file_size},
+        "format_version": mf.format_version,
+        "chip": mf.chip,
+        "npu_family": mf.npu_family,
+        "target_platform": mf.target_platform,
+        "toolkit_version": mf.toolkit_version,
+        "compiler_version": mf.compiler_version,
+        "compiler_version_int": mf.compiler_version_int,
+        "framework": mf.framework,
+        "dynamic": mf.dynamic,
+        "shape_sets": [[list(s) for s in shapes] for shapes in mf.shape_sets],
+        "custom_ops": [{"name": o.name, "type": o.type} for o in mf.custom_ops],
+        "inputs": [tensor(t) for t in mf.inputs],
+        "outputs": [tensor(t) for t in mf.outputs],
+        "runtimes": [{"runtime": s.runtime, "verdict": s.verdict, "reason": s.reason}
+                     for s in mf.runtime_support()],
+    }
+
+
+def _unknown(v, fmt=str):
+    return "unknown" if v is None else fmt(v)
+
+
+def _print_file(d: dict) -> None:
+    c = d["container"]
+    ver = hex(c["version"]) if c["version"] >= 0x1000 else str(c["version"])
+    fam = f" (NPU {d['npu_family']})" if d["npu_family"] else ""
+    plat = d["target_platform"] or "-"
+    print(f"file:       {d['file']}")
+    print(f"chip:       {d['chip'] or 'unknown'}{fam}, target platform {plat}")
+    print(f"toolkit:    {d['toolkit_version'] or '-'}")
+    print(f"compiler:   {d['compiler_version'] or '-'}")
+    print(f"container:  version {ver}, payload {human_bytes(c['payload_size'])}, "
+          f"format {d['format_version'] or '-'}, framework {d['framework'] or '-'}")
+    print(f"shapes:     {'dynamic' if d['dynamic'] else 'static'}")
+    for k, shapes in enumerate(d["shape_sets"]):
+        print(f"shape set {k}: {', '.join(fmt_shape(s) for s in shapes)}")
+    if d["custom_ops"]:
+        print("custom ops: " + ", ".join(f"{o['name'] or '?'} ({o['type']})"
+                                         for o in d["custom_ops"]))
+    for kind in ("inputs", "outputs"):
+        print(f"{kind}:")
+        for t in d[kind]:
+            q = t["quant"]
+            if q["kind"] is None:
+                quant = "quantization unknown"
+            elif q["kind"] == "affine" and q["in_file"]:
+                quant = (f"affine scale={q['scale']:.6g} zp={q['zero_point']}"
+                         + (" (per channel)" if q["per_channel"] else ""))
+            elif q["kind"] == "affine":
+                quant = "float (affine scale=1 zp=0)"
+            else:
+                quant = q["kind"]
+            print(f"  [{t['index']}] {t['name']:<16} {fmt_shape(t['shape']):<14} "
+                  f"{_unknown(t['dtype']):<8} {_unknown(t['layout']):<9} {quant} "
+                  f"bytes={t['size']}")
+            n = t["native"]
+            if n:
+                print(f"      native {fmt_shape(n['shape']):<14} {_unknown(n['dtype']):<8} "
+                      f"{n['layout']:<9} bytes={n['nbytes']}")
+            else:
+                print("      native unknown (not decoded from this container)")
+    print("runtimes:")
+    for r in d["runtimes"]:
+        print(f"  {r['runtime']:<18} {r['verdict']:<10} {r['reason']}")
+
+
+def _vendor_file(args):
+    """The model file if it is a vendor one (RKNN / CYPTRKNN), else None."""
+    if args.sample or not args.model:
+        return None
+    from rknnx import modelfile
+
+    check_model_path(args.model)
+    try:
+        return args.model if modelfile.is_vendor_file(args.model) else None
+    except OSError as exc:
+        raise UserError(f"cannot read {args.model!r}: {exc}") from exc
+
+
 def run(args) -> int:
+    path = _vendor_file(args)
+    if path is not None:
+        from rknnx import modelfile
+
+        try:
+            d = describe_file(modelfile.read(path))
+        except modelfile.ModelFileError as exc:
+            if exc.check == "encrypted":
+                raise UserError(f"{path!r} is an encrypted RKNN model (magic CYPTRKNN): only "
+                                f"the vendor runtime can read it") from exc
+            raise UserError(f"{path!r} is not a readable RKNN model: {exc.message} "
+                            f"[check: {exc.check}]") from exc
+        if args.json:
+            print(json.dumps(d, indent=2))
+        else:
+            _print_file(d)
+        return 0
     load_runtime(quiet=args.json)
     with open_model(args) as model:
         d = describe(model)

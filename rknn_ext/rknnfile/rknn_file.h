@@ -1,0 +1,253 @@
+/*
+ * rknn_file.h: the reader of the vendor's `.rknn` model files (the ones rknn-toolkit2 writes).
+ *
+ * One reader for the whole project: the emulator libraries (librknnrt.so and
+ * librknnrt-1.5.2.so, whose rknn_init stands in for a vendor model) and the extension
+ * rknnx._core (so `rknnx info` reads a file with no runtime loaded) compile this same source.
+ * The format, with the evidence for every fact used here, is in docs/rknn-file-format.md.
+ *
+ * What it reads:
+ *   - the container: magic "RKNN" (or "CYPTRKNN", an encrypted model: said so, nothing else
+ *     read), the u64 container version, the payload length, the JSON tail length;
+ *   - for container versions 1-6 the payload, a FlatBuffer (root table Model), read by a
+ *     minimal bounds-checked table reader of our own: every offset is checked against the
+ *     payload, nesting is depth-limited;
+ *   - the JSON tail (names, logical shapes, dtypes, the I/O order), by a minimal bounds- and
+ *     depth-limited JSON parser;
+ *   - the FlatBuffer's `generator` text, a Python-literal dict, by a parser of the literal
+ *     subset it uses (dict, list, tuple, str, int, float, True/False/None): never evaluated.
+ *
+ * For container 0x1004 (RV1103/RV1106/RK2118) the framing and the JSON tail are read here;
+ * the payload is handed to rknnx_file_decode_v1004() (rknn_file_v1004.c, when built with
+ * RKNNX_FILE_HAVE_V1004) which fills what it can decode; what nobody decoded stays marked
+ * unknown (the RKNNX_FILE_KNOWN_* bits), never guessed.
+ *
+ * The names carry the prefix rknnx_file_, not rknn_: the emulator's version scripts export
+ * rknn_* and nothing else, and the object files are built with hidden visibility.
+ *
+ * Thread safety: rknnx_file_read() keeps no global state; a model is immutable once read.
+ */
+#ifndef RKNNX_RKNN_FILE_H
+#define RKNNX_RKNN_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RKNNX_FILE_MAX_DIMS 16    /* RKNN_MAX_DIMS */
+#define RKNNX_FILE_NAME_LEN 256   /* RKNN_MAX_NAME_LEN, terminating NUL included */
+#define RKNNX_FILE_STR_LEN 128    /* short strings: versions, platforms, families */
+
+/* Container versions seen in files (docs/rknn-file-format.md). */
+#define RKNNX_FILE_CONTAINER_V1 1u
+#define RKNNX_FILE_CONTAINER_V2 2u
+#define RKNNX_FILE_CONTAINER_V6 6u
+#define RKNNX_FILE_CONTAINER_V1004 0x1004u
+
+/* ---- status ------------------------------------------------------------------------ */
+
+typedef enum rknnx_file_status {
+    RKNNX_FILE_OK = 0,
+    RKNNX_FILE_E_ARGUMENT = -1,   /* NULL pointer or an unusable argument */
+    RKNNX_FILE_E_NOMEM = -2,      /* allocation failed */
+    RKNNX_FILE_E_ENCRYPTED = -3,  /* "CYPTRKNN": an encrypted model; nothing else is readable */
+    RKNNX_FILE_E_FORMAT = -4,     /* a check failed: rknnx_file_error.check names which */
+    RKNNX_FILE_E_UNSUPPORTED = -5 /* well-formed, but a container version no reader handles */
+} rknnx_file_status;
+
+/* What failed, for a status other than OK.  `check` is a stable dotted name a program may
+ * test ("magic", "header_length", "payload_length", "json_length", "trailing_bytes",
+ * "version", "flatbuffer.root", "flatbuffer.Model.graphs", "flatbuffer.Tensor.name",
+ * "json.syntax", "json.norm_tensor", "generator.syntax", "model.io_count", ...);
+ * `message` says it in a sentence with the numbers involved; `offset` is the byte offset in
+ * the file where the check failed, or -1. */
+typedef struct rknnx_file_error {
+    int status;
+    char check[64];
+    char message[256];
+    int64_t offset;
+} rknnx_file_error;
+
+/* ---- the model ----------------------------------------------------------------------- */
+
+/* Bits of rknnx_file_tensor.known: which groups of fields hold values read from the file.
+ * A field outside the set holds 0 / "" / RKNNX_FILE_UNKNOWN and means "not decoded". */
+#define RKNNX_FILE_KNOWN_SHAPE 0x01u   /* name, shape/n_shape, layout, type */
+#define RKNNX_FILE_KNOWN_ATTR 0x02u    /* n_dims/dims/fmt, n_elems, size (the *_ATTR view) */
+#define RKNNX_FILE_KNOWN_QNT 0x04u     /* qnt_type, zp, scale, quantized, per-channel arrays */
+#define RKNNX_FILE_KNOWN_NATIVE 0x08u  /* native_fmt, native_n_dims, native_dims, native_size */
+
+#define RKNNX_FILE_UNKNOWN (-1)         /* an int32 enum field not decoded */
+
+typedef enum rknnx_file_role {
+    RKNNX_FILE_INPUT = 1,
+    RKNNX_FILE_OUTPUT = 2
+} rknnx_file_role;
+
+/*
+ * One graph input or output, in the runtime's order (the index rknn_query takes).
+ *
+ * Enum-valued fields use the RKNN C API's numbering (rknn_api.h): fmt and native_fmt are
+ * rknn_tensor_format, type is rknn_tensor_type, qnt_type is rknn_tensor_qnt_type; they are
+ * int32_t here so that RKNNX_FILE_UNKNOWN fits.
+ *
+ * Three views of the shape:
+ *   shape/n_shape  the logical shape as the file stores it, in the framework's order
+ *                  (NCHW for an ONNX model's 4-D tensors), layout `layout`;
+ *   dims/n_dims    what the runtime's INPUT_ATTR / OUTPUT_ATTR report, with fmt
+ *                  (e.g. a 4-D image input that the compiler made NHWC reports NHWC dims);
+ *   native_dims    what NATIVE_INPUT_ATTR / NATIVE_OUTPUT_ATTR report, with native_fmt
+ *                  (NC1HWC2 5-D for most 4-D outputs, as the compiler stored it).
+ * What the runtime computes beyond the file (w_stride, h_stride, size_with_stride, the
+ * NATIVE_NHWC_* views) is the emulator's to compute, from these and the chip.
+ *
+ * Quantization: for an AFFINE tensor real = (q - zp) * scale.  `quantized` says whether the
+ * file holds quantization parameters for the tensor; a float16 tensor has none, and the
+ * runtimes report it as qnt_type AFFINE with zp 0 and scale 1 (RK3566/RK3588, runtime
+ * 1.5.2/1.6.0): qnt_type/zp/scale here are that runtime view.  Per-channel quantization keeps
+ * every channel in scales[]/zps[] (n_qnt entries; for a per-layer tensor n_qnt is 1 and
+ * scales[0] == scale).
+ */
+typedef struct rknnx_file_tensor {
+    uint32_t index;                     /* position among the inputs (or outputs) */
+    int32_t role;                       /* rknnx_file_role */
+    char name[RKNNX_FILE_NAME_LEN];
+    uint32_t known;                     /* RKNNX_FILE_KNOWN_* bits */
+
+    uint32_t n_shape;                   /* logical shape, framework order */
+    uint32_t shape[RKNNX_FILE_MAX_DIMS];
+    char layout[16];                    /* the logical layout: "NCHW", "NHWC", "" */
+
+    uint32_t n_dims;                    /* INPUT_ATTR / OUTPUT_ATTR view */
+    uint32_t dims[RKNNX_FILE_MAX_DIMS];
+    int32_t fmt;                        /* rknn_tensor_format */
+    int32_t type;                       /* rknn_tensor_type of the NPU-side data; may be
+                                         * RKNNX_FILE_UNKNOWN in a 0x1004 file whose tail
+                                         * names no dtype (then size is 0) */
+    uint32_t n_elems;                   /* product of dims */
+    uint32_t size;                      /* n_elems * element size, bytes */
+
+    int32_t qnt_type;                   /* rknn_tensor_qnt_type */
+    int32_t zp;
+    float scale;
+    int32_t quantized;                  /* 1: the file holds scale/zp for it; 0: none */
+    char qnt_method[16];                /* the file's "layer" / "channel", or "" */
+    uint32_t n_qnt;                     /* entries in scales/zps (0 when none) */
+    const float *scales;                /* owned by the model */
+    const int32_t *zps;                 /* owned by the model */
+
+    int32_t native_fmt;                 /* NATIVE_*_ATTR view */
+    uint32_t native_n_dims;
+    uint32_t native_dims[RKNNX_FILE_MAX_DIMS];
+    uint32_t native_size;               /* product of native_dims * element size, bytes */
+
+    /* Raw facts of the file, for tools and the emulator (docs/rknn-file-format.md). */
+    char npu_dtype[16];                 /* the I/O JSON's "dtype": "int8", "float16", ... */
+    char npu_layout[16];                /* the I/O JSON's "layout": "NHWC", "NCHW", ... */
+    int32_t file_dtype_code;            /* Tensor slot 0, or RKNNX_FILE_UNKNOWN */
+    int32_t file_layout_code;           /* Tensor slot 1, or RKNNX_FILE_UNKNOWN */
+    uint32_t file_planned_size;         /* Tensor slot 12 (bytes the compiler planned), or 0 */
+} rknnx_file_tensor;
+
+/* One input shape of one shape set (dynamic models). */
+typedef struct rknnx_file_shape {
+    uint32_t n_dims;
+    uint32_t dims[RKNNX_FILE_MAX_DIMS];
+} rknnx_file_shape;
+
+typedef struct rknnx_file_custom_op {
+    char name[RKNNX_FILE_NAME_LEN];     /* the node's name */
+    char type[RKNNX_FILE_STR_LEN];      /* the op type, e.g. "cstDualResidual" */
+} rknnx_file_custom_op;
+
+typedef struct rknnx_file_model {
+    /* container */
+    uint64_t container_version;         /* 1, 2, 6, 0x1004 seen */
+    uint32_t header_size;               /* 24 for version 1, 64 otherwise */
+    uint64_t payload_offset;            /* == header_size */
+    uint64_t payload_size;
+    uint64_t json_offset;
+    uint64_t json_size;
+    uint64_t file_size;
+
+    /* model */
+    uint32_t format_version;            /* FlatBuffer Model slot 0 (1 or 6); 0 if none */
+    char npu_family[RKNNX_FILE_STR_LEN];  /* "RKNPU v2", "RKNPU lite", ... ("" if unknown) */
+    char chip[RKNNX_FILE_STR_LEN];      /* the chip family from npu_family: "RK3588", "RK3566" */
+    char target_platform[RKNNX_FILE_STR_LEN]; /* as stored: "rk3588", "rv1106", ... */
+    char toolkit_version[RKNNX_FILE_STR_LEN];  /* "2.5.0", "1.3.4-source_code" */
+    char compiler_version[RKNNX_FILE_STR_LEN]; /* "2.5.0 (74ea630ce@2026-09-29T14:54:20)" */
+    uint32_t compiler_version_int;      /* MMmmpp, e.g. 20500; 0 if absent */
+    char framework[RKNNX_FILE_STR_LEN]; /* "ONNX", ... */
+    int32_t dynamic;                    /* 1 dynamic_shape, 0 static_shape */
+
+    uint32_t n_inputs;
+    uint32_t n_outputs;
+    rknnx_file_tensor *inputs;          /* n_inputs entries, runtime order */
+    rknnx_file_tensor *outputs;         /* n_outputs entries, runtime order */
+
+    /* Dynamic shape sets: n_shape_sets sets of n_inputs shapes, in the file's (and the
+     * runtime's INPUT_DYNAMIC_RANGE) order; shape_sets[s * n_inputs + i] is input i of
+     * set s, in the INPUT_ATTR view (dims order and fmt of inputs[i]). */
+    uint32_t n_shape_sets;
+    rknnx_file_shape *shape_sets;
+
+    uint32_t n_custom_ops;
+    rknnx_file_custom_op *custom_ops;
+
+    /* private: the allocations behind the pointers above */
+    void *priv_;
+} rknnx_file_model;
+
+/* ---- functions ----------------------------------------------------------------------- */
+
+/* What the first bytes say: 1 a vendor model ("RKNN"), 2 an encrypted vendor model
+ * ("CYPTRKNN"), 0 anything else (including fewer than 8 bytes). */
+int rknnx_file_sniff(const void *data, size_t size);
+
+/* Read a whole file held in memory.  On success returns RKNNX_FILE_OK and sets *out to a
+ * model the caller frees with rknnx_file_free().  On failure returns a negative status,
+ * sets *out to NULL and, when err is not NULL, fills it.  Never reads outside data[0, size). */
+int rknnx_file_read(const void *data, size_t size, rknnx_file_model **out,
+                    rknnx_file_error *err);
+
+/* Free a model from rknnx_file_read (NULL is fine). */
+void rknnx_file_free(rknnx_file_model *model);
+
+/* A short name of a status: "ok", "argument", "nomem", "encrypted", "format", "unsupported". */
+const char *rknnx_file_status_name(int status);
+
+/* The chip an NPU family string stands for ("RKNPU v2" -> "RK3588", "RKNPU lite" ->
+ * "RK3566"), or NULL.  rknnx_file_model.chip is this, or, within a family of chips sharing
+ * one NPU (RK3566/RK3568, RV1106/RV1103), the one the target platform names. */
+const char *rknnx_file_chip_of_family(const char *npu_family);
+
+/* The size of one element of an rknn_tensor_type, bytes (0 for an unknown type; INT4 1). */
+uint32_t rknnx_file_type_size(int32_t type);
+
+/*
+ * The plug for the 0x1004 payload decoder (rknn_file_v1004.c).  Called by rknnx_file_read
+ * for a container 0x1004 file after the framing and the JSON tail have filled the model
+ * (names, shapes, dtypes; known = RKNNX_FILE_KNOWN_SHAPE; dims = shape, fmt unknown).  It may set quantization and
+ * native fields and their `known` bits, and the model fields it decodes; it must keep
+ * every read inside payload[0, payload_size).  Returns RKNNX_FILE_OK, or a negative status
+ * with err filled (the read then fails with that error).  Without RKNNX_FILE_HAVE_V1004 the
+ * reader does not call it and those fields stay unknown.  Helpers the decoder may use to
+ * allocate per-channel arrays owned by the model: rknnx_file_set_qnt_channels().
+ */
+int rknnx_file_decode_v1004(const uint8_t *payload, size_t payload_size,
+                            rknnx_file_model *model, rknnx_file_error *err);
+
+/* Give tensor t (of model) n per-channel scales and zero points (copied; the model owns
+ * them).  Sets t->n_qnt, t->scales, t->zps.  Returns RKNNX_FILE_OK or RKNNX_FILE_E_NOMEM. */
+int rknnx_file_set_qnt_channels(rknnx_file_model *model, rknnx_file_tensor *t, uint32_t n,
+                                const float *scales, const int32_t *zps);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RKNNX_RKNN_FILE_H */

@@ -1,0 +1,231 @@
+# The reader of vendor .rknn files (rknn_ext/rknnfile/rknn_file.c, the same C the emulator's
+# rknn_init uses) as one function, read_model_file(), giving plain dicts: no runtime is
+# loaded or needed.  The public face is rknnx.modelfile (frozen dataclasses); the format is
+# in docs/rknn-file-format.md.  Its own cimports: the buffer protocol.
+
+from cpython.buffer cimport PyObject_GetBuffer as _mf_getbuf, PyBuffer_Release as _mf_release
+from cpython.buffer cimport PyBUF_SIMPLE as _MF_SIMPLE
+
+from rknnx.errors import ModelFileError as _ModelFileError
+
+cdef extern from "rknn_file.h" nogil:
+    enum:
+        RKNNX_FILE_MAX_DIMS
+        RKNNX_FILE_OK
+        RKNNX_FILE_E_NOMEM
+        RKNNX_FILE_KNOWN_SHAPE
+        RKNNX_FILE_KNOWN_ATTR
+        RKNNX_FILE_KNOWN_QNT
+        RKNNX_FILE_KNOWN_NATIVE
+        RKNNX_FILE_UNKNOWN
+
+    ctypedef struct rknnx_file_error:
+        int status
+        char check[64]
+        char message[256]
+        int64_t offset
+
+    ctypedef struct rknnx_file_tensor:
+        uint32_t index
+        int32_t role
+        char name[256]
+        uint32_t known
+        uint32_t n_shape
+        uint32_t shape[16]
+        char layout[16]
+        uint32_t n_dims
+        uint32_t dims[16]
+        int32_t fmt
+        int32_t type
+        uint32_t n_elems
+        uint32_t size
+        int32_t qnt_type
+        int32_t zp
+        float scale
+        int32_t quantized
+        char qnt_method[16]
+        uint32_t n_qnt
+        const float *scales
+        const int32_t *zps
+        int32_t native_fmt
+        uint32_t native_n_dims
+        uint32_t native_dims[16]
+        uint32_t native_size
+        char npu_dtype[16]
+        char npu_layout[16]
+        int32_t file_dtype_code
+        int32_t file_layout_code
+        uint32_t file_planned_size
+
+    ctypedef struct rknnx_file_shape:
+        uint32_t n_dims
+        uint32_t dims[16]
+
+    ctypedef struct rknnx_file_custom_op:
+        char name[256]
+        char type[128]
+
+    ctypedef struct rknnx_file_model:
+        uint64_t container_version
+        uint32_t header_size
+        uint64_t payload_offset
+        uint64_t payload_size
+        uint64_t json_offset
+        uint64_t json_size
+        uint64_t file_size
+        uint32_t format_version
+        char npu_family[128]
+        char chip[128]
+        char target_platform[128]
+        char toolkit_version[128]
+        char compiler_version[128]
+        uint32_t compiler_version_int
+        char framework[128]
+        int32_t dynamic
+        uint32_t n_inputs
+        uint32_t n_outputs
+        rknnx_file_tensor *inputs
+        rknnx_file_tensor *outputs
+        uint32_t n_shape_sets
+        rknnx_file_shape *shape_sets
+        uint32_t n_custom_ops
+        rknnx_file_custom_op *custom_ops
+
+    int rknnx_file_read(const void *data, size_t size, rknnx_file_model **out,
+                        rknnx_file_error *err)
+    void rknnx_file_free(rknnx_file_model *model)
+    const char *rknnx_file_status_name(int status)
+
+
+cdef str _mf_str(const char *s, size_t cap):
+    return s[:strnlen(s, cap)].decode("utf-8", "replace")
+
+
+cdef object _mf_enum(int32_t v):
+    return None if v == RKNNX_FILE_UNKNOWN else v
+
+
+cdef tuple _mf_dims(const uint32_t *d, uint32_t n):
+    return tuple([d[k] for k in range(min(n, RKNNX_FILE_MAX_DIMS))])
+
+
+cdef dict _mf_tensor(const rknnx_file_tensor *t):
+    cdef uint32_t k
+    cdef list known = []
+    if t.known & RKNNX_FILE_KNOWN_SHAPE:
+        known.append("shape")
+    if t.known & RKNNX_FILE_KNOWN_ATTR:
+        known.append("attr")
+    if t.known & RKNNX_FILE_KNOWN_QNT:
+        known.append("qnt")
+    if t.known & RKNNX_FILE_KNOWN_NATIVE:
+        known.append("native")
+    q = bool(t.known & RKNNX_FILE_KNOWN_QNT)
+    nat = bool(t.known & RKNNX_FILE_KNOWN_NATIVE)
+    return {
+        "index": t.index,
+        "role": "input" if t.role == 1 else "output",
+        "name": _mf_str(t.name, sizeof(t.name)),
+        "known": tuple(known),
+        "shape": _mf_dims(t.shape, t.n_shape),
+        "layout": _mf_str(t.layout, sizeof(t.layout)),
+        "dims": _mf_dims(t.dims, t.n_dims),
+        "fmt": _mf_enum(t.fmt),
+        "type": _mf_enum(t.type),
+        "n_elems": t.n_elems,
+        "size": t.size,
+        "qnt_type": _mf_enum(t.qnt_type) if q else None,
+        "zp": t.zp if q else None,
+        "scale": float(t.scale) if q else None,
+        "quantized": bool(t.quantized) if q else None,
+        "qnt_method": _mf_str(t.qnt_method, sizeof(t.qnt_method)),
+        "scales": tuple([float(t.scales[k]) for k in range(t.n_qnt)]) if t.scales else (),
+        "zps": tuple([int(t.zps[k]) for k in range(t.n_qnt)]) if t.zps else (),
+        "native_fmt": _mf_enum(t.native_fmt) if nat else None,
+        "native_dims": _mf_dims(t.native_dims, t.native_n_dims) if nat else None,
+        "native_size": t.native_size if nat else None,
+        "npu_dtype": _mf_str(t.npu_dtype, sizeof(t.npu_dtype)),
+        "npu_layout": _mf_str(t.npu_layout, sizeof(t.npu_layout)),
+        "file_dtype_code": _mf_enum(t.file_dtype_code),
+        "file_layout_code": _mf_enum(t.file_layout_code),
+        "file_planned_size": t.file_planned_size,
+    }
+
+
+def read_model_file(data):
+    """Read a vendor ``.rknn`` file held in memory, with no runtime.
+
+    Parameters
+    ----------
+    data : bytes-like
+        The whole file.
+
+    Returns
+    -------
+    dict
+        The container, the model facts and every input and output (see
+        :mod:`rknnx.modelfile`, which wraps this in dataclasses).
+
+    Raises
+    ------
+    rknnx.errors.ModelFileError
+        The bytes are not a readable vendor model; ``check`` names the check that failed
+        (``"magic"``, ``"payload_length"``, ``"encrypted"``, ...).
+    TypeError
+        ``data`` is not a buffer.
+    """
+    cdef Py_buffer view
+    cdef rknnx_file_model *m = NULL
+    cdef rknnx_file_error err
+    cdef int rc
+    cdef uint32_t k, s
+    try:
+        _mf_getbuf(data, &view, _MF_SIMPLE)
+    except TypeError:
+        raise TypeError(f"data must be bytes or a buffer, got {type(data).__name__}") from None
+    try:
+        with nogil:
+            rc = rknnx_file_read(view.buf, <size_t>view.len, &m, &err)
+    finally:
+        _mf_release(&view)
+    if rc != RKNNX_FILE_OK:
+        if rc == RKNNX_FILE_E_NOMEM:
+            raise MemoryError("out of memory reading the model file")
+        raise _ModelFileError(_mf_str(err.message, sizeof(err.message)),
+                             check=_mf_str(err.check, sizeof(err.check)),
+                             offset=None if err.offset < 0 else err.offset,
+                             status=rknnx_file_status_name(rc).decode())
+    try:
+        shape_sets = []
+        for s in range(m.n_shape_sets):
+            shape_sets.append(tuple([_mf_dims(m.shape_sets[s * m.n_inputs + k].dims,
+                                              m.shape_sets[s * m.n_inputs + k].n_dims)
+                                     for k in range(m.n_inputs)]))
+        return {
+            "container": {
+                "version": m.container_version,
+                "header_size": m.header_size,
+                "payload_offset": m.payload_offset,
+                "payload_size": m.payload_size,
+                "json_offset": m.json_offset,
+                "json_size": m.json_size,
+                "file_size": m.file_size,
+            },
+            "format_version": m.format_version,
+            "npu_family": _mf_str(m.npu_family, sizeof(m.npu_family)),
+            "chip": _mf_str(m.chip, sizeof(m.chip)),
+            "target_platform": _mf_str(m.target_platform, sizeof(m.target_platform)),
+            "toolkit_version": _mf_str(m.toolkit_version, sizeof(m.toolkit_version)),
+            "compiler_version": _mf_str(m.compiler_version, sizeof(m.compiler_version)),
+            "compiler_version_int": m.compiler_version_int,
+            "framework": _mf_str(m.framework, sizeof(m.framework)),
+            "dynamic": bool(m.dynamic),
+            "inputs": [_mf_tensor(&m.inputs[k]) for k in range(m.n_inputs)],
+            "outputs": [_mf_tensor(&m.outputs[k]) for k in range(m.n_outputs)],
+            "shape_sets": shape_sets,
+            "custom_ops": [{"name": _mf_str(m.custom_ops[k].name, sizeof(m.custom_ops[k].name)),
+                            "type": _mf_str(m.custom_ops[k].type, sizeof(m.custom_ops[k].type))}
+                           for k in range(m.n_custom_ops)],
+        }
+    finally:
+        rknnx_file_free(m)

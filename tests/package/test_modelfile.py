@@ -1,0 +1,480 @@
+"""rknnx.modelfile: the reader of vendor .rknn files, judged by the vendor's files and by what
+the vendor runtimes answered for them (INPUT_ATTR / OUTPUT_ATTR / NATIVE_*_ATTR), and its
+errors on corrupt, truncated and foreign bytes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pickle
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from helpers import NO_VENDOR_DATA, REAL_RUNTIME, RKNN_MODELS, vendor_models
+from rknnx import modelfile
+from rknnx.errors import ModelFileError, RKNNError
+
+MODELS = vendor_models()
+NO_DATA = pytest.mark.skipif(not MODELS, reason=NO_VENDOR_DATA)
+FMT = {0: "NCHW", 1: "NHWC", 2: "NC1HWC2", 3: "UNDEFINED"}
+TYPE = {0: "float32", 1: "float16", 2: "int8", 3: "uint8", 4: "int16", 6: "int32", 8: "int64"}
+
+
+def _model(name: str):
+    for p in MODELS:
+        if p.name == name:
+            return p
+    pytest.skip(f"{name} is not among the vendor files ({NO_VENDOR_DATA})")
+
+
+def _runs():
+    """(runtime, model file, answer path) of every pair the vendor runtime served."""
+    if REAL_RUNTIME is None:
+        return []
+    index = json.loads((REAL_RUNTIME / "INDEX.json").read_text())
+    return [(r["runtime"], r["model_file"], r["answer"]) for r in index["runs"] if r["init_ok"]]
+
+
+def _manifest():
+    if RKNN_MODELS is None:
+        return {}
+    m = json.loads((RKNN_MODELS / "MANIFEST.json").read_text())
+    out = {e["file"]: ("vendor", e) for e in m["vendor"]}
+    out.update({e["file"]: ("toolkit", e) for e in m["toolkit-2.5.0"]["files"] if e.get("ok")})
+    return out
+
+
+# ---- every file reads, and says what its manifest says ------------------------------------
+
+@NO_DATA
+@pytest.mark.parametrize("path", MODELS, ids=[p.name for p in MODELS])
+def test_every_vendor_file_is_read(path):
+    mf = modelfile.read(path)
+    assert mf.path == str(path)
+    c = mf.container
+    assert c.version in (1, 2, 6, 0x1004)
+    assert c.header_size == (24 if c.version == 1 else 64)
+    # the file ends exactly at the JSON tail (every file seen)
+    assert c.json_offset + c.json_size == c.file_size == path.stat().st_size
+    assert c.payload_offset == c.header_size and c.json_offset == c.header_size + c.payload_size + 8
+    assert mf.inputs and mf.outputs and mf.chip and mf.toolkit_version
+    assert [t.index for t in mf.inputs] == list(range(len(mf.inputs)))
+    assert {t.role for t in mf.inputs} == {"input"} and {t.role for t in mf.outputs} == {"output"}
+    for t in mf.inputs + mf.outputs:
+        assert t.name and t.shape and "shape" in t.known
+        if c.version != 0x1004:
+            # containers 1-6: everything decoded from the FlatBuffer
+            assert t.known == {"shape", "attr", "qnt", "native"}
+            assert t.size == t.n_elems * {"int8": 1, "uint8": 1, "float16": 2, "float32": 4,
+                                          "int64": 8}[t.dtype]
+            assert t.native_size >= t.size
+        elif "qnt" not in t.known:
+            # not decoded yet: said so, never a guess
+            assert t.qnt_type is None and t.scale is None and t.zero_point is None
+        if "native" not in t.known:
+            assert t.native_dims is None and t.native_layout is None
+    # the same bytes read the same
+    assert dataclasses.replace(modelfile.read(path.read_bytes()), path=str(path)) == mf
+    kind, entry = _manifest().get(path.name, (None, None))
+    if kind == "vendor":   # rknn-models/MANIFEST.json, read from the files by its makers
+        assert c.version == entry["hdr_version"]
+        assert mf.npu_family == entry["format"] and mf.target_platform == entry["runtime"]
+        assert f"{mf.toolkit_version}(compiler version: {mf.compiler_version})" == entry["compiler"]
+        assert (len(mf.inputs), len(mf.outputs)) == (entry["n_in"], entry["n_out"])
+    elif kind == "toolkit":   # what the toolkit 2.5.0 said when it built the file
+        assert mf.toolkit_version == entry["toolkit_version"]
+        assert mf.target_platform == entry["target"]
+        if c.version != 0x1004:
+            assert mf.compiler_version == entry["librknnc_version"]
+            assert mf.compiler_version_int == 20500
+
+
+@NO_DATA
+def test_the_npu_family_decides_the_chip():
+    # rknpu2 c28b080 RK3588 multiple_input_demo (toolkit 1.1.2): platform says rk3566, the NPU
+    # family says RKNPU v2 (RK3588)
+    mf = modelfile.read(_model(
+        "rknpu2_c28b080__rknn_multiple_input_demo__RK3588__multiple_input_demo.rknn"))
+    assert (mf.target_platform, mf.npu_family, mf.chip) == ("rk3566", "RKNPU v2", "RK3588")
+    assert (mf.container.version, mf.format_version) == (1, 1)
+    assert (mf.toolkit_version, mf.compiler_version_int) == ("1.1.2", 10200)
+    # a family of chips sharing one NPU: the platform picks among them (RV1103 and RV1106)
+    assert modelfile.read(_model("dynamic_nogap_rv1103.rknn")).chip == "RV1103"
+    assert modelfile.read(_model("dynamic_nogap_rv1106.rknn")).npu_family == "RKNPU t3"
+    for name, chip in [("cls_img_rk3562.rknn", "RK3562"), ("cls_img_rk3576.rknn", "RK3576"),
+                       ("tiny_rk3566_i8.rknn", "RK3566"),
+                       ("tk2_42aa1d4__rknn_multiple_input_demo__RV1126B__multiple_input_demo"
+                        ".rknn", "RV1126B"),
+                       ("fp16_net_rk2118.rknn", "RK2118")]:
+        assert modelfile.read(_model(name)).chip == chip, name
+
+
+@NO_DATA
+def test_dynamic_shape_sets_and_custom_ops():
+    # dynamic_nogap (toolkit 2.5.0, input shapes 32/48/64): the file keeps them largest first,
+    # as runtime 1.6.0 answers INPUT_DYNAMIC_RANGE (dyn_range [[1,64,64,3],[1,48,48,3],
+    # [1,32,32,3]], answers/librknnrt-1.6.0-armhf/dynamic_nogap_rk3588.json)
+    mf = modelfile.read(_model("dynamic_nogap_rk3588.rknn"))
+    assert mf.dynamic and mf.shape_sets == (((1, 64, 64, 3),), ((1, 48, 48, 3),),
+                                            ((1, 32, 32, 3),))
+    assert not modelfile.read(_model("cls_img_rk3588.rknn")).dynamic
+    mf = modelfile.read(_model(
+        "tk2_77b7109__rknn_custom_pytorch_op_demo__RK3588__dual_residual_custom.rknn"))
+    assert mf.custom_ops == (modelfile.CustomOp("cstDualResidual_0", "cstDualResidual"),)
+    assert (mf.toolkit_version, mf.compiler_version_int) == ("1.6.1-source_code", 10601)
+    assert modelfile.read(_model("cls_img_rk3588.rknn")).custom_ops == ()
+
+
+# ---- the vendor runtime's answers are the truth -------------------------------------------
+
+RUNS = _runs()
+
+
+def _queries(answer: dict) -> dict:
+    out = {}
+    for e in answer["main"]["events"]:
+        if e.get("ev") == "query" and e.get("phase") == "after_init" and e["status"] == 0:
+            out[(e["cmd_name"], e["index"])] = e["result"]
+    return out
+
+
+@pytest.mark.skipif(not RUNS or not MODELS, reason=NO_VENDOR_DATA)
+@pytest.mark.parametrize("runtime, model, answer", RUNS,
+                         ids=[f"{r}/{m[:-5]}" for r, m, _ in RUNS])
+def test_signature_equals_the_vendor_runtime_answers(runtime, model, answer):
+    mf = modelfile.read(_model(model))
+    q = _queries(json.loads((REAL_RUNTIME / "answers" / answer).read_text()))
+    n = q[("IN_OUT_NUM", 0)]
+    assert (len(mf.inputs), len(mf.outputs)) == (n["n_input"], n["n_output"])
+    checked = 0
+    for role, tensors in (("INPUT", mf.inputs), ("OUTPUT", mf.outputs)):
+        for t in tensors:
+            a = q[(f"{role}_ATTR", t.index)]
+            assert t.name == a["name"]          # the runtime's order
+            assert t.n_elems == a["n_elems"]
+            if t.dtype is not None:
+                assert t.dtype == TYPE[a["type"]] and t.size == a["size"]
+            if "attr" in t.known:
+                assert (t.dims, t.layout) == (tuple(a["dims"]), FMT[a["fmt"]])
+            if "qnt" in t.known:
+                assert t.qnt_type == {0: "none", 1: "dfp", 2: "affine"}[a["qnt_type"]]
+                assert t.zero_point == a["zp"]
+                assert t.scale == pytest.approx(a["scale"], rel=1e-6, abs=0)
+                checked += 1
+            nat = q.get((f"NATIVE_{role}_ATTR", t.index))
+            if "native" in t.known and nat is not None:
+                if runtime.startswith("librknnrt-1.4.0") and nat["fmt"] == 2:
+                    # report-only runtime: it flattens H and W of an NC1HWC2 output
+                    # ([1,1,1,16384,16] for [1,8,128,128] on RK3588, tk2_2c2d03d
+                    # multiple_input_demo); no emulator mode plays it
+                    assert nat["dims"][2] == 1
+                    continue
+                assert (t.native_dims, t.native_layout) == (tuple(nat["dims"]),
+                                                            FMT[nat["fmt"]])
+                assert t.native_size == nat["size"]
+    if mf.container.version != 0x1004:
+        assert checked == len(mf.inputs) + len(mf.outputs)
+
+
+@pytest.mark.skipif(REAL_RUNTIME is None or not MODELS, reason=NO_VENDOR_DATA)
+def test_runtime_support_agrees_with_every_recorded_init():
+    """RUNTIME_FACTS against every (runtime, file) rknn_init the vendor runtimes recorded."""
+    index = json.loads((REAL_RUNTIME / "INDEX.json").read_text())
+    names = {"librknnrt-1.4.0-aarch64": "librknnrt 1.4.0", "librknnrt-1.5.2-armhf":
+             "librknnrt 1.5.2", "librknnrt-1.6.0-armhf": "librknnrt 1.6.0",
+             "librknnmrt-2.3.2-armhf-uclibc": "librknnmrt 2.3.2"}
+    # the platforms the stand-in driver could play: other chips' files got no fair trial
+    played = {"librknnmrt 2.3.2": {"RV1103", "RV1106", "RK2118"}}
+    seen = set()
+    for r in index["runs"]:
+        mf = modelfile.read(_model(r["model_file"]))
+        rt = names[r["runtime"]]
+        verdict = {s.runtime: s for s in mf.runtime_support()}[rt]
+        answer = json.loads((REAL_RUNTIME / "answers" / r["answer"]).read_text())
+        logs = " ".join(line for i in answer["init"] + (answer.get("platform_sweep") or [])
+                        for line in i.get("log", []))
+        seen.add(verdict.verdict)
+        if verdict.verdict == "loads":
+            fair = mf.chip in played.get(rt, {"RK3566", "RK3568", "RK3588"})
+            assert r["init_ok"] or not fair, (rt, r["model_file"])
+        elif verdict.verdict == "refuses":
+            assert not r["init_ok"], (rt, r["model_file"])
+            assert verdict.reason.split(": ", 1)[-1] in logs, (rt, r["model_file"], logs)
+        elif verdict.verdict == "crashes":
+            assert r["init_status"] is None, (rt, r["model_file"])
+        else:
+            assert verdict.verdict == "other chip" and not r["init_ok"], (rt, r["model_file"])
+    assert seen == {"loads", "refuses", "crashes", "other chip"}
+
+
+def test_runtime_facts_table():
+    facts = {f.runtime: f for f in modelfile.RUNTIME_FACTS}
+    # board logs: runtime 1.4.0 refuses container 6 (airockchip/rknn-toolkit2 #254, #281,
+    # rockchip-linux/rknn-toolkit2 #316); 1.5.2 and 1.6.0 read it; the RV1106 mini runtime
+    # reads only 0x1004 (its own answers: "incompatible model version: 6")
+    assert 6 in facts["librknnrt 1.4.0"].refuses and 6 not in facts["librknnrt 1.4.0"].reads
+    assert facts["librknnrt 1.5.2"].reads == facts["librknnrt 1.6.0"].reads == {2, 6}
+    assert facts["librknnmrt 2.3.2"].reads == {0x1004}
+    assert all(f.source for f in modelfile.RUNTIME_FACTS)
+
+
+# ---- errors: each names the check that failed --------------------------------------------
+
+def _v1004(json_text: bytes, payload: bytes = b"\0" * 16, version: int = 0x1004) -> bytes:
+    """A 0x1004-framed file around a JSON tail (the payload is not read without its
+    decoder)."""
+    head = b"RKNN" + b"\0" * 4 + struct.pack("<QQ", version, len(payload)) + b"\0" * 40
+    return head + payload + struct.pack("<Q", len(json_text)) + json_text
+
+
+def _check(data) -> ModelFileError:
+    with pytest.raises(ModelFileError) as info:
+        modelfile.read(data)
+    exc = info.value
+    assert isinstance(exc, ValueError) and isinstance(exc, RKNNError) and exc.code is None
+    assert exc.message and exc.check in str(exc)
+    return exc
+
+
+@pytest.mark.parametrize("data, check", [
+    (b"", "magic"),
+    (b"RKN", "magic"),
+    (b"ONNX" + b"\0" * 100, "magic"),
+    (b"RKNXEMDL" + b"\0" * 100, "magic"),
+    (b"RKNN" + b"\0" * 10, "header_length"),
+    (b"RKNN\0\0\0\0" + struct.pack("<QQ", 7, 0) + b"\0" * 60, "version"),
+    (b"RKNN\0\0\0\0" + struct.pack("<QQ", 0, 0) + b"\0" * 60, "version"),
+    (b"RKNN\0\0\0\0" + struct.pack("<QQ", 6, 0) + b"\0" * 47, "header_length"),
+    (b"RKNN\0\0\0\0" + struct.pack("<QQ", 6, 1 << 40) + b"\0" * 60, "payload_length"),
+    (b"RKNN\0\0\0\0" + struct.pack("<QQ", 6, 0) + b"\0" * 60, "payload_length"),
+    (b"CYPTRKNN" + b"\0" * 200, "encrypted"),
+])
+def test_foreign_and_broken_headers(data, check):
+    exc = _check(data)
+    assert exc.check == check, exc
+    if check == "encrypted":
+        assert exc.status == "encrypted" and "encrypted" in exc.message
+    if check == "version":
+        assert exc.status == "unsupported" and exc.offset == 8
+
+
+def test_json_tail_errors_name_the_check():
+    good = (b'{"input_num":1,"output_num":1,"version":"2.5.0","target_platform":["rv1106"],'
+            b'"graph":[{"left":"input","left_tensor_id":0,"right":"norm_tensor",'
+            b'"right_tensor_id":0},{"left":"output","left_tensor_id":0,"right":"norm_tensor",'
+            b'"right_tensor_id":1}],"norm_tensor":[{"tensor_id":0,"url":"in\\u00e9",'
+            b'"size":[1,3,4,4],"dtype":{"vx_type":"int8","qnt_method":"layer"}},'
+            b'{"tensor_id":1,"url":"out","size":[1,2],"dtype":{"vx_type":"float16"}}]}')
+    mf = modelfile.read(_v1004(good))
+    assert mf.container.version == 0x1004 and mf.chip == "RV1106"
+    assert [(t.name, t.shape, t.dtype, t.size) for t in mf.inputs + mf.outputs] == [
+        ("in\u00e9", (1, 3, 4, 4), "int8", 48), ("out", (1, 2), "float16", 4)]
+    assert mf.inputs[0].known == {"shape"} and mf.inputs[0].layout is None
+    assert _check(_v1004(b"[" * 200 + b"]" * 200)).check == "json.depth"
+    assert _check(_v1004(b'{"input_num": 1,}')).check == "json.syntax"
+    assert _check(_v1004(b'{"a": "unterminated}')).check == "json.syntax"
+    assert _check(_v1004(b'{"a": tru}')).check == "json.syntax"
+    assert _check(_v1004(b"{} x")).check == "json.syntax"
+    assert _check(_v1004(b"[1]")).check == "json.type"
+    assert _check(_v1004(b'{"input_num": 1}')).check == "json.input_num"
+    assert _check(_v1004(good.replace(b'"right_tensor_id":1', b'"right_tensor_id":9'))
+                  ).check == "json.graph"
+    assert _check(_v1004(good.replace(b'"int8"', b'"int9"'))).check == "json.norm_tensor"
+    assert _check(_v1004(good.replace(b'[1,3,4,4]', b'[1,-3,4,4]'))).check == "json.norm_tensor"
+    # a JSON length beyond the file
+    data = bytearray(_v1004(good))
+    struct.pack_into("<Q", data, 64 + 16, len(good) + 1)
+    exc = _check(bytes(data))
+    assert exc.check == "json_length" and exc.offset == 80
+
+
+@NO_DATA
+def test_truncation_at_every_region_names_the_check():
+    data = _model("cls_img_rk3588.rknn").read_bytes()
+    hs, plen = 64, struct.unpack_from("<Q", data, 16)[0]
+    cuts = sorted({0, 3, 4, 23, 24, 63, 64, 71, 72, 100, hs + plen - 1, hs + plen,
+                   hs + plen + 7, hs + plen + 8, len(data) - 1} | set(range(0, len(data), 997)))
+    for k in cuts:
+        exc = _check(data[:k])
+        want = ("magic" if k < 4 else "header_length" if k < hs + 8 else
+                "payload_length" if k < hs + plen + 8 else "json_length")
+        assert exc.check == want, (k, exc)
+
+
+def _patch_string(data: bytes, old: bytes, new: bytes) -> bytes:
+    """Replace a stored string by one of the same length (offsets stay valid)."""
+    assert data.count(old) == 1
+    assert len(new) <= len(old)
+    return data.replace(old, new + b" " * (len(old) - len(new)))
+
+
+@NO_DATA
+def test_flatbuffer_and_generator_errors_name_the_check():
+    data = _model("cls_img_rk3588.rknn").read_bytes()
+    # the root table offset (first u32 of the payload) pointing past the payload
+    bad = bytearray(data)
+    struct.pack_into("<I", bad, 64, 0x7FFFFFF0)
+    assert _check(bytes(bad)).check == "flatbuffer.Model.root"
+    bad = bytearray(data)
+    bad[68:72] = b"XXXX"
+    assert _check(bytes(bad)).check == "flatbuffer.identifier"
+    # the vtable offset of the root table pointing before the payload
+    root = struct.unpack_from("<I", data, 64)[0]
+    bad = bytearray(data)
+    struct.pack_into("<i", bad, 64 + root, root + 1000)
+    assert _check(bytes(bad)).check == "flatbuffer.Model.root"
+    # the generator (a Python-literal dict): nested too deep, malformed; never evaluated
+    gen_start = data.index(b"{'attrs'")
+    gen = data[gen_start:data.index(b"\0", gen_start)]
+    exc = _check(_patch_string(data, gen, b"{'a': " + b"[" * 100 + b"]" * 100 + b"}"))
+    assert exc.check == "generator.depth" and gen_start < exc.offset < gen_start + len(gen)
+    assert _check(_patch_string(data, gen, b"{'a': __import__('os')}")).check == \
+        "generator.syntax"
+    # the I/O JSON of the inputs
+    io = b'{"images": {"dtype": "int8", "layout": "NHWC"}}'
+    assert _check(_patch_string(data, io, b'{"images": {"dtype": }}')).check == \
+        "input_json.syntax"
+    # the JSON tail disagreeing with the FlatBuffer graph
+    tail = data[-1335:]
+    assert _check(data[:-1335] + tail.replace(b'"input_num":1', b'"input_num":2')).check == \
+        "json.input_num"
+
+
+@NO_DATA
+def test_random_bytes_after_the_magic():
+    import random
+
+    rng = random.Random(1234)
+    for n in (16, 100, 4096, 65536):
+        body = bytes(rng.getrandbits(8) for _ in range(n))
+        exc = _check(b"RKNN" + body)
+        assert exc.check in ("header_length", "version", "payload_length", "json_length"), exc
+
+
+def test_model_file_error_is_a_value_error_and_pickles():
+    exc = ModelFileError("the JSON tail claims 9 bytes", check="json_length", offset=80,
+                         status="format", path="m.rknn")
+    assert isinstance(exc, ValueError) and isinstance(exc, RKNNError)
+    assert str(exc) == "m.rknn: the JSON tail claims 9 bytes [check: json_length]"
+    back = pickle.loads(pickle.dumps(exc))
+    assert (type(back), back.check, back.offset, back.status, back.path, str(back)) == \
+        (ModelFileError, "json_length", 80, "format", "m.rknn", str(exc))
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError, match="path or bytes"):
+        modelfile.read(12)
+    from rknnx import _core
+
+    with pytest.raises(TypeError, match="bytes or a buffer"):
+        _core.read_model_file("not bytes")
+    with pytest.raises(FileNotFoundError):
+        modelfile.read("/nonexistent/model.rknn")
+
+
+# ---- never a crash: mutated real files -----------------------------------------------------
+
+@NO_DATA
+def test_mutated_files_never_crash():
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+    files = [_model(n).read_bytes() for n in (
+        "cls_img_rk3588.rknn", "dynamic_nogap_rk3566.rknn", "multi_io_rv1106.rknn",
+        "tk2_2c2d03d__rknn_multiple_input_demo__RK3588__multiple_input_demo.rknn",
+        "rknpu2_c28b080__rknn_multiple_input_demo__RK356X__multiple_input_demo.rknn",
+        "tk2_77b7109__rknn_custom_pytorch_op_demo__RK3588__dual_residual_custom.rknn")]
+
+    @hypothesis.settings(max_examples=400, deadline=None, derandomize=True,
+                         suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.given(which=st.integers(0, len(files) - 1),
+                      edits=st.lists(st.tuples(st.floats(0, 1), st.integers(0, 255),
+                                               st.sampled_from(["set", "u32", "cut"])),
+                                     min_size=1, max_size=8))
+    def one(which, edits):
+        data = bytearray(files[which])
+        for where, value, how in edits:
+            k = min(int(where * len(data)), len(data) - 1)
+            if how == "set":
+                data[k] = value
+            elif how == "u32" and k + 4 <= len(data):
+                struct.pack_into("<I", data, k, (value * 0x01010101) ^ (k * 2654435761) & 0xFFFFFFFF)
+            elif how == "cut":
+                del data[k:]
+                if not data:
+                    data = bytearray(b"R")
+        try:
+            mf = modelfile.read(bytes(data))
+        except ModelFileError as exc:
+            assert exc.check and exc.message
+        else:
+            assert mf.inputs and mf.outputs
+
+    one()
+
+
+# ---- rknnx info on a vendor file: the table, and no runtime loaded --------------------------
+
+def _info(*args, env=None):
+    code = ("import sys\nfrom rknnx.cli import main\nrc = main(sys.argv[1:])\n"
+            "maps = open('/proc/self/maps').read()\n"
+            "print('RUNTIME-LOADED' if ('librknnrt' in maps or 'librknnmrt' in maps) else "
+            "'NO-RUNTIME', file=sys.stderr)\nsys.exit(rc)\n")
+    # a runtime the loader would fail on: a load attempt would show
+    e = {**os.environ, "RKNNX_RUNTIME": "/nonexistent/librknnrt.so", **(env or {})}
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          env=e, timeout=120)
+
+
+@NO_DATA
+def test_info_on_a_vendor_file_needs_no_runtime():
+    path = _model("cls_img_rk3588.rknn")
+    proc = _info("info", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "NO-RUNTIME" in proc.stderr, proc.stderr
+    out = proc.stdout
+    assert "chip:       RK3588 (NPU RKNPU v2), target platform rk3588" in out
+    assert "toolkit:    2.5.0" in out and "compiler:   2.5.0 (74ea630ce@" in out
+    assert "container:  version 6," in out and "shapes:     static" in out
+    # INPUT_ATTR / NATIVE_OUTPUT_ATTR of runtime 1.6.0 (answers/librknnrt-1.6.0-armhf/
+    # cls_img_rk3588.json)
+    assert ("[0] images           1x32x32x3      int8     NHWC      affine scale=0.00392157 "
+            "zp=-128 bytes=3072") in out
+    assert "native 1x1x32x32x16   int8     NC1HWC2   bytes=16384" in out
+    assert "librknnrt 1.4.0    refuses    container 6: Invalid RKNN model version 6" in out
+    assert "librknnrt 1.6.0    loads      reads container 6" in out
+    proc = _info("info", str(path), "--json")
+    assert proc.returncode == 0 and "NO-RUNTIME" in proc.stderr, proc.stderr
+    d = json.loads(proc.stdout)
+    assert d["vendor_file"] and d["container"]["version"] == 6 and d["chip"] == "RK3588"
+    assert d["outputs"][1]["native"] == {"layout": "NC1HWC2", "shape": [1, 4, 1, 1, 16],
+                                         "dtype": "int8", "nbytes": 64}
+
+
+@NO_DATA
+def test_info_on_dynamic_custom_and_0x1004_files():
+    out = _info("info", str(_model("dynamic_nogap_rk3588.rknn"))).stdout
+    assert "shapes:     dynamic" in out and "shape set 2: 1x32x32x3" in out
+    out = _info("info", str(_model(
+        "tk2_77b7109__rknn_custom_pytorch_op_demo__RK3588__dual_residual_custom.rknn"))).stdout
+    assert "custom ops: cstDualResidual_0 (cstDualResidual)" in out
+    assert "librknnrt 1.5.2    crashes" in out
+    proc = _info("info", str(_model("multi_io_rv1106.rknn")))
+    assert proc.returncode == 0 and "NO-RUNTIME" in proc.stderr, proc.stderr
+    assert "container:  version 0x1004" in proc.stdout
+    assert "librknnmrt 2.3.2   loads      reads container 0x1004" in proc.stdout
+
+
+def test_info_on_broken_and_encrypted_files(tmp_path):
+    enc = tmp_path / "enc.rknn"
+    enc.write_bytes(b"CYPTRKNN" + b"\0" * 64)
+    proc = _info("info", str(enc))
+    assert proc.returncode == 1 and "encrypted RKNN model" in proc.stderr, proc.stderr
+    bad = tmp_path / "bad.rknn"
+    bad.write_bytes(b"RKNN\0\0\0\0" + struct.pack("<QQ", 6, 999) + b"\0" * 60)
+    proc = _info("info", str(bad))
+    assert proc.returncode == 1 and "[check: payload_length]" in proc.stderr, proc.stderr
+    assert "NO-RUNTIME" in proc.stderr
