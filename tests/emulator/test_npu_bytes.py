@@ -435,3 +435,40 @@ def test_zero_copy_native_output_mem_gets_the_npu_bytes(emu, make_ctx, pair, var
         judged += 1
     if not judged:
         pytest.skip("no output buffer the vendor's NPU wrote observably, or native sizes differ")
+
+
+# ---- the shared comparison script on real files (the stand-in plays them) ------------------------
+COMPARED = ("librknnrt-1.6.0-armhf/yolo_heads_rk3588.json",
+            "librknnrt-1.6.0-armhf/yolo_heads_rk3566.json",
+            "librknnrt-1.5.2-armhf/tiny_rk3588_i8.json",
+            "librknnrt-1.5.2-armhf/multi_io_rk3588.json",
+            "librknnrt-1.6.0-armhf/cls_img_rk3588.json",
+            "librknnrt-1.5.2-armhf/tk2_77b7109__rknn_multiple_input_demo__RK3588__multiple_input_demo.json")
+
+
+@pytest.mark.skipif(REAL_RUNTIME is None, reason=NO_VENDOR_DATA)
+@pytest.mark.parametrize("pair", COMPARED)
+def test_compare_script_npu_categories_agree(tmp_path, pair):
+    """compare.py on the real file: every npu_input and outputs item agrees (or is one of the
+    listed known differences, tests/data/vendor_known_differences.json)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import rknnx
+    from helpers import DATA
+    lib_dir = Path(rknnx.__file__).parent / "_emulator"
+    out = tmp_path / "items.json"
+    proc = subprocess.run([sys.executable, str(REAL_RUNTIME / "compare.py"),
+                           str(REAL_RUNTIME / "answers" / pair), "--models", str(RKNN_MODELS),
+                           "--lib-dir", str(lib_dir), "--max-lines", "0", "--known",
+                           str(DATA / "vendor_known_differences.json"), "--json", str(out)],
+                          capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    assert out.exists(), proc.stdout[-2000:] + proc.stderr[-2000:]
+    items = [it for p in json.loads(out.read_text()) for it in p["items"]
+             if it["cat"] in ("npu_input", "outputs")]
+    bad = [f"{it['where']} | {it['field']}: {it['vendor']} vs {it['library']}"
+           for it in items if it["agree"] is False]
+    assert not bad, "\n".join(bad[:10])
+    assert sum(1 for it in items if it["agree"] is True) > 0
