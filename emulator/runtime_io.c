@@ -454,7 +454,9 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
                1.6.0 zero-copy runs): NPU bytes given by rknn_emu_set_npu_output land there
                verbatim, padding channels included; computed ones with zero padding */
             rknn_tensor_attr na;
-            uint64_t nsz = emu_ctx_native_attr(c, 1, o, &na) == RKNN_SUCC ? na.size : 0;
+            uint64_t nsz = 0;
+            if (emu_ctx_native_attr(c, 1, o, &na) == RKNN_SUCC)
+                nsz = na.size_with_stride > na.size ? na.size_with_stride : na.size;
             if (nsz > b->mem->size)
                 nsz = b->mem->size;
             if (c->npu_out && c->npu_out[o]) {

@@ -456,7 +456,10 @@ def model_input_from_user(desc_t, user: np.ndarray, user_fmt: int) -> np.ndarray
         else:
             x = (x - mean) / std if len(mean) > 1 else (x - mean[0]) / std[0]
     if desc_t.qnt == "affine":
-        return reference.quantize(x, desc_t.scale[0], desc_t.zp[0], desc_t.dtype)
+        if x.ndim == 4 and desc_t.fmt in ("NHWC", "NCHW"):
+            return reference.quantize(x, desc_t.scale[0], desc_t.zp[0], desc_t.dtype)
+        # a non-image input: the vendor's CPU quantization (wraps; docs/abi-notes.md)
+        return reference.quantize_cpu(x, desc_t.scale[0], desc_t.zp[0], desc_t.dtype)
     dt = np.dtype(NP_TYPES[TYPE_CODES[desc_t.dtype]])
     if dt.kind in "iu":
         info = np.iinfo(dt)

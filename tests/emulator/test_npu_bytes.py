@@ -334,3 +334,141 @@ def test_outputs_get_of_npu_bytes_equals_the_vendors(emu, make_ctx, pair):
             api().rknn_outputs_release(ctx.h, len(idx), o_arr)
     if not judged:
         pytest.skip("the vendor read no injected output buffer in this answer (all zero)")
+
+
+# ---- zero copy: what the NPU reads from a bound mem, what a native output mem gets ---------------
+ZC_VARIANTS = ("native_pt1", "native_pt0", "plain")
+
+
+def to_attr(ctx, v: dict, io: str, k: int) -> TensorAttr:
+    """The emulator's attribute for the vendor's set_io_mem attr dict (its own query, with
+    the fields the probe edits: type, fmt, pass_through)."""
+    base = ctx.in_attr(k, Q_NATIVE_INPUT_ATTR if v["fmt"] != 0 or io == "input" else Q_INPUT_ATTR) \
+        if io == "input" else ctx.out_attr(k, Q_NATIVE_OUTPUT_ATTR if v["fmt"] == 2 else Q_OUTPUT_ATTR)
+    a = TensorAttr()
+    C.memmove(C.byref(a), C.byref(base), C.sizeof(a))
+    a.type, a.fmt, a.pass_through = v["type"], v["fmt"], v["pass_through"]
+    return a
+
+
+@pytest.mark.skipif(not PAIRS, reason=NO_VENDOR_DATA)
+@pytest.mark.parametrize("variant", ZC_VARIANTS)
+@pytest.mark.parametrize("pair", PAIRS)
+def test_zero_copy_npu_input_bytes_equal_the_vendors(emu, make_ctx, pair, variant):
+    doc = answer(pair)
+    run = doc["zero_copy"].get(variant)
+    if not run or any(e["ev"] == "set_input_shapes" for e in doc["main"]["events"]):
+        pytest.skip("no static zero-copy run of this variant")
+    ctx, ins, nats = open_like(emu, make_ctx, doc, build_inputs_model)
+    mems = {}
+    for e in run["events"]:
+        if e["ev"] == "set_io_mem" and e["io"] == "input":
+            k, v = e["index"], e["attr"]
+            size = v["size_with_stride"] or v["size"]
+            m = ctx.create_mem(size)
+            fill = pat_native(size, v["type"]) if variant == "native_pt1" else pat_u8(size).tobytes()
+            mem_view(m)[:] = np.frombuffer(fill, np.uint8)
+            assert ctx.set_io_mem(m, to_attr(ctx, v, "input", k)) == e["status"], (variant, k)
+            mems[k] = m
+    judged = 0
+    for e in run["events"]:
+        if e["ev"] != "submit_capture":
+            continue
+        if e["tag"].endswith("_rerun_plus1"):
+            view = mem_view(mems[0])
+            view[:] = view + 1          # the probe's second run: input 0's bytes + 1
+        ctx.run()
+        for i in sorted(mems):
+            regs = sorted((r for r in e["regions"] if r["idx"] == i and r.get("bytes")),
+                          key=lambda r: CANON.get(r["kind"], 9))
+            if regs:
+                assert_bytes(read_npu_input(ctx, i), regs[0]["bytes"],
+                             f"{pair} {e['tag']} input {i}")
+                judged += 1
+    assert judged
+
+
+@pytest.mark.skipif(not PAIRS, reason=NO_VENDOR_DATA)
+@pytest.mark.parametrize("variant", ("native_pt1", "native_pt0"))
+@pytest.mark.parametrize("pair", PAIRS)
+def test_zero_copy_native_output_mem_gets_the_npu_bytes(emu, make_ctx, pair, variant):
+    doc = answer(pair)
+    run = doc["zero_copy"].get(variant)
+    if not run or not run["env"].get("ORACLE_OUT_REGIONS") or \
+            any(e["ev"] == "set_input_shapes" for e in doc["main"]["events"]):
+        pytest.skip("no static zero-copy run with injected outputs")
+    ctx, outs, nats = open_outputs_like(emu, make_ctx, doc)
+    regions = {}
+    for s in run["env"]["ORACLE_OUT_REGIONS"].split(","):
+        idx, _, ln, dt, kind = s.split(":")
+        if kind == "1":
+            regions[int(idx)] = (int(ln), int(dt))
+    vzc = next(e for e in run["events"] if e["ev"] == "zc_outputs")
+    mems = {}
+    for k, (ln, dt) in regions.items():
+        na = ctx.out_attr(k, Q_NATIVE_OUTPUT_ATTR)
+        size = nats[k]["size_with_stride"] or nats[k]["size"]
+        if max(na.size, na.size_with_stride) != size:
+            continue   # the compiler planned more C1 blocks than the emulator's attribute has
+        m = ctx.create_mem(max(size, na.size_with_stride or na.size))
+        mem_view(m)[:] = 0x5A
+        assert ctx.set_io_mem(m, na) == 0
+        data = pat_native(ln, dt)
+        if set_npu_output(ctx, k, data) != 0:
+            assert set_npu_output(ctx, k, data[:size]) == 0
+        mems[k] = (m, size)
+    for k in range(len(outs)):   # the model's inputs (one per output) by zero copy too
+        ia = ctx.in_attr(k, Q_INPUT_ATTR)
+        m = ctx.create_mem(max(ia.size_with_stride, ia.size))
+        assert ctx.set_io_mem(m, ia) == 0
+    ctx.run()
+    judged = 0
+    for vo in vzc["outputs"]:
+        k = vo["index"]
+        if not vo.get("data") or k not in mems:
+            continue
+        _, _, _, head = blob(vo["data"])
+        if set(head) == {0x5A} or is_zero(vo["data"]):
+            continue   # the vendor's NPU wrote nothing the harness could see here
+        m, size = mems[k]
+        assert_bytes(bytes(mem_view(m, size)), vo["data"], f"{pair} {variant} output {k}")
+        judged += 1
+    if not judged:
+        pytest.skip("no output buffer the vendor's NPU wrote observably, or native sizes differ")
+
+
+# ---- the shared comparison script on real files (the stand-in plays them) ------------------------
+COMPARED = ("librknnrt-1.6.0-armhf/yolo_heads_rk3588.json",
+            "librknnrt-1.6.0-armhf/yolo_heads_rk3566.json",
+            "librknnrt-1.5.2-armhf/tiny_rk3588_i8.json",
+            "librknnrt-1.5.2-armhf/multi_io_rk3588.json",
+            "librknnrt-1.6.0-armhf/cls_img_rk3588.json",
+            "librknnrt-1.5.2-armhf/tk2_77b7109__rknn_multiple_input_demo__RK3588__multiple_input_demo.json")
+
+
+@pytest.mark.skipif(REAL_RUNTIME is None, reason=NO_VENDOR_DATA)
+@pytest.mark.parametrize("pair", COMPARED)
+def test_compare_script_npu_categories_agree(tmp_path, pair):
+    """compare.py on the real file: every npu_input and outputs item agrees (or is one of the
+    listed known differences, tests/data/vendor_known_differences.json)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import rknnx
+    from helpers import DATA
+    lib_dir = Path(rknnx.__file__).parent / "_emulator"
+    out = tmp_path / "items.json"
+    proc = subprocess.run([sys.executable, str(REAL_RUNTIME / "compare.py"),
+                           str(REAL_RUNTIME / "answers" / pair), "--models", str(RKNN_MODELS),
+                           "--lib-dir", str(lib_dir), "--max-lines", "0", "--known",
+                           str(DATA / "vendor_known_differences.json"), "--json", str(out)],
+                          capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    assert out.exists(), proc.stdout[-2000:] + proc.stderr[-2000:]
+    items = [it for p in json.loads(out.read_text()) for it in p["items"]
+             if it["cat"] in ("npu_input", "outputs")]
+    bad = [f"{it['where']} | {it['field']}: {it['vendor']} vs {it['library']}"
+           for it in items if it["agree"] is False]
+    assert not bad, "\n".join(bad[:10])
+    assert sum(1 for it in items if it["agree"] is True) > 0

@@ -60,6 +60,18 @@ def quantize(x: np.ndarray, scale: float, zp: int, dtype: str) -> np.ndarray:
     return q.astype(np_dtype(dtype))
 
 
+def quantize_cpu(x: np.ndarray, scale: float, zp: int, dtype: str) -> np.ndarray:
+    """The vendor runtime's CPU quantization of a non-image input (``emu_quantize_input``):
+    ``rint(x / scale + zp)`` in float32, ties to even after the zero point is added, wrapped
+    (not saturated) to ``dtype``; NaN -> zp."""
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        v = (x / np.float32(scale)).astype(np.float32) + np.float32(zp)
+        v = np.where(np.isnan(v), np.float32(zp), np.clip(v, -9.0e18, 9.0e18))
+    q = np.rint(v.astype(np.float64)).astype(np.int64)
+    return q.astype(np_dtype(dtype))
+
+
 def dequantize(q: np.ndarray, scale: float, zp: int) -> np.ndarray:
     """float32 ``(q - zp) * scale`` (``emu_dequantize``)."""
     return (np.asarray(q).astype(np.int64) - zp).astype(np.float32) * np.float32(scale)
