@@ -301,7 +301,10 @@ int emu_layout_user(const emu_platform *p, const emu_io_desc *d, const uint32_t 
         return RKNN_SUCC;
     case RKNN_TENSOR_NHWC:
         if (is_out) {
-            lay_nhwc(l, l->W, l->H, (t == d->type) ? Cp : l->C);
+            /* the native NHWC output pads C to C2 on RK3566 only (cls_img_rk3566 vs
+               cls_img_rk3588, 1.6.0: docs/abi-notes.md) */
+            lay_nhwc(l, l->W, l->H,
+                     (t == d->type && strcmp(p->npu_group, "RK3566") == 0) ? Cp : l->C);
         } else if (zero_copy || pass_through) {
             uint64_t hs = h_stride > l->H ? h_stride : l->H;
             lay_nhwc(l, align_up(l->W, emu_w_align(p, d->type)), zero_copy ? hs : l->H,

@@ -39,10 +39,13 @@ def test_both_libraries_export_the_controls(lib_name):
 def test_read_npu_input_counts_and_copies(emu, make_ctx):
     read, _ = _fns()
     ctx = make_ctx(samples.tiny_int8_add("RK3588"), platform="RK3588")
-    assert read(ctx.h, 0, None, 0) == INPUT_INVALID          # nothing set yet
-    a = ctx.in_attr(0)
-    x = np.arange(a.n_elems, dtype=np.float32).reshape(tuple(a.dims[:a.n_dims])) % 7
-    ctx.inputs_set([x])
+    probe = (C.c_uint8 * 65536)()
+    assert read(ctx.h, 0, probe, 65536) == INPUT_INVALID     # nothing set yet
+    xs = []
+    for i in range(ctx.n_in):
+        a = ctx.in_attr(i)
+        xs.append(np.arange(a.n_elems, dtype=np.float32).reshape(tuple(a.dims[:a.n_dims])) % 7)
+    ctx.inputs_set(xs)
     need = read(ctx.h, 0, None, 0)
     na = ctx.in_attr(0, Q_NATIVE_INPUT_ATTR)
     assert need == max(na.size, na.size_with_stride) and need > 0
@@ -58,8 +61,8 @@ def test_read_npu_input_counts_and_copies(emu, make_ctx):
 def test_set_npu_output_replaces_then_clears(emu, make_ctx):
     _, setter = _fns()
     ctx = make_ctx(samples.tiny_int8_add("RK3588"), platform="RK3588")
-    a = ctx.in_attr(0)
-    ctx.inputs_set([np.ones(tuple(a.dims[:a.n_dims]), np.float32)])
+    ctx.inputs_set([np.ones(tuple(ctx.in_attr(i).dims[:ctx.in_attr(i).n_dims]), np.float32)
+                    for i in range(ctx.n_in)])
     ctx.run()
     computed = ctx.outputs_get(want_float=0)[0]
     na = ctx.out_attr(0, Q_NATIVE_OUTPUT_ATTR)

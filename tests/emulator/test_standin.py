@@ -102,7 +102,7 @@ def test_refusals_are_the_vendors(emu, capfd):
     assert rc == answer("librknnmrt-2.3.2-armhf-uclibc", "cls_img_rk3562")["init"][0]["status"] == -1
     assert "incompatible model version: 6" in err
     rc, err = _init_rc(model("cls_img_rk3588")[:5000], "RK3588", capfd, emu)  # truncated
-    assert rc == -6 and "Invalid RKNN format" in err
+    assert rc == -6 and "parseRKNN from buffer: Invalid RKNN" in err
 
 
 def test_the_stand_in_says_so_once_per_process():
