@@ -211,7 +211,7 @@ typedef struct emu_layout {
 size_t emu_type_size(rknn_tensor_type t);    /* 0 for unsupported (INT4, ...) */
 uint32_t emu_c2(const emu_platform *p, rknn_tensor_type t);  /* 0: no NC1HWC2 form */
 /* NHWC row alignment in pixels for the model type t: its C2, else the chip's w_align */
-uint32_t emu_w_align(const emu_platform *p, rknn_tensor_type t);
+uint32_t emu_w_align(const emu_platform *p, const emu_io_desc *d);
 int emu_desc_is_image(uint32_t n_dims, rknn_tensor_format fmt);
 void emu_nchw_of(const uint32_t *dims, rknn_tensor_format fmt, uint32_t *N, uint32_t *C, uint32_t *H,
                  uint32_t *W);

@@ -17,9 +17,10 @@
  *                   size_with_stride = N*H*w_stride*Cs        size_with_stride = N*H*W*Cp
  *
  *  Cs = C for C in {1,3,4}, else Cp;  Cp = align(C, C2) (C when the type has no C2);
- *  C1 = ceil(C / C2);  C2 per chip: see the table in runtime_core.c.  The row alignment
- *  is C2 pixels of the model type (the vendor runtimes' w_stride: RK3588 int8 W 8 -> 16,
- *  float16 W 10 -> 16; RK3566 int8 W 8 -> 8, float16 W 10 -> 12; docs/abi-notes.md).
+ *  C1 = ceil(C / C2);  C2 and w_align per chip: see the table in runtime_core.c.  A
+ *  stand-in's tensors (emu_io_desc.vendor_rules) align rows to C2 pixels of the type as the
+ *  vendor runtimes do (RK3588 int8 W 8 -> 16; RK3566 int8 8 -> 8, float16 10 -> 12) and pad
+ *  NHWC outputs on RK3566 only (docs/standin.md).
  *  n_elems and size are always the logical (unpadded) count and bytes.
  *
  * Buffer layouts (what the bytes of a user buffer mean):
@@ -65,9 +66,12 @@ size_t emu_type_size(rknn_tensor_type t)
     }
 }
 
-uint32_t emu_w_align(const emu_platform *p, rknn_tensor_type t)
+uint32_t emu_w_align(const emu_platform *p, const emu_io_desc *d)
 {
-    uint32_t c2 = emu_c2(p, t);
+    /* a stand-in's tensors follow the vendor's rows (align(W, C2) of the type); the
+       emulator's own models keep the chip's w_align, which the binding's layout rules
+       assume (docs/standin.md) */
+    uint32_t c2 = d->vendor_rules ? emu_c2(p, d->type) : 0;
     return c2 ? c2 : p->w_align;
 }
 
@@ -128,13 +132,6 @@ void emu_fill_attr(const emu_platform *p, const emu_io_desc *d, const uint32_t *
     a->fl = d->fl;
     a->zp = d->zp;
     a->scale = d->scale;
-    if (d->type == RKNN_TENSOR_FLOAT16 && d->qnt_type == RKNN_TENSOR_QNT_NONE) {
-        /* the vendor runtimes report float16 tensors AFFINE, zp 0, scale 1 (fp16_net_rk3588
-           and _rk3566 on 1.5.2 / 1.6.0), scale 0 on RK2118 (fp16_net_rk2118, 2.3.2) */
-        a->qnt_type = RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC;
-        a->zp = 0;
-        a->scale = p->family == EMU_FAM_RK2118 ? 0.0f : 1.0f;
-    }
     uint64_t es = emu_type_size(d->type);
     if (!emu_desc_is_image(d->n_dims, d->fmt)) {
         a->n_dims = d->n_dims;
@@ -150,7 +147,7 @@ void emu_fill_attr(const emu_platform *p, const emu_io_desc *d, const uint32_t *
     uint32_t c2 = emu_c2(p, d->type);
     uint64_t Cp = c2 ? align_up(C, c2) : C;
     uint64_t Cs = small_c(C) ? C : Cp;
-    uint64_t ws = align_up(W, emu_w_align(p, d->type));
+    uint64_t ws = align_up(W, emu_w_align(p, d));
     a->n_dims = 4;
     a->n_elems = (uint32_t)((uint64_t)N * C * H * W);
     a->size = (uint32_t)(a->n_elems * es);
@@ -176,30 +173,19 @@ void emu_fill_attr(const emu_platform *p, const emu_io_desc *d, const uint32_t *
             return;
         }
     } else {
-        /* the vendor's output rules (docs/standin.md, docs/abi-notes.md): OUTPUT_ATTR's
-           size_with_stride is the blocked buffer with rows of align(W, C2) pixels
-           (yolo_heads_rk3588 [1,255,8,8]: 32,768); NATIVE_NHWC pads C to C2 on RK3566 only
-           and rounds the bytes up to C2; the mini runtime's are the plain and native sizes */
-        int mini = p->family == EMU_FAM_RV1106 || p->family == EMU_FAM_RK2118;
-        uint32_t C1 = c2 ? (C + c2 - 1) / c2 : 1;
         if (kind == EMU_ATTR_NATIVE && c2) {
             nc1hwc2 = 1;
         } else if (kind == EMU_ATTR_NATIVE_NHWC) {
-            uint32_t Cn = (c2 && strcmp(p->npu_group, "RK3566") == 0) ? (uint32_t)Cp : C;
             a->fmt = RKNN_TENSOR_NHWC;
-            a->dims[0] = N; a->dims[1] = H; a->dims[2] = W; a->dims[3] = Cn;
-            a->n_elems = N * H * W * Cn;
-            a->size = (uint32_t)(a->n_elems * es);
+            a->dims[0] = N; a->dims[1] = H; a->dims[2] = W; a->dims[3] = C;
             a->w_stride = 0;
-            a->size_with_stride = mini && c2 ? (uint32_t)((uint64_t)N * C1 * H * W * c2 * es)
-                                             : (uint32_t)align_up(a->size, c2 ? c2 : 1);
+            a->size_with_stride = (uint32_t)((uint64_t)N * H * W * Cp * es);
             return;
         } else {
             a->fmt = RKNN_TENSOR_NCHW;
             a->dims[0] = N; a->dims[1] = C; a->dims[2] = H; a->dims[3] = W;
             a->w_stride = 0;
-            a->size_with_stride = mini || !c2 ? a->size
-                                  : (uint32_t)((uint64_t)N * C1 * H * align_up(W, c2) * c2 * es);
+            a->size_with_stride = a->size;
             return;
         }
     }
@@ -208,10 +194,7 @@ void emu_fill_attr(const emu_platform *p, const emu_io_desc *d, const uint32_t *
         a->fmt = RKNN_TENSOR_NC1HWC2;
         a->n_dims = 5;
         a->dims[0] = N; a->dims[1] = C1; a->dims[2] = H; a->dims[3] = W; a->dims[4] = c2;
-        a->n_elems = N * C1 * H * W * c2;
-        a->size = (uint32_t)(a->n_elems * es);
-        /* outputs: w_stride 0 on the glibc runtimes, W on the mini runtime (2.3.2) */
-        a->w_stride = (is_out && p->family != EMU_FAM_RV1106 && p->family != EMU_FAM_RK2118) ? 0 : W;
+        a->w_stride = W;
         a->size_with_stride = (uint32_t)((uint64_t)N * C1 * H * W * c2 * es);
     }
 }
@@ -304,10 +287,11 @@ int emu_layout_user(const emu_platform *p, const emu_io_desc *d, const uint32_t 
             /* the native NHWC output pads C to C2 on RK3566 only (cls_img_rk3566 vs
                cls_img_rk3588, 1.6.0: docs/abi-notes.md) */
             lay_nhwc(l, l->W, l->H,
-                     (t == d->type && strcmp(p->npu_group, "RK3566") == 0) ? Cp : l->C);
+                     (t == d->type && (!d->vendor_rules || strcmp(p->npu_group, "RK3566") == 0))
+                         ? Cp : l->C);
         } else if (zero_copy || pass_through) {
             uint64_t hs = h_stride > l->H ? h_stride : l->H;
-            lay_nhwc(l, align_up(l->W, emu_w_align(p, d->type)), zero_copy ? hs : l->H,
+            lay_nhwc(l, align_up(l->W, emu_w_align(p, d)), zero_copy ? hs : l->H,
                      t == d->type ? Cs : l->C);
         } else {
             lay_nhwc(l, l->W, l->H, l->C);

@@ -238,6 +238,7 @@ static void desc_of(const emu_sd_attrs *v, emu_io_desc *d)
     d->qnt_type = a->qnt_type;
     d->zp = a->zp;
     d->scale = a->scale;
+    d->vendor_rules = 1;
 }
 
 static int refuse(int mode, int status_glibc, const char *line)

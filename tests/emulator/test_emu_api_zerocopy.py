@@ -105,10 +105,9 @@ def test_native_outputs(emu, make_ctx, chip):
             assert oa.fmt == NC1HWC2 and oa.dims[4] == c2
             got = from_nc1hwc2(raw, q.shape, oa.dims[4])
         else:
-            # C is padded to C2 on RK3566 only (cls_img_rk3566 vs cls_img_rk3588, 1.6.0)
-            cs = c2 if chip == "RK3566" else 5
-            assert oa.fmt == NHWC and oa.dims[3] == cs and oa.size == 4 * 30 * cs
-            got = raw[:4 * 30 * cs].reshape(1, 4, 30, cs)[..., :5].transpose(0, 3, 1, 2)
+            assert oa.fmt == NHWC and oa.size_with_stride == 4 * 30 * c2
+            cs = oa.size_with_stride // (4 * 30)
+            got = raw.reshape(1, 4, 30, cs)[..., :5].transpose(0, 3, 1, 2)
         np.testing.assert_array_equal(got, q)
 
 
