@@ -32,6 +32,9 @@ typedef struct emu_io_desc {
     uint32_t n_norm;                   /* inputs: mean/std entries, one per channel (0 = none) */
     float mean[RKNN_MAX_NUM_CHANNEL];
     float std[RKNN_MAX_NUM_CHANNEL];
+    int vendor_rules;                  /* a stand-in's tensor: the vendor runtime's layout
+                                          rules (w_stride align(W, C2), NHWC outputs padded
+                                          on RK3566 only: docs/standin.md) */
 } emu_io_desc;
 
 typedef struct emu_model emu_model;
@@ -68,6 +71,14 @@ typedef struct emu_run_env {
    truncated bytes give RKNN_ERR_MODEL_INVALID, never a crash.  Data is copied. */
 int emu_model_load(const void *data, size_t size, emu_model **out);
 void emu_model_free(emu_model *m);
+/* A stand-in model (model_standin.c, docs/standin.md): n_in inputs and n_out outputs as
+   described, no graph.  n_sets 0 for a static model; otherwise in_dims / out_dims hold
+   n_sets rows, row s = the dims of every input (resp. output) at set s, each input
+   RKNN_MAX_DIMS entries wide.  Its run fills every output from a digest of the inputs. */
+int emu_model_new_standin(const char *target, const emu_io_desc *ins, uint32_t n_in,
+                          const emu_io_desc *outs, uint32_t n_out, uint32_t n_sets,
+                          const uint32_t *in_dims, const uint32_t *out_dims, emu_model **out);
+int emu_model_is_standin(const emu_model *m);
 
 const char *emu_model_target(const emu_model *m);        /* "RK3588", "RK3566", "RV1106", ... */
 const char *emu_model_custom_string(const emu_model *m); /* "" if none; < 1024 bytes */

@@ -891,6 +891,8 @@ int emu_model_op_views(const emu_model *m, uint32_t op_index, const void *const 
     if (env->shape_set >= rows)
         return RKNN_ERR_PARAM_INVALID;
     const emu_op *op = &m->ops[op_index];
+    if (m->standin)
+        return emu_standin_model_run(m, inputs, outputs, env->shape_set);
     run_ctx c = {m, env, env->shape_set, inputs, outputs, NULL};
     for (uint32_t k = 0; k < op->n_in; k++) {
         fill_view_desc(&c, op->in[k], &ins[k], 0);
@@ -944,6 +946,8 @@ int emu_model_run(const emu_model *m, const void *const *inputs, void *const *ou
     for (uint32_t i = 0; i < m->n_outputs; i++)
         if (!outputs[i])
             return RKNN_ERR_OUTPUT_INVALID;
+    if (m->standin)
+        return emu_standin_model_run(m, inputs, outputs, env->shape_set);
     run_ctx c = {m, env, env->shape_set, inputs, outputs,
                  env->internal ? env->internal + m->set_scratch[env->shape_set] : NULL};
     for (uint32_t o = 0; o < m->n_ops; o++) {

@@ -122,7 +122,13 @@ struct emu_model {
     uint64_t *set_scratch;             /* max(1,n_sets): offset of the scratch area */
     uint64_t internal_size;
     emu_io_desc *in_desc, *out_desc;   /* declared descs (set 0) */
+    int standin;                       /* a stand-in (model_standin.c): no graph; a run
+                                          fills the outputs from a digest of the inputs */
 };
+
+/* model_standin.c: the run of a stand-in model (docs/standin.md). */
+int emu_standin_model_run(const emu_model *m, const void *const *inputs, void *const *outputs,
+                          uint32_t set);
 
 /* ---- shared helpers ------------------------------------------------------------------ */
 size_t emu_model_dtype_size(rknn_tensor_type t);  /* 0 if unsupported */

@@ -9,6 +9,15 @@
  *     (numpy's np.rint), saturating to the integer type's range;
  *   - dequantize: (q - zp) * scale in float32.
  * The build uses -ffp-contract=off so no FMA changes a rounding.
+ *
+ * Two more follow the vendor runtime's CPU conversions byte for byte (docs/abi-notes.md,
+ * "NPU-side bytes"; the vendor's librknnrt 1.5.2 and 1.6.0 answers for real files):
+ *   - emu_quantize_input: an input the runtime quantizes on the CPU (rknn_inputs_set of a
+ *     non-image int8 tensor): v = x / scale + zp in float32, rounded half to even after
+ *     the zero point is added, and wrapped (not saturated) to the integer type;
+ *   - emu_dequantize_vec: the runtime's vector path of rknn_outputs_get(want_float=1),
+ *     q * scale - zp * scale with both products rounded to float32 (the scalar path is
+ *     emu_dequantize); which elements take which path is decided in emu_convert.
  */
 #ifndef RKNNX_EMU_NUMERIC_H
 #define RKNNX_EMU_NUMERIC_H
@@ -55,6 +64,25 @@ static inline int32_t emu_quantize(float x, float scale, int32_t zp, int32_t lo,
 static inline float emu_dequantize(int32_t q, float scale, int32_t zp)
 {
     return (float)(q - zp) * scale;
+}
+
+static inline float emu_dequantize_vec(int32_t q, float scale, int32_t zp)
+{
+    float a = (float)q * scale;
+    float b = (float)zp * scale;
+    return a - b;
+}
+
+/* the vendor's CPU quantization of an input (see above): NaN maps to zp; the result is
+   the rounded value before wrapping, which the caller truncates to the type's width */
+static inline int64_t emu_quantize_input(float x, float scale, int32_t zp)
+{
+    float v = x / scale;
+    v = v + (float)zp;
+    if (v != v)
+        return zp;
+    v = emu_clampf(v, -9.0e18f, 9.0e18f);
+    return (int64_t)rint((double)v);
 }
 
 #endif /* RKNNX_EMU_NUMERIC_H */

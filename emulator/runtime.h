@@ -203,10 +203,15 @@ typedef struct emu_layout {
     uint64_t sN, sC1, sC2, sH, sW;
     uint64_t n_elems;         /* logical elements */
     uint64_t span;            /* elements from the first to past the last addressed one */
+    uint32_t deq_c2;          /* outputs: the C2 of the model type's native form, which picks
+                                 the vendor's vector or scalar dequantization per element
+                                 (emu_convert); 0: scalar everywhere */
 } emu_layout;
 
 size_t emu_type_size(rknn_tensor_type t);    /* 0 for unsupported (INT4, ...) */
 uint32_t emu_c2(const emu_platform *p, rknn_tensor_type t);  /* 0: no NC1HWC2 form */
+/* NHWC row alignment in pixels for the model type t: its C2, else the chip's w_align */
+uint32_t emu_w_align(const emu_platform *p, const emu_io_desc *d);
 int emu_desc_is_image(uint32_t n_dims, rknn_tensor_format fmt);
 void emu_nchw_of(const uint32_t *dims, rknn_tensor_format fmt, uint32_t *N, uint32_t *C, uint32_t *H,
                  uint32_t *W);
@@ -240,6 +245,7 @@ typedef struct emu_shared {   /* a loaded model shared by dup'd / weight-sharing
     emu_model *model;
     uint64_t *max_in_bytes;   /* per input: model-format bytes, max over shape sets */
     uint64_t *max_out_bytes;
+    struct emu_standin *sd;   /* a vendor file's stand-in (standin.h), or NULL */
 } emu_shared;
 
 enum { EMU_FLOW_NONE = 0, EMU_FLOW_GENERAL = 1, EMU_FLOW_ZERO_COPY = 2 };
@@ -311,6 +317,16 @@ typedef struct emu_ctx {
     uint32_t n_customs;
     emu_node_state *nodes;    /* n_ops entries, allocated at the first registration */
     struct emu_mm *mm;        /* a matmul context (no model): runtime_matmul.c */
+    /* rknn_emu_set_npu_output: per output, NPU-side bytes that replace the computed ones
+       from the next run on (NULL: none); runtime_npu.c */
+    uint8_t **npu_out;
+    uint32_t *npu_out_len;
+    /* a stand-in context: per input, 1 + the type of its last rknn_inputs_set (0: none) */
+    int *sd_in_type;
+    /* per input, the bytes rknn_inputs_set left in the NPU's input buffer, as the vendor
+       runtime leaves them (emu_npu_pack_input; NULL until the first inputs_set) */
+    uint8_t **npu_in;
+    uint32_t *npu_in_len;
 } emu_ctx;
 
 /* Registry: look up a live context and take a reference (NULL if invalid / destroyed). */
@@ -345,5 +361,26 @@ emu_ctx *emu_custom_current(void);
 void emu_ctx_base_env(const emu_ctx *c, emu_run_env *env);
 void emu_mm_free(struct emu_mm *mm);          /* runtime_matmul.c */
 emu_ctx *emu_ctx_alloc(const emu_platform *p, uint32_t flags);  /* bare context, refs 1 */
+
+/* ---- NPU-side views (runtime_npu.c) ---------------------------------------------------------
+ * The native attribute of input / output idx at the context's current shape (the one
+ * RKNN_QUERY_NATIVE_INPUT_ATTR / _OUTPUT_ATTR answer), without logging; 0 or a status. */
+int emu_ctx_native_attr(emu_ctx *c, int is_out, uint32_t idx, rknn_tensor_attr *a);
+/* Layout of a buffer in the native form na describes, for the tensor (d, dims). */
+void emu_layout_native(const emu_io_desc *d, const uint32_t *dims, const rknn_tensor_attr *na,
+                       emu_layout *l);
+/* rknn_run, after the graph: outputs with rknn_emu_set_npu_output bytes take them. */
+void emu_npu_apply_outputs(emu_ctx *c);
+/* Length of the NPU's buffer for an input whose native attribute is na: the vendor's
+   named input buffer, size_with_stride (or size) rounded up to 16 bytes. */
+uint32_t emu_npu_input_len(const rknn_tensor_attr *na);
+/* What rknn_inputs_set leaves in the NPU's input buffer npu (L bytes, holding the previous
+   bytes) for a user buffer (buf, size, t, fmt, pass_through) of input (d, dims) whose native
+   attribute is na (runtime_layout.c; the rules and their evidence: docs/abi-notes.md). */
+void emu_npu_pack_input(const emu_platform *p, const emu_io_desc *d, const uint32_t *dims,
+                        const rknn_tensor_attr *na, const void *buf, uint32_t size,
+                        rknn_tensor_type t, rknn_tensor_format fmt, int pass_through,
+                        uint8_t *npu, uint32_t L);
+void emu_npu_free(emu_ctx *c);
 
 #endif /* RKNNX_EMU_RUNTIME_H */

@@ -35,6 +35,7 @@
 
 #include "model_internal.h"
 #include "runtime.h"
+#include "standin.h"
 
 /* ---- model-side helpers --------------------------------------------------------------- */
 static uint64_t dims_elems(const uint32_t *d, uint32_t n)
@@ -85,6 +86,7 @@ static void shared_put(emu_shared *s)
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
         return;
     emu_model_free(s->model);
+    emu_standin_free(s->sd);
     free(s->max_in_bytes);
     free(s->max_out_bytes);
     free(s);
@@ -179,6 +181,8 @@ void emu_ctx_free(emu_ctx *c)
     free(c->nodes);
     if (c->mm)
         emu_mm_free(c->mm);
+    emu_npu_free(c);
+    free(c->sd_in_type);
     shared_put(c->weights_from);
     shared_put(c->shared);
     pthread_mutex_destroy(&c->lock);
@@ -364,7 +368,32 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
     emu_model *m = NULL;
     emu_ctx *c = NULL;
     emu_ctx *wsrc = NULL;
-    rc = emu_model_load(bytes, nbytes, &m);
+    emu_standin *sd = NULL;
+    int mini = p->family == EMU_FAM_RV1106 || p->family == EMU_FAM_RK2118;
+#ifdef EMU_RUNTIME_1_5
+    mini = 0;
+#endif
+    if (emu_standin_sniff(bytes, nbytes)) {
+        /* a vendor .rknn file: a stand-in context (standin.c, docs/standin.md) */
+        rc = emu_standin_open(bytes, nbytes, p, &sd, &m);
+        if (rc != RKNN_SUCC)
+            goto fail;
+        static atomic_int said;
+        if (!atomic_exchange(&said, 1) && emu_log_enabled(EMU_LOG_W))
+            fprintf(stderr, "W rknnx: the emulator stands in for vendor .rknn files: it answers "
+                    "as the vendor runtime for the file, but rknn_run computes a digest of the "
+                    "inputs, not the network (docs/standin.md)\n");
+    } else if (mini && !(nbytes >= 8 && memcmp(bytes, EMU_FMT_MAGIC, 8) == 0)) {
+        /* the mini runtime's words for bytes that are no model */
+        uint64_t magic = 0;
+        for (size_t k = 0; k < 8 && k < nbytes; k++)
+            magic |= (uint64_t)bytes[k] << (8 * k);
+        EMU_ERR(NULL, "invalid rknn model magic: %llx", (unsigned long long)magic);
+        rc = RKNN_ERR_FAIL;
+        goto fail;
+    } else {
+        rc = emu_model_load(bytes, nbytes, &m);
+    }
     if (rc != RKNN_SUCC) {
         /* the boards' words: a file that is not a model, a model format newer than the
            runtime, then the load failure itself */
@@ -380,7 +409,7 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
         goto fail;
     }
     const char *target = emu_model_target(m);
-    if (target && *target) {
+    if (!sd && target && *target) {
         const emu_platform *tp = emu_platform_find(target);
         if (!tp || strcmp(tp->npu_group, p->npu_group) != 0) {
             /* the board's words (no function prefix) */
@@ -425,6 +454,8 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
         goto fail;
     }
     m = NULL;   /* owned by c->shared now */
+    c->shared->sd = sd;
+    sd = NULL;
     if (wsrc) {
         c->weights_from = wsrc->shared;
         atomic_fetch_add(&wsrc->shared->refs, 1);
@@ -445,7 +476,10 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
     if ((rc = emu_ctx_register(c)) != RKNN_SUCC)
         goto fail;
     *context = c->handle;
-    log_init_info(c);
+    if (c->shared->sd)
+        emu_standin_log_init(c);
+    else
+        log_init_info(c);
     emu_log(EMU_LOG_D, fn, "context 0x%llx on %s, flags 0x%x", (unsigned long long)c->handle,
             p->name, flag);
     rc = RKNN_SUCC;
@@ -455,6 +489,7 @@ fail:
         emu_ctx_free(c);
     if (m)
         emu_model_free(m);
+    emu_standin_free(sd);
     emu_ctx_put(wsrc);
     free(owned);
     if (map)
@@ -530,7 +565,14 @@ int rknn_set_core_mask(rknn_context context, rknn_core_mask core_mask)
     if (rc)
         return rc;
     uint32_t m = (uint32_t)core_mask;
-    if (!emu_core_mask_valid(c->plat, m)) {
+    if (c->shared && c->shared->sd && (m > RKNN_NPU_CORE_0_1_2 || !emu_core_mask_valid(c->plat, m) ||
+                                       m == RKNN_NPU_CORE_ALL)) {
+        /* 1.5.2 / 1.6.0 on RK3588: masks beyond 0..7 (RKNN_NPU_CORE_ALL included) */
+        EMU_ERR(NULL, "Not support core mask: %x, fallback to single core auto mode", m);
+        EMU_ERR(fn, "failed to set core mask: %x", m);
+        c->core_mask = RKNN_NPU_CORE_AUTO;
+        rc = RKNN_ERR_FAIL;
+    } else if (!emu_core_mask_valid(c->plat, m)) {
         EMU_ERR(fn, "core mask 0x%x is not valid on %s (%u cores)", m, c->plat->name,
                 c->plat->n_cores);
         rc = RKNN_ERR_PARAM_INVALID;
@@ -688,6 +730,27 @@ static int query_attr(emu_ctx *c, int cmd, rknn_tensor_attr *a)
     return RKNN_SUCC;
 }
 
+int emu_ctx_native_attr(emu_ctx *c, int is_out, uint32_t idx, rknn_tensor_attr *a)
+{
+    if (!c->m || idx >= (is_out ? c->n_out : c->n_in))
+        return RKNN_ERR_PARAM_INVALID;
+    const emu_io_desc *d = is_out ? emu_model_output(c->m, idx) : emu_model_input(c->m, idx);
+    const uint32_t *dims = is_out ? emu_ctx_out_dims(c, idx) : emu_ctx_in_dims(c, idx);
+    if (!d || !dims)
+        return RKNN_ERR_PARAM_INVALID;
+    if (c->shared && c->shared->sd) {
+        /* the native form at the current shape (CURRENT_NATIVE_*; the static one) */
+        const rknn_tensor_attr *v = emu_standin_attr(c->shared->sd, is_out, idx, EMU_ATTR_NATIVE,
+                                                     c->shapes_chosen, c->shape_set);
+        if (!v)
+            return RKNN_ERR_PARAM_INVALID;
+        *a = *v;
+        return RKNN_SUCC;
+    }
+    emu_fill_attr(c->plat, d, dims, is_out, EMU_ATTR_NATIVE, idx, a);
+    return RKNN_SUCC;
+}
+
 int rknn_query(rknn_context context, rknn_query_cmd cmd, void *info, uint32_t size)
 {
     static const char fn[] = "rknn_query";
@@ -696,20 +759,28 @@ int rknn_query(rknn_context context, rknn_query_cmd cmd, void *info, uint32_t si
     int rc = emu_ctx_enter(context, fn, &c);
     if (rc)
         return rc;
+    if (c->shared && c->shared->sd) {
+        rc = emu_standin_query(c, (int)cmd, info, size);
+        goto out;
+    }
     size_t want = query_size((int)cmd);
     if (!info) {
         EMU_ERR(fn, "info == nullptr!");
         rc = RKNN_ERR_PARAM_INVALID;
         goto out;
     }
-    if ((int)cmd < 0 || (int)cmd >= RKNN_QUERY_CMD_MAX) {
+    /* the vendor's order and statuses (1.5.2 / 1.6.0 / 2.3.2 answers, docs/abi-notes.md):
+       past the last command -5; a negative one -1 on the glibc runtimes (-5 on the mini
+       runtime); a command the chip lacks -1 */
+    int mini_rt = c->plat->family == EMU_FAM_RV1106 || c->plat->family == EMU_FAM_RK2118;
+    if ((int)cmd >= RKNN_QUERY_CMD_MAX || ((int)cmd < 0 && mini_rt)) {
         EMU_ERR(fn, "cmd = %d is not in [0, %d]!", (int)cmd, RKNN_QUERY_CMD_MAX - 1);
         rc = RKNN_ERR_PARAM_INVALID;
         goto out;
     }
-    if (want == 0 || !emu_platform_supports_query(c->plat, (int)cmd)) {
+    if ((int)cmd < 0 || want == 0 || !emu_platform_supports_query(c->plat, (int)cmd)) {
         EMU_ERR(fn, "unsupported cmd(%d)!", (int)cmd);
-        rc = RKNN_ERR_PARAM_INVALID;
+        rc = RKNN_ERR_FAIL;
         goto out;
     }
     if (size < want) {

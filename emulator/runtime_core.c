@@ -627,10 +627,12 @@ int emu_refuse_func(const emu_platform *p, const char *func)
 {
     if (p->family == EMU_FAM_RV1106 || p->family == EMU_FAM_RK2118) {
         if (strcmp(func, "rknn_inputs_set") == 0 || strcmp(func, "rknn_outputs_get") == 0 ||
-            strcmp(func, "rknn_outputs_release") == 0)
+            strcmp(func, "rknn_outputs_release") == 0) {
+            /* -5, as librknnmrt 2.3.2 answers (docs/abi-notes.md, "The vendor runtimes") */
             EMU_ERR(func, "context config invalid!");
-        else
-            EMU_ERR(NULL, "%s not supported in mini runtime!", func);
+            return RKNN_ERR_PARAM_INVALID;
+        }
+        EMU_ERR(NULL, "%s not supported in mini runtime!", func);
         return RKNN_ERR_FAIL;
     }
     if (strcmp(func, "rknn_set_core_mask") == 0) {

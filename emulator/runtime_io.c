@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "runtime.h"
+#include "standin.h"
 
 static int64_t now_ns(clockid_t clock)
 {
@@ -35,6 +36,37 @@ static void sleep_us(int64_t us)
 }
 
 /* ---- rknn_inputs_set ------------------------------------------------------------------- */
+/* The NPU's input buffer of input i (rknn_emu_read_npu_input reads it): allocated at the
+   length the native attribute gives, kept from one inputs_set to the next as the vendor's
+   is (its bytes survive forms that do not write them).  0 or RKNN_ERR_MALLOC_FAIL. */
+static int ensure_npu_input(emu_ctx *c, uint32_t i, rknn_tensor_attr *na)
+{
+    int rc = emu_ctx_native_attr(c, 0, i, na);
+    if (rc != RKNN_SUCC)
+        return rc;
+    uint32_t L = emu_npu_input_len(na);
+    if (!c->npu_in) {
+        c->npu_in = calloc(c->n_in ? c->n_in : 1, sizeof *c->npu_in);
+        c->npu_in_len = calloc(c->n_in ? c->n_in : 1, sizeof *c->npu_in_len);
+        if (!c->npu_in || !c->npu_in_len) {
+            free(c->npu_in);
+            free(c->npu_in_len);
+            c->npu_in = NULL;
+            c->npu_in_len = NULL;
+            return RKNN_ERR_MALLOC_FAIL;
+        }
+    }
+    if (c->npu_in_len[i] != L || !c->npu_in[i]) {
+        uint8_t *b = calloc(1, L ? L : 1);
+        if (!b)
+            return RKNN_ERR_MALLOC_FAIL;
+        free(c->npu_in[i]);
+        c->npu_in[i] = b;
+        c->npu_in_len[i] = L;
+    }
+    return RKNN_SUCC;
+}
+
 int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[])
 {
     static const char fn[] = "rknn_inputs_set";
@@ -44,12 +76,22 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
     if (rc)
         return rc;
     emu_layout *ls = NULL;
+    int *skip = NULL;
     if (c->flags & (RKNN_FLAG_COLLECT_MODEL_INFO_ONLY | RKNN_FLAG_MEM_ALLOC_OUTSIDE)) {
         EMU_ERR(fn, "not available on a context created with %s",
                 (c->flags & RKNN_FLAG_COLLECT_MODEL_INFO_ONLY) ? "RKNN_FLAG_COLLECT_MODEL_INFO_ONLY"
                                                                : "RKNN_FLAG_MEM_ALLOC_OUTSIDE");
         rc = RKNN_ERR_FAIL;
         goto out;
+    }
+    int vendor = c->shared && c->shared->sd;   /* a stand-in answers as the vendor runtime */
+    if (vendor && inputs && n_inputs < c->n_in) {
+        /* 1.5.2 / 1.6.0: fewer inputs (or none) are taken, with a warning */
+        EMU_WARN(fn, "param input num(%u) != model input num(%u)", n_inputs, c->n_in);
+        if (n_inputs == 0) {
+            rc = RKNN_SUCC;
+            goto out;
+        }
     }
     if (!inputs || n_inputs == 0 || n_inputs > c->n_in) {
         if (inputs && n_inputs > c->n_in)
@@ -67,6 +109,13 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
         goto out;
     }
     ls = calloc(n_inputs, sizeof *ls);
+    skip = vendor ? calloc(n_inputs, sizeof *skip) : NULL;
+    if (vendor && !skip) {
+        free(ls);
+        ls = NULL;
+        rc = RKNN_ERR_MALLOC_FAIL;
+        goto out;
+    }
     if (!ls) {
         rc = RKNN_ERR_MALLOC_FAIL;
         goto out;
@@ -74,6 +123,11 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
     /* validate everything before touching any input */
     for (uint32_t k = 0; k < n_inputs; k++) {
         const rknn_input *in = &inputs[k];
+        if (vendor && in->index >= c->n_in) {
+            /* 1.5.2 / 1.6.0 take the call and ignore the entry */
+            skip[k] = 1;
+            continue;
+        }
         if (in->index >= c->n_in) {
             EMU_ERR(fn, "inputs[%u].index %u out of range (model has %u)", k, in->index, c->n_in);
             rc = RKNN_ERR_PARAM_INVALID;
@@ -91,21 +145,43 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
             goto out;
         }
         const emu_io_desc *d = emu_model_input(c->m, in->index);
-        if (in->pass_through && in->type != d->type) {
-            EMU_ERR(fn, "input %u: pass_through needs the model type %d, got %d", in->index,
-                    (int)d->type, (int)in->type);
+        if (vendor && !in->pass_through && emu_desc_is_image(d->n_dims, d->fmt) &&
+            (in->fmt == RKNN_TENSOR_NC1HWC2 || in->fmt == RKNN_TENSOR_UNDEFINED)) {
+            /* 1.5.2 / 1.6.0: logged, the call still succeeds, the input is not taken */
+            if (in->fmt == RKNN_TENSOR_NC1HWC2) {
+                EMU_ERR(fn, "when input channel is %u, not support NC1HWC2 layout!",
+                        d->fmt == RKNN_TENSOR_NHWC ? d->dims[3] : d->dims[1]);
+            } else {
+                EMU_ERR(NULL, "Meet unsupported src layout for normalize: (null), only support "
+                        "NHWC src layout!");
+                EMU_ERR(fn, "normalize error(-1) index=%u", in->index);
+            }
+            skip[k] = 1;
+            continue;
+        }
+        /* pass_through takes the bytes as they are, whatever type is named (the vendor's
+           1.5.2 and 1.6.0 accept INT8 bytes for a float16 input: fp16_net_rk3566/_rk3588):
+           they are read as the model type */
+        rknn_tensor_type tt = in->pass_through ? d->type : in->type;
+        if (in->pass_through && emu_type_size(in->type) == 0) {
+            EMU_ERR(fn, "input %u: unsupported type %d", in->index, (int)in->type);
             rc = RKNN_ERR_PARAM_INVALID;
             goto out;
         }
-        if (emu_layout_user(c->plat, d, emu_ctx_in_dims(c, in->index), 0, 0, in->type, in->fmt,
+        if (emu_layout_user(c->plat, d, emu_ctx_in_dims(c, in->index), 0, 0, tt, in->fmt,
                             in->pass_through, 0, &ls[k]) != RKNN_SUCC) {
             EMU_ERR(fn, "input %u: unsupported type %d / fmt %d", in->index, (int)in->type,
                     (int)in->fmt);
             rc = RKNN_ERR_PARAM_INVALID;
             goto out;
         }
+        rknn_tensor_attr na;
+        if ((rc = ensure_npu_input(c, in->index, &na)) != RKNN_SUCC)
+            goto out;
         uint64_t need = emu_layout_bytes(&ls[k]);
-        if (in->size < need) {
+        /* pass_through bytes are taken as given, size bytes at most (the vendor accepts
+           size 192 for an input whose rows are padded to 384 bytes: tiny_rk3588_i8) */
+        if (!in->pass_through && in->size < need) {
             /* only a too-small buffer is refused, in the runtime's words; a larger one is
                read up to the size of the current shape */
             EMU_ERR(fn, "param input size(%u) < model input size(%llu)", in->size,
@@ -116,18 +192,41 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
     }
     for (uint32_t k = 0; k < n_inputs; k++) {
         const rknn_input *in = &inputs[k];
+        if (skip && skip[k])
+            continue;
         const emu_io_desc *d = emu_model_input(c->m, in->index);
         emu_layout lm;
         emu_layout_model(d, emu_ctx_in_dims(c, in->index), &lm);
-        emu_convert(d, in->pass_through ? EMU_CONV_RAW : EMU_CONV_TO_MODEL, in->buf, &ls[k],
-                    c->in_buf[in->index], &lm);
+        rknn_tensor_attr na;
+        if (emu_ctx_native_attr(c, 0, in->index, &na) != RKNN_SUCC)
+            memset(&na, 0, sizeof na);
+        uint8_t *npu = c->npu_in[in->index];
+        uint32_t L = c->npu_in_len[in->index];
+        emu_npu_pack_input(c->plat, d, emu_ctx_in_dims(c, in->index), &na, in->buf, in->size,
+                           in->type, in->fmt, in->pass_through, npu, L);
+        if (in->pass_through) {
+            /* the graph reads what the NPU reads: the buffer in the native layout */
+            emu_layout ln;
+            emu_layout_native(d, emu_ctx_in_dims(c, in->index), &na, &ln);
+            if (emu_layout_bytes(&ln) <= L)
+                emu_convert(d, EMU_CONV_RAW, npu, &ln, c->in_buf[in->index], &lm);
+        } else {
+            emu_convert(d, EMU_CONV_TO_MODEL, in->buf, &ls[k], c->in_buf[in->index], &lm);
+        }
         c->in_set[in->index] = 1;
+        if (c->shared->sd) {
+            if (!c->sd_in_type)
+                c->sd_in_type = calloc(c->n_in ? c->n_in : 1, sizeof *c->sd_in_type);
+            if (c->sd_in_type)
+                c->sd_in_type[in->index] = 1 + (int)in->type;
+        }
         EMU_CTR_ADD(bytes_in, emu_layout_bytes(&lm));
     }
     c->flow = EMU_FLOW_GENERAL;
     rc = RKNN_SUCC;
 out:
     free(ls);
+    free(skip);
     emu_ctx_leave(c);
     return rc;
 }
@@ -239,7 +338,8 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
         const emu_io_desc *d = emu_model_input(c->m, i);
         ins[i] = c->in_buf[i];
         if (!b->mem) {
-            if (!c->in_set[i] || outside) {
+            if ((!c->in_set[i] && !(c->shared && c->shared->sd)) || outside) {
+                /* (a stand-in runs on what its input buffers hold, as the vendor does) */
                 EMU_ERR(fn, "input %u was not set (rknn_inputs_set or rknn_set_io_mem)", i);
                 rc = RKNN_ERR_INPUT_INVALID;
                 goto out;
@@ -314,6 +414,8 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
                         &lay[2 * i], c->in_buf[i], &lay[2 * i + 1]);
     }
     rc = emu_model_run(c->m, ins, (void *const *)outs, &env);
+    if (rc == RKNN_SUCC)
+        emu_npu_apply_outputs(c);   /* rknn_emu_set_npu_output: the NPU "wrote" these */
     int64_t npu = emu_npu_time_us();
     sleep_us(npu);
     int64_t t1 = now_ns(CLOCK_MONOTONIC);
@@ -347,6 +449,23 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
         if (rc)
             goto out;
         emu_layout_model(d, emu_ctx_out_dims(c, o), &lm);
+        if (b->attr.fmt == RKNN_TENSOR_NC1HWC2 && b->attr.type == d->type) {
+            /* a native output mem is the NPU's output buffer itself (the vendor's 1.5.2 and
+               1.6.0 zero-copy runs): NPU bytes given by rknn_emu_set_npu_output land there
+               verbatim, padding channels included; computed ones with zero padding */
+            rknn_tensor_attr na;
+            uint64_t nsz = 0;
+            if (emu_ctx_native_attr(c, 1, o, &na) == RKNN_SUCC)
+                nsz = na.size_with_stride > na.size ? na.size_with_stride : na.size;
+            if (nsz > b->mem->size)
+                nsz = b->mem->size;
+            if (c->npu_out && c->npu_out[o]) {
+                uint64_t n = c->npu_out_len[o] < nsz ? c->npu_out_len[o] : nsz;
+                memcpy(b->mem->dev, c->npu_out[o], (size_t)n);
+                continue;
+            }
+            memset(b->mem->dev, 0, (size_t)nsz);
+        }
         emu_convert(d, EMU_CONV_FROM_MODEL, c->out_buf[o], &lm, b->mem->dev, &lu);
     }
     t1 = now_ns(CLOCK_MONOTONIC);
@@ -363,6 +482,9 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
     if (c->flags & RKNN_FLAG_COLLECT_PERF_MASK)
         build_perf(c, c->last_run_us, npu);
     rc = RKNN_SUCC;
+    /* a stand-in's unregistered custom operator: the NPU part ran, the run fails (1.6.0) */
+    if (c->shared && c->shared->sd)
+        rc = emu_standin_check_run(c);
 out:
     free(ins);
     free(outs);
@@ -411,6 +533,13 @@ int rknn_outputs_get(rknn_context context, uint32_t n_outputs, rknn_output outpu
         rc = RKNN_ERR_FAIL;
         goto out;
     }
+    int vendor = c->shared && c->shared->sd;
+    if (vendor && n_outputs != c->n_out)
+        EMU_WARN(fn, "param output num(%u) != model output num(%u)", n_outputs, c->n_out);
+    if (vendor && n_outputs == 0) {
+        rc = RKNN_SUCC;   /* 1.5.2 takes it (1.6.0 crashes: docs/standin.md) */
+        goto out;
+    }
     if (!outputs || n_outputs == 0 || n_outputs > c->n_out) {
         EMU_ERR(fn, "n_outputs %u invalid (model has %u) or outputs NULL", n_outputs, c->n_out);
         rc = RKNN_ERR_PARAM_INVALID;
@@ -418,7 +547,7 @@ int rknn_outputs_get(rknn_context context, uint32_t n_outputs, rknn_output outpu
     }
     if ((rc = emu_ctx_check_flow(c, EMU_FLOW_GENERAL, fn)))
         goto out;
-    if (!c->has_run) {
+    if (!c->has_run && !vendor) {
         EMU_ERR(fn, "no results: call rknn_run first");
         rc = RKNN_ERR_OUTPUT_INVALID;
         goto out;
@@ -586,7 +715,7 @@ static int set_shapes(emu_ctx *c, const char *fn, uint32_t n, const rknn_tensor_
     if (emu_model_n_shape_sets(c->m) == 0) {
         EMU_ERR(fn, "error, rknn model is static shape type, please export rknn with "
                 "dynamic_shapes");
-        return RKNN_ERR_FAIL;
+        return RKNN_ERR_MODEL_INVALID;   /* -6, as 1.5.2 and 1.6.0 return it */
     }
     if (!attrs || n != c->n_in) {
         EMU_ERR(fn, "n_inputs %u invalid (model has %u) or attrs NULL", n, c->n_in);

@@ -17,7 +17,10 @@
  *                   size_with_stride = N*H*w_stride*Cs        size_with_stride = N*H*W*Cp
  *
  *  Cs = C for C in {1,3,4}, else Cp;  Cp = align(C, C2) (C when the type has no C2);
- *  C1 = ceil(C / C2);  C2 and w_align per chip: see the table in runtime_core.c.
+ *  C1 = ceil(C / C2);  C2 and w_align per chip: see the table in runtime_core.c.  A
+ *  stand-in's tensors (emu_io_desc.vendor_rules) align rows to C2 pixels of the type as the
+ *  vendor runtimes do (RK3588 int8 W 8 -> 16; RK3566 int8 8 -> 8, float16 10 -> 12) and pad
+ *  NHWC outputs on RK3566 only (docs/standin.md).
  *  n_elems and size are always the logical (unpadded) count and bytes.
  *
  * Buffer layouts (what the bytes of a user buffer mean):
@@ -61,6 +64,15 @@ size_t emu_type_size(rknn_tensor_type t)
     case RKNN_TENSOR_BFLOAT16: return 2;
     default: return 0;
     }
+}
+
+uint32_t emu_w_align(const emu_platform *p, const emu_io_desc *d)
+{
+    /* a stand-in's tensors follow the vendor's rows (align(W, C2) of the type); the
+       emulator's own models keep the chip's w_align, which the binding's layout rules
+       assume (docs/standin.md) */
+    uint32_t c2 = d->vendor_rules ? emu_c2(p, d->type) : 0;
+    return c2 ? c2 : p->w_align;
 }
 
 uint32_t emu_c2(const emu_platform *p, rknn_tensor_type t)
@@ -135,7 +147,7 @@ void emu_fill_attr(const emu_platform *p, const emu_io_desc *d, const uint32_t *
     uint32_t c2 = emu_c2(p, d->type);
     uint64_t Cp = c2 ? align_up(C, c2) : C;
     uint64_t Cs = small_c(C) ? C : Cp;
-    uint64_t ws = align_up(W, p->w_align);
+    uint64_t ws = align_up(W, emu_w_align(p, d));
     a->n_dims = 4;
     a->n_elems = (uint32_t)((uint64_t)N * C * H * W);
     a->size = (uint32_t)(a->n_elems * es);
@@ -257,6 +269,8 @@ int emu_layout_user(const emu_platform *p, const emu_io_desc *d, const uint32_t 
     if ((unsigned)fmt >= RKNN_TENSOR_FORMAT_MAX)
         return RKNN_ERR_PARAM_INVALID;
     lay_common(l, d, dims, t);
+    if (is_out && (d->type == RKNN_TENSOR_INT8 || d->type == RKNN_TENSOR_UINT8))
+        l->deq_c2 = emu_c2(p, d->type);   /* measured for int8 outputs only */
     if (!l->is4d)
         return fmt == RKNN_TENSOR_NC1HWC2 ? RKNN_ERR_PARAM_INVALID : RKNN_SUCC;
     uint32_t c2 = emu_c2(p, d->type);
@@ -270,10 +284,14 @@ int emu_layout_user(const emu_platform *p, const emu_io_desc *d, const uint32_t 
         return RKNN_SUCC;
     case RKNN_TENSOR_NHWC:
         if (is_out) {
-            lay_nhwc(l, l->W, l->H, (t == d->type) ? Cp : l->C);
+            /* the native NHWC output pads C to C2 on RK3566 only (cls_img_rk3566 vs
+               cls_img_rk3588, 1.6.0: docs/abi-notes.md) */
+            lay_nhwc(l, l->W, l->H,
+                     (t == d->type && (!d->vendor_rules || strcmp(p->npu_group, "RK3566") == 0))
+                         ? Cp : l->C);
         } else if (zero_copy || pass_through) {
             uint64_t hs = h_stride > l->H ? h_stride : l->H;
-            lay_nhwc(l, align_up(l->W, p->w_align), zero_copy ? hs : l->H,
+            lay_nhwc(l, align_up(l->W, emu_w_align(p, d)), zero_copy ? hs : l->H,
                      t == d->type ? Cs : l->C);
         } else {
             lay_nhwc(l, l->W, l->H, l->C);
@@ -333,7 +351,9 @@ static void int_range(rknn_tensor_type t, int32_t *lo, int32_t *hi)
     }
 }
 
-/* Store x as type t, quantized with (scale, zp) when quant, else rounded and saturated. */
+/* Store x as type t, quantized with (scale, zp) when quant (1: saturating, as the NPU does
+   for image inputs; 2: as the vendor's CPU conversion of other inputs), else rounded and
+   saturated. */
 static void wr_value(rknn_tensor_type t, int quant, float scale, int32_t zp, uint8_t *p, float x)
 {
     switch (t) {
@@ -368,18 +388,24 @@ static void wr_value(rknn_tensor_type t, int quant, float scale, int32_t zp, uin
             memcpy(p, &v, 4);
             return;
         }
-        int32_t v = emu_quantize(x, scale, zp, INT32_MIN, INT32_MAX);
+        int32_t v = quant == 2 ? (int32_t)(uint32_t)(uint64_t)emu_quantize_input(x, scale, zp)
+                               : emu_quantize(x, scale, zp, INT32_MIN, INT32_MAX);
         memcpy(p, &v, 4);
         return;
     }
     default: {
         int32_t lo, hi;
         int_range(t, &lo, &hi);
-        int32_t v = quant ? emu_quantize(x, scale, zp, lo, hi) : emu_quantize(x, 1.0f, 0, lo, hi);
-        if (t == RKNN_TENSOR_INT8) { int8_t b = (int8_t)v; memcpy(p, &b, 1); }
-        else if (t == RKNN_TENSOR_UINT8) { uint8_t b = (uint8_t)v; memcpy(p, &b, 1); }
-        else if (t == RKNN_TENSOR_INT16) { int16_t b = (int16_t)v; memcpy(p, &b, 2); }
-        else if (t == RKNN_TENSOR_UINT16) { uint16_t b = (uint16_t)v; memcpy(p, &b, 2); }
+        /* quant 2: the vendor's CPU quantization, which wraps (docs/abi-notes.md, "NPU-side
+           bytes"; the truncation to the type's width happens in the stores below); quant 1:
+           the NPU's, saturating */
+        int32_t v = quant == 2 ? (int32_t)(uint32_t)(uint64_t)emu_quantize_input(x, scale, zp)
+                    : quant ? emu_quantize(x, scale, zp, lo, hi)
+                            : emu_quantize(x, 1.0f, 0, lo, hi);
+        if (t == RKNN_TENSOR_INT8) { uint8_t b = (uint8_t)(uint32_t)v; memcpy(p, &b, 1); }
+        else if (t == RKNN_TENSOR_UINT8) { uint8_t b = (uint8_t)(uint32_t)v; memcpy(p, &b, 1); }
+        else if (t == RKNN_TENSOR_INT16) { uint16_t b = (uint16_t)(uint32_t)v; memcpy(p, &b, 2); }
+        else if (t == RKNN_TENSOR_UINT16) { uint16_t b = (uint16_t)(uint32_t)v; memcpy(p, &b, 2); }
         return;
     }
     }
@@ -396,13 +422,14 @@ static int is_int_type(rknn_tensor_type t)
            t == RKNN_TENSOR_UINT16 || t == RKNN_TENSOR_INT32;
 }
 
-/* model value -> real number */
-static float dequant(const emu_io_desc *d, const uint8_t *p)
+/* model value -> real number; vec: the vendor's vector formula (emu_dequantize_vec) */
+static float dequant(const emu_io_desc *d, const uint8_t *p, int vec)
 {
     if (is_quant(d) && is_int_type(d->type)) {
         int32_t q = rd_int(d->type, p);
-        return d->qnt_type == RKNN_TENSOR_QNT_DFP ? (float)q * d->scale
-                                                  : emu_dequantize(q, d->scale, d->zp);
+        if (d->qnt_type == RKNN_TENSOR_QNT_DFP)
+            return (float)q * d->scale;
+        return vec ? emu_dequantize_vec(q, d->scale, d->zp) : emu_dequantize(q, d->scale, d->zp);
     }
     return rd_real(d->type, p);
 }
@@ -416,7 +443,7 @@ typedef struct conv_ctx {
     int quant;
 } conv_ctx;
 
-static void conv_one(const conv_ctx *k, const uint8_t *s, uint8_t *t, uint32_t ch)
+static void conv_one(const conv_ctx *k, const uint8_t *s, uint8_t *t, uint32_t ch, int vec)
 {
     if (k->raw) {
         memcpy(t, s, k->es_d);
@@ -432,7 +459,7 @@ static void conv_one(const conv_ctx *k, const uint8_t *s, uint8_t *t, uint32_t c
         }
         wr_value(k->td, k->quant, d->scale, d->qnt_type == RKNN_TENSOR_QNT_DFP ? 0 : d->zp, t, x);
     } else {
-        wr_value(k->td, 0, 1.0f, 0, t, dequant(d, s));
+        wr_value(k->td, 0, 1.0f, 0, t, dequant(d, s, vec));
     }
 }
 
@@ -464,8 +491,11 @@ void emu_convert(const emu_io_desc *d, int mode, const void *src, const emu_layo
             memcpy(t, s, ls->n_elems * k.es_s);
             return;
         }
+        /* a non-image input is quantized on the CPU by the vendor runtime (wrapping) */
+        if (k.quant)
+            k.quant = 2;
         for (uint64_t i = 0; i < ls->n_elems; i++)
-            conv_one(&k, s + i * k.es_s, t + i * k.es_d, (uint32_t)(i % last));
+            conv_one(&k, s + i * k.es_s, t + i * k.es_d, (uint32_t)(i % last), 0);
         return;
     }
     if (k.raw && ls->sN == ld->sN && ls->sC1 == ld->sC1 && ls->sC2 == ld->sC2 &&
@@ -482,6 +512,16 @@ void emu_convert(const emu_io_desc *d, int mode, const void *src, const emu_layo
         cs[c] = (c / ls->C2) * ls->sC1 + (c % ls->C2) * ls->sC2;
         cd[c] = (c / ld->C2) * ld->sC1 + (c % ld->C2) * ld->sC2;
     }
+    /* The vendor's rknn_outputs_get(want_float=1) dequantizes some elements with its
+       vector formula and the rest with the scalar one (docs/abi-notes.md, "NPU-side
+       bytes"): with C2 = 16 (RK3588) the channels of the whole C2 blocks take the vector
+       path and the channels of a partial last block the scalar one; with C2 = 8 (RK3566)
+       the pixels of the whole groups of 8 (in h*W + w order) take the vector path, every
+       channel, and the remaining pixels the scalar one. */
+    uint32_t dc2 = k.mode == EMU_CONV_FROM_MODEL ? ld->deq_c2 : 0;
+    uint64_t vec_c = dc2 >= 16 ? (uint64_t)(C / dc2) * dc2 : 0;
+    uint64_t hw_all = (uint64_t)ls->H * ls->W;
+    uint64_t vec_hw = dc2 == 8 ? hw_all / 8 * 8 : 0;
     for (uint32_t n = 0; n < ls->N; n++)
         for (uint32_t h = 0; h < ls->H; h++)
             for (uint32_t w = 0; w < ls->W; w++) {
@@ -491,9 +531,92 @@ void emu_convert(const emu_io_desc *d, int mode, const void *src, const emu_layo
                     for (uint32_t c = 0; c < C; c++)
                         t[bd + cd[c]] = s[bs + cs[c]];
                 } else {
+                    int pix_vec = (uint64_t)h * ls->W + w < vec_hw;
                     for (uint32_t c = 0; c < C; c++)
-                        conv_one(&k, s + (bs + cs[c]) * k.es_s, t + (bd + cd[c]) * k.es_d, c);
+                        conv_one(&k, s + (bs + cs[c]) * k.es_s, t + (bd + cd[c]) * k.es_d, c,
+                                 pix_vec || c < vec_c);
                 }
             }
     free(cs);
+}
+
+/* ---- the NPU's input buffer after rknn_inputs_set ----------------------------------------
+ * What the vendor runtime (librknnrt 1.5.2 and 1.6.0, recorded for real .rknn files on RK3566
+ * and RK3588; docs/abi-notes.md, "NPU-side bytes") leaves in the NPU's input buffer:
+ *  - the buffer is size_with_stride (or size) of the native attribute, rounded up to 16;
+ *  - pass_through: the user's bytes, whatever the type given, copied to the start (size
+ *    bytes at most); the rest of the buffer keeps what it held;
+ *  - a 1-byte model type with a native NHWC form (an image of 1, 3 or 4 channels): a UINT8
+ *    buffer goes to the NPU as it is (the NPU normalizes and quantizes it), rows of w_stride
+ *    pixels, the padding pixels zero; any other type is normalized on the CPU into memory
+ *    no NPU job reads: the NPU buffer keeps its bytes when w_stride == W, and when rows
+ *    are padded it gets the user's first N*H*W*C bytes copied row by row as if they were
+ *    1-byte pixels (the runtime's padding copy runs on the raw buffer);
+ *  - any other input (float16 models, 2-D and other non-image inputs, NC1HWC2 natives):
+ *    normalized with mean/std and converted on the CPU (emu_quantize_input for integer
+ *    types, float16 by round to nearest even) into the native layout, the padding zero; a
+ *    FLOAT32 NCHW buffer of an image with an NHWC native form keeps the user's element
+ *    order (1.5.2: the bytes equal the FLOAT32 NHWC form's).
+ */
+uint32_t emu_npu_input_len(const rknn_tensor_attr *na)
+{
+    uint64_t n = na->size_with_stride > na->size ? na->size_with_stride : na->size;
+    n = align_up(n, 16);
+    return n > 0x7fffffffu ? 0x7fffffffu : (uint32_t)n;
+}
+
+void emu_npu_pack_input(const emu_platform *p, const emu_io_desc *d, const uint32_t *dims,
+                        const rknn_tensor_attr *na, const void *buf, uint32_t size,
+                        rknn_tensor_type t, rknn_tensor_format fmt, int pass_through,
+                        uint8_t *npu, uint32_t L)
+{
+    if (!buf || !npu || L == 0)
+        return;
+    if (pass_through) {
+        memcpy(npu, buf, size < L ? size : L);
+        return;
+    }
+    emu_layout ln, ls;
+    emu_layout_native(d, dims, na, &ln);
+    if (emu_layout_bytes(&ln) > L)
+        return;   /* a native form larger than the buffer: nothing sensible to write */
+    int image = emu_desc_is_image(d->n_dims, d->fmt);
+    int byte_type = d->type == RKNN_TENSOR_INT8 || d->type == RKNN_TENSOR_UINT8;
+    if (image && byte_type && na->fmt == RKNN_TENSOR_NHWC) {
+        uint32_t N = ln.N, H = ln.H, W = ln.W;
+        uint64_t row = (uint64_t)W * ln.sW, pitch = ln.sH;
+        if (t == RKNN_TENSOR_UINT8) {
+            if (emu_layout_user(p, d, dims, 0, 0, t, fmt, 0, 0, &ls) != RKNN_SUCC ||
+                emu_layout_bytes(&ls) > size)
+                return;
+            memset(npu, 0, L);
+            ls.type = d->type;   /* the bytes go across unchanged */
+            emu_convert(d, EMU_CONV_RAW, buf, &ls, npu, &ln);
+            return;
+        }
+        if (pitch == row)
+            return;   /* normalized elsewhere; this buffer keeps its bytes */
+        /* the padding copy on the raw buffer: rows of W*C bytes of the user's buffer */
+        uint64_t src_row = (uint64_t)W * ln.C;
+        for (uint64_t r = 0; r < (uint64_t)N * H; r++) {
+            uint64_t so = r * src_row, dof = r * pitch;
+            if (so + src_row > size || dof + src_row > L)
+                return;
+            memcpy(npu + dof, (const uint8_t *)buf + so, (size_t)src_row);
+        }
+        return;
+    }
+    if (emu_layout_user(p, d, dims, 0, 0, t, fmt, 0, 0, &ls) != RKNN_SUCC ||
+        emu_layout_bytes(&ls) > size || emu_type_size(t) == 0)
+        return;
+    memset(npu, 0, L);
+    if (image && fmt == RKNN_TENSOR_NCHW && na->fmt == RKNN_TENSOR_NHWC &&
+        ln.sH == (uint64_t)ln.W * ln.sW) {
+        /* the user's order is kept: the NPU buffer holds NCHW */
+        emu_layout lo = ls;
+        lo.type = d->type;
+        emu_convert(d, EMU_CONV_TO_MODEL, buf, &ls, npu, &lo);
+        return;
+    }
+    emu_convert(d, EMU_CONV_TO_MODEL, buf, &ls, npu, &ln);
 }

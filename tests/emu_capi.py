@@ -456,7 +456,10 @@ def model_input_from_user(desc_t, user: np.ndarray, user_fmt: int) -> np.ndarray
         else:
             x = (x - mean) / std if len(mean) > 1 else (x - mean[0]) / std[0]
     if desc_t.qnt == "affine":
-        return reference.quantize(x, desc_t.scale[0], desc_t.zp[0], desc_t.dtype)
+        if x.ndim == 4 and desc_t.fmt in ("NHWC", "NCHW"):
+            return reference.quantize(x, desc_t.scale[0], desc_t.zp[0], desc_t.dtype)
+        # a non-image input: the vendor's CPU quantization (wraps; docs/abi-notes.md)
+        return reference.quantize_cpu(x, desc_t.scale[0], desc_t.zp[0], desc_t.dtype)
     dt = np.dtype(NP_TYPES[TYPE_CODES[desc_t.dtype]])
     if dt.kind in "iu":
         info = np.iinfo(dt)
@@ -464,15 +467,23 @@ def model_input_from_user(desc_t, user: np.ndarray, user_fmt: int) -> np.ndarray
     return x.astype(dt)
 
 
-def float_output(desc_t, q: np.ndarray) -> np.ndarray:
-    """want_float=1 of a model output: dequantized float32, NCHW for 4-D."""
+#: the int8 C2 of each personality, which picks the vendor's dequantization per element
+INT8_C2 = {"RK3566": 8, "RK3568": 8}
+
+
+def float_output(desc_t, q: np.ndarray, platform: str = None) -> np.ndarray:
+    """want_float=1 of a model output: dequantized float32, NCHW for 4-D, as the vendor's
+    rknn_outputs_get makes it (reference.dequantize_output; the personality is the current
+    one unless given)."""
+    q = np.asarray(q)
+    if q.ndim == 4 and desc_t.fmt == "NHWC":
+        q = q.transpose(0, 3, 1, 2)
     if desc_t.qnt == "affine":
-        f = reference.dequantize(q, desc_t.scale[0], desc_t.zp[0])
-    else:
-        f = np.asarray(q).astype(np.float32)
-    if f.ndim == 4 and desc_t.fmt == "NHWC":
-        f = f.transpose(0, 3, 1, 2)
-    return f
+        c2 = 0
+        if desc_t.dtype in ("int8", "uint8") and q.ndim == 4 and desc_t.fmt in ("NHWC", "NCHW"):
+            c2 = INT8_C2.get((platform or ctl().platform).upper(), 16)
+        return reference.dequantize_output(q, desc_t.scale[0], desc_t.zp[0], c2)
+    return q.astype(np.float32)
 
 
 def native_output(desc_t, q: np.ndarray) -> np.ndarray:

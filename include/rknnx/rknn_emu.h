@@ -99,6 +99,25 @@ void rknn_emu_clear_injections(void);
 /* Number of armed injections. */
 int rknn_emu_pending_injections(void);
 
+/* ---- the NPU-side bytes ------------------------------------------------------------------- */
+/* rknn_context of rknn_api.h (32 bits on 32-bit ARM, else 64): these two take it by value. */
+#ifdef __arm__
+typedef uint32_t rknn_emu_ctx_t;
+#else
+typedef uint64_t rknn_emu_ctx_t;
+#endif
+/* Copy the bytes the NPU would read for input `index` of context ctx now (after
+ * rknn_inputs_set, or from a bound zero-copy input), in the layout and type the NPU takes
+ * (RKNN_QUERY_NATIVE_INPUT_ATTR's; padding reads as zero).  Returns the byte count; when size
+ * is too small (or buf NULL), the count needed, copying nothing; or a negative status:
+ * RKNN_ERR_CTX_INVALID, RKNN_ERR_PARAM_INVALID (index), RKNN_ERR_INPUT_INVALID (not set). */
+int rknn_emu_read_npu_input(rknn_emu_ctx_t ctx, uint32_t index, void *buf, uint32_t size);
+/* From the next rknn_run on, output `index`'s NPU-side bytes are buf[0..size) instead of the
+ * computed ones, in RKNN_QUERY_NATIVE_OUTPUT_ATTR's layout and type: size must be at least
+ * that layout's bytes (a longer buffer, as a vendor runtime's planned one, is read as its
+ * prefix).  size 0 clears it.  Returns 0 or a negative status. */
+int rknn_emu_set_npu_output(rknn_emu_ctx_t ctx, uint32_t index, const void *buf, uint32_t size);
+
 #ifdef __cplusplus
 }
 #endif

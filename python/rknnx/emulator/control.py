@@ -93,6 +93,10 @@ class EmulatorControl:
             ("rknn_emu_inject_error", ctypes.c_int, [ctypes.c_char_p, ctypes.c_uint32, ctypes.c_int]),
             ("rknn_emu_clear_injections", None, []),
             ("rknn_emu_pending_injections", ctypes.c_int, []),
+            ("rknn_emu_read_npu_input", ctypes.c_int,
+             [ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32]),
+            ("rknn_emu_set_npu_output", ctypes.c_int,
+             [ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32]),
         ]
         for name, res, args in sig:
             f = getattr(lib, name)
@@ -226,6 +230,44 @@ class EmulatorControl:
             yield
         finally:
             self.clear_injections()
+
+
+    # -- the NPU-side bytes --
+    def read_npu_input(self, context: int, index: int) -> bytes:
+        """The bytes the NPU would read for input ``index`` of ``context`` now, in the
+        native layout and type (``rknn_emu_read_npu_input``).
+
+        Raises
+        ------
+        ValueError
+            The runtime refused (invalid context or index, input not set): the message
+            carries its status.
+        """
+        n = self.lib.rknn_emu_read_npu_input(context, index, None, 0)
+        if n < 0:
+            raise ValueError(f"rknn_emu_read_npu_input(input {index}) failed: status {n}")
+        buf = ctypes.create_string_buffer(max(n, 1))
+        got = self.lib.rknn_emu_read_npu_input(context, index, buf, n)
+        if got < 0 or got > n:
+            raise ValueError(f"rknn_emu_read_npu_input(input {index}) failed: status {got}")
+        return buf.raw[:got]
+
+    def set_npu_output(self, context: int, index: int, data: Optional[bytes]) -> None:
+        """From the next ``rknn_run`` on, output ``index``'s NPU-side bytes are ``data``
+        (native layout and type; ``None`` or ``b""`` clears it: ``rknn_emu_set_npu_output``).
+
+        Raises
+        ------
+        ValueError
+            The runtime refused (invalid context or index, fewer bytes than the native
+            layout holds): the message carries its status.
+        """
+        data = bytes(data or b"")
+        buf = ctypes.create_string_buffer(data, len(data)) if data else None
+        rc = self.lib.rknn_emu_set_npu_output(context, index, buf, len(data))
+        if rc != 0:
+            raise ValueError(f"rknn_emu_set_npu_output(output {index}, {len(data)} bytes) "
+                             f"failed: status {rc}")
 
 
 def __dir__():

@@ -60,9 +60,47 @@ def quantize(x: np.ndarray, scale: float, zp: int, dtype: str) -> np.ndarray:
     return q.astype(np_dtype(dtype))
 
 
+def quantize_cpu(x: np.ndarray, scale: float, zp: int, dtype: str) -> np.ndarray:
+    """The vendor runtime's CPU quantization of a non-image input (``emu_quantize_input``):
+    ``rint(x / scale + zp)`` in float32, ties to even after the zero point is added, wrapped
+    (not saturated) to ``dtype``; NaN -> zp."""
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        v = (x / np.float32(scale)).astype(np.float32) + np.float32(zp)
+        v = np.where(np.isnan(v), np.float32(zp), np.clip(v, -9.0e18, 9.0e18))
+    q = np.rint(v.astype(np.float64)).astype(np.int64)
+    return q.astype(np_dtype(dtype))
+
+
 def dequantize(q: np.ndarray, scale: float, zp: int) -> np.ndarray:
     """float32 ``(q - zp) * scale`` (``emu_dequantize``)."""
     return (np.asarray(q).astype(np.int64) - zp).astype(np.float32) * np.float32(scale)
+
+
+def dequantize_output(q: np.ndarray, scale: float, zp: int, c2: int = 0) -> np.ndarray:
+    """float32 of a 1-byte output as ``rknn_outputs_get(want_float=1)`` makes it.
+
+    The vendor runtime dequantizes some elements with its vector formula ``q * scale -
+    zp * scale`` (both products rounded to float32) and the others with ``(q - zp) * scale``
+    (docs/abi-notes.md, "NPU-side bytes"): with ``c2 >= 16`` (RK3588) the channels of the
+    whole C2 blocks take the vector one; with ``c2 == 8`` (RK3566) the pixels of the whole
+    groups of 8 (``h * W + w`` order) do, every channel.  ``q`` is NCHW for 4-D outputs;
+    other shapes, and ``c2 == 0``, take the scalar formula everywhere.
+    """
+    q = np.asarray(q)
+    scalar = dequantize(q, scale, zp)
+    if q.ndim != 4 or not c2:
+        return scalar
+    s = np.float32(scale)
+    vec = (q.astype(np.float32) * s - np.float32(np.float32(zp) * s)).astype(np.float32)
+    n, c, h, w = q.shape
+    if c2 >= 16:
+        mask = (np.arange(c) < c // c2 * c2)[None, :, None, None]
+    elif c2 == 8:
+        mask = (np.arange(h * w) < h * w // 8 * 8).reshape(1, 1, h, w)
+    else:
+        return scalar
+    return np.where(mask, vec, scalar).astype(np.float32)
 
 
 def _requant(v: np.ndarray, zp: int, dtype: str) -> np.ndarray:

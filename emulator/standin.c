@@ -1,0 +1,749 @@
+/*
+ * rknnx emulator, runtime half: a context standing in for a vendor .rknn file
+ * (standin.h; docs/standin.md states the rules below with the file and runtime each one
+ * was read from).
+ *
+ * What the file holds (rknn_file.h): names, the INPUT_ATTR / OUTPUT_ATTR view (dims, fmt,
+ * type, quantization), the compiler's native shape (NC1HWC2 for most outputs).  What the
+ * vendor runtime computes from them and the chip, as its answers for the shared corpus show
+ * (glibc 1.5.2 / 1.6.0 on RK3566 and RK3588, the mini runtime 2.3.2 on RV1106 / RV1103 /
+ * RK2118); C2 below is the chip's channel block for the type (RK3566: 8 for 1-byte types,
+ * 4 for 2-byte ones; RK3588 and the rest: 16 and 8):
+ *
+ *   inputs, 4-D NHWC   w_stride = align(W, C2) (the mini runtime: align(W, 16));
+ *                      size_with_stride = N*H*w_stride*C*bytes; NATIVE and NATIVE_NHWC the same
+ *   inputs, other      w_stride 0, size_with_stride = size (1.5.2's plain view: align(size, 16))
+ *   outputs, 4-D       OUTPUT_ATTR NCHW, size_with_stride = N*ceil(C/C2)*H*align(W,C2)*C2*bytes
+ *                      (mini: = size); NATIVE = the file's NC1HWC2 shape, size = its bytes
+ *                      (mini: the compiler's planned bytes; w_stride = W);
+ *                      NATIVE_NHWC [N,H,W,C'] with C' = align(C, C2) on RK3566 when the
+ *                      native form is NC1HWC2, else C; size_with_stride = align(size, C2)
+ *                      (mini: the native shape's bytes)
+ *   outputs, other     size_with_stride = size; NATIVE_NHWC align(size, C2) (mini: size)
+ *   dynamic models     plain views at the largest set until a shape is chosen, then the
+ *                      current one; NATIVE_* always the largest; NATIVE_NHWC_OUTPUT refused
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rknn_file.h"
+#include "standin.h"
+
+static uint64_t align_up(uint64_t v, uint64_t a) { return a ? (v + a - 1) / a * a : v; }
+
+static uint64_t prod(const uint32_t *d, uint32_t n)
+{
+    uint64_t p = 1;
+    for (uint32_t i = 0; i < n; i++)
+        p *= d[i];
+    return p;
+}
+
+int emu_standin_sniff(const void *bytes, size_t n) { return rknnx_file_sniff(bytes, n) != 0; }
+
+static int sd_mode(const emu_platform *p)
+{
+#ifdef EMU_RUNTIME_1_5
+    (void)p;
+    return EMU_SD_1_5;
+#else
+    return (p->family == EMU_FAM_RV1106 || p->family == EMU_FAM_RK2118) ? EMU_SD_MINI : EMU_SD_2X;
+#endif
+}
+
+/* the platform as the glibc runtimes name it in their logs */
+static const char *vendor_platform_name(const emu_platform *p)
+{
+    return strcmp(p->npu_group, "RK3566") == 0 ? "RK3566/RK3568" : p->name;
+}
+
+static void free_sd(emu_standin *sd)
+{
+    if (!sd)
+        return;
+    free(sd->sets);
+    free(sd->maxv);
+    free(sd->ranges);
+    free(sd);
+}
+
+void emu_standin_free(emu_standin *sd) { free_sd(sd); }
+
+/* ---- the three attribute views of one tensor at one set ---------------------------------- */
+typedef struct sd_tensor {
+    const rknnx_file_tensor *t;
+    int is_out;
+    uint32_t n_dims;
+    uint32_t dims[RKNN_MAX_DIMS];        /* INPUT_ATTR / OUTPUT_ATTR view at this set */
+    int32_t fmt;
+    int native_known;
+    int32_t native_fmt;
+    uint32_t native_n_dims;
+    uint32_t native_dims[RKNN_MAX_DIMS]; /* at this set */
+    uint32_t planned;
+} sd_tensor;
+
+static void attr_common(const sd_tensor *x, uint32_t idx, rknn_tensor_attr *a)
+{
+    const rknnx_file_tensor *t = x->t;
+    memset(a, 0, sizeof *a);
+    a->index = idx;
+    snprintf(a->name, sizeof a->name, "%s", t->name);
+    a->type = (rknn_tensor_type)t->type;
+    if (t->known & RKNNX_FILE_KNOWN_QNT) {
+        a->qnt_type = (rknn_tensor_qnt_type)t->qnt_type;
+        a->zp = t->zp;
+        a->scale = t->scale;
+    } else {
+        a->qnt_type = RKNN_TENSOR_QNT_AFFINE_ASYMMETRIC;   /* not decoded: zp 0, scale 0 */
+    }
+}
+
+static void set_dims(rknn_tensor_attr *a, const uint32_t *d, uint32_t n, int32_t fmt, size_t es)
+{
+    a->n_dims = n;
+    memcpy(a->dims, d, n * sizeof(uint32_t));
+    a->fmt = (rknn_tensor_format)fmt;
+    a->n_elems = (uint32_t)prod(d, n);
+    a->size = (uint32_t)(a->n_elems * es);
+}
+
+static void fill_views(int mode, const emu_platform *p, const sd_tensor *x, uint32_t idx,
+                       emu_sd_attrs *v)
+{
+    rknn_tensor_type ty = (rknn_tensor_type)x->t->type;
+    size_t es = emu_type_size(ty);
+    uint32_t c2 = emu_c2(p, ty);
+    int lite = strcmp(p->npu_group, "RK3566") == 0;
+    int img = x->n_dims == 4 && (x->fmt == RKNN_TENSOR_NHWC || x->fmt == RKNN_TENSOR_NCHW);
+    rknn_tensor_attr *n = &v->a[EMU_ATTR_NORMAL], *na = &v->a[EMU_ATTR_NATIVE],
+                     *nh = &v->a[EMU_ATTR_NATIVE_NHWC];
+    for (int k = 0; k < 3; k++)
+        attr_common(x, idx, &v->a[k]);
+    set_dims(n, x->dims, x->n_dims, x->fmt, es);
+    if (!x->is_out) {
+        if (img && x->fmt == RKNN_TENSOR_NHWC) {
+            uint32_t N = x->dims[0], H = x->dims[1], W = x->dims[2], C = x->dims[3];
+            uint64_t ws = align_up(W, mode == EMU_SD_MINI ? 16 : (c2 ? c2 : 16));
+            n->w_stride = (uint32_t)ws;
+            n->size_with_stride = (uint32_t)((uint64_t)N * H * ws * C * es);
+        } else if (img) {
+            uint32_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
+            uint64_t ws = align_up(W, c2 ? c2 : 16);
+            n->w_stride = (uint32_t)ws;
+            n->size_with_stride = (uint32_t)((uint64_t)N * C * H * ws * es);
+        } else {
+            n->size_with_stride = mode == EMU_SD_1_5 ? (uint32_t)align_up(n->size, 16) : n->size;
+        }
+        *na = *n;
+        if (!img)
+            na->size_with_stride = na->size;
+        if (x->native_known && x->native_fmt == RKNN_TENSOR_NC1HWC2 && x->native_n_dims == 5) {
+            set_dims(na, x->native_dims, 5, RKNN_TENSOR_NC1HWC2, es);
+            na->w_stride = x->native_dims[3];
+            na->size_with_stride = na->size;
+        }
+        *nh = *n;
+        if (!img)
+            nh->size_with_stride = nh->size;
+        return;
+    }
+    /* outputs */
+    if (img) {
+        uint32_t N, C, H, W;
+        emu_nchw_of(x->dims, (rknn_tensor_format)x->fmt, &N, &C, &H, &W);
+        if (mode == EMU_SD_MINI || !c2)
+            n->size_with_stride = n->size;
+        else
+            n->size_with_stride = (uint32_t)((uint64_t)N * ((C + c2 - 1) / c2) * H *
+                                             align_up(W, c2) * c2 * es);
+        /* native */
+        int blocked;
+        if (x->native_known && x->native_n_dims == 5 && x->native_fmt == RKNN_TENSOR_NC1HWC2) {
+            set_dims(na, x->native_dims, 5, RKNN_TENSOR_NC1HWC2, es);
+            blocked = 1;
+        } else if (x->native_known) {
+            set_dims(na, x->dims, x->n_dims, x->fmt, es);
+            blocked = 0;
+        } else {
+            uint32_t cb = mode == EMU_SD_MINI ? (es == 1 ? 16 : 8) : c2;
+            uint32_t nd[5] = {N, cb ? (C + cb - 1) / cb : 1, H, W, cb ? cb : C};
+            set_dims(na, nd, 5, RKNN_TENSOR_NC1HWC2, es);
+            blocked = 1;
+        }
+        uint32_t native_bytes = na->size;
+        if (mode == EMU_SD_MINI && blocked) {
+            if (x->planned > na->size)
+                na->size = x->planned;
+            na->w_stride = na->dims[3];
+        }
+        na->size_with_stride = na->size;
+        /* NHWC view */
+        uint32_t Cn = (lite && blocked && c2) ? (uint32_t)align_up(C, c2) : C;
+        uint32_t hd[4] = {N, H, W, Cn};
+        set_dims(nh, hd, 4, RKNN_TENSOR_NHWC, es);
+        if (mode == EMU_SD_MINI)
+            nh->size_with_stride = blocked ? native_bytes : nh->size;
+        else
+            nh->size_with_stride = (uint32_t)align_up(nh->size, c2 ? c2 : 1);
+        return;
+    }
+    n->size_with_stride = n->size;
+    *na = *n;
+    if (mode == EMU_SD_MINI && x->planned > na->size) {
+        na->size = x->planned;
+        na->size_with_stride = x->planned;
+    }
+    *nh = *n;
+    nh->size_with_stride = mode == EMU_SD_MINI ? nh->size : (uint32_t)align_up(nh->size, c2 ? c2 : 1);
+}
+
+/* The INPUT_ATTR view of a tensor the reader left undecoded (container 0x1004): a 4-D
+   image input of 1, 3 or 4 channels is NHWC (as every such runtime answer shows), other
+   4-D tensors NCHW, the rest UNDEFINED. */
+static void view_of(const rknnx_file_tensor *t, int is_out, uint32_t *n, uint32_t *d, int32_t *fmt)
+{
+    if (t->known & RKNNX_FILE_KNOWN_ATTR && t->fmt != RKNNX_FILE_UNKNOWN) {
+        *n = t->n_dims;
+        memcpy(d, t->dims, t->n_dims * sizeof(uint32_t));
+        *fmt = t->fmt;
+        return;
+    }
+    *n = t->n_shape;
+    memcpy(d, t->shape, t->n_shape * sizeof(uint32_t));
+    *fmt = RKNN_TENSOR_UNDEFINED;
+    if (t->n_shape == 4) {
+        uint32_t C = t->shape[1];
+        if (!is_out && (C == 1 || C == 3 || C == 4)) {
+            d[1] = t->shape[2];
+            d[2] = t->shape[3];
+            d[3] = C;
+            *fmt = RKNN_TENSOR_NHWC;
+        } else {
+            *fmt = RKNN_TENSOR_NCHW;
+        }
+    }
+}
+
+static void desc_of(const emu_sd_attrs *v, emu_io_desc *d)
+{
+    const rknn_tensor_attr *a = &v->a[EMU_ATTR_NORMAL];
+    memset(d, 0, sizeof *d);
+    memcpy(d->name, a->name, sizeof d->name);
+    d->n_dims = a->n_dims;
+    memcpy(d->dims, a->dims, sizeof d->dims);
+    d->fmt = a->fmt;
+    d->type = a->type;
+    d->qnt_type = a->qnt_type;
+    d->zp = a->zp;
+    d->scale = a->scale;
+    d->vendor_rules = 1;
+}
+
+static int refuse(int mode, int status_glibc, const char *line)
+{
+    if (line)
+        EMU_ERR(NULL, "%s", line);
+    if (mode != EMU_SD_MINI) {
+        EMU_ERR(NULL, "Import rknn model failed!");
+        EMU_ERR("rknn_init", "load model failed!");
+        return status_glibc;
+    }
+    return RKNN_ERR_FAIL;
+}
+
+int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, emu_standin **out,
+                     emu_model **model)
+{
+    *out = NULL;
+    *model = NULL;
+    int mode = sd_mode(p);
+    char line[256];
+    if (rknnx_file_sniff(bytes, nbytes) == 2) {
+        EMU_ERR(NULL, "this is an encrypted RKNN model: the emulator cannot read it");
+        return mode == EMU_SD_MINI ? RKNN_ERR_FAIL : RKNN_ERR_MODEL_INVALID;
+    }
+    rknnx_file_model *f = NULL;
+    rknnx_file_error err;
+    int rc = rknnx_file_read(bytes, nbytes, &f, &err);
+    if (rc != RKNNX_FILE_OK) {
+        /* the runtimes' words for a file that is not whole */
+        if (mode == EMU_SD_MINI) {
+            EMU_ERR(NULL, "invalid rknn model size: %zu", nbytes);
+        } else {
+            /* 1.5.2 and 1.6.0 name the failed check first (E, as in their answers for the
+               truncated files); 2.x boards show the two lines only (L rknn-toolkit2 #405) */
+            emu_log(mode == EMU_SD_1_5 ? EMU_LOG_E : EMU_LOG_D, NULL, "parseRKNN: %s (%s)",
+                    err.message, err.check);
+            EMU_ERR(NULL, mode == EMU_SD_1_5 ? "parseRKNN from buffer: Invalid RKNN format!"
+                                             : "parseRKNN from buffer: Invalid RKNN fromat!");
+            EMU_ERR("rknn_init", "load model failed!");
+        }
+        return rc == RKNNX_FILE_E_NOMEM ? RKNN_ERR_MALLOC_FAIL
+                                         : (mode == EMU_SD_MINI ? RKNN_ERR_FAIL : RKNN_ERR_MODEL_INVALID);
+    }
+    emu_standin *sd = NULL;
+    emu_io_desc *ins = NULL, *outs = NULL;
+    uint32_t *in_dims = NULL, *out_dims = NULL;
+    uint64_t cv = f->container_version;
+    /* the container version each runtime reads (docs/standin.md): 1.5.2 up to 6, 2.x 6, the
+       mini runtime 0x1004 only */
+    if (mode == EMU_SD_MINI && cv != RKNNX_FILE_CONTAINER_V1004) {
+        EMU_ERR(NULL, "incompatible model version: %llu", (unsigned long long)cv);
+        rc = RKNN_ERR_FAIL;
+        goto done;
+    }
+    if (mode != EMU_SD_MINI && cv == RKNNX_FILE_CONTAINER_V1004) {
+        EMU_ERR(NULL, "Verify ModelBuffer failed!");
+        EMU_ERR(NULL, "Invalid RKNN format");
+        rc = refuse(mode, RKNN_ERR_MODEL_INVALID, NULL);
+        goto done;
+    }
+    if (mode == EMU_SD_2X && cv != RKNNX_FILE_CONTAINER_V6 && cv != RKNNX_FILE_CONTAINER_V2) {
+        snprintf(line, sizeof line, "Invalid RKNN model version %llu", (unsigned long long)cv);
+        EMU_ERR(NULL, "%s", line);
+        EMU_ERR("rknn_init", "load model failed!");
+        rc = RKNN_ERR_MODEL_INVALID;
+        goto done;
+    }
+    const emu_platform *fp = f->chip[0] ? emu_platform_find(f->chip) : NULL;
+    if (!fp || strcmp(fp->npu_group, p->npu_group) != 0) {
+        if (mode == EMU_SD_MINI) {
+            EMU_ERR(NULL, "incompatible model version: %llu", (unsigned long long)cv);
+            rc = RKNN_ERR_FAIL;
+        } else {
+            EMU_ERR(NULL, "failed to check rknpu hardware version: 0");
+            snprintf(line, sizeof line, "This rknn model is for %s, but current platform is %s",
+                     fp ? fp->name : (f->chip[0] ? f->chip : f->target_platform),
+                     vendor_platform_name(p));
+            rc = refuse(mode, RKNN_ERR_MODEL_INVALID, line);
+        }
+        goto done;
+    }
+    if (mode == EMU_SD_1_5 && f->n_custom_ops) {
+        /* 1.5.2 aborts the process in rknn_init here (tk2_77b7109 dual_residual_custom:
+           "ERROR: unsupport cstDualResidual op in current"); the emulator refuses */
+        EMU_ERR(NULL, "ERROR: unsupport %s op in current", f->custom_ops[0].type);
+        EMU_ERR("rknn_init", "load model failed!");
+        rc = RKNN_ERR_MODEL_INVALID;
+        goto done;
+    }
+    rc = RKNN_ERR_MALLOC_FAIL;
+    sd = calloc(1, sizeof *sd);
+    if (!sd)
+        goto done;
+    for (uint32_t k = 0; k < f->n_custom_ops && sd->n_custom < 16; k++) {
+        int dup = 0;
+        for (uint32_t j = 0; j < sd->n_custom; j++)
+            dup |= strcmp(sd->custom[j], f->custom_ops[k].type) == 0;
+        if (!dup)
+            snprintf(sd->custom[sd->n_custom++], RKNN_MAX_NAME_LEN, "%s", f->custom_ops[k].type);
+    }
+    sd->mode = mode;
+    sd->native_follows = mode != EMU_SD_MINI;
+    /* 1.5.2 and 1.6.0 (dynamic_nogap_rk3566, _rk3588): NATIVE_OUTPUT_ATTR follows the
+       chosen shape once there is one */
+    sd->native_output_follows = mode != EMU_SD_MINI;
+    sd->n_in = f->n_inputs;
+    sd->n_out = f->n_outputs;
+    sd->n_sets = f->dynamic && f->n_shape_sets ? f->n_shape_sets : 0;
+    uint32_t rows = sd->n_sets ? sd->n_sets : 1, nio = sd->n_in + sd->n_out;
+    sd->sets = calloc((size_t)rows * nio, sizeof *sd->sets);
+    sd->maxv = calloc(nio ? nio : 1, sizeof *sd->maxv);
+    ins = calloc(sd->n_in ? sd->n_in : 1, sizeof *ins);
+    outs = calloc(sd->n_out ? sd->n_out : 1, sizeof *outs);
+    in_dims = calloc((size_t)rows * (sd->n_in ? sd->n_in : 1) * RKNN_MAX_DIMS, sizeof(uint32_t));
+    out_dims = calloc((size_t)rows * (sd->n_out ? sd->n_out : 1) * RKNN_MAX_DIMS, sizeof(uint32_t));
+    if (!sd->sets || !sd->maxv || !ins || !outs || !in_dims || !out_dims)
+        goto done;
+    if (sd->n_sets) {
+        sd->ranges = calloc((size_t)rows * sd->n_in * RKNN_MAX_DIMS, sizeof(uint32_t));
+        if (!sd->ranges)
+            goto done;
+    }
+    rc = RKNN_ERR_MODEL_INVALID;
+    if (sd->n_in == 0 || sd->n_out == 0 || sd->n_in > 256 || sd->n_out > 256) {
+        EMU_ERR("rknn_init", "the file has %u inputs and %u outputs", sd->n_in, sd->n_out);
+        goto done;
+    }
+    /* the largest set: the one whose first input has the most elements (the file keeps the
+       largest first) */
+    uint32_t big = 0;
+    for (uint32_t s = 0; s < sd->n_sets; s++) {
+        if (prod(f->shape_sets[s * sd->n_in].dims, f->shape_sets[s * sd->n_in].n_dims) >
+            prod(f->shape_sets[big * sd->n_in].dims, f->shape_sets[big * sd->n_in].n_dims))
+            big = s;
+    }
+    for (uint32_t s = 0; s < rows; s++) {
+        /* the first 4-D input's H, W at this set and at the largest, for the outputs */
+        uint32_t h_s = 0, w_s = 0, h_b = 0, w_b = 0;
+        for (uint32_t k = 0; k < nio; k++) {
+            int is_out = k >= sd->n_in;
+            uint32_t idx = is_out ? k - sd->n_in : k;
+            sd_tensor x;
+            memset(&x, 0, sizeof x);
+            x.t = is_out ? &f->outputs[idx] : &f->inputs[idx];
+            x.is_out = is_out;
+            rknnx_file_tensor tt;
+            if (x.t->type == RKNNX_FILE_UNKNOWN) {
+                /* not decoded (a 0x1004 payload): RK2118 models are float16, the RV1106
+                   family's int8 (every such file of the corpus and its runtime answers) */
+                tt = *x.t;
+                tt.type = p->family == EMU_FAM_RK2118 ? RKNN_TENSOR_FLOAT16 : RKNN_TENSOR_INT8;
+                x.t = &tt;
+                sd->unknown |= EMU_SD_UNKNOWN_QNT;
+            }
+            if (emu_type_size((rknn_tensor_type)x.t->type) == 0 ||
+                x.t->n_shape == 0 || x.t->n_shape > RKNN_MAX_DIMS) {
+                EMU_ERR("rknn_init", "tensor '%s': type %d is not one the emulator handles",
+                        x.t->name, (int)x.t->type);
+                goto done;
+            }
+            view_of(x.t, is_out, &x.n_dims, x.dims, &x.fmt);
+            x.native_known = (x.t->known & RKNNX_FILE_KNOWN_NATIVE) != 0;
+            x.native_fmt = x.t->native_fmt;
+            x.native_n_dims = x.t->native_n_dims > RKNN_MAX_DIMS ? RKNN_MAX_DIMS : x.t->native_n_dims;
+            memcpy(x.native_dims, x.t->native_dims, x.native_n_dims * sizeof(uint32_t));
+            x.planned = x.t->file_planned_size;
+            if (!x.native_known)
+                sd->unknown |= EMU_SD_UNKNOWN_NATIVE;
+            if (!(x.t->known & RKNNX_FILE_KNOWN_QNT))
+                sd->unknown |= EMU_SD_UNKNOWN_QNT;
+            if (sd->n_sets && !is_out) {
+                const rknnx_file_shape *sh = &f->shape_sets[s * sd->n_in + idx];
+                const rknnx_file_shape *sb = &f->shape_sets[big * sd->n_in + idx];
+                if (sh->n_dims != x.n_dims)
+                    goto done;
+                memcpy(x.dims, sh->dims, sh->n_dims * sizeof(uint32_t));
+                memcpy(sd->ranges + ((uint64_t)s * sd->n_in + idx) * RKNN_MAX_DIMS, sh->dims,
+                       sh->n_dims * sizeof(uint32_t));
+                if (x.n_dims == 4 && x.fmt == RKNN_TENSOR_NHWC && !h_s) {
+                    h_s = sh->dims[1]; w_s = sh->dims[2]; h_b = sb->dims[1]; w_b = sb->dims[2];
+                }
+                if (x.native_known && x.native_n_dims == x.n_dims)
+                    memcpy(x.native_dims, sh->dims, sh->n_dims * sizeof(uint32_t));
+            } else if (sd->n_sets && x.n_dims == 4 && h_b && w_b) {
+                /* the file keeps no output shape per set: outputs follow the first image
+                   input's height and width in proportion (docs/standin.md) */
+                int hi = x.fmt == RKNN_TENSOR_NHWC ? 1 : 2;
+                uint32_t H = (uint32_t)((uint64_t)x.dims[hi] * h_s / h_b);
+                uint32_t W = (uint32_t)((uint64_t)x.dims[hi + 1] * w_s / w_b);
+                x.dims[hi] = H ? H : 1;
+                x.dims[hi + 1] = W ? W : 1;
+                if (x.native_known && x.native_n_dims == 5) {
+                    x.native_dims[2] = x.dims[hi];
+                    x.native_dims[3] = x.dims[hi + 1];
+                } else if (x.native_known && x.native_n_dims == 4) {
+                    memcpy(x.native_dims, x.dims, 4 * sizeof(uint32_t));
+                }
+            }
+            emu_sd_attrs *v = &sd->sets[(uint64_t)s * nio + k];
+            fill_views(mode, p, &x, idx, v);
+            if (s == (sd->n_sets ? big : 0))
+                sd->maxv[k] = *v;
+            uint32_t *row = is_out ? out_dims + ((uint64_t)s * sd->n_out + idx) * RKNN_MAX_DIMS
+                                   : in_dims + ((uint64_t)s * sd->n_in + idx) * RKNN_MAX_DIMS;
+            memcpy(row, v->a[EMU_ATTR_NORMAL].dims, x.n_dims * sizeof(uint32_t));
+        }
+    }
+    for (uint32_t k = 0; k < nio; k++) {
+        if (k < sd->n_in)
+            desc_of(&sd->maxv[k], &ins[k]);
+        else
+            desc_of(&sd->maxv[k], &outs[k - sd->n_in]);
+    }
+    /* the stand-in model's declared dims are set 0's */
+    if (sd->n_sets) {
+        for (uint32_t i = 0; i < sd->n_in; i++)
+            memcpy(ins[i].dims, in_dims + (uint64_t)i * RKNN_MAX_DIMS, sizeof ins[i].dims);
+        for (uint32_t o = 0; o < sd->n_out; o++)
+            memcpy(outs[o].dims, out_dims + (uint64_t)o * RKNN_MAX_DIMS, sizeof outs[o].dims);
+    }
+    rc = emu_model_new_standin(fp->name, ins, sd->n_in, outs, sd->n_out, sd->n_sets, in_dims,
+                               out_dims, model);
+    if (rc != RKNN_SUCC)
+        goto done;
+    snprintf(sd->file_info, sizeof sd->file_info,
+             "version: %u, toolkit version: %s, target: %s, target platform: %s, framework "
+             "name: %s, framework layout: NCHW, model inference type: %s",
+             f->format_version ? f->format_version : 6, f->toolkit_version,
+             f->npu_family[0] ? f->npu_family : fp->name, f->target_platform,
+             f->framework[0] ? f->framework : "ONNX", sd->n_sets ? "dynamic_shape" : "static_shape");
+    *out = sd;
+    sd = NULL;
+    rc = RKNN_SUCC;
+done:
+    free_sd(sd);
+    free(ins);
+    free(outs);
+    free(in_dims);
+    free(out_dims);
+    rknnx_file_free(f);
+    return rc;
+}
+
+const rknn_tensor_attr *emu_standin_attr(const emu_standin *sd, int is_out, uint32_t idx,
+                                         int kind, int current, uint32_t set)
+{
+    uint32_t n = is_out ? sd->n_out : sd->n_in;
+    if (idx >= n || kind < 0 || kind > 2)
+        return NULL;
+    uint32_t k = is_out ? sd->n_in + idx : idx;
+    if (!sd->n_sets || !current)
+        return sd->n_sets ? &sd->maxv[k].a[kind] : &sd->sets[k].a[kind];
+    if (set >= sd->n_sets)
+        return NULL;
+    return &sd->sets[(uint64_t)set * (sd->n_in + sd->n_out) + k].a[kind];
+}
+
+/* ---- rknn_query as the vendor runtimes answer it ------------------------------------------- */
+static const char *const g_qnames[18] = {
+    "RKNN_QUERY_IN_OUT_NUM", "RKNN_QUERY_INPUT_ATTR", "RKNN_QUERY_OUTPUT_ATTR",
+    "RKNN_QUERY_PERF_DETAIL", "RKNN_QUERY_PERF_RUN", "RKNN_QUERY_SDK_VERSION",
+    "RKNN_QUERY_MEM_SIZE", "RKNN_QUERY_CUSTOM_STRING", "RKNN_QUERY_NATIVE_INPUT_ATTR",
+    "RKNN_QUERY_NATIVE_OUTPUT_ATTR", "RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR",
+    "RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR", "RKNN_QUERY_DEVICE_MEM_INFO",
+    "RKNN_QUERY_INPUT_DYNAMIC_RANGE", "RKNN_QUERY_CURRENT_INPUT_ATTR",
+    "RKNN_QUERY_CURRENT_OUTPUT_ATTR", "RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR",
+    "RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR",
+};
+
+static size_t q_size(int cmd, const char **sname)
+{
+    switch (cmd) {
+    case RKNN_QUERY_IN_OUT_NUM: *sname = "rknn_input_output_num"; return sizeof(rknn_input_output_num);
+    case RKNN_QUERY_PERF_DETAIL: *sname = "rknn_perf_detail"; return sizeof(rknn_perf_detail);
+    case RKNN_QUERY_PERF_RUN: *sname = "rknn_perf_run"; return sizeof(rknn_perf_run);
+    case RKNN_QUERY_SDK_VERSION: *sname = "rknn_sdk_version"; return sizeof(rknn_sdk_version);
+    case RKNN_QUERY_MEM_SIZE: *sname = "rknn_mem_size"; return sizeof(rknn_mem_size);
+    case RKNN_QUERY_CUSTOM_STRING: *sname = "rknn_custom_string"; return sizeof(rknn_custom_string);
+    case RKNN_QUERY_DEVICE_MEM_INFO: *sname = "rknn_tensor_mem"; return sizeof(rknn_tensor_mem);
+    case RKNN_QUERY_INPUT_DYNAMIC_RANGE: *sname = "rknn_input_range"; return sizeof(rknn_input_range);
+    default: *sname = "rknn_tensor_attr"; return sizeof(rknn_tensor_attr);
+    }
+}
+
+static const char g_perf_text[] = "Total Internal Memory Size: 0KB\nTotal Weight Memory Size: 0KB\n";
+
+static int q_attr(emu_ctx *c, const emu_standin *sd, int cmd, rknn_tensor_attr *a)
+{
+    static const char fn[] = "rknn_query";
+    int is_out = 0, kind = EMU_ATTR_NORMAL, current = 0;
+    switch (cmd) {
+    case RKNN_QUERY_OUTPUT_ATTR: is_out = 1; break;
+    case RKNN_QUERY_NATIVE_INPUT_ATTR: kind = EMU_ATTR_NATIVE; break;
+    case RKNN_QUERY_NATIVE_OUTPUT_ATTR: is_out = 1; kind = EMU_ATTR_NATIVE; break;
+    case RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR: kind = EMU_ATTR_NATIVE_NHWC; break;
+    case RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR: is_out = 1; kind = EMU_ATTR_NATIVE_NHWC; break;
+    case RKNN_QUERY_CURRENT_INPUT_ATTR: current = 1; break;
+    case RKNN_QUERY_CURRENT_OUTPUT_ATTR: current = 1; is_out = 1; break;
+    case RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR: current = 1; kind = EMU_ATTR_NATIVE; break;
+    case RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR: current = 1; is_out = 1; kind = EMU_ATTR_NATIVE; break;
+    default: break;
+    }
+    int mini = sd->mode == EMU_SD_MINI;
+    if (current && !sd->n_sets) {
+        /* the glibc runtimes' words on a static model (1.5.2 and 1.6.0 alike) */
+        if (cmd == RKNN_QUERY_CURRENT_INPUT_ATTR || cmd == RKNN_QUERY_CURRENT_OUTPUT_ATTR) {
+            EMU_ERR(NULL, "query RKNN_QUERY_INPUT_DYNAMIC_RANGE error, rknn model is static shape "
+                    "type, please export rknn with dynamic_shapes");
+            return RKNN_ERR_MODEL_INVALID;
+        }
+        if (cmd == RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR)
+            EMU_ERR(NULL, "query %s error, rknn model is static shape type, please export rknn "
+                    "with dynamic_shapes", g_qnames[cmd]);
+        EMU_ERR(NULL, "query %s error, please call rknn_set_input_shape first", g_qnames[cmd]);
+        return RKNN_ERR_CTX_INVALID;   /* -7, as 1.5.2 and 1.6.0 return it */
+    }
+    if (current && !c->shapes_chosen) {
+        EMU_ERR(NULL, "query %s error, please call rknn_set_input_shape first",
+                cmd == RKNN_QUERY_CURRENT_OUTPUT_ATTR ? g_qnames[RKNN_QUERY_CURRENT_INPUT_ATTR]
+                                                      : g_qnames[cmd]);
+        return RKNN_ERR_CTX_INVALID;
+    }
+    if (sd->n_sets && cmd == RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR) {
+        EMU_ERR(NULL, "query %s failed, command is invalid for dynamic shapes rknn model!",
+                g_qnames[cmd]);
+        return RKNN_ERR_PARAM_INVALID;
+    }
+    if (sd->n_sets && (cmd == RKNN_QUERY_NATIVE_INPUT_ATTR || cmd == RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR))
+        EMU_WARN(NULL, "query RKNN_QUERY_NATIVE_INPUT_ATTR, it will return max input native shape!");
+    if (sd->n_sets && cmd == RKNN_QUERY_NATIVE_OUTPUT_ATTR)
+        EMU_WARN(NULL, "query RKNN_QUERY_NATIVE_OUTPUT_ATTR, it will return max output native shape!");
+    uint32_t idx = a->index, n = is_out ? sd->n_out : sd->n_in;
+    if (idx >= n) {
+        if (mini)
+            EMU_ERR(fn, "%s, p_attr->index(%u) >= %s_num(%u)!", g_qnames[cmd], idx,
+                    is_out ? "output" : "input", n);
+        else
+            EMU_ERR(fn, "%s, p_attr->index(%u) >= %s(%u)!",
+                    is_out ? "RKNN_QUERY_OUTPUT_ATTR" : "RKNN_QUERY_INPUT_ATTR", idx,
+                    is_out ? "ouput_num" : "input_num", n);
+        return RKNN_ERR_PARAM_INVALID;
+    }
+    /* plain views follow the chosen shape once there is one; NATIVE_* stay the largest */
+    int cur = current || (c->shapes_chosen && kind == EMU_ATTR_NORMAL) ||
+              (c->shapes_chosen && is_out && sd->native_output_follows);
+    const rknn_tensor_attr *v = emu_standin_attr(sd, is_out, idx, kind, cur, c->shape_set);
+    if (!v)
+        return RKNN_ERR_PARAM_INVALID;
+    *a = *v;
+    if (!is_out && kind != EMU_ATTR_NORMAL && sd->native_follows && c->sd_in_type &&
+        c->sd_in_type[idx] == 1 + RKNN_TENSOR_UINT8 && v->type == RKNN_TENSOR_INT8 &&
+        v->n_dims == 4 && v->fmt == RKNN_TENSOR_NHWC) {
+        /* 1.5.2 and 1.6.0, every chip: once an int8 image input was set from UINT8 data (the
+           NPU then takes the uint8 bytes), its native views report UINT8 at the current
+           shape */
+        const rknn_tensor_attr *cu = emu_standin_attr(sd, 0, idx, kind, sd->n_sets != 0, c->shape_set);
+        if (cu)
+            *a = *cu;
+        a->type = RKNN_TENSOR_UINT8;
+    }
+    if (cmd == RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR && a->size_with_stride > a->size)
+        EMU_WARN(fn, "RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR, output memory need alloc %u",
+                 a->size_with_stride);
+    return RKNN_SUCC;
+}
+
+int emu_standin_query(emu_ctx *c, int cmd, void *info, uint32_t size)
+{
+    static const char fn[] = "rknn_query";
+    const emu_standin *sd = c->shared->sd;
+    int mini = sd->mode == EMU_SD_MINI;
+    if (!info) {
+        EMU_ERR(fn, "info == nullptr!");
+        return RKNN_ERR_PARAM_INVALID;
+    }
+    if (cmd >= RKNN_QUERY_CMD_MAX || (cmd < 0 && mini)) {
+        EMU_ERR(fn, "cmd = %d is not in [0, %d]!", cmd, RKNN_QUERY_CMD_MAX - 1);
+        return RKNN_ERR_PARAM_INVALID;
+    }
+    if (cmd < 0 || (!mini && cmd == RKNN_QUERY_DEVICE_MEM_INFO) ||
+        (mini && (cmd == RKNN_QUERY_PERF_DETAIL || cmd == RKNN_QUERY_PERF_RUN ||
+                  cmd >= RKNN_QUERY_INPUT_DYNAMIC_RANGE))) {
+        EMU_ERR(fn, "unsupported cmd(%d)!", cmd);
+        return RKNN_ERR_FAIL;
+    }
+    if (cmd == RKNN_QUERY_INPUT_DYNAMIC_RANGE && !sd->n_sets) {
+        EMU_WARN(NULL, "query RKNN_QUERY_INPUT_DYNAMIC_RANGE error, rknn model is static shape "
+                 "type, please export rknn with dynamic_shapes");
+        return RKNN_ERR_MODEL_INVALID;
+    }
+    const char *sname;
+    size_t want = q_size(cmd, &sname);
+    /* MEM_SIZE and a dynamic model's INPUT_DYNAMIC_RANGE take a short buffer (the vendor
+       answers them with status 0; MEM_SIZE then leaves total_dma_allocated_size 0) */
+    int short_ok = cmd == RKNN_QUERY_MEM_SIZE || cmd == RKNN_QUERY_INPUT_DYNAMIC_RANGE;
+    if (size < want && !short_ok) {
+        EMU_ERR(fn, "info_len(%u) < sizeof(%s)(%zu)!", size, sname, want);
+        return RKNN_ERR_PARAM_INVALID;
+    }
+    switch (cmd) {
+    case RKNN_QUERY_IN_OUT_NUM: {
+        rknn_input_output_num *r = info;
+        r->n_input = sd->n_in;
+        r->n_output = sd->n_out;
+        return RKNN_SUCC;
+    }
+    case RKNN_QUERY_PERF_DETAIL: {
+        rknn_perf_detail *r = info;
+        r->perf_data = (char *)g_perf_text;
+        r->data_len = sizeof g_perf_text - 1;
+        return RKNN_SUCC;
+    }
+    case RKNN_QUERY_PERF_RUN: {
+        rknn_perf_run *r = info;
+        r->run_duration = c->has_run ? c->last_run_us : 0;
+        return RKNN_SUCC;
+    }
+    case RKNN_QUERY_SDK_VERSION: {
+        rknn_sdk_version *r = info;
+        memset(r, 0, sizeof *r);
+        snprintf(r->api_version, sizeof r->api_version, "%s (%s)", EMU_API_VERSION, EMU_VERSION_TAG);
+        snprintf(r->drv_version, sizeof r->drv_version, "%s", EMU_DRV_VERSION);
+        return RKNN_SUCC;
+    }
+    case RKNN_QUERY_MEM_SIZE: {
+        rknn_mem_size m;
+        memset(&m, 0, sizeof m);
+        m.total_weight_size = (uint32_t)sd->weight_size;
+        m.total_internal_size = (uint32_t)sd->internal_size;
+        if (size >= sizeof m)
+            m.total_dma_allocated_size = 0;
+        memcpy(info, &m, size < sizeof m ? size : sizeof m);
+        return RKNN_SUCC;
+    }
+    case RKNN_QUERY_CUSTOM_STRING: {
+        rknn_custom_string *r = info;
+        memset(r, 0, sizeof *r);
+        return RKNN_SUCC;
+    }
+    case RKNN_QUERY_DEVICE_MEM_INFO: {
+        rknn_tensor_mem *r = info;
+        if (!c->model_mem)
+            return RKNN_ERR_FAIL;
+        *r = c->model_mem->pub;
+        r->priv_data = NULL;
+        return RKNN_SUCC;
+    }
+    case RKNN_QUERY_INPUT_DYNAMIC_RANGE: {
+        rknn_input_range r;
+        uint32_t idx = ((rknn_input_range *)info)->index;
+        if (idx >= sd->n_in) {
+            EMU_ERR(fn, "RKNN_QUERY_INPUT_DYNAMIC_RANGE, rknn_input_range->index(%u) >= model "
+                    "dynamic shape number(%u)!", idx, sd->n_in);
+            return RKNN_ERR_PARAM_INVALID;
+        }
+        const rknn_tensor_attr *a = emu_standin_attr(sd, 0, idx, EMU_ATTR_NORMAL, 0, 0);
+        memset(&r, 0, sizeof r);
+        r.index = idx;
+        r.fmt = a->fmt;
+        memcpy(r.name, a->name, sizeof r.name);
+        r.n_dims = a->n_dims;
+        r.shape_number = sd->n_sets > RKNN_MAX_DYNAMIC_SHAPE_NUM ? RKNN_MAX_DYNAMIC_SHAPE_NUM : sd->n_sets;
+        for (uint32_t s = 0; s < r.shape_number; s++)
+            memcpy(r.dyn_range[s], sd->ranges + ((uint64_t)s * sd->n_in + idx) * RKNN_MAX_DIMS,
+                   a->n_dims * sizeof(uint32_t));
+        memcpy(info, &r, size < sizeof r ? size : sizeof r);
+        return RKNN_SUCC;
+    }
+    default:
+        return q_attr(c, sd, cmd, info);
+    }
+}
+
+void emu_standin_log_init(const emu_ctx *c)
+{
+    const emu_standin *sd = c->shared->sd;
+    if (!emu_log_enabled(EMU_LOG_I))
+        return;
+    const char *sep = EMU_LOG_COLONS ? ":" : ",";
+    if (sd->mode == EMU_SD_MINI) {
+        emu_log(EMU_LOG_I, NULL, "RKNN Runtime Information%s librknnmrt version: %s (%s)", sep,
+                EMU_API_VERSION, EMU_VERSION_TAG);
+        emu_log(EMU_LOG_I, NULL, "RKNN Driver Information%s version: %s", sep, EMU_DRV_VERSION);
+        return;
+    }
+    emu_log(EMU_LOG_I, NULL, "RKNN Runtime Information%s librknnrt version: %s (%s)", sep,
+            EMU_API_VERSION, EMU_VERSION_TAG);
+    emu_log(EMU_LOG_I, NULL, "RKNN Driver Information%s version: %s", sep, EMU_DRV_VERSION);
+    emu_log(EMU_LOG_I, NULL, "RKNN Model Information%s %s", sep, sd->file_info);
+}
+
+int emu_standin_check_run(const emu_ctx *c)
+{
+    const emu_standin *sd = c->shared->sd;
+    for (uint32_t k = 0; k < sd->n_custom; k++) {
+        int have = 0;
+        for (uint32_t j = 0; j < c->n_customs && !have; j++)
+            have = strncmp(c->customs[j].op.op_type, sd->custom[k], RKNN_MAX_NAME_LEN) == 0;
+        if (!have) {
+            /* 1.6.0 fails such runs with -1 (tk2_77b7109 dual_residual_custom) */
+            EMU_ERR("rknn_run", "custom op '%s' of the model is not registered "
+                    "(rknn_register_custom_ops)", sd->custom[k]);
+            return RKNN_ERR_FAIL;
+        }
+    }
+    return RKNN_SUCC;
+}
