@@ -341,6 +341,12 @@ int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, em
             snprintf(sd->custom[sd->n_custom++], RKNN_MAX_NAME_LEN, "%s", f->custom_ops[k].type);
     }
     sd->mode = mode;
+    /* MEM_SIZE's weight and internal bytes as the file plans them (the Model table's memory
+       plan: docs/rknn-file-format.md); 0 where the file has none */
+    if (f->has_mem_sizes) {
+        sd->weight_size = f->weight_size;
+        sd->internal_size = f->internal_size;
+    }
     sd->native_follows = mode != EMU_SD_MINI;
     /* 1.5.2 and 1.6.0 (dynamic_nogap_rk3566, _rk3588): NATIVE_OUTPUT_ATTR follows the
        chosen shape once there is one */

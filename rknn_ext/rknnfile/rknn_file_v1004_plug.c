@@ -181,6 +181,13 @@ int rknnx_file_decode_v1004(const uint8_t *payload, size_t payload_size,
         model->compiler_version_int = m.compiler_version;
         if (!model->compiler_version[0])
             compiler_of(model->compiler_version, sizeof model->compiler_version, m.compiler);
+        /* the payload header's weight and internal sizes: the mini runtime's MEM_SIZE
+           (docs/rknn-file-format-v1004.md) */
+        uint32_t weight = 0, internal = 0;
+        rkf_v1004_mem_size(&m, &weight, &internal, NULL);
+        model->has_mem_sizes = 1;
+        model->weight_size = weight;
+        model->internal_size = internal;
     }
     rkf_v1004_free(&m);
     return rc;
