@@ -42,8 +42,9 @@ autodoc_default_options = {"members": True, "show-inheritance": False}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
+# rknnx.ray imports Ray at the top (it is the ray extra); its API page needs only the names
+autodoc_mock_imports = ["ray"]
 
-suppress_warnings: list[str] = []
 
 html_theme = "alabaster"
 html_title = f"rknnx {release}"
