@@ -20,6 +20,11 @@ Scenarios (``--only`` picks some, by name):
                  into the input view, zero-copy, native NC1HWC2 outputs, compiled kernels)
 - ``pool``       1..N workers with simulated NPU time: raw threads with one session each,
                  ``rknnx.Pool``, and a C thread pool on the same runtime; throughput vs N
+- ``standin``    the emulator standing in for a vendor ``.rknn`` (``--standin-model``,
+                 default ``yolo640_rk3588.rknn`` of the vendor data when it is here: a
+                 640x640x3 input, three 255-channel heads): the general flow phase by phase;
+                 the stand-in's run against the flow's own input and output conversions
+                 (emulator only; skipped with the reason elsewhere)
 
 Prints a table per scenario (progress on stderr), then the targets; writes
 ``suite.json`` (machine, versions, every figure), ``phases.png`` (latency per phase,
@@ -59,7 +64,7 @@ from rknnx import benchmark as B
 
 HERE = Path(__file__).resolve().parent
 INCLUDE = HERE.parent / "include" / "rknnx"
-SCENARIOS = ("overhead", "sizes", "chain", "rknnlite", "detector", "pool")
+SCENARIOS = ("overhead", "sizes", "chain", "rknnlite", "detector", "pool", "standin")
 SIZES = {"224x224x3": (224, 224), "640x640x3": (640, 640), "1920x1080x3": (1080, 1920)}
 CAMERA = (1080, 1920)          # the camera frame the pre-processing starts from (H, W)
 
@@ -78,6 +83,8 @@ class Settings:
         self.chain_iters = 50 if quick else 500
         self.detector_iters = 2 if quick else 30
         self.pool_frames = 24 if quick else 200
+        self.standin_iters = 5 if quick else 40
+        self.standin_model: Optional[str] = None
 
     def warmup(self, iters: int) -> int:
         return max(1, iters // 10)
@@ -579,9 +586,46 @@ def scenario_pool(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict[
     return res
 
 
+def _vendor_standin_model() -> Optional[str]:
+    """yolo640_rk3588.rknn of the vendor data (env RKNNX_VENDOR_DATA, or a shared/ folder
+    beside the checkout), or None."""
+    roots = [os.environ.get("RKNNX_VENDOR_DATA")]
+    roots += [str(p / "shared") for p in HERE.parents]
+    for r in roots:
+        if r:
+            f = Path(r) / "rknn-models" / "toolkit-2.5.0" / "yolo640_rk3588.rknn"
+            if f.is_file():
+                return str(f)
+    return None
+
+
+def scenario_standin(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict[str, Any]:
+    """The stand-in's per-frame cost next to the general flow's own conversions: ``npu``
+    (the stand-in's computation, on the emulator's clock) plus ``run`` against ``set``
+    (inputs_set: the uint8 frame to the NPU's layout) plus ``get`` (outputs_get: the three
+    int8 heads dequantized to float32 NCHW)."""
+    path = st.standin_model or _vendor_standin_model()
+    info = rknnx.runtime_info()
+    if path is None or not info["is_emulator"]:
+        say("standin")
+        return {"skipped": "no vendor .rknn (give --standin-model)" if path is None else
+                "the stand-in is the emulator's (this runtime is not)"}
+    r = B.compare_flows(path, iterations=st.standin_iters, warmup=st.warmup(st.standin_iters))
+    ph = r["flows"]["general-float32"]["phases"]
+    med = {k: ph[k]["median_ns"] if isinstance(ph[k], dict) else ph[k] for k in ph}
+    standin = med["npu"] + med["run"]
+    conversions = med["set"] + med["get"]
+    say("standin")
+    return {"model": os.path.basename(path), "phases_ns": med, "standin_ns": standin,
+            "conversions_ns": conversions, "ratio": standin / max(conversions, 1.0),
+            "frame": r["flows"]["general-float32"]["frame"]}
+
+
 RUNNERS = {"overhead": scenario_overhead, "sizes": scenario_sizes, "chain": scenario_chain,
-           "rknnlite": scenario_rknnlite, "detector": scenario_detector, "pool": scenario_pool}
-STEPS = {"overhead": 2, "sizes": None, "chain": 1, "rknnlite": 1, "detector": 1, "pool": None}
+           "rknnlite": scenario_rknnlite, "detector": scenario_detector, "pool": scenario_pool,
+           "standin": scenario_standin}
+STEPS = {"overhead": 2, "sizes": None, "chain": 1, "rknnlite": 1, "detector": 1, "pool": None,
+         "standin": 1}
 
 
 # -- the targets ----------------------------------------------------------------------------------
@@ -634,6 +678,10 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
         ratio = a["cpu_ns_per_frame"] / max(b["cpu_ns_per_frame"], 1.0)
         add("(the same with the emulated NPU work's CPU time included)", round(ratio, 2),
             "(info)", True, "x")
+    sd = r.get("standin")
+    if sd and "ratio" in sd:
+        add(f"stand-in of {sd['model']}: its run / the general flow's conversions (set + get)",
+            round(sd["ratio"], 2), "<= 1x", sd["ratio"] <= 1, "x")
     p = r.get("pool")
     if p and 3 in p["workers"]:
         k1, k3 = p["workers"].index(1), p["workers"].index(3)
@@ -719,6 +767,17 @@ def report(r: Dict[str, Any]) -> str:
             rows.append([str(n), f"{p['pool'][k]:.1f}", f"{p['threads'][k]:.1f}",
                          f"{p['c_pool'][k]:.1f}", f"x{p['pool'][k] / p['c_pool'][k]:.2f}"])
         out.append(_row_table(rows))
+    sd = r.get("standin")
+    if sd:
+        if "skipped" in sd:
+            out.append(f"== stand-in: skipped ({sd['skipped']}) ==")
+        else:
+            out.append(f"== stand-in for {sd['model']}: the general flow, median ns per phase ==")
+            ph = sd["phases_ns"]
+            rows = [["set", "npu (stand-in)", "run", "get", "python", "stand-in / set+get"],
+                    [f"{ph['set']:.0f}", f"{ph['npu']:.0f}", f"{ph['run']:.0f}",
+                     f"{ph['get']:.0f}", f"{ph['python']:.0f}", f"x{sd['ratio']:.2f}"]]
+            out.append(_row_table(rows))
     t = r.get("targets")
     if t:
         out.append("== targets (measured in this run; ratios, never asserted) ==")
@@ -801,6 +860,9 @@ def main(argv=None) -> int:
     parser.add_argument("--npu-time-us", type=int, default=None,
                         help="simulated NPU time per run in the pool scenario (emulator)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--standin-model", default=None,
+                        help="the vendor .rknn of the standin scenario (default: "
+                             "yolo640_rk3588.rknn of the vendor data, when it is here)")
     args = parser.parse_args(argv)
     chosen = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = [s for s in chosen if s not in SCENARIOS]
@@ -809,6 +871,7 @@ def main(argv=None) -> int:
     if args.workers < 1:
         parser.error("--workers must be >= 1")
     st = Settings(args.quick, args.workers, args.npu_time_us)
+    st.standin_model = args.standin_model
     out = results_dir(args.out, args.quick)
     out.mkdir(parents=True, exist_ok=True)
     print(f"results into {out}", file=sys.stderr)
