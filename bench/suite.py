@@ -610,7 +610,12 @@ def scenario_standin(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Di
         say("standin")
         return {"skipped": "no vendor .rknn (give --standin-model)" if path is None else
                 "the stand-in is the emulator's (this runtime is not)"}
-    r = B.compare_flows(path, iterations=st.standin_iters, warmup=st.warmup(st.standin_iters))
+    try:
+        r = B.compare_flows(path, iterations=st.standin_iters,
+                            warmup=st.warmup(st.standin_iters))
+    except rknnx.RKNNError as e:           # an emulator without the stand-in, another chip
+        say("standin")
+        return {"skipped": f"the runtime refused {os.path.basename(path)}: {e}"}
     ph = r["flows"]["general-float32"]["phases"]
     med = {k: ph[k]["median_ns"] if isinstance(ph[k], dict) else ph[k] for k in ph}
     standin = med["npu"] + med["run"]

@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 __all__ = ["DATATYPES", "HEADER", "ProtocolError", "ModelSpec", "InferRequest",
-           "datatype_of", "decode_request", "encode_response", "error_body"]
+           "check_name", "datatype_of", "decode_request", "encode_response", "error_body"]
 
 #: the header that says how many leading bytes of a body are JSON (the rest: tensor data)
 HEADER = "Inference-Header-Content-Length"
@@ -65,8 +65,44 @@ def datatype_of(dtype: Any) -> str:
     return name
 
 
+#: the longest error message sent (longer ones end in "..."); values quoted in a message
+#: (names, datatypes, shapes a client sent) are cut to `_QUOTE` characters first
+_MESSAGE = 400
+_QUOTE = 64
+#: RKNN_MAX_DIMS of rknn_api.h: no tensor of the runtime has more dims
+MAX_DIMS = 16
+#: the largest dim a request may give (dims are int32 on the boards' 32-bit numpy too)
+MAX_DIM = 2**31 - 1
+
+
 def error_body(message: str) -> bytes:
-    return json.dumps({"error": message}).encode()
+    """``{"error": message}`` as bytes: one line, at most 400 characters."""
+    text = " ".join(str(message).split())
+    if len(text) > _MESSAGE:
+        text = text[:_MESSAGE - 3] + "..."
+    return json.dumps({"error": text}).encode()
+
+
+def _q(value: Any) -> str:
+    """`value` as a message quotes it (its repr), cut to a few dozen characters: a client's
+    900 KB input name is not sent back whole."""
+    text = repr(value)
+    if len(text) > _QUOTE:
+        text = f"{text[:_QUOTE - 4]}...{text[-1]} ({len(text)} characters)"
+    return text
+
+
+def check_name(name: Any) -> str:
+    """`name` if it can name a model in a URL (``/v2/models/{name}``): ASCII letters,
+    digits, ``-``, ``_``, ``.``, and not ``.`` or ``..`` (clients rewrite those paths);
+    ValueError otherwise."""
+    if not isinstance(name, str) or not name or not all(
+            c.isascii() and (c.isalnum() or c in "-_.") for c in name):
+        raise ValueError(f"model name {_q(name)}: use letters, digits, '-', '_', '.'")
+    if name in (".", ".."):
+        raise ValueError(f"model name {name!r}: clients rewrite '/v2/models/{name}/...' as a "
+                         f"relative path; choose another name")
+    return name
 
 
 def _dims(model, k: int, t) -> List[int]:
@@ -154,7 +190,14 @@ def _shape(value, where: str) -> Tuple[int, ...]:
     if not isinstance(value, list) or not all(
             isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value):
         raise ProtocolError(400, f"{where}: 'shape' must be a list of non-negative integers; "
-                                 f"got {value!r}")
+                                 f"got {_q(value)}")
+    # shapes numpy cannot build (65 dims, a dim of 2**64) are the client's mistake too
+    if len(value) > MAX_DIMS:
+        raise ProtocolError(400, f"{where}: 'shape' has {len(value)} dims; RKNN tensors have "
+                                 f"at most {MAX_DIMS}")
+    if any(d > MAX_DIM for d in value):
+        raise ProtocolError(400, f"{where}: 'shape' has a dim larger than {MAX_DIM}; got "
+                                 f"{_q(value)}")
     return tuple(value)
 
 
@@ -170,7 +213,7 @@ def _params(obj: Mapping, where: str) -> Mapping:
 def _flag(params: Mapping, key: str, where: str, default: bool = False) -> bool:
     v = params.get(key, default)
     if not isinstance(v, bool):
-        raise ProtocolError(400, f"{where}: parameter {key!r} must be true or false; got {v!r}")
+        raise ProtocolError(400, f"{where}: parameter {key!r} must be true or false; got {_q(v)}")
     return v
 
 
@@ -201,6 +244,8 @@ def decode_request(body: bytes, header_length: Optional[str], spec: ModelSpec) -
         head, binary = view, view[len(body):]
     try:
         doc = json.loads(bytes(head))
+    except RecursionError:
+        raise ProtocolError(400, "the request's JSON is nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as e:
         hint = ("" if header_length is not None or bytes(body[:1]) == b"{" else
                 f"; binary tensor data after the JSON needs the {HEADER} header")
@@ -209,7 +254,7 @@ def decode_request(body: bytes, header_length: Optional[str], spec: ModelSpec) -
         raise ProtocolError(400, "the request must be a JSON object with 'inputs'")
     req_id = doc.get("id")
     if req_id is not None and not isinstance(req_id, str):
-        raise ProtocolError(400, f"'id' must be a string; got {req_id!r}")
+        raise ProtocolError(400, f"'id' must be a string; got {_q(req_id)}")
     params = _params(doc, "request")
     raw = _flag(params, "raw", "request")
     binary_out = _flag(params, "binary_data_output", "request")
@@ -228,17 +273,17 @@ def decode_request(body: bytes, header_length: Optional[str], spec: ModelSpec) -
         name = item.get("name")
         if not isinstance(name, str):
             raise ProtocolError(400, f"{where}: 'name' must be a string")
-        where = f"input {name!r}"
+        where = f"input {_q(name)}"
         t = spec._in.get(name)
         if t is None:
-            raise ProtocolError(400, f"model {spec.name!r} has no input {name!r}; its inputs "
+            raise ProtocolError(400, f"model {spec.name!r} has no input {_q(name)}; its inputs "
                                      f"are {[t.name for t in spec.inputs]}")
         if name in arrays:
             raise ProtocolError(400, f"{where} is given twice")
         datatype = item.get("datatype")
         if datatype not in DATATYPES:
             known = ", ".join(DATATYPES) + ", BYTES"
-            raise ProtocolError(400, f"{where}: datatype {datatype!r} is not a KServe v2 "
+            raise ProtocolError(400, f"{where}: datatype {_q(datatype)} is not a KServe v2 "
                                      f"datatype ({known})"
                                 if datatype != "BYTES" else
                                 f"{where}: BYTES tensors are not accepted; send "
@@ -256,7 +301,7 @@ def decode_request(body: bytes, header_length: Optional[str], spec: ModelSpec) -
             size = p["binary_data_size"]
             if not isinstance(size, int) or isinstance(size, bool) or size < 0:
                 raise ProtocolError(400, f"{where}: binary_data_size must be a non-negative "
-                                         f"integer; got {size!r}")
+                                         f"integer; got {_q(size)}")
             if size != count * dtype.itemsize:
                 raise ProtocolError(400, f"{where}: binary_data_size {size} does not match "
                                          f"shape {list(shape)} of {datatype} "
@@ -294,13 +339,13 @@ def decode_request(body: bytes, header_length: Optional[str], spec: ModelSpec) -
                 raise ProtocolError(400, f"outputs[{k}] must be an object with a 'name'")
             i = spec._out.get(o["name"])
             if i is None:
-                raise ProtocolError(400, f"model {spec.name!r} has no output {o['name']!r}; "
+                raise ProtocolError(400, f"model {spec.name!r} has no output {_q(o['name'])}; "
                                          f"its outputs are {[t.name for t in spec.outputs]}")
-            op = _params(o, f"output {o['name']!r}")
+            op = _params(o, f"output {_q(o['name'])}")
             if "classification" in op:
                 raise ProtocolError(400, "the classification extension is not supported; "
                                          "ask for the output tensor")
-            outputs.append((i, _flag(op, "binary_data", f"output {o['name']!r}", binary_out)))
+            outputs.append((i, _flag(op, "binary_data", f"output {_q(o['name'])}", binary_out)))
     return InferRequest(req_id, arrays, outputs, raw)
 
 
@@ -308,12 +353,15 @@ def _from_json(data, dtype: np.dtype, datatype: str, shape, count: int, where: s
     if not isinstance(data, list):
         raise ProtocolError(400, f"{where}: 'data' must be a list (flat, row-major, or nested)")
     try:
-        if datatype == "BOOL":
-            a = np.asarray(data)
+        a = np.asarray(data)
+        if a.size == 0:
+            # `data: []` has no type to check: numpy calls it float64; the element count
+            # below (or the model's shape) says what is wrong
+            a = a.astype(dtype)
+        elif datatype == "BOOL":
             if a.dtype != np.bool_:
                 raise ValueError("BOOL data must be true/false")
         else:
-            a = np.asarray(data)
             if a.dtype.kind not in "iufb" or (a.dtype.kind == "f" and dtype.kind in "iu"):
                 raise ValueError(f"{datatype} data must be "
                                  f"{'integers' if dtype.kind in 'iu' else 'numbers'}")
@@ -321,6 +369,8 @@ def _from_json(data, dtype: np.dtype, datatype: str, shape, count: int, where: s
                                                   or a.max() > np.iinfo(dtype).max):
                 raise ValueError(f"a value is out of the range of {datatype}")
             a = a.astype(dtype)
+    except RecursionError:
+        raise ProtocolError(400, f"{where}: 'data' is nested too deeply") from None
     except (ValueError, TypeError, OverflowError) as e:
         raise ProtocolError(400, f"{where}: 'data' is not a {datatype} tensor ({e})") from None
     if a.size != count:

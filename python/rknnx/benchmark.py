@@ -50,7 +50,6 @@ of a long ``rknn_run``.  The CPU clock the emulator reads for ``npu_cpu_ns`` cos
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import importlib
 import os
@@ -149,7 +148,7 @@ def machine_info(model=None) -> Dict[str, Any]:
     ctl = Counters.for_runtime()
     if ctl is not None:
         m["emulator_version"] = ctl.control.version
-        m["emulator_platform"] = ctl.control.platform
+        m["emulator_platform"] = info.get("platform")
     return m
 
 
@@ -159,18 +158,7 @@ class Counters:
 
     def __init__(self, control):
         self.control = control
-        self._npu_index: Optional[int] = None
-        lib = control.lib
-        try:
-            name, value = lib.rknn_emu_counter_name, lib.rknn_emu_counter_value
-        except AttributeError:
-            return
-        name.restype, name.argtypes = ctypes.c_char_p, [ctypes.c_int]
-        value.restype, value.argtypes = ctypes.c_int64, [ctypes.c_int]
-        for i in range(lib.rknn_emu_counter_count()):
-            if name(i) == b"npu_ns":
-                self._npu_index = i
-                self._value = value
+        self._npu: Optional[Callable[[], int]] = control.counter_reader("npu_ns")
 
     @classmethod
     def for_runtime(cls) -> Optional["Counters"]:
@@ -192,11 +180,11 @@ class Counters:
     @property
     def counts_npu(self) -> bool:
         """Whether this emulator counts the NPU-side work of ``rknn_run``."""
-        return self._npu_index is not None
+        return self._npu is not None
 
     def npu_ns(self) -> int:
         """Cumulative wall ns of the emulated NPU work (one counter read, ~1 us)."""
-        return int(self._value(self._npu_index)) if self._npu_index is not None else 0
+        return int(self._npu()) if self._npu is not None else 0
 
     @contextlib.contextmanager
     def npu_cpu_accounting(self) -> Iterator[None]:

@@ -277,7 +277,7 @@ def register(context: Any, ops: Union[CustomOperator, Any, Iterable[Any]]) -> Li
             raise ValueError(f"{where}: op type {o.op_type!r} is registered already on "
                              "this context")
         seen.add(o.op_type)
-    refuse_if_unsupported(where, "rknn_register_custom_ops")
+    refuse_if_unsupported(where, "rknn_register_custom_ops", context)
     context.register_custom_ops(low)
     return low
 

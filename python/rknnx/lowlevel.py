@@ -23,7 +23,8 @@ except ImportError as exc:  # pragma: no cover - depends on how the package was 
     ) from exc
 
 from rknnx._core import (  # noqa: E402  (after the check above)
-    load_runtime, runtime_info, emulator_path, api_function_names, FALLBACK_SOURCE, Context,
+    load_runtime, runtime_info, runtime_chip, emulator_path, api_function_names, FALLBACK_SOURCE,
+    Context,
     TensorAttr,
     TensorMem, Input, Output, Outputs, InitFlag, QueryCmd, TensorType, TensorFormat,
     QntType, CoreMask, MemFlag, MemAllocFlag, MemSyncMode, InOutNum, SdkVersion, MemSize,
@@ -38,6 +39,7 @@ from rknnx._core import (  # noqa: E402  (after the check above)
 __all__ = [
     "load_runtime",
     "runtime_info",
+    "runtime_chip",
     "FALLBACK_SOURCE",
     "emulator_path",
     "api_function_names",

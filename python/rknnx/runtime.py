@@ -90,30 +90,23 @@ def runtime_info(model: Optional[ModelSource] = None) -> Dict[str, Any]:
     return info
 
 
-_CONTROLS: Dict[str, Any] = {}
-
-
 def chip_of(context=None) -> Optional[str]:
-    """The chip a context runs on: the emulator's personality for it (or for new contexts)
-    under the emulator, else the board's chip from the device tree; None when unknown.
+    """The chip a context runs on, else the chip new contexts get; None when unknown.
+
+    The binding answers both: :attr:`rknnx.lowlevel.Context.chip` and
+    :func:`rknnx.lowlevel.runtime_chip` (the emulator's personality, else the board's chip
+    from the device tree).
 
     Parameters
     ----------
     context : rknnx.lowlevel.Context, optional
         The context to ask about (the emulator gives each context a personality).
     """
-    from rknnx import lowlevel, platforms
+    if context is not None:
+        return context.chip
+    from rknnx import lowlevel
 
-    info = lowlevel.runtime_info()
-    if info["is_emulator"]:
-        from rknnx.emulator.control import EmulatorControl
-
-        ctl = _CONTROLS.get(info["path"])
-        if ctl is None:
-            ctl = _CONTROLS[info["path"]] = EmulatorControl(info["path"])
-        chip = ctl.context_platform(context.handle) if context is not None else None
-        return chip or ctl.platform
-    return platforms.detect_chip()
+    return lowlevel.runtime_chip()
 
 
 def refuse_if_unsupported(what: str, c_function: str, context=None) -> None:

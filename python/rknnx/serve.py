@@ -20,11 +20,15 @@ Inference Server speaks, so ``tritonclient.http`` and KServe clients work unchan
 Frames travel as JSON ``data`` or, for large frames, as raw bytes after the JSON header
 (``Inference-Header-Content-Length``; a 640x640x3 frame is 1.2 MB of bytes instead of 4 MB
 of text to parse).  Each model has a bounded queue: a request beyond ``queue`` waiting
-frames gets 503 at once (clients retry; memory stays bounded), a body beyond
+frames gets 503 at once (clients retry; memory stays bounded); a request takes its place
+only once its body has arrived, and a body must arrive within ``body_timeout`` (408), with
+at most ``max_reading`` bodies (``max_reading_bytes`` bytes) read at once.  A body beyond
 ``max_request_bytes`` gets 413, a malformed request 400 with the reason (``{"error":
-...}``), an unknown model 404.  SIGINT/SIGTERM drain: the listening socket closes, the
-requests in flight finish (up to ``shutdown_timeout``), then the pools and models close.
-The server binds 127.0.0.1 unless told otherwise: it has no authentication.
+...}``), an unknown model 404.  SIGINT/SIGTERM drain: ``ready`` says 503 at once, every
+request whose headers arrived is answered (its result if it was admitted, else 503 with
+``Connection: close``) within ``shutdown_timeout``, then the listening socket, the
+connections, the pools and the models close (docs/serving.md, what the server
+guarantees).  The server binds 127.0.0.1 unless told otherwise: it has no authentication.
 
 Why aiohttp: the server is one asyncio event loop that parses HTTP and hands frames to the
 pool's threads (the NPU runs with the GIL released), so a handful of threads serve any
@@ -40,20 +44,24 @@ where no wheel fits).  It is the ``serve`` extra: ``pip install "rknnx[serve]"``
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
+import math
 import os
 import signal
 import time
+import zlib
 from concurrent.futures import Future
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Deque, Dict, List, Mapping, Optional, Sequence, Union
 
 try:
-    from aiohttp import web
+    from aiohttp import HttpVersion11, web
+    from aiohttp.http_exceptions import HttpProcessingError
 except ImportError as _exc:  # pragma: no cover - exercised in a subprocess by the tests
     raise ImportError("rknnx.serve needs aiohttp: pip install 'rknnx[serve]'") from _exc
 
 from rknnx import _kserve
-from rknnx._kserve import HEADER, ModelSpec, ProtocolError
+from rknnx._kserve import HEADER, ModelSpec, ProtocolError, check_name
 
 __all__ = ["Server", "DEFAULT_PORT", "default_workers"]
 
@@ -61,16 +69,96 @@ __all__ = ["Server", "DEFAULT_PORT", "default_workers"]
 DEFAULT_PORT = 8000
 _NPU_CORES = {"RK3588": 3, "RK3576": 2}
 _log = logging.getLogger("rknnx.serve")
+#: aiohttp's own messages (the protocol handler's logger, given to it): client mistakes
+#: the HTTP parser refuses and clients that go away are debug lines there, not errors
+_http_log = logging.getLogger("rknnx.serve.http")
 #: a JSON header larger than this is parsed off the event loop, in a thread
 _BIG_JSON = 256 * 1024
 #: JSON outputs of more elements than this are written off the event loop
 _BIG_OUTPUT = 100_000
+#: Content-Encodings of a request body the server decodes (the standard library's zlib)
+_ENCODINGS = {"identity": None, "gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS,
+              "deflate": zlib.MAX_WBITS}
+#: on shutdown, connections idle at that moment get this long (within the shutdown
+#: timeout) to send a last request, answered 503 with Connection: close, before they close
+_IDLE_GRACE = 0.5
 
 
 def default_workers(chip: Optional[str]) -> int:
     """Pool workers per model by default: one per NPU core (3 on RK3588, 2 on RK3576), and 2
     on one-core chips (one converts a frame on the CPU while the other runs)."""
     return max(2, _NPU_CORES.get(str(chip), 1))
+
+
+class _QuietClientErrors(logging.Filter):
+    """Drops aiohttp's ERROR records of client mistakes (a request its parser refuses, a
+    client that went away); they become one DEBUG line each."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, (HttpProcessingError, ConnectionError)):
+            if _http_log.isEnabledFor(logging.DEBUG):
+                _http_log.debug("client error: %s", " ".join(str(exc).split())[:200])
+            return False
+        return True
+
+
+_http_log.addFilter(_QuietClientErrors())
+
+
+class _Gate:
+    """Bodies being read at once: at most `count` of them and `size` bytes (each counts its
+    Content-Length, or its model's limit when chunked).  Waiters are served in order."""
+
+    def __init__(self, count: int, size: int):
+        self.count, self.size = count, size
+        self.busy, self.used = 0, 0
+        self._waiting: Deque[list] = collections.deque()
+
+    def _fits(self, n: int) -> bool:
+        return self.busy < self.count and self.used + n <= self.size
+
+    def _take(self, n: int) -> None:
+        self.busy += 1
+        self.used += n
+
+    def release(self, n: int) -> None:
+        self.busy -= 1
+        self.used -= n
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiting and self._fits(self._waiting[0][0]):
+            n, fut = self._waiting.popleft()
+            if not fut.done():
+                self._take(n)
+                fut.set_result(True)
+
+    async def acquire(self, n: int, timeout: float, stop: "asyncio.Future") -> bool:
+        """Wait for room for a body of `n` bytes, up to `timeout` seconds or until `stop`
+        is done: True when taken (the caller releases it), False otherwise."""
+        if not self._waiting and self._fits(n):
+            self._take(n)
+            return True
+        fut = asyncio.get_running_loop().create_future()
+        entry = [n, fut]
+        self._waiting.append(entry)
+        try:
+            await asyncio.wait({fut, stop}, timeout=max(0.0, timeout),
+                               return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            if fut.done() and not fut.cancelled():
+                self.release(n)
+            raise
+        finally:
+            if not fut.done():
+                fut.cancel()
+                try:
+                    self._waiting.remove(entry)
+                except ValueError:
+                    pass
+                self._wake()                  # a large body first in line may have left
+        return fut.done() and not fut.cancelled()
 
 
 class _Served:
@@ -98,6 +186,27 @@ class _Served:
         s[0] += 1
         s[1] += ns
 
+    def busy_error(self) -> ProtocolError:
+        self.rejected += 1
+        e = ProtocolError(503, f"model {self.name!r} is busy: {self.in_flight} requests in "
+                               f"flight, its queue is full; retry later")
+        e.headers = {"Retry-After": "1"}
+        return e
+
+
+def _number(name: str, value: Any, *, low: float, low_ok: bool = True,
+            integer: bool = False) -> Any:
+    """`value` checked: a finite number (an int when `integer`) >= `low` (> when not
+    `low_ok`); ValueError naming `name` otherwise."""
+    kinds = (int,) if integer else (int, float)
+    ok = (isinstance(value, kinds) and not isinstance(value, bool) and math.isfinite(value)
+          and (value > low or (low_ok and value == low)))
+    if not ok:
+        kind = "an int" if integer else "a finite number"
+        raise ValueError(f"{name} must be {kind} {'>=' if low_ok else '>'} {low:g}; "
+                         f"got {value!r}")
+    return value
+
 
 class Server:
     """A KServe v2 / Triton HTTP server of RKNN models (see the module's docstring).
@@ -111,16 +220,30 @@ class Server:
     host : str
         The address to listen on (default ``127.0.0.1``: this machine only).
     port : int
-        The TCP port (default 8000; 0 chooses a free one: see :attr:`port`).
+        The TCP port, 0..65535 (default 8000; 0 chooses a free one: see :attr:`port`).
     workers : int, optional
         Pool workers per model (default :func:`default_workers` of the model's chip).
     queue : int
         Requests waiting per model beyond the ones running; more get 503 (default 32).
     max_request_bytes : int, optional
-        The largest request body (413 beyond it).  Default per model: 8 times its inputs at
-        float32 (JSON text of a frame included), at least 1 MiB.
+        The largest request body, after its Content-Encoding is decoded (413 beyond it).
+        Default per model: 8 times its inputs at float32 (JSON text of a frame included),
+        at least 1 MiB.
     shutdown_timeout : float
-        Seconds :meth:`stop` lets the requests in flight finish.
+        Seconds the drain on :meth:`stop` may last (>= 0, default 30).
+    body_timeout : float
+        Seconds a request's body may take to arrive, from its headers on (> 0, default
+        30; 408 after).
+    max_reading : int
+        Bodies read at once (default 64); more wait for their turn within `body_timeout`
+        (503 if it does not come).
+    max_reading_bytes : int, optional
+        Bytes of the bodies read at once (each counts its Content-Length, or its model's
+        `max_request_bytes` when chunked).  Default twice the largest `max_request_bytes`,
+        at least 32 MiB.
+    keepalive_timeout : float
+        Seconds an idle connection stays open; also how long a connection may take to send
+        a request's headers (default 75).
 
     Examples
     --------
@@ -130,36 +253,57 @@ class Server:
     Raises
     ------
     ValueError
-        No models, a name given twice or not usable in a URL, `queue` < 0.
+        No models, a name given twice or not usable in a URL, a number out of its range.
     """
 
     def __init__(self, models: Union[Mapping[str, Any], Sequence[Any]], *,
                  host: str = "127.0.0.1", port: int = DEFAULT_PORT,
                  workers: Optional[int] = None, queue: int = 32,
-                 max_request_bytes: Optional[int] = None, shutdown_timeout: float = 30.0):
+                 max_request_bytes: Optional[int] = None, shutdown_timeout: float = 30.0,
+                 body_timeout: float = 30.0, max_reading: int = 64,
+                 max_reading_bytes: Optional[int] = None, keepalive_timeout: float = 75.0):
         items = list(models.items()) if isinstance(models, Mapping) else \
             [(_name_of(m), m) for m in models]
         if not items:
             raise ValueError("no models to serve")
         names = [n for n, _ in items]
         for n in names:
-            if not n or not all(c.isalnum() or c in "-_." for c in n):
-                raise ValueError(f"model name {n!r}: use letters, digits, '-', '_', '.'")
+            check_name(n)
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"model name(s) {dup} given twice; name them (name=path)")
         if isinstance(queue, bool) or not isinstance(queue, int) or queue < 0:
             raise ValueError(f"queue must be an int >= 0; got {queue!r}")
+        _number("port", port, low=0, integer=True)
+        if port > 65535:
+            raise ValueError(f"port must be 0..65535; got {port!r}")
+        if workers is not None:
+            _number("workers", workers, low=1, integer=True)
+        if max_request_bytes is not None:
+            _number("max_request_bytes", max_request_bytes, low=1, integer=True)
+        if max_reading_bytes is not None:
+            _number("max_reading_bytes", max_reading_bytes, low=1, integer=True)
+        _number("max_reading", max_reading, low=1, integer=True)
+        _number("shutdown_timeout", shutdown_timeout, low=0)
+        _number("body_timeout", body_timeout, low=0, low_ok=False)
+        _number("keepalive_timeout", keepalive_timeout, low=0, low_ok=False)
         self._items = items
         self.host, self._port = host, int(port)
         self._workers, self._queue = workers, queue
         self._max_bytes = max_request_bytes
         self.shutdown_timeout = float(shutdown_timeout)
+        self.body_timeout = float(body_timeout)
+        self.keepalive_timeout = float(keepalive_timeout)
+        self._max_reading, self._max_reading_bytes = max_reading, max_reading_bytes
         self._served: Dict[str, _Served] = {}
         self._runner: Optional[web.AppRunner] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._accepting = False
         self._limit = 0
+        self._gate: Optional[_Gate] = None
+        self._stopping: Optional[asyncio.Future] = None  # done once shutdown begins
+        self._abort: Optional[asyncio.Future] = None     # done when the drain's time is up
+        self._active = 0                                 # requests in a handler now
 
     # -- properties -------------------------------------------------------------------------
     @property
@@ -217,19 +361,33 @@ class Server:
         """Open the models and their pools and start listening (in the running loop)."""
         if self._runner is not None:
             raise RuntimeError("the server is already started")
-        self._loop = asyncio.get_running_loop()
-        await self._loop.run_in_executor(None, self._open)
+        self._loop = loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self._open)
         self._limit = max(s.max_bytes for s in self._served.values())
+        budget = self._max_reading_bytes or max(32 << 20, 2 * self._limit)
+        self._gate = _Gate(self._max_reading, max(budget, self._limit))
+        self._stopping, self._abort = loop.create_future(), loop.create_future()
+        self._active = 0
         app = web.Application(client_max_size=self._limit, middlewares=[self._errors])
         self._routes(app)
-        runner = web.AppRunner(app, shutdown_timeout=self.shutdown_timeout, access_log=None)
+        # auto_decompress=False: the body's Content-Encoding is decoded here (_decoded), so
+        # that a corrupt or unknown one is a 4xx JSON answer like every other mistake
+        # rather than the parser's text/plain; client_max_size limits the bytes received,
+        # _decoded what they decode to.  The runner's shutdown_timeout only bounds the
+        # last step of the drain (_drain does the waiting).  After an answer sent before
+        # its body was read (408, 413, 503), aiohttp reads and drops what the client still
+        # sends for lingering_time, so that the answer is not lost to a reset; 2 s, not
+        # its 10, so a stalled client holds its connection that much less.
+        runner = web.AppRunner(app, shutdown_timeout=min(1.0, self.shutdown_timeout),
+                               access_log=None, logger=_http_log, auto_decompress=False,
+                               keepalive_timeout=self.keepalive_timeout, lingering_time=2.0)
         try:
             await runner.setup()
             site = web.TCPSite(runner, self.host, self._port)
             await site.start()
         except BaseException:
             await runner.cleanup()
-            await self._loop.run_in_executor(None, self._close_models)
+            await loop.run_in_executor(None, self._close_models)
             raise
         self._runner = runner
         server = getattr(site, "_server", None)
@@ -237,16 +395,59 @@ class Server:
             self._port = server.sockets[0].getsockname()[1]
         self._accepting = True
 
+    def begin_shutdown(self) -> None:
+        """From now on ``ready`` answers 503 and new inference requests get 503 with
+        ``Connection: close`` (:meth:`stop` calls it; the signal handler of :meth:`run`
+        calls it at once).  Call it in the server's event loop."""
+        self._accepting = False
+        if self._stopping is not None and not self._stopping.done():
+            self._stopping.set_result(None)
+
     async def stop(self) -> None:
-        """Drain and stop: refuse new requests (503, and ``ready`` says no), stop listening,
-        let the requests in flight finish (up to ``shutdown_timeout``), close the pools and
-        the models the server opened.  A second call does nothing."""
+        """Drain and stop, in at most ``shutdown_timeout`` seconds: every request whose
+        headers arrived gets an answer (its result if it was admitted, else 503 with
+        ``Connection: close``; one still running when the time is up gets 503), every
+        response during the drain closes its connection, and connections idle when the
+        drain began may send one more request (answered 503) for a moment; then the
+        listening socket and the connections close, and the pools and the models the
+        server opened (a frame on the NPU runs to its end).  A second call does nothing."""
         runner, self._runner = self._runner, None
         if runner is None:
             return
-        self._accepting = False
-        await runner.cleanup()            # stop listening; wait for the handlers in flight
-        await asyncio.get_running_loop().run_in_executor(None, self._close_models)
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        deadline = t0 + self.shutdown_timeout
+        self.begin_shutdown()
+        await self._drain(runner, t0, deadline)
+        await runner.cleanup()
+        await loop.run_in_executor(None, self._close_models)
+
+    async def _drain(self, runner, t0: float, deadline: float) -> None:
+        loop = asyncio.get_running_loop()
+        server = runner.server
+        grace = min(deadline, t0 + _IDLE_GRACE)
+
+        def busy() -> bool:
+            if self._active:
+                return True
+            return server is not None and any(_queued(c) for c in server.connections)
+
+        def idle_connections() -> bool:
+            return server is not None and bool(server.connections)
+
+        while loop.time() < deadline and (busy() or (loop.time() < grace
+                                                     and idle_connections())):
+            await asyncio.sleep(0.01)
+        if not self._abort.done():
+            self._abort.set_result(None)     # what still waits for the NPU: 503 now
+        end = loop.time() + 0.5
+        while busy() and loop.time() < end:
+            await asyncio.sleep(0.01)
+        for site in list(runner.sites):
+            await site.stop()                # stop listening
+        if server is not None:
+            for conn in server.connections:
+                conn.close()                 # idle ones now, busy ones after their response
 
     def run(self, *, on_ready=None) -> None:
         """Serve until SIGINT or SIGTERM, then drain and stop (the call blocks).
@@ -260,9 +461,9 @@ class Server:
 
         def on_signal() -> None:
             if stop.is_set():
-                busy = sum(s.in_flight for s in self._served.values())
-                _log.warning("rknnx serve: already stopping (%d requests in flight, up to "
-                             "%.0f s)", busy, self.shutdown_timeout)
+                _log.warning("rknnx serve: already stopping (%d requests in progress, up to "
+                             "%.0f s)", self._active, self.shutdown_timeout)
+            self.begin_shutdown()            # ready says 503 from this moment
             stop.set()
 
         signals = (signal.SIGINT, signal.SIGTERM)
@@ -291,15 +492,27 @@ class Server:
             r.add_get(prefix + "/ready", self._model_ready)
             r.add_get(prefix + "/config", self._config)
             r.add_get(prefix + "/stats", self._stats)
-            r.add_post(prefix + "/infer", self._infer)
+            r.add_post(prefix + "/infer", self._infer, expect_handler=self._expect)
 
     @web.middleware
     async def _errors(self, request, handler):
-        """Every error is ``{"error": reason}`` with its status."""
+        """Every error is ``{"error": reason}`` with its status; during shutdown every
+        response closes its connection."""
+        self._active += 1
+        try:
+            response = await self._answer(request, handler)
+            if not self._accepting and not _queued(request.protocol):
+                response.force_close()
+            return response
+        finally:
+            self._active -= 1
+
+    async def _answer(self, request, handler):
         try:
             return await handler(request)
         except ProtocolError as e:
-            return _error(e.status, e.message)
+            return _error(e.status, e.message, getattr(e, "headers", None),
+                          close=e.status in (408, 413, 415) or getattr(e, "close", False))
         except web.HTTPException as e:
             if e.status < 400:
                 raise
@@ -308,12 +521,15 @@ class Server:
                 reason = (f"the request body is larger than this server takes "
                           f"({self._limit} bytes)")
             if e.status == 404:
-                reason = f"no such endpoint: {request.method} {request.path}"
+                reason = f"no such endpoint: {request.method} {_kserve._q(request.path)}"
             if e.status == 405:
-                reason = f"{request.method} is not allowed on {request.path}"
+                reason = f"{request.method} is not allowed on {_kserve._q(request.path)}"
             return _error(e.status, reason, e.headers)
         except asyncio.CancelledError:
             raise
+        except ConnectionError:          # the client went away: nobody to answer
+            _log.debug("client of %s %s went away", request.method, request.path)
+            return _error(400, "the client went away", close=True)
         except Exception as e:          # a bug or a runtime failure: 500, server lives on
             _log.exception("error handling %s %s", request.method, request.path)
             return _error(500, f"{type(e).__name__}: {e}")
@@ -322,12 +538,12 @@ class Server:
         name = request.match_info["name"]
         served = self._served.get(name)
         if served is None:
-            raise ProtocolError(404, f"no model {name!r}; this server serves "
+            raise ProtocolError(404, f"no model {_kserve._q(name)}; this server serves "
                                      f"{sorted(self._served)}")
         version = request.match_info.get("version")
         if version is not None and version != served.spec.version:
-            raise ProtocolError(404, f"model {name!r} has no version {version!r}; its one "
-                                     f"version is {served.spec.version!r}")
+            raise ProtocolError(404, f"model {name!r} has no version {_kserve._q(version)}; "
+                                     f"its one version is {served.spec.version!r}")
         return served
 
     async def _live(self, request):
@@ -369,28 +585,98 @@ class Server:
             "inference_stats": stats, "rejected_count": s.rejected,
             "in_flight": s.in_flight}]})
 
-    async def _infer(self, request):
-        t0 = time.perf_counter_ns()
+    def _precheck(self, request) -> _Served:
+        """What refuses an inference request from its headers alone (404, 503, 413, 415)."""
         served = self._get(request)
         if not self._accepting:
             raise ProtocolError(503, "the server is shutting down")
+        n = request.content_length
+        if n is not None and n > served.max_bytes:
+            raise ProtocolError(413, f"the request body of {n} bytes is larger than model "
+                                     f"{served.name!r} takes ({served.max_bytes} bytes)")
+        encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding not in _ENCODINGS:
+            raise ProtocolError(415, f"Content-Encoding {_kserve._q(encoding)} is not "
+                                     f"supported; send identity, gzip or deflate")
         if served.in_flight >= served.limit:
-            served.rejected += 1
-            return _error(503, f"model {served.name!r} is busy: {served.in_flight} requests in "
-                               f"flight, its queue is full; retry later",
-                          {"Retry-After": "1"})
-        served.in_flight += 1             # the slot is held from here (the body counts too)
-        handed = False
+            raise served.busy_error()
+        return served
+
+    async def _expect(self, request):
+        """``Expect: 100-continue``: refuse from the headers (413 for a body too large, 503
+        while shutting down or busy, 404, 415) before the client sends the body; else
+        the interim 100 Continue (as aiohttp's documentation shows)."""
+        if request.version != HttpVersion11:
+            return None
+        if request.headers.get("Expect", "").lower() != "100-continue":
+            return _error(417, f"unknown Expect: {_kserve._q(request.headers['Expect'])}",
+                          close=True)
         try:
-            if request.content_length is not None and request.content_length > served.max_bytes:
-                raise ProtocolError(413, f"the request body of {request.content_length} bytes "
-                                         f"is larger than model {served.name!r} takes "
-                                         f"({served.max_bytes} bytes)")
-            body = await request.read()
-            if len(body) > served.max_bytes:
-                raise ProtocolError(413, f"the request body of {len(body)} bytes is larger "
-                                         f"than model {served.name!r} takes "
-                                         f"({served.max_bytes} bytes)")
+            self._precheck(request)
+        except ProtocolError as e:
+            return _error(e.status, e.message, getattr(e, "headers", None), close=True)
+        if request.transport is not None:
+            request.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        return None
+
+    async def _read(self, request, served: _Served, deadline: float) -> bytes:
+        """The request's body, read within `deadline` (408), interrupted by shutdown (503),
+        at most the model's `max_bytes` (413)."""
+        reader = request.clone(client_max_size=served.max_bytes)
+        task = asyncio.ensure_future(reader.read())
+        try:
+            await asyncio.wait({task, self._stopping}, timeout=max(0.0, deadline -
+                                                                   self._loop.time()),
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        if task.cancelled():
+            if self._stopping.done():
+                raise _closing(ProtocolError(503, "the server is shutting down"))
+            raise ProtocolError(408, f"the request body did not arrive within "
+                                     f"{self.body_timeout:g} s")
+        try:
+            return task.result()
+        except web.HTTPRequestEntityTooLarge:
+            raise ProtocolError(413, f"the request body is larger than model "
+                                     f"{served.name!r} takes ({served.max_bytes} bytes)") \
+                from None
+        except (web.RequestPayloadError, HttpProcessingError) as e:   # the client's framing
+            raise _closing(ProtocolError(400, f"the request body is malformed "
+                                              f"({_one_line(e)})")) from None
+
+    async def _infer(self, request):
+        t0 = time.perf_counter_ns()
+        deadline = self._loop.time() + self.body_timeout
+        served = self._precheck(request)
+        # the body is read before the request takes a place in its model's queue, so a
+        # client that sends its body slowly (or never) holds no place: it holds one of the
+        # `max_reading` places of bodies being read, for at most `body_timeout`
+        n = request.content_length
+        need = min(n if n is not None else served.max_bytes, served.max_bytes)
+        if not await self._gate.acquire(need, deadline - self._loop.time(), self._stopping):
+            if self._stopping.done():
+                raise _closing(ProtocolError(503, "the server is shutting down"))
+            raise ProtocolError(503, f"the server is busy reading {self._gate.busy} other "
+                                     f"request bodies; retry later")
+        handed = admitted = False
+        try:
+            body = await self._read(request, served, deadline)
+            encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+            if _ENCODINGS[encoding] is not None:
+                if len(body) > _BIG_JSON:
+                    body = await self._loop.run_in_executor(
+                        None, _decoded, body, encoding, served)
+                else:
+                    body = _decoded(body, encoding, served)
+            if not self._accepting:
+                raise _closing(ProtocolError(503, "the server is shutting down"))
+            if served.in_flight >= served.limit:
+                raise served.busy_error()
+            served.in_flight += 1         # the request's place, from here to its answer
+            admitted = True
             header = request.headers.get(HEADER)
             json_bytes = len(body) if header is None else _int_or(header, len(body))
             if json_bytes > _BIG_JSON:
@@ -404,12 +690,28 @@ class Server:
             except (ValueError, TypeError, KeyError) as e:
                 raise ProtocolError(400, _one_line(e)) from None
             except RuntimeError as e:      # the pool is shut down
-                raise ProtocolError(503, f"model {served.name!r} is not taking requests "
-                                         f"({e})") from None
+                raise _closing(ProtocolError(503, f"model {served.name!r} is not taking "
+                                                  f"requests ({e})")) from None
             t1 = time.perf_counter_ns()
-            handed = True                 # the future's callback frees the slot
+            handed = True                 # the future's callback frees the place
             future.add_done_callback(self._release_later(served, t1))
-            outputs = await asyncio.wrap_future(future)
+        except ProtocolError:
+            served.count("fail", time.perf_counter_ns() - t0)
+            raise
+        finally:
+            self._gate.release(need)
+            if admitted and not handed:
+                served.in_flight -= 1
+        try:
+            wrapped = asyncio.wrap_future(future)
+            await asyncio.wait({wrapped, self._abort}, return_when=asyncio.FIRST_COMPLETED)
+            if not wrapped.done():
+                # the drain's time is up: the frame runs to its end on the NPU, unanswered
+                wrapped.cancel()
+                raise _closing(ProtocolError(503, f"the server is shutting down and this "
+                                                  f"request did not finish within "
+                                                  f"{self.shutdown_timeout:g} s"))
+            outputs = wrapped.result()
             if sum(outputs[i].size for i, binary in req.outputs if not binary) > _BIG_OUTPUT:
                 body, headers = await self._loop.run_in_executor(
                     None, _kserve.encode_response, served.spec, req, outputs)
@@ -428,9 +730,6 @@ class Server:
             if isinstance(e, RKNNError):
                 raise ProtocolError(500, f"the runtime failed: {_one_line(e)}") from None
             raise
-        finally:
-            if not handed:
-                served.in_flight -= 1
 
     def _release_later(self, served: _Served, t_submit: int):
         loop = self._loop
@@ -449,11 +748,60 @@ class Server:
         return done
 
 
-def _error(status: int, message: str, headers=None):
+def _queued(protocol) -> int:
+    """Requests parsed and queued on this connection behind the one being answered.
+
+    aiohttp has no public count of them; its request handler keeps them in ``_messages``.
+    During shutdown a response closes its connection only when none is queued, so that
+    every pipelined request whose headers arrived is answered too.  Should a later aiohttp
+    drop the attribute, this says 0: the response closes the connection and the requests
+    pipelined behind it go unanswered, which HTTP/1.1 lets clients retry (RFC 9112, 9.3.2).
+    """
+    return len(getattr(protocol, "_messages", ()) or ())
+
+
+def _closing(e: ProtocolError) -> ProtocolError:
+    e.close = True
+    return e
+
+
+def _decoded(body: bytes, encoding: str, served: _Served) -> bytes:
+    """`body` decoded from its gzip or deflate Content-Encoding: 400 when corrupt, 413 when
+    it decodes to more than the model's `max_bytes` (decoding stops there: a small bomb of
+    zeros costs no more memory than the limit)."""
+    limit = served.max_bytes
+    out: List[bytes] = []
+    size = 0
+    data = body
+    wbits = _ENCODINGS[encoding]
+    zlib_header = len(data) >= 2 and data[0] & 0x0F == 8 and ((data[0] << 8) | data[1]) % 31 == 0
+    if encoding == "deflate" and not zlib_header:
+        wbits = -zlib.MAX_WBITS            # raw deflate, as some clients send it
+    try:
+        while data:
+            d = zlib.decompressobj(wbits)
+            chunk = d.decompress(data, limit + 1 - size)
+            size += len(chunk)
+            out.append(chunk)
+            if size > limit:
+                raise ProtocolError(413, f"the request body decodes to more than model "
+                                         f"{served.name!r} takes ({limit} bytes)")
+            if not d.eof:
+                raise ProtocolError(400, f"the {encoding} request body is truncated")
+            data = d.unused_data if wbits == 16 + zlib.MAX_WBITS else b""
+    except zlib.error as e:
+        raise ProtocolError(400, f"the request body is not valid {encoding} ({e})") from None
+    return b"".join(out)
+
+
+def _error(status: int, message: str, headers=None, close: bool = False):
     h = {"Content-Type": "application/json"}
     if headers:
         h.update({k: v for k, v in dict(headers).items() if k in ("Retry-After", "Allow")})
-    return web.Response(status=status, body=_kserve.error_body(message), headers=h)
+    response = web.Response(status=status, body=_kserve.error_body(message), headers=h)
+    if close:
+        response.force_close()
+    return response
 
 
 def _int_or(text: str, default: int) -> int:

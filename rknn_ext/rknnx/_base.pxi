@@ -159,6 +159,16 @@ cdef class _ContextBase:
         self._bound_ok = deaths
         return 0
 
+    cdef bint _bindings_current(self) noexcept:
+        """Hook of _enter_run, called with the lock held: whether every binding was made
+        for the current dims (cheap; False sends _enter_run to _check_bindings)."""
+        return True
+
+    cdef int _check_bindings(self) except -1:
+        """Hook of _enter_run, called without the lock: raise ValueError for a binding made
+        for other dims than the current ones, else note the bindings as checked."""
+        return 0
+
     cdef int _raise_dead_binding(self) except -1:
         for key, m in self._slots.items():
             if (<TensorMem>m)._dead:
@@ -322,6 +332,26 @@ cdef class _ContextBase:
     def bindings(self):
         """What the ``set_*_mem`` calls bound: a dict from the slot to the mem."""
         return dict(self._slots)
+
+
+# -- the run-entry rules: one place for every call that runs the model ----------------------
+cdef int _enter_run(_ContextBase self, const char* what) except -1:
+    """Take the lock to run the model (Context.run, Context.infer, MatmulContext.run),
+    refusing with ValueError, the lock released: a closed context (_enter); a bound mem
+    that was closed (_check_bound: looked at only when a mem was closed, or a binding
+    made, since the bound mems were last all open; TensorMem.close marks a mem dead under
+    this same lock); a binding made for other dims than the current ones (the class's
+    _bindings_current under the lock, one comparison in the usual run; when it says no,
+    _check_bindings without the lock, because a Context queries its attributes for it,
+    and the lock is taken again)."""
+    while True:
+        self._enter(what)
+        if self._bound_ok != _mem_deaths:
+            self._check_bound()
+        if self._bindings_current():
+            return 0
+        self._release()
+        self._check_bindings()
 
 
 cdef bint _open_children(object mems):

@@ -570,19 +570,7 @@ cdef class Context(_ContextBase):
             ext.timeout_ms = _timeout(timeout_ms)
         self._check_open(b"run")
         require(<void*>_api.rknn_run, b"rknn_run")
-        while True:
-            # set_io_mem bindings are checked again only after a shape change
-            if self._io_gen != self._shape_gen:
-                _check_io_dims(self)
-            self._enter(b"run")
-            if self._io_gen == self._shape_gen:
-                break
-            self._release()
-        # zero-copy: refuse to run with memory the user destroyed (checked under the lock:
-        # TensorMem.close marks its bindings dead under this same lock); the mems are
-        # looked at only when a mem was closed, or a binding made, since they last were
-        if self._bound_ok != _mem_deaths:
-            self._check_bound()
+        _enter_run(self, b"run")            # closed, closed bound mems, bound dims
         with nogil:
             ret = _api.rknn_run(self.ctx, &ext)
         if ret >= 0:
@@ -592,6 +580,16 @@ cdef class Context(_ContextBase):
             _check_custom(ret, b"rknn_run", <_CustomOpSet>self._custom)
         check(ret, b"rknn_run")
         return ext.frame_id
+
+    cdef bint _bindings_current(self) noexcept:
+        """_enter_run's look under the lock: the set_io_mem bindings were compared with
+        the current dims since the last shape change."""
+        return self._io_gen == self._shape_gen
+
+    cdef int _check_bindings(self) except -1:
+        """_enter_run's check without the lock, after a shape change: the set_io_mem
+        bindings against the current attributes (_check_io_dims)."""
+        return _check_io_dims(self)
 
     # -- the chip -----------------------------------------------------------------------------
     cdef int _require_chip(self, const char* fn) except -1:

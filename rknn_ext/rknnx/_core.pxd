@@ -114,6 +114,9 @@ cdef class _ContextBase:
     cdef int _check_open(self, const char* what) except -1
     cdef int _check_bound(self) except -1
     cdef int _raise_dead_binding(self) except -1
+    # the run-entry rules (_enter_run): the bindings' dims, a subclass's own
+    cdef bint _bindings_current(self) noexcept
+    cdef int _check_bindings(self) except -1
     cdef int _set_slot(self, object key, TensorMem mem) except -1
     cdef TensorMem _adopt(self, TensorMem t, rknn_tensor_mem* m, object owner, bint no_ctx)
     # close(): the one sequence (_close) and the steps a subclass fills in
@@ -201,6 +204,8 @@ cdef class Context(_ContextBase):
     cdef bint _children_open(self) noexcept
     cdef int _destroy_handle(self) noexcept
     cdef object _after_close(self)
+    cdef bint _bindings_current(self) noexcept
+    cdef int _check_bindings(self) except -1
     cdef int _flow_error(self, int flow, const char* fn) except -1
     cdef int _query_into(self, rknn_query_cmd cmd, void* info, uint32_t size) except -1
     cdef int _check_index(self, long long idx, bint output) except -1
@@ -237,6 +242,9 @@ cdef class MatmulContext(_ContextBase):
     cdef int _destroy_handle(self) noexcept
     cdef const char* _destroy_name(self) noexcept
     cdef object _after_close(self)
+    cdef int _stale_binding(self) noexcept
+    cdef bint _bindings_current(self) noexcept
+    cdef int _check_bindings(self) except -1
     cdef object _tensor(self, object which)
     cdef int _set_io_mem_claimed(self, TensorMem mem, object which) except -1
     cdef Py_ssize_t _scales_wanted(self, int w) except -1

@@ -6,7 +6,9 @@
 # threads sharing a context never run on each other's inputs.  What inputs_set would
 # refuse before the runtime sees anything (a missing function, the other flow, a dynamic
 # model without a shape set, no inputs) is refused by the documented calls themselves,
-# with their messages.
+# with their messages.  The checks are inputs_set's and outputs_get's own (_fast_inputs,
+# _check_inputs, _out_view), the lock is taken by the rules of both inputs_set and run
+# (_enter_general, _enter_run).
 
 
 cdef int _check_outs(Context self, object out, bint wf) except -1:
@@ -15,7 +17,6 @@ cdef int _check_outs(Context self, object out, bint wf) except -1:
     `out` must not cost an inputs_set and a run."""
     cdef uint32_t n, i
     cdef Py_buffer v
-    cdef TensorAttr a
     cdef _IOSpecs sp
     _load_attrs(self)
     sp = self._specs                           # kept while its layouts are read
@@ -28,20 +29,8 @@ cdef int _check_outs(Context self, object out, bint wf) except -1:
         raise ValueError(f"out must hold one buffer per output: expected {n}, "
                          f"got {len(out)}")
     for i in range(n):
-        a = attrs[i]
-        item = out[i]
-        try:
-            PyObject_GetBuffer(item, &v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
-        except (BufferError, ValueError) as e:
-            raise ValueError(f"{_out_label(i, a)} must be a writable C-contiguous "
-                             f"buffer: {e}") from None
-        except TypeError:
-            raise TypeError(f"{_out_label(i, a)}: expected a writable buffer (numpy "
-                            f"array), got {type(item).__name__}") from None
-        try:
-            _check_out_buffer(a, wf, i, &v, _spec_out_layout(sp, attrs, i, wf))
-        finally:
-            PyBuffer_Release(&v)
+        _out_view(out[i], attrs[i], i, wf, _spec_out_layout(sp, attrs, i, wf), &v)
+        PyBuffer_Release(&v)
     return 0
 
 
@@ -57,28 +46,13 @@ cdef object _infer_three(Context self, object inputs, object out, bint wf,
 
 
 cdef object _infer(Context self, object inputs, object out, bint wf, bint fast_only):
+    """Context.infer: what the documented calls refuse goes to them (_infer_three); the
+    rest to _infer_checked.  fast_only: everything that is not the plain case returns None
+    before the runtime is called (the caller's own path decides); errors of the runtime
+    still raise."""
     cdef _IOSpecs sp
-    cdef unsigned long long gen
-    cdef Py_ssize_t n, k, nin = 0, nout = 0, ok = 0     # views held; inputs the fast path took
-    cdef rknn_input iarr_s[_FAST_MAX]
-    cdef Py_buffer iviews_s[_FAST_MAX]
-    cdef rknn_output oarr_s[_FAST_MAX]
-    cdef Py_buffer oviews_s[_FAST_MAX]
-    cdef rknn_input* iarr = iarr_s
-    cdef Py_buffer* iviews = iviews_s
-    cdef rknn_output* oarr = oarr_s
-    cdef Py_buffer* oviews = oviews_s
-    cdef bint heap = False
-    cdef rknn_output_extend oext
-    cdef rknn_run_extend rext
-    cdef int ret_in = 0, ret_run = 0, ret_out = 0, ret_rel = 0, t
-    cdef uint32_t nout_model, i
-    cdef _InputSpec* s
-    cdef TensorAttr a
-    cdef Input inp
-    cdef long long idx
-    # fast_only: everything that is not the plain case returns None before the runtime
-    # is called (the caller's own path decides); errors of the runtime still raise
+    cdef Py_ssize_t n
+    cdef uint32_t nout
     if fast_only and (self.ctx == 0 or self._closing) and self._pid == _this_pid:
         return None
     self._check_open(b"infer")
@@ -91,8 +65,8 @@ cdef object _infer(Context self, object inputs, object out, bint wf, bint fast_o
     if not self._shapes_set and _dynamic_ranges(self):
         # inputs_set says to choose a shape
         return None if fast_only else _infer_three(self, inputs, out, wf, False)
-    nout_model = len(self._out_attrs)
-    if type(out) not in (list, tuple) or len(out) != nout_model:
+    nout = len(self._out_attrs)
+    if type(out) not in (list, tuple) or len(out) != nout:
         if fast_only:
             return None
         _check_outs(self, out, wf)           # raises what is wrong with `out`
@@ -108,152 +82,122 @@ cdef object _infer(Context self, object inputs, object out, bint wf, bint fast_o
     sp = _current_specs(self)
     if fast_only and n != sp.n_in:
         return None
-    gen = self._attrs_gen                    # the shapes everything is checked against
+    return _infer_checked(self, sp, items, n, out, nout, wf, fast_only)
+
+
+cdef object _infer_checked(Context self, _IOSpecs sp, object items, Py_ssize_t n,
+                           object out, uint32_t nout, bint wf, bint fast_only):
+    """The `n` inputs and `nout` outputs checked into C arrays (on the stack up to
+    _FAST_MAX each), then the three calls in one lock hold (_infer_locked); `out`, or None
+    when fast_only and a check would go beyond the fast path."""
+    cdef unsigned long long gen = self._attrs_gen   # the shapes everything is checked against
+    cdef Py_ssize_t k, nin = 0, nouts = 0           # views held
+    cdef rknn_input iarr_s[_FAST_MAX]
+    cdef Py_buffer iviews_s[_FAST_MAX]
+    cdef rknn_output oarr_s[_FAST_MAX]
+    cdef Py_buffer oviews_s[_FAST_MAX]
+    cdef rknn_input* iarr = iarr_s
+    cdef Py_buffer* iviews = iviews_s
+    cdef rknn_output* oarr = oarr_s
+    cdef Py_buffer* oviews = oviews_s
+    cdef bint heap = n > _FAST_MAX or nout > _FAST_MAX
+    cdef int ret[4]
+    cdef uint32_t i
     attrs = self._out_attrs
-    if n > _FAST_MAX or nout_model > _FAST_MAX:
-        heap = True
+    if heap:
         iarr = <rknn_input*>PyMem_Malloc(n * sizeof(rknn_input))
         iviews = <Py_buffer*>PyMem_Malloc(n * sizeof(Py_buffer))
-        oarr = <rknn_output*>PyMem_Malloc(nout_model * sizeof(rknn_output))
-        oviews = <Py_buffer*>PyMem_Malloc(nout_model * sizeof(Py_buffer))
+        oarr = <rknn_output*>PyMem_Malloc(nout * sizeof(rknn_output))
+        oviews = <Py_buffer*>PyMem_Malloc(nout * sizeof(Py_buffer))
         if iarr == NULL or iviews == NULL or oarr == NULL or oviews == NULL:
             PyMem_Free(iarr)
             PyMem_Free(iviews)
             PyMem_Free(oarr)
             PyMem_Free(oviews)
             raise MemoryError()
-    memset(&oext, 0, sizeof(oext))
-    memset(&rext, 0, sizeof(rext))
+    memset(ret, 0, sizeof(ret))
     try:
-        # plain buffers at their positions, checked in C
-        if n == sp.n_in:
-            for k in range(n):
-                if k >= len(items):          # a list that changed size meanwhile
-                    break
-                item = items[k]
-                s = &sp.ins[k]
-                if not s.fast or item is None or isinstance(item, Input):
-                    break
-                try:
-                    PyObject_GetBuffer(item, &iviews[k], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
-                except (BufferError, ValueError, TypeError):
-                    break
-                nin += 1
-                t = _fast_accepts(s, &iviews[k])
-                if t < 0 or (fast_only and not _exact_shape(s, &iviews[k])):
-                    break
-                ok += 1
-                iarr[k].index = <uint32_t>k
-                iarr[k].buf = iviews[k].buf
-                iarr[k].size = <uint32_t>iviews[k].len
-                iarr[k].pass_through = 0
-                iarr[k].type = <rknn_tensor_type>t
-                iarr[k].fmt = <rknn_tensor_format>s.fmt
-        if ok != n and fast_only:
-            return None                      # (the views are released below)
-        if ok != n:
-            # anything else: inputs_set's general path, each input checked in turn
-            for k in range(nin):
-                PyBuffer_Release(&iviews[k])
-            nin = 0
-            items = tuple(items)
-            if len(items) != n:
-                raise ValueError("infer: the list of inputs changed size while it was read")
-            memset(iarr, 0, n * sizeof(rknn_input))
-            ins = self._in_attrs
-            seen = set()
-            for k in range(n):
-                item = items[k]
-                inp = item if isinstance(item, Input) else Input(item)
-                idx = _input_index(inp, k, ins, seen)
-                a = ins[idx]
-                label = f"input {idx} ({a.name!r})"
-                _input_view(inp, label, &iviews[k])
-                nin += 1
-                _check_input(self, inp, idx, a, label, &iviews[k], &iarr[k])
-        for i in range(nout_model):
-            a = attrs[i]
-            item = out[i]
+        if not _infer_inputs(self, sp, items, n, fast_only, iarr, iviews, &nin):
+            return None
+        for i in range(nout):
             try:
-                PyObject_GetBuffer(item, &oviews[i],
-                                   PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
-            except (BufferError, ValueError) as e:
-                if fast_only:
-                    return None
-                raise ValueError(f"{_out_label(i, a)} must be a writable C-contiguous "
-                                 f"buffer: {e}") from None
-            except TypeError:
-                if fast_only:
-                    return None
-                raise TypeError(f"{_out_label(i, a)}: expected a writable buffer (numpy "
-                                f"array), got {type(item).__name__}") from None
-            nout += 1
-            try:
-                _check_out_buffer(a, wf, i, &oviews[i], _spec_out_layout(sp, attrs, i, wf))
+                _out_view(out[i], attrs[i], i, wf, _spec_out_layout(sp, attrs, i, wf),
+                          &oviews[i])
             except (ValueError, TypeError):
                 if fast_only:
                     return None
                 raise
-            memset(&oarr[i], 0, sizeof(rknn_output))
-            oarr[i].want_float = wf
-            oarr[i].is_prealloc = 1
-            oarr[i].index = i
-            oarr[i].buf = oviews[i].buf
-            oarr[i].size = <uint32_t>oviews[i].len
-        while True:
-            # as run(): set_io_mem bindings are checked again only after a shape change
-            if self._io_gen != self._shape_gen:
-                _check_io_dims(self)
-            self._enter(b"infer")
-            if self._io_gen == self._shape_gen:
-                break
-            self._release()
-        if self._shape_gen != gen:
-            self._release()
-            if fast_only:
-                return None
-            raise ValueError("infer: the input shapes changed (set_input_shapes, "
-                             "concurrently) while the buffers were checked; call infer "
-                             "again with buffers of the current attributes")
-        if self._flow == _FLOW_ZERO_COPY:
-            self._release()
-            if fast_only:
-                return None
-            self._flow_error(_FLOW_GENERAL, b"rknn_inputs_set")
-        # as run(): a bound mem that was closed is refused (looked at only when a mem was
-        # closed, or a binding made, since the bound mems were last all open)
-        if self._bound_ok != _mem_deaths:
-            self._check_bound()
-        with nogil:
-            ret_in = _api.rknn_inputs_set(self.ctx, <uint32_t>n, iarr)
-            if ret_in >= 0:
-                ret_run = _api.rknn_run(self.ctx, &rext)
-                if ret_run >= 0:
-                    ret_out = _api.rknn_outputs_get(self.ctx, nout_model, oarr, &oext)
-                    if ret_out >= 0:
-                        ret_rel = _api.rknn_outputs_release(self.ctx, nout_model, oarr)
-        if ret_in >= 0 and self._flow == _FLOW_NONE:
-            self._flow = _FLOW_GENERAL
-            self._flow_set_by = b"infer()"
-        if ret_in >= 0 and ret_run >= 0:
-            self._run_gen = self._shape_gen
-            if ret_out >= 0:
-                _outputs_got(self, oext.frame_id)
-        self._release()
+            nouts += 1
+            _prealloc_output(&oarr[i], i, wf, &oviews[i])
+        if not _infer_locked(self, gen, iarr, <uint32_t>n, oarr, nout, fast_only, ret):
+            return None
     finally:
         for k in range(nin):
             PyBuffer_Release(&iviews[k])
-        for i in range(nout):
-            PyBuffer_Release(&oviews[i])
+        for k in range(nouts):
+            PyBuffer_Release(&oviews[k])
         if heap:
             PyMem_Free(iarr)
             PyMem_Free(iviews)
             PyMem_Free(oarr)
             PyMem_Free(oviews)
-    check(ret_in, b"rknn_inputs_set")
-    if ret_run < 0 and self._custom is not None:
-        _check_custom(ret_run, b"rknn_run", <_CustomOpSet>self._custom)
-    check(ret_run, b"rknn_run")
-    check(ret_out, b"rknn_outputs_get")
-    check(ret_rel, b"rknn_outputs_release")
+    check(ret[0], b"rknn_inputs_set")
+    if ret[1] < 0 and self._custom is not None:
+        _check_custom(ret[1], b"rknn_run", <_CustomOpSet>self._custom)
+    check(ret[1], b"rknn_run")
+    check(ret[2], b"rknn_outputs_get")
+    check(ret[3], b"rknn_outputs_release")
     return out
+
+
+cdef int _infer_inputs(Context self, _IOSpecs sp, object items, Py_ssize_t n,
+                       bint fast_only, rknn_input* arr, Py_buffer* views,
+                       Py_ssize_t* nviews) except -1:
+    """The inputs of infer into `arr`: plain buffers at their positions by the fast path's
+    checks in C (with fast_only, of their exact shape), anything else by inputs_set's
+    general path, which raises its errors.  0: fast_only and the fast path did not take
+    them all.  The caller releases views[0:nviews[0]]."""
+    cdef Py_ssize_t k
+    if n == sp.n_in and _fast_inputs(sp, items, n, fast_only, arr, views, nviews) == n:
+        return 1
+    if fast_only:
+        return 0                             # (the views are released by the caller)
+    for k in range(nviews[0]):
+        PyBuffer_Release(&views[k])
+    nviews[0] = 0
+    items = tuple(items)
+    if len(items) != n:
+        raise ValueError("infer: the list of inputs changed size while it was read")
+    _check_inputs(self, items, n, self._in_attrs, arr, views, nviews)
+    return 1
+
+
+cdef int _infer_locked(Context self, unsigned long long gen, rknn_input* iarr, uint32_t n,
+                       rknn_output* oarr, uint32_t nout, bint fast_only,
+                       int* ret) except -1:
+    """The three C calls under one lock hold, the GIL released once, the lock taken by the
+    rules of inputs_set and run (_enter_general); each stops at the first failure, whose
+    status the caller raises from ret[0..3] (inputs_set, run, outputs_get, release).  0:
+    fast_only and refused (nothing called)."""
+    cdef rknn_output_extend oext
+    cdef rknn_run_extend rext
+    memset(&oext, 0, sizeof(oext))
+    memset(&rext, 0, sizeof(rext))
+    if not _enter_general(self, b"infer", gen, True, fast_only):
+        return 0
+    with nogil:
+        ret[0] = _api.rknn_inputs_set(self.ctx, n, iarr)
+        if ret[0] >= 0:
+            ret[1] = _api.rknn_run(self.ctx, &rext)
+            if ret[1] >= 0:
+                ret[2] = _api.rknn_outputs_get(self.ctx, nout, oarr, &oext)
+                if ret[2] >= 0:
+                    ret[3] = _api.rknn_outputs_release(self.ctx, nout, oarr)
+    if ret[0] >= 0:
+        _general_flow_chosen(self, b"infer()")
+        if ret[1] >= 0:
+            self._run_gen = self._shape_gen
+            if ret[2] >= 0:
+                _outputs_got(self, oext.frame_id)
+    self._release()
+    return 1

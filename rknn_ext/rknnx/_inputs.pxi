@@ -1,6 +1,9 @@
 # Inputs of the general flow: Input (the fields of rknn_input), the checks inputs_set
 # makes before C, its fast path over cached per-input facts (_IOSpecs), and the one locked
 # step both paths end in.  Context.inputs_set (in _context.pxi) is the documented wrapper.
+# The checks are written once, for inputs_set and infer: _fast_inputs (plain buffers, in
+# C) and _check_inputs (everything else, each error worded); so is the lock's entry with
+# inputs_set's rules (_enter_general; the run-entry rules are _base.pxi's _enter_run).
 
 # Input types rknn_inputs_set converts from (pass_through = 0), besides the model's own.
 _CONVERTIBLE_INPUT_TYPES = (RKNN_TENSOR_UINT8, RKNN_TENSOR_INT8, RKNN_TENSOR_FLOAT16,
@@ -228,6 +231,45 @@ cdef inline bint _exact_shape(const _InputSpec* s, const Py_buffer* v) noexcept:
     return True
 
 
+cdef Py_ssize_t _fast_inputs(_IOSpecs sp, object items, Py_ssize_t n, bint exact,
+                             rknn_input* arr, Py_buffer* views,
+                             Py_ssize_t* nviews) except -1:
+    """The fast path's checks, in C, of the first `n` items (plain buffers at their
+    positions, n <= sp.n_in and <= _FAST_MAX) against `sp`, each one taken filling its
+    rknn_input: how many were taken before the first the general path must see (an Input,
+    None, another layout, type, size or shape; with `exact`, any shape but the attribute's
+    exact dims, leading ones included).  Each view is held from the moment `nviews` counts
+    it: the caller releases views[0:nviews[0]], also when this raises."""
+    cdef Py_ssize_t k
+    cdef _InputSpec* s
+    cdef Py_buffer* v
+    cdef int t
+    for k in range(n):
+        if k >= len(items):                  # a list that changed size meanwhile
+            return k
+        item = items[k]
+        s = &sp.ins[k]
+        if not s.fast or item is None or isinstance(item, Input):
+            return k
+        v = &views[k]
+        try:
+            PyObject_GetBuffer(item, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
+        except (BufferError, ValueError, TypeError):
+            # the general path asks again and words the error
+            return k
+        nviews[0] += 1
+        t = _fast_accepts(s, v)
+        if t < 0 or (exact and not _exact_shape(s, v)):
+            return k
+        arr[k].index = <uint32_t>k
+        arr[k].buf = v.buf
+        arr[k].size = <uint32_t>v.len
+        arr[k].pass_through = 0
+        arr[k].type = <rknn_tensor_type>t
+        arr[k].fmt = <rknn_tensor_format>s.fmt
+    return n
+
+
 cdef int _inputs_set_fast(Context self, tuple items) except -1:
     """inputs_set of plain buffers at their positions if every one passes the checks in C:
     1 when done (C called), 0 when the general path must take over (nothing done, every
@@ -237,33 +279,11 @@ cdef int _inputs_set_fast(Context self, tuple items) except -1:
     cdef Py_ssize_t n = len(items), k, nviews = 0
     cdef rknn_input arr[_FAST_MAX]
     cdef Py_buffer views[_FAST_MAX]
-    cdef _InputSpec* s
-    cdef Py_buffer* v
-    cdef int t
     if n == 0 or n > sp.n_in or n > _FAST_MAX:
         return 0
     try:
-        for k in range(n):
-            item = items[k]
-            s = &sp.ins[k]
-            if not s.fast or item is None or isinstance(item, Input):
-                return 0
-            v = &views[k]
-            try:
-                PyObject_GetBuffer(item, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
-            except (BufferError, ValueError, TypeError):
-                # the general path asks again and words the error
-                return 0
-            nviews += 1
-            t = _fast_accepts(s, v)
-            if t < 0:
-                return 0
-            arr[k].index = <uint32_t>k
-            arr[k].buf = v.buf
-            arr[k].size = <uint32_t>v.len
-            arr[k].pass_through = 0
-            arr[k].type = <rknn_tensor_type>t
-            arr[k].fmt = <rknn_tensor_format>s.fmt
+        if _fast_inputs(sp, items, n, False, arr, views, &nviews) != n:
+            return 0
         # a shape change since the checks: 0, and the general path checks again
         return _inputs_set_locked(self, arr, <uint32_t>n, gen, True)
     finally:
@@ -271,31 +291,57 @@ cdef int _inputs_set_fast(Context self, tuple items) except -1:
             PyBuffer_Release(&views[k])
 
 
-cdef int _inputs_set_locked(Context self, rknn_input* arr, uint32_t n,
-                            unsigned long long gen, bint fast) except -1:
-    """The locked step of inputs_set (fast and general path): take the lock; refuse if
-    set_input_shape(s) moved the shapes since the inputs were checked at generation `gen`
-    (the fast path returns 0 so that the general path checks again; the general path
-    raises ValueError) or if the context is in the zero-copy flow; call rknn_inputs_set
-    with the GIL released; note the general flow; release; raise for a failed status.
-    1 once the runtime took the inputs."""
-    cdef int ret
-    self._enter(b"inputs_set")
+cdef int _enter_general(Context self, const char* what, unsigned long long gen, bint runs,
+                        bint soft) except -1:
+    """Take the lock for the general flow's inputs (inputs_set; infer when `runs`), the
+    inputs checked at shape generation `gen`: for infer the run-entry rules first
+    (_enter_run), for inputs_set a closed context (_enter).  Then, for both, refused with
+    the lock released: input shapes that set_input_shape(s) moved since `gen`, and the
+    zero-copy flow.  1 once the lock is held; a refusal is 0 when `soft` (the caller's
+    fallback checks again, or gives up) and raises otherwise (ValueError, FlowError)."""
+    if runs:
+        _enter_run(self, what)
+    else:
+        self._enter(what)
     if self._shape_gen != gen:
         self._release()
-        if fast:
+        if soft:
             return 0
-        raise ValueError("inputs_set: the input shapes changed (set_input_shapes, "
-                         "concurrently) while the inputs were checked; call inputs_set "
-                         "again with buffers of the current input_attrs")
+        name = what.decode()
+        raise ValueError(f"{name}: the input shapes changed (set_input_shapes, "
+                         f"concurrently) while the {'buffers' if runs else 'inputs'} were "
+                         f"checked; call {name} again with buffers of the current "
+                         f"{'attributes' if runs else 'input_attrs'}")
     if self._flow == _FLOW_ZERO_COPY:
         self._release()
+        if soft:
+            return 0
         self._flow_error(_FLOW_GENERAL, b"rknn_inputs_set")
+    return 1
+
+
+cdef inline void _general_flow_chosen(Context self, const char* by) noexcept:
+    """Under the lock, after a successful call of the general flow: note the flow (and the
+    call that chose it) if none was chosen yet."""
+    if self._flow == _FLOW_NONE:
+        self._flow = _FLOW_GENERAL
+        self._flow_set_by = by
+
+
+cdef int _inputs_set_locked(Context self, rknn_input* arr, uint32_t n,
+                            unsigned long long gen, bint fast) except -1:
+    """The locked step of inputs_set (fast and general path): take the lock by the rules
+    of _enter_general (the fast path returns 0 for a refusal, so that the general path
+    checks again; the general path raises); call rknn_inputs_set with the GIL released;
+    note the general flow; release; raise for a failed status.  1 once the runtime took
+    the inputs."""
+    cdef int ret
+    if not _enter_general(self, b"inputs_set", gen, False, fast):
+        return 0
     with nogil:
         ret = _api.rknn_inputs_set(self.ctx, n, arr)
-    if ret >= 0 and self._flow == _FLOW_NONE:
-        self._flow = _FLOW_GENERAL
-        self._flow_set_by = b"inputs_set()"
+    if ret >= 0:
+        _general_flow_chosen(self, b"inputs_set()")
     self._release()
     check(ret, b"rknn_inputs_set")
     return 1
@@ -391,15 +437,39 @@ cdef int _check_input(Context self, Input inp, long long idx, TensorAttr a, str 
     return 0
 
 
+cdef int _check_inputs(Context self, object items, Py_ssize_t n, tuple ins,
+                       rknn_input* arr, Py_buffer* views, Py_ssize_t* nviews) except -1:
+    """The general path's checks of the `n` items (buffers or Input objects; `items`
+    indexable) against the input attributes `ins`, in turn, each raising what is wrong:
+    the index (its position unless Input.index says; in range, not given twice), a
+    C-contiguous buffer, then type, layout, size, shape and pass_through needs
+    (_check_input), filling arr[0:n].  Each view is held from the moment `nviews` counts
+    it: the caller releases views[0:nviews[0]], also when this raises.  inputs_set and
+    infer both check their inputs here."""
+    cdef Py_ssize_t k
+    cdef TensorAttr a
+    cdef Input inp
+    cdef long long idx
+    memset(arr, 0, n * sizeof(rknn_input))
+    seen = set()
+    for k in range(n):
+        item = items[k]
+        inp = item if isinstance(item, Input) else Input(item)
+        idx = _input_index(inp, k, ins, seen)
+        a = ins[idx]
+        label = f"input {idx} ({a.name!r})"
+        _input_view(inp, label, &views[k])
+        nviews[0] += 1
+        _check_input(self, inp, idx, a, label, &views[k], &arr[k])
+    return 0
+
+
 cdef int _inputs_set(Context self, object inputs) except -1:
     """Context.inputs_set: the fast path for plain buffers at their positions, else every
     input checked in Python (the general path), then the locked step."""
     cdef Py_ssize_t n, k, nviews = 0
     cdef rknn_input* arr = NULL
     cdef Py_buffer* views = NULL
-    cdef TensorAttr a
-    cdef Input inp
-    cdef long long idx
     cdef unsigned long long gen
     self._check_open(b"inputs_set")
     if self._flow == _FLOW_ZERO_COPY:
@@ -441,17 +511,7 @@ cdef int _inputs_set(Context self, object inputs) except -1:
         PyMem_Free(views)
         raise MemoryError()
     try:
-        memset(arr, 0, n * sizeof(rknn_input))
-        seen = set()
-        for k in range(n):
-            item = items[k]
-            inp = item if isinstance(item, Input) else Input(item)
-            idx = _input_index(inp, k, ins, seen)
-            a = ins[idx]
-            label = f"input {idx} ({a.name!r})"
-            _input_view(inp, label, &views[k])
-            nviews += 1
-            _check_input(self, inp, idx, a, label, &views[k], &arr[k])
+        _check_inputs(self, items, n, ins, arr, views, &nviews)
         _inputs_set_locked(self, arr, <uint32_t>n, gen, False)
     finally:
         for k in range(nviews):

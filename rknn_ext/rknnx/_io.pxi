@@ -65,9 +65,7 @@ cdef int _outputs_enter(Context self, unsigned long long gen) except -1:
 cdef inline void _outputs_got(Context self, uint64_t frame_id) noexcept:
     """Under the lock, after a successful rknn_outputs_get: note the frame and the flow."""
     self.last_frame_id = frame_id
-    if self._flow == _FLOW_NONE:
-        self._flow = _FLOW_GENERAL
-        self._flow_set_by = b"outputs_get()"
+    _general_flow_chosen(self, b"outputs_get()")
 
 
 cdef bint _same_shape_but_ones(const Py_buffer* v, const _Layout* lay) noexcept:
@@ -139,6 +137,39 @@ cdef int _check_out_buffer(TensorAttr a, bint wf, uint32_t i, Py_buffer* v,
     return 0
 
 
+cdef int _out_view(object item, TensorAttr a, uint32_t i, bint wf, const _Layout* cached,
+                   Py_buffer* v) except -1:
+    """The writable C-contiguous buffer of out[i], checked for output `a` as
+    _check_out_buffer checks it (`cached`: _spec_out_layout's, or NULL): held in `v` on
+    success (the caller releases it), released when this raises.  outputs_get(out=) and
+    infer check their `out` buffers here."""
+    try:
+        PyObject_GetBuffer(item, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
+    except (BufferError, ValueError) as e:
+        raise ValueError(f"{_out_label(i, a)} must be a writable C-contiguous "
+                         f"buffer: {e}") from None
+    except TypeError:
+        raise TypeError(f"{_out_label(i, a)}: expected a writable buffer (numpy "
+                        f"array), got {type(item).__name__}") from None
+    try:
+        _check_out_buffer(a, wf, i, v, cached)
+    except BaseException:
+        PyBuffer_Release(v)
+        raise
+    return 0
+
+
+cdef inline void _prealloc_output(rknn_output* r, uint32_t i, bint wf,
+                                  const Py_buffer* v) noexcept:
+    """Fill the rknn_output of out[i] (is_prealloc = 1: the runtime writes into `v`)."""
+    memset(r, 0, sizeof(rknn_output))
+    r.want_float = wf
+    r.is_prealloc = 1
+    r.index = i
+    r.buf = v.buf
+    r.size = <uint32_t>v.len
+
+
 cdef list _outputs_into(Context self, object out, bint wf, unsigned long long gen):
     """outputs_get(out=...): the runtime writes into the caller's buffers
     (is_prealloc = 1) and the call is paired with rknn_outputs_release at once."""
@@ -148,7 +179,6 @@ cdef list _outputs_into(Context self, object out, bint wf, unsigned long long ge
     cdef Py_buffer* views = NULL
     cdef Py_ssize_t nviews = 0
     cdef rknn_output_extend oext
-    cdef TensorAttr a
     cdef _IOSpecs sp = self._specs             # kept while its layouts are read
     attrs = self._out_attrs
     memset(&oext, 0, sizeof(oext))
@@ -167,23 +197,10 @@ cdef list _outputs_into(Context self, object out, bint wf, unsigned long long ge
         raise MemoryError()
     try:
         for i in range(n):
-            a = attrs[i]
-            try:
-                PyObject_GetBuffer(outs[i], &views[i],
-                                   PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
-            except (BufferError, ValueError) as e:
-                raise ValueError(f"{_out_label(i, a)} must be a writable C-contiguous "
-                                 f"buffer: {e}") from None
-            except TypeError:
-                raise TypeError(f"{_out_label(i, a)}: expected a writable buffer (numpy "
-                                f"array), got {type(outs[i]).__name__}") from None
+            _out_view(outs[i], attrs[i], i, wf, _spec_out_layout(sp, attrs, i, wf),
+                      &views[i])
             nviews += 1
-            _check_out_buffer(a, wf, i, &views[i], _spec_out_layout(sp, attrs, i, wf))
-            arr[i].want_float = wf
-            arr[i].is_prealloc = 1
-            arr[i].index = i
-            arr[i].buf = views[i].buf
-            arr[i].size = <uint32_t>views[i].len
+            _prealloc_output(&arr[i], i, wf, &views[i])
         _outputs_enter(self, gen)
         with nogil:
             ret = _api.rknn_outputs_get(self.ctx, n, arr, &oext)

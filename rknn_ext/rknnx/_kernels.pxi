@@ -776,6 +776,33 @@ cdef object _k_layout(object layout, str what):
     return layout
 
 
+cdef int _k_blocked_convert(_kparams* p, object src_dt, object dt, str what) except -1:
+    """nc1hwc2_to_nchw without scale: the kind that copies `src_dt` elements as `dt` (the
+    same type, or float32 <-> float16), and the tile mode of its fast path."""
+    if dt == src_dt:
+        p.kind = _k_copy_kind(src_dt.itemsize)
+        p.itemsize = src_dt.itemsize
+        if p.itemsize == 1:
+            p.tile_mode = 2
+    elif src_dt == _K_F16 and dt == _K_F32:
+        p.kind = _K_F16_F32
+        p.tile_mode = 3
+    elif src_dt == _K_F32 and dt == _K_F16:
+        p.kind = _K_F32_F16
+    else:
+        raise TypeError(f"{what}: without scale, dtype must be {src_dt} (or float32 <-> "
+                        f"float16), got {dt}")
+    return 0
+
+
+cdef inline void _k_nchw_strides(const Py_buffer* vd, bint nchw, Py_ssize_t* ps) noexcept:
+    """The strides of the result (NCHW, or NHWC) in N, C, H, W order."""
+    ps[0] = vd.strides[0]
+    ps[1] = vd.strides[1] if nchw else vd.strides[3]
+    ps[2] = vd.strides[2] if nchw else vd.strides[1]
+    ps[3] = vd.strides[3] if nchw else vd.strides[2]
+
+
 def nc1hwc2_to_nchw(src, channels, *, layout="NCHW", scale=None, zero_point=0, dtype=None,
                     out=None):
     """The native NC1HWC2 layout to NCHW (or NHWC), optionally dequantized in the same pass.
@@ -839,19 +866,7 @@ def nc1hwc2_to_nchw(src, channels, *, layout="NCHW", scale=None, zero_point=0, d
         if a.dtype.hasobject:
             raise TypeError(f"{what}: src must be a numeric array, got dtype object")
         dt = a.dtype if dtype is None else _np.dtype(dtype)
-        if dt == a.dtype:
-            p.kind = _k_copy_kind(a.dtype.itemsize)
-            p.itemsize = a.dtype.itemsize
-            if p.itemsize == 1:
-                p.tile_mode = 2
-        elif a.dtype == _K_F16 and dt == _K_F32:
-            p.kind = _K_F16_F32
-            p.tile_mode = 3
-        elif a.dtype == _K_F32 and dt == _K_F16:
-            p.kind = _K_F32_F16
-        else:
-            raise TypeError(f"{what}: without scale, dtype must be {a.dtype} (or float32 <-> "
-                            f"float16), got {dt}")
+        _k_blocked_convert(&p, a.dtype, dt, what)
     shape = (N, C, H, W) if layout == "NCHW" else (N, H, W, C)
     o = _k_out(out, a, shape, dt, what)
     if scale is not None and not per_channel:
@@ -881,10 +896,7 @@ def nc1hwc2_to_nchw(src, channels, *, layout="NCHW", scale=None, zero_point=0, d
     try:
         _k_get(o, &vd, True)
         try:
-            if layout == "NCHW":
-                ps[0] = vd.strides[0]; ps[1] = vd.strides[1]; ps[2] = vd.strides[2]; ps[3] = vd.strides[3]
-            else:
-                ps[0] = vd.strides[0]; ps[1] = vd.strides[3]; ps[2] = vd.strides[1]; ps[3] = vd.strides[2]
+            _k_nchw_strides(&vd, layout == "NCHW", ps)
             # rows along whichever of C2 / W is the closer in the result
             row_c = not per_channel and abs(ps[1]) < abs(ps[3])
             with nogil:

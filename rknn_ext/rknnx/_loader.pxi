@@ -299,6 +299,27 @@ def runtime_info():
     return info
 
 
+def runtime_chip():
+    """The chip new contexts run on, loading the runtime first if needed: under the
+    emulator its personality for new contexts, else the board's chip from the device tree
+    (read once); None when unknown.  The chip of an open context is :attr:`Context.chip`.
+
+    Returns
+    -------
+    str or None
+        The chip's name (``"RK3588"`` ...).
+
+    Raises
+    ------
+    RuntimeNotFoundError
+        If no runtime can be loaded.
+
+    .. versionadded:: 0.1.0
+    """
+    ensure_runtime()
+    return _chip_of(0)
+
+
 def api_function_names():
     """Names of every librknnrt entry point rknnx binds, in table order."""
     cdef int i

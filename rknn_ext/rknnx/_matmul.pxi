@@ -854,29 +854,41 @@ cdef class MatmulContext(_ContextBase):
 
         .. versionadded:: 0.1.0
         """
-        cdef int ret, bad
-        cdef rknn_matmul_io_attr* cur
+        cdef int ret
         self._check_open(b"run")
         missing = [n for n in _MM_NAMES if n not in self._slots]
         if missing:
             raise ValueError(f"run() needs A, B and C bound with set_io_mem; missing "
                              f"{', '.join(missing)}")
         require(<void*>_api.rknn_matmul_run, b"rknn_matmul_run")
-        self._enter(b"run")
-        if self._bound_ok != _mem_deaths:
-            self._check_bound()
-        cur = &self._io[self._cur]
-        bad = (0 if not _mm_same(&self._bound_io.A, &cur.A) else
-               1 if not _mm_same(&self._bound_io.B, &cur.B) else
-               2 if not _mm_same(&self._bound_io.C, &cur.C) else -1)
-        if bad >= 0:
-            self._release()
-            self._raise_stale_binding(bad)
+        _enter_run(self, b"run")            # closed, closed bound mems, bound dims
         with nogil:
             ret = _api.rknn_matmul_run(self.ctx)
         self._release()
         check(ret, b"rknn_matmul_run")
 
+    cdef int _stale_binding(self) noexcept:
+        """Which of A, B, C (0, 1, 2) is bound for another attr than the current shape's,
+        or -1 (the handle open: _io is there)."""
+        cdef rknn_matmul_io_attr* cur = &self._io[self._cur]
+        return (0 if not _mm_same(&self._bound_io.A, &cur.A) else
+                1 if not _mm_same(&self._bound_io.B, &cur.B) else
+                2 if not _mm_same(&self._bound_io.C, &cur.C) else -1)
+
+    cdef bint _bindings_current(self) noexcept:
+        """_enter_run's look under the lock: A, B and C bound for the current shape."""
+        return self._stale_binding() < 0
+
+    cdef int _check_bindings(self) except -1:
+        """_enter_run's check without the lock: ValueError naming the tensor bound for
+        another shape (a closed context: nothing, _enter says it)."""
+        cdef int bad
+        if self.ctx == 0 or self._closing:
+            return 0
+        bad = self._stale_binding()
+        if bad >= 0:
+            self._raise_stale_binding(bad)
+        return 0
 
     cdef int _raise_stale_binding(self, int w) except -1:
         cdef rknn_matmul_io_attr* b = &self._bound_io

@@ -48,12 +48,22 @@ class Background:
     def port(self) -> int:
         return self.server.port
 
+    @staticmethod
+    async def _cancel_rest():
+        """What asyncio.run does at its end (as `rknnx serve` runs): the tasks still
+        pending (aiohttp lingering on a connection a client left) are cancelled."""
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     def close(self):
         if self.loop.is_closed():
             return
         try:
             self.call(self.server.stop())
         finally:
+            self.call(self._cancel_rest())
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(30)
             self.loop.close()

@@ -72,8 +72,13 @@ def test_tritonclient_against_rknnx_serve(cli_server, reference):
         x.set_data_from_numpy(np.float32([[-1.5, 2.0]]))
         np.testing.assert_array_equal(client.infer("tiny_relu", [x]).as_numpy("y"),
                                       [[0.0, 2.0]])
+        for algorithm in ("gzip", "deflate"):          # tritonclient compresses the body
+            result = client.infer("multi_io", inputs_for(reference, frames[3]),
+                                  request_compression_algorithm=algorithm)
+            for n, want in zip(names, reference.run(*frames[3])):
+                np.testing.assert_array_equal(result.as_numpy(n), want)
         stats = client.get_inference_statistics("multi_io")["model_stats"][0]
-        assert stats["inference_count"] == 2 + 18
+        assert stats["inference_count"] == 2 + 18 + 2
         # refusals: the client raises with the server's status and reason
         bad = httpclient.InferInput("image", [1, 16, 16, 3], "UINT8")
         bad.set_data_from_numpy(np.zeros((1, 16, 16, 3), np.uint8))

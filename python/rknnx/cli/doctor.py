@@ -54,7 +54,7 @@ def run(args) -> int:
             info = dict(info, sdk_version=opened.sdk_version,
                         driver_version=opened.driver_version)
     board_chip = platforms.detect_chip()
-    chip = info.get("platform") if info["is_emulator"] else board_chip
+    chip = runtime.chip_of()               # the binding's: the personality, else the board's
     nodes = device_nodes()
     print(f"rknnx {rknnx.__version__}")
     if fallback:

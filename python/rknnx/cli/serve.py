@@ -8,11 +8,22 @@ Needs the serve extra: pip install "rknnx[serve]" (aiohttp)."""
 
 from __future__ import annotations
 
+import argparse
+import math
 import sys
 
 from rknnx.cli._common import UserError, check_model_path, help_text, load_runtime
 
 _MISSING = "rknnx serve needs aiohttp, the serve extra: pip install \"rknnx[serve]\""
+
+
+def _check_name(name: str) -> None:
+    from rknnx._kserve import check_name
+
+    try:
+        check_name(name)
+    except ValueError as e:
+        raise UserError(str(e)) from None
 
 
 def _sources(args):
@@ -24,6 +35,7 @@ def _sources(args):
             path = spec
             base = spec.rsplit("/", 1)[-1]
             name = base[:-5] if base.endswith(".rknn") else base
+        _check_name(name)
         check_model_path(path)
         items.append((name, path))
     if args.sample:
@@ -46,10 +58,6 @@ def _sources(args):
 
 
 def run(args) -> int:
-    if args.workers is not None and args.workers < 1:
-        raise UserError("--workers must be >= 1")
-    if args.queue < 0:
-        raise UserError("--queue must be >= 0")
     sources = _sources(args)
     try:
         import aiohttp  # noqa: F401
@@ -61,8 +69,9 @@ def run(args) -> int:
     try:
         server = Server(sources, host=args.host, port=args.port, workers=args.workers,
                         queue=args.queue, shutdown_timeout=args.shutdown_timeout,
+                        body_timeout=args.body_timeout,
                         max_request_bytes=None if args.max_request_mb is None
-                        else int(args.max_request_mb * (1 << 20)))
+                        else max(1, int(args.max_request_mb * (1 << 20))))
     except ValueError as e:
         raise UserError(str(e)) from None
 
@@ -83,6 +92,46 @@ def run(args) -> int:
     return 0
 
 
+def _int_in(low: int, high: int = None):
+    """An argparse type: an int in low..high (argparse's one-line error and exit status 2
+    otherwise)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer; got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            want = f"{low}..{high}" if high is not None else f">= {low}"
+            raise argparse.ArgumentTypeError(f"must be {want}; got {text}")
+        return value
+    return parse
+
+
+def _seconds(*, zero: bool):
+    """An argparse type: a finite number of seconds, > 0 (>= 0 when `zero`)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number of seconds; got {text!r}") \
+                from None
+        if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+            raise argparse.ArgumentTypeError(f"must be a finite number {'>=' if zero else '>'}"
+                                             f" 0; got {text}")
+        return value
+    return parse
+
+
+def _megabytes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of MiB; got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0; got {text}")
+    return value
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("serve", help="serve models over HTTP (KServe v2 / Triton protocol)",
                        description=help_text(__doc__))
@@ -93,16 +142,20 @@ def add_parser(sub) -> None:
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only; "
                         "0.0.0.0 for every interface)")
-    p.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0: any)")
-    p.add_argument("--workers", type=int, metavar="N",
+    p.add_argument("--port", type=_int_in(0, 65535), default=8000,
+                   help="TCP port, 0..65535 (default 8000; 0: any)")
+    p.add_argument("--workers", type=_int_in(1), metavar="N",
                    help="pool workers per model (default: one per NPU core, at least 2)")
-    p.add_argument("--queue", type=int, default=32, metavar="N",
+    p.add_argument("--queue", type=_int_in(0), default=32, metavar="N",
                    help="requests waiting per model beyond those running; more get 503 "
                         "(default 32)")
-    p.add_argument("--max-request-mb", type=float, metavar="MB",
-                   help="largest request body (default: 8x a model's inputs at float32, "
-                        "at least 1 MiB)")
-    p.add_argument("--shutdown-timeout", type=float, default=30.0, metavar="S",
-                   help="seconds the requests in flight get to finish on SIGINT/SIGTERM "
-                        "(default 30)")
+    p.add_argument("--max-request-mb", type=_megabytes, metavar="MB",
+                   help="largest request body, > 0 (default: 8x a model's inputs at "
+                        "float32, at least 1 MiB)")
+    p.add_argument("--shutdown-timeout", type=_seconds(zero=True), default=30.0, metavar="S",
+                   help="seconds the drain on SIGINT/SIGTERM may last: requests in flight "
+                        "finish, the others get 503 (default 30)")
+    p.add_argument("--body-timeout", type=_seconds(zero=False), default=30.0, metavar="S",
+                   help="seconds a request's body may take to arrive (default 30; 408 "
+                        "after)")
     p.set_defaults(func=run)

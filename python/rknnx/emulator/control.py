@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Union
+from typing import Callable, Dict, Iterator, List, Optional, Union
 
 from rknnx.emulator._locate import library_path
 from rknnx.errors import STATUS_NAMES
@@ -166,6 +167,22 @@ class EmulatorControl:
         if rc != 0:
             raise RuntimeError(f"rknn_emu_get_counters failed: {rc}")
         return {n: int(getattr(c, n)) for n in COUNTER_NAMES}
+
+    def counter_reader(self, name: str) -> Optional[Callable[[], int]]:
+        """A reader of one counter by name (``rknn_emu_counter_value``: one call, no
+        snapshot), for loops that read it every frame; None when the emulator has no
+        counter of that name (or no access by name)."""
+        lib = self.lib
+        try:
+            names, value = lib.rknn_emu_counter_name, lib.rknn_emu_counter_value
+        except AttributeError:
+            return None
+        names.restype, names.argtypes = ctypes.c_char_p, [ctypes.c_int]
+        value.restype, value.argtypes = ctypes.c_int64, [ctypes.c_int]
+        for i in range(lib.rknn_emu_counter_count()):
+            if names(i) == name.encode():
+                return functools.partial(value, i)
+        return None
 
     def reset_counters(self) -> None:
         """Zero the cumulative counters and the peak of runs in flight (live counts stay)."""
