@@ -221,10 +221,11 @@ class ContextFamily:
             ctx = self.context()
             try:
                 pinned = mask is not None and pin(ctx, mask, required)
+                # (a runner of a static model asks its output specs now: a query that may fail)
+                return GeneralRunner(ctx, d.inputs, d.shape_sets, mask if pinned else None)
             except BaseException:
                 ctx.close()
                 raise
-            return GeneralRunner(ctx, d.inputs, d.shape_sets, mask if pinned else None)
         return SessionRunner(self.runner_session, d.inputs, mask, required,
                              self.session(True, {}))
 
@@ -257,6 +258,19 @@ class ContextFamily:
             self.custom_ops += tuple(ops)
 
     # -- the close -------------------------------------------------------------------------
+    def check_closable(self, own, run_lock) -> list:
+        """Raise what :meth:`close` would raise now, closing nothing (a member's refusal:
+        RuntimeError from a callback of a session or a worker of a pool, BufferError while
+        a view of a session's memory is alive); returns the pools."""
+        pools = list(self.pools)
+        for p in pools:
+            p.check_closable("close the Model")
+        for s in [s for s in list(self.sessions) if not s.closed]:
+            s.check_closable("close")
+        with run_lock("close"):
+            own.check_closable()
+        return pools
+
     def close(self, own, run_lock, closing) -> None:
         """Close every member, then the first context, in one order: everything that
         would refuse is asked first, so a refusal closes nothing (RuntimeError from a
@@ -270,14 +284,7 @@ class ContextFamily:
         with self.lock("close"):
             self.closing = True          # members being made are made by now
         try:
-            sessions = [s for s in list(self.sessions) if not s.closed]
-            pools = list(self.pools)
-            for p in pools:
-                p.check_closable("close the Model")
-            for s in sessions:
-                s.check_closable("close")
-            with run_lock("close"):
-                own.check_closable()
+            pools = self.check_closable(own, run_lock)
             for p in pools:
                 p.shutdown(wait=True, cancel_pending=True)
             with run_lock("close"):

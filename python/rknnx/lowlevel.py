@@ -33,10 +33,11 @@ from rknnx._core import (  # noqa: E402  (after the check above)
     MatmulLayout, MatmulQuantType, QuantParams, b_normal_layout_to_native_layout,
     pack_int4, unpack_int4, dequantize, quantize, to_float16, from_float16, compact,
     nc1hwc2_to_nchw, nchw_to_nc1hwc2, CustomOp, CustomOpContext, TargetType, SKIP_CUSTOM_OP_COMPUTE,
-    live_contexts,
+    live_contexts, read_model_file,
 )
 
 __all__ = [
+    "read_model_file",
     "load_runtime",
     "runtime_info",
     "runtime_chip",

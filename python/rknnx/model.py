@@ -470,6 +470,11 @@ class Model(Closable):
                 except RuntimeError:
                     self._busy_error(ctx)
                     raise
+                except ValueError:
+                    # closed (or closing) by a close() in another thread: the Model's words
+                    if ctx.closed or self._family.closing:
+                        raise ValueError("run on closed Model") from None
+                    raise
                 if done is not None:
                     self._last = self._own
                     return arrays
@@ -545,6 +550,9 @@ class Model(Closable):
     def _refusal_checks(self, what: str) -> None:
         _guard.check_process(self, self._made_in)
         self._check_not_in_call(what, running=True)
+        # its members' refusals (for check_closable(); the close asks them again once
+        # no member can be made meanwhile)
+        self._family.check_closable(self._own, self._lock)
 
     def _close_now(self) -> None:
         self._family.close(self._own, self._lock, self._closing)

@@ -2,8 +2,8 @@
 
 :func:`read` gives a :class:`ModelFile` (frozen dataclasses) from a path or the file's bytes.
 The reading is done by rknnx's own C reader, the same code the emulator's ``rknn_init``
-uses for a vendor model, exposed as ``rknnx._core.read_model_file``; loading a librknnrt is
-never needed.  The format, and the evidence for each fact used, is in
+uses for a vendor model, exposed as :func:`rknnx.lowlevel.read_model_file`; loading a
+librknnrt is never needed.  The format, and the evidence for each fact used, is in
 ``docs/rknn-file-format.md``.
 
 >>> from rknnx import modelfile
@@ -37,6 +37,7 @@ __all__ = [
     "read",
     "is_vendor_file",
     "runtime_support",
+    "differences",
     "ModelFileError",
 ]
 
@@ -192,6 +193,10 @@ class ModelFile:
     shape_sets : tuple
         For a dynamic model, each set's input dims (the attr view, the runtime's order).
     custom_ops : tuple of CustomOp
+    weight_size, internal_size : int or None
+        The memory the compiler planned (what the runtime's MEM_SIZE query reports as
+        total_weight_size / total_internal_size); None when the file does not say
+        (containers 1, 2 and 0x1004).
     """
 
     path: Optional[str]
@@ -209,6 +214,8 @@ class ModelFile:
     outputs: tuple
     shape_sets: tuple
     custom_ops: tuple
+    weight_size: Optional[int] = None
+    internal_size: Optional[int] = None
 
     def runtime_support(self) -> tuple:
         """Which runtime versions load this file: :func:`runtime_support` of it."""
@@ -254,7 +261,7 @@ def read(source: Union[str, os.PathLike, bytes, bytearray, memoryview]) -> Model
     TypeError
         ``source`` is neither a path nor bytes.
     """
-    from rknnx import _core
+    from rknnx import lowlevel
 
     path = None
     if isinstance(source, (str, os.PathLike)):
@@ -266,7 +273,7 @@ def read(source: Union[str, os.PathLike, bytes, bytearray, memoryview]) -> Model
     else:
         raise TypeError(f"source must be a path or bytes, got {type(source).__name__}")
     try:
-        d = _core.read_model_file(data)
+        d = lowlevel.read_model_file(data)
     except ModelFileError as exc:
         exc.path = path
         raise
@@ -282,7 +289,8 @@ def read(source: Union[str, os.PathLike, bytes, bytearray, memoryview]) -> Model
         inputs=tuple(_tensor(t) for t in d["inputs"]),
         outputs=tuple(_tensor(t) for t in d["outputs"]),
         shape_sets=tuple(tuple(tuple(s) for s in ss) for ss in d["shape_sets"]),
-        custom_ops=tuple(CustomOp(**o) for o in d["custom_ops"]))
+        custom_ops=tuple(CustomOp(**o) for o in d["custom_ops"]),
+        weight_size=d["weight_size"], internal_size=d["internal_size"])
 
 
 def is_vendor_file(source: Union[str, os.PathLike, bytes, bytearray, memoryview]) -> bool:
@@ -421,6 +429,61 @@ def runtime_support(model: ModelFile) -> tuple:
         else:
             out.append(Support(f.runtime, "unknown",
                                f"no record of container {_ver(ver)} on this runtime"))
+    return tuple(out)
+
+
+def differences(model: ModelFile, answers: dict) -> tuple:
+    """Where a runtime's answers for a file differ from what the file says.
+
+    Parameters
+    ----------
+    model : ModelFile
+    answers : dict
+        ``{(query, index): attr}`` with query one of ``"INPUT_ATTR"``, ``"OUTPUT_ATTR"``,
+        ``"NATIVE_INPUT_ATTR"``, ``"NATIVE_OUTPUT_ATTR"`` and attr a mapping with the
+        ``rknn_tensor_attr`` fields ``name``, ``dims``, ``fmt``, ``type``, ``qnt_type``,
+        ``zp``, ``scale``, ``size`` (rknn_api numbering); ``("IN_OUT_NUM", 0)`` may give
+        ``n_input``/``n_output``.
+
+    Returns
+    -------
+    tuple of str
+        One line per difference; empty when the runtime agrees with the file on every
+        field the file decodes (fields it leaves unknown are not compared).
+    """
+    out = []
+    n = answers.get(("IN_OUT_NUM", 0))
+    if n is not None and (n["n_input"], n["n_output"]) != (len(model.inputs),
+                                                          len(model.outputs)):
+        out.append(f"inputs/outputs: file {len(model.inputs)}/{len(model.outputs)}, runtime "
+                   f"{n['n_input']}/{n['n_output']}")
+    for t in model.inputs + model.outputs:
+        role = t.role.upper()
+        where = f"{t.role} {t.index} {t.name!r}"
+        a = answers.get((f"{role}_ATTR", t.index))
+        if a is None:
+            out.append(f"{where}: the runtime gives no {role}_ATTR")
+            continue
+        pairs = [("name", t.name, a["name"])]
+        if t.dtype is not None:
+            pairs += [("dtype", t.dtype, _DTYPES.get(a["type"], a["type"])),
+                      ("size", t.size, a["size"])]
+        if "attr" in t.known:
+            pairs += [("dims", tuple(t.dims), tuple(a["dims"])),
+                      ("layout", t.layout, _LAYOUTS.get(a["fmt"], a["fmt"]))]
+        if "qnt" in t.known:
+            pairs += [("qnt_type", t.qnt_type, _QNT.get(a["qnt_type"], a["qnt_type"])),
+                      ("zero_point", t.zero_point, a["zp"])]
+            if abs(t.scale - a["scale"]) > 1e-6 * max(abs(a["scale"]), 1e-30):
+                pairs.append(("scale", t.scale, a["scale"]))
+        nat = answers.get((f"NATIVE_{role}_ATTR", t.index))
+        if "native" in t.known and nat is not None:
+            pairs += [("native dims", tuple(t.native_dims), tuple(nat["dims"])),
+                      ("native layout", t.native_layout, _LAYOUTS.get(nat["fmt"], nat["fmt"])),
+                      ("native size", t.native_size, nat["size"])]
+        for what, mine, theirs in pairs:
+            if mine != theirs:
+                out.append(f"{where}: {what}: file {mine}, runtime {theirs}")
     return tuple(out)
 
 

@@ -27,7 +27,7 @@ from rknnx import lowlevel as _ll
 from rknnx._facts import as_core_mask, perf_of
 from rknnx._lifetime import Closable
 from rknnx._tensors import check_out, default_dtype, set_shapes
-from rknnx.errors import NotSupportedError
+from rknnx.errors import NotSupportedError, RKNNError
 from rknnx.runtime import note_fallback
 
 __all__ = ["ZeroCopySession"]
@@ -138,6 +138,7 @@ class ZeroCopySession(Closable):
     """
 
     _kind = "ZeroCopySession"
+    _closing = False                     # _release() is closing its memory and context
 
     def __init__(self, model, *, outputs: str = "float32", input_dtypes=None,
                  cacheable: bool = True, flags: int = 0, sync: bool = True,
@@ -254,16 +255,26 @@ class ZeroCopySession(Closable):
 
     def _bind(self, mems: list, i: int, attr) -> None:
         need = int(attr.alloc_size)
-        mem = mems[i] if i < len(mems) else None
-        if mem is None or mem.size < need:
-            if mem is not None:
-                self._drop(mem)
-            mem = self._alloc(need)
-        self._ctx.set_io_mem(mem, attr)
-        if i < len(mems):
-            mems[i] = mem
-        else:
+        old = mems[i] if i < len(mems) else None
+        if old is not None and old.size >= need:
+            self._ctx.set_io_mem(old, attr)
+            return
+        # a bigger mem replaces the old one only once it is bound: a failed allocation or
+        # binding (a transient runtime error) leaves the old one in place, open, so the
+        # session's lists never hold a closed mem and a later rebind can start again
+        mem = self._alloc(need)
+        try:
+            self._ctx.set_io_mem(mem, attr)
+        except BaseException:
+            self._drop(mem)
+            raise
+        if old is None:
             mems.append(mem)
+            return
+        mems[i] = mem
+        if old in self._owned:
+            self._in_mems[:] = [mem if m is old else m for m in self._in_mems]  # chained
+            self._retire(old)
 
     def _bind_all(self) -> None:
         """(Re)bind every input and output for the current shapes, and make the views."""
@@ -316,10 +327,13 @@ class ZeroCopySession(Closable):
         mems = self._owned if mems is None else [m for m in mems if m is not None]
         self._inputs = self._outputs = ()
         viewed = [m for m in mems if m.exports]
+        n = sum(m.exports for m in viewed)
+        # the views are made again whatever the count: a check that passes may be
+        # followed by no change at all (check_closable(), a Model.close() that another
+        # refusal stops), and a session without its views would give () as inputs
+        if self._ctx is not None and self._in_mems:
+            self._views()
         if viewed:
-            n = sum(m.exports for m in viewed)
-            if self._ctx is not None and self._in_mems:
-                self._views()
             raise BufferError(f"{n} buffer view(s) of the session's memory still exported; "
                               "delete the numpy arrays first, or keep a .copy() of what "
                               "must outlive the session (nothing was changed)")
@@ -334,6 +348,15 @@ class ZeroCopySession(Closable):
         self._coherent = [m for m in self._coherent if m is not mem]
         self._inputs = self._outputs = ()
         mem.close()
+
+    def _retire(self, mem) -> None:
+        """Free `mem`, which a change just replaced (nothing binds it any more).  A runtime
+        that fails to destroy it (a transient error) does not undo the change, which is
+        done: the mem stays among the session's own and is destroyed again at close()."""
+        try:
+            self._drop(mem)
+        except RKNNError:
+            self._owned.append(mem)
 
     # -- what users touch ------------------------------------------------------------------
     @property
@@ -385,11 +408,27 @@ class ZeroCopySession(Closable):
         ctx = self._ctx
         if ctx is None:
             raise ValueError("run on closed ZeroCopySession")
-        for m in self._sync_in:
-            m.sync(_TO)
-        ctx.run()
-        for m in self._sync_out:
-            m.sync(_FROM)
+        # (here when the session syncs, or is closing: else run is the context's own run)
+        # under the session's lock, as a close: a close in another thread waits for the
+        # syncs instead of refusing, half-way, memory that is being synced
+        if self._lock.held_here():       # run_arrays(), or a callback of this run
+            return self._run_now(ctx)
+        with self._lock("run"):
+            self._run_now(ctx)
+
+    def _run_now(self, ctx) -> None:
+        try:
+            for m in self._sync_in:
+                m.sync(_TO)
+            ctx.run()
+            for m in self._sync_out:
+                m.sync(_FROM)
+        except ValueError:
+            # closed meanwhile by another thread: the session's words, not the binding's
+            # ("run on closed Context", "the TensorMem bound as ... was closed")
+            if self._closing or self._ctx is None:
+                raise ValueError("run on closed ZeroCopySession") from None
+            raise
 
     def write(self, index: int, array) -> None:
         """Write `array` into input `index`, checked: the shape in the model's layout or
@@ -652,7 +691,7 @@ class ZeroCopySession(Closable):
         self._chained.pop(index, None)
         self._in_mems[index] = mem
         if old is not None and old in self._owned and old not in self._out_mems:
-            self._drop(old)
+            self._retire(old)
         self._views()
         return self._inputs[index]
 
@@ -706,7 +745,7 @@ class ZeroCopySession(Closable):
         self._in_mems[input] = self._out_mems[output]
         self._chained[input] = output
         if old is not None and old in self._owned and old not in self._out_mems:
-            self._drop(old)
+            self._retire(old)
         self._views()
 
     # -- shapes ----------------------------------------------------------------------------
@@ -784,15 +823,19 @@ class ZeroCopySession(Closable):
             self._release()
 
     def _release(self) -> None:
-        self.__dict__.pop("run", None)
-        self._inputs = self._outputs = ()
-        for m in self._owned:
-            m.close()
-        self._owned = []
-        self._in_mems, self._out_mems = [], []
-        if self._ctx is not None:
-            self._ctx.close()
-            self._ctx = None
+        self._closing = True             # a run meeting the closed memory says so
+        try:
+            self.__dict__.pop("run", None)
+            self._inputs = self._outputs = ()
+            for m in self._owned:
+                m.close()
+            self._owned = []
+            self._in_mems, self._out_mems = [], []
+            if self._ctx is not None:
+                self._ctx.close()
+                self._ctx = None
+        finally:
+            self._closing = False
 
     def __repr__(self) -> str:
         if self._ctx is None:

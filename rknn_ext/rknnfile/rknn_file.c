@@ -572,6 +572,21 @@ static int lit_value(ltree *t, lpos *p, int32_t *id)
     if (c == '"' || (c == '\'' && t->py)) {
         return lit_string(t, p, id);
     }
+    if (t->py) {
+        /* str() of a float that is not finite: inf, -inf, nan (quantization ranges) */
+        static const char *const special[] = {"inf", "-inf", "nan"};
+        int k;
+        for (k = 0; k < 3; k++) {
+            if (lit_word(t, p, special[k])) {
+                if ((rc = lit_new(t, L_FLOAT, id)) != 0) {
+                    return rc;
+                }
+                t->nodes[*id].fval = k == 2 ? NAN : (k == 1 ? -INFINITY : INFINITY);
+                p->i += strlen(special[k]);
+                return RKNNX_FILE_OK;
+            }
+        }
+    }
     if (c == '-' || c == '+' || (c >= '0' && c <= '9') || c == '.') {
         return lit_number(t, p, id);
     }
@@ -1468,16 +1483,36 @@ static int read_flatbuffer(const uint8_t *payload, size_t size, uint64_t file_of
 
     if ((rc = read_custom_ops(&f, &root, &g, m)) != 0) goto out;
 
+    /* Model slot 19: a table whose fields 0 and 1 are the weight and internal memory sizes
+     * (u64; a field 2 on RK3566-family files is not known). */
+    {
+        size_t target;
+        if ((rc = fb_ref(&f, &root, 19, "mem_sizes", &target)) != 0) goto out;
+        if (target) {
+            ftab mt;
+            size_t a0, a1;
+            if ((rc = fb_table(&f, target, "MemSizes", "mem_sizes", &mt)) != 0) goto out;
+            if ((rc = fb_field(&f, &mt, 0, 8, "weight", &a0)) != 0) goto out;
+            if ((rc = fb_field(&f, &mt, 1, 8, "internal", &a1)) != 0) goto out;
+            m->weight_size = a0 ? rd64(payload + a0) : 0;
+            m->internal_size = a1 ? rd64(payload + a1) : 0;
+            m->has_mem_sizes = a0 != 0 || a1 != 0;
+        }
+    }
+
     /* The generator: a Python-literal dict from format 6 on (a plain text before). */
     {
         const uint8_t *s;
         size_t n;
         if ((rc = fb_string(&f, &root, 3, "generator", &s, &n)) != 0) goto out;
-        if (s && n && s[0] == '{') {
+        /* Only a dynamic model needs it (its shape sets); a static model's generator is
+         * not read, so a literal this parser does not know there (a newer toolkit's
+         * repr) cannot make a good model unreadable. */
+        if (m->dynamic && s && n && s[0] == '{') {
             rc = lit_parse(&gen, (const char *)s, n, 1, "generator",
                            (int64_t)(file_off + (size_t)(s - payload)), err);
             if (rc) goto out;
-            if (m->dynamic && (rc = read_shape_sets(&gen, m, err)) != 0) goto out;
+            if ((rc = read_shape_sets(&gen, m, err)) != 0) goto out;
         }
         if (m->dynamic && m->n_shape_sets == 0) {
             rc = fail(err, RKNNX_FILE_E_FORMAT, "generator.dynamic_shapes", -1,

@@ -198,6 +198,14 @@ typedef struct rknnx_file_model {
     uint32_t n_custom_ops;
     rknnx_file_custom_op *custom_ops;
 
+    /* Memory the compiler planned (Model slot 19, a table of u64s; format 6): what
+     * rknn_query(RKNN_QUERY_MEM_SIZE) reports as total_weight_size and total_internal_size
+     * (runtime 1.6.0, every served file; 1.5.2 reports other sizes for dynamic models).
+     * has_mem_sizes is 0, and the sizes 0, when the file has none (containers 1, 2, 0x1004). */
+    int32_t has_mem_sizes;
+    uint64_t weight_size;
+    uint64_t internal_size;
+
     /* private: the allocations behind the pointers above */
     void *priv_;
 } rknnx_file_model;

@@ -90,6 +90,9 @@ cdef extern from "rknn_file.h" nogil:
         rknnx_file_shape *shape_sets
         uint32_t n_custom_ops
         rknnx_file_custom_op *custom_ops
+        int32_t has_mem_sizes
+        uint64_t weight_size
+        uint64_t internal_size
 
     int rknnx_file_read(const void *data, size_t size, rknnx_file_model **out,
                         rknnx_file_error *err)
@@ -223,6 +226,8 @@ def read_model_file(data):
             "inputs": [_mf_tensor(&m.inputs[k]) for k in range(m.n_inputs)],
             "outputs": [_mf_tensor(&m.outputs[k]) for k in range(m.n_outputs)],
             "shape_sets": shape_sets,
+            "weight_size": m.weight_size if m.has_mem_sizes else None,
+            "internal_size": m.internal_size if m.has_mem_sizes else None,
             "custom_ops": [{"name": _mf_str(m.custom_ops[k].name, sizeof(m.custom_ops[k].name)),
                             "type": _mf_str(m.custom_ops[k].type, sizeof(m.custom_ops[k].type))}
                            for k in range(m.n_custom_ops)],

@@ -32,6 +32,8 @@ SOURCES = sorted(str(p) for p in (ROOT / "emulator").glob("*.c")) + \
 COMMON = ["-std=c11", "-O1", "-g", "-fno-omit-frame-pointer", "-Wall", "-Wextra", "-Werror",
           "-ffp-contract=off", f"-I{ROOT}/include/rknnx", f"-I{ROOT}/emulator",
           f"-I{ROOT}/rknn_ext/rknnfile"]
+if (ROOT / "rknn_ext" / "rknnfile" / "rknn_file_v1004.c").exists():
+    COMMON.append("-DRKNNX_FILE_HAVE_V1004")   # as CMakeLists.txt builds the reader
 
 
 @pytest.fixture(scope="module")

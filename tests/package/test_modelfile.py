@@ -178,6 +178,42 @@ def test_signature_equals_the_vendor_runtime_answers(runtime, model, answer):
                 assert t.native_size == nat["size"]
     if mf.container.version != 0x1004:
         assert checked == len(mf.inputs) + len(mf.outputs)
+    mem = q.get(("MEM_SIZE", 0))
+    if mf.weight_size is not None and runtime.startswith("librknnrt-1.6.0"):
+        # Model slot 19 is what 1.6.0 reports (1.5.2 reports other sizes for dynamic models)
+        assert (mf.weight_size, mf.internal_size) == (mem["total_weight_size"],
+                                                      mem["total_internal_size"])
+    if mf.container.version == 6:
+        assert mf.weight_size is not None
+
+
+@pytest.mark.skipif(not RUNS or not MODELS, reason=NO_VENDOR_DATA)
+def test_differences_from_the_recorded_answers():
+    """modelfile.differences (rknnx info --runtime) finds none where the runtime agrees and
+    names the field where it does not."""
+    clean = 0
+    for runtime, model, answer in RUNS:
+        mf = modelfile.read(_model(model))
+        q = _queries(json.loads((REAL_RUNTIME / "answers" / answer).read_text()))
+        diffs = modelfile.differences(mf, q)
+        if runtime.startswith("librknnrt-1.4.0"):
+            # report-only: it flattens NC1HWC2 outputs (see above)
+            assert all("native" in d for d in diffs), diffs
+            continue
+        assert diffs == (), (runtime, model, diffs)
+        clean += 1
+        if model == "cls_img_rk3588.rknn" and runtime.startswith("librknnrt-1.6.0"):
+            q[("OUTPUT_ATTR", 1)] = {**q[("OUTPUT_ATTR", 1)], "zp": 62, "scale": 0.5}
+            q[("NATIVE_INPUT_ATTR", 0)] = {**q[("NATIVE_INPUT_ATTR", 0)], "fmt": 2}
+            del q[("OUTPUT_ATTR", 0)]
+            q[("IN_OUT_NUM", 0)] = {"n_input": 1, "n_output": 3}
+            assert modelfile.differences(mf, q) == (
+                "inputs/outputs: file 1/2, runtime 1/3",
+                "input 0 'images': native layout: file NHWC, runtime NC1HWC2",
+                "output 0 'logits': the runtime gives no OUTPUT_ATTR",
+                "output 1 'pooled': zero_point: file 63, runtime 62",
+                "output 1 'pooled': scale: file 0.005169845186173916, runtime 0.5")
+    assert clean >= 30
 
 
 @pytest.mark.skipif(REAL_RUNTIME is None or not MODELS, reason=NO_VENDOR_DATA)
@@ -225,8 +261,7 @@ def test_runtime_facts_table():
 # ---- errors: each names the check that failed --------------------------------------------
 
 def _v1004(json_text: bytes, payload: bytes = b"\0" * 16, version: int = 0x1004) -> bytes:
-    """A 0x1004-framed file around a JSON tail (the payload is not read without its
-    decoder)."""
+    """A 0x1004-framed file around a JSON tail (and a payload the decoder refuses)."""
     head = b"RKNN" + b"\0" * 4 + struct.pack("<QQ", version, len(payload)) + b"\0" * 40
     return head + payload + struct.pack("<Q", len(json_text)) + json_text
 
@@ -269,11 +304,10 @@ def test_json_tail_errors_name_the_check():
             b'"right_tensor_id":1}],"norm_tensor":[{"tensor_id":0,"url":"in\\u00e9",'
             b'"size":[1,3,4,4],"dtype":{"vx_type":"int8","qnt_method":"layer"}},'
             b'{"tensor_id":1,"url":"out","size":[1,2],"dtype":{"vx_type":"float16"}}]}')
-    mf = modelfile.read(_v1004(good))
-    assert mf.container.version == 0x1004 and mf.chip == "RV1106"
-    assert [(t.name, t.shape, t.dtype, t.size) for t in mf.inputs + mf.outputs] == [
-        ("in\u00e9", (1, 3, 4, 4), "int8", 48), ("out", (1, 2), "float16", 4)]
-    assert mf.inputs[0].known == {"shape"} and mf.inputs[0].layout is None
+    # the tail is read first; with the 0x1004 payload decoder built in (rknn_file_v1004.c),
+    # a good tail around a 16-byte payload then fails at the payload's own header
+    exc = _check(_v1004(good))
+    assert exc.check == "v1004.payload" and "64-byte header" in exc.message
     assert _check(_v1004(b"[" * 200 + b"]" * 200)).check == "json.depth"
     assert _check(_v1004(b'{"input_num": 1,}')).check == "json.syntax"
     assert _check(_v1004(b'{"a": "unterminated}')).check == "json.syntax"
@@ -327,13 +361,30 @@ def test_flatbuffer_and_generator_errors_name_the_check():
     bad = bytearray(data)
     struct.pack_into("<i", bad, 64 + root, root + 1000)
     assert _check(bytes(bad)).check == "flatbuffer.Model.root"
-    # the generator (a Python-literal dict): nested too deep, malformed; never evaluated
-    gen_start = data.index(b"{'attrs'")
-    gen = data[gen_start:data.index(b"\0", gen_start)]
-    exc = _check(_patch_string(data, gen, b"{'a': " + b"[" * 100 + b"]" * 100 + b"}"))
+    # the generator (a Python-literal dict), read for a dynamic model's shape sets: nested
+    # too deep, malformed, not a literal; never evaluated
+    dyn = _model("dynamic_nogap_rk3588.rknn").read_bytes()
+    gen_start = dyn.index(b"{'attrs'")
+    gen = dyn[gen_start:dyn.index(b"\0", gen_start)]
+    exc = _check(_patch_string(dyn, gen, b"{'a': " + b"[" * 100 + b"]" * 100 + b"}"))
     assert exc.check == "generator.depth" and gen_start < exc.offset < gen_start + len(gen)
-    assert _check(_patch_string(data, gen, b"{'a': __import__('os')}")).check == \
+    assert _check(_patch_string(dyn, gen, b"{'a': __import__('os')}")).check == \
         "generator.syntax"
+    assert _check(_patch_string(dyn, gen, b"{'a': 1, 'dynamic_shapes': {}}")).check == \
+        "generator.dynamic_shapes"
+    # shape sets that disagree between inputs and the model, and non-finite floats that
+    # str() writes (inf, nan) are literals too
+    sets = b"'dynamic_shapes': {'images': [[1, 3, 64, 64], [1, 3, 48, 48], [1, 3, 32, 32]]"
+    assert sets in dyn
+    bad = dyn.replace(sets, sets.replace(b"[1, 3, 48, 48]", b"[1, 3, 48, -1]"))
+    assert _check(bad).check == "generator.dynamic_shapes"
+    ok = _patch_string(dyn, gen, b"{'q': [inf, -inf, nan, 1e-05, (1, 2), None, True], "
+                       + sets + b"}}")
+    assert modelfile.read(ok).shape_sets == modelfile.read(dyn).shape_sets
+    # a static model does not need its generator: an unknown literal there is no error
+    st_start = data.index(b"{'attrs'")
+    st_gen = data[st_start:data.index(b"\0", st_start)]
+    assert modelfile.read(_patch_string(data, st_gen, b"{'a': np.float32(0.5)}")).inputs
     # the I/O JSON of the inputs
     io = b'{"images": {"dtype": "int8", "layout": "NHWC"}}'
     assert _check(_patch_string(data, io, b'{"images": {"dtype": }}')).check == \
@@ -466,6 +517,19 @@ def test_info_on_dynamic_custom_and_0x1004_files():
     assert proc.returncode == 0 and "NO-RUNTIME" in proc.stderr, proc.stderr
     assert "container:  version 0x1004" in proc.stdout
     assert "librknnmrt 2.3.2   loads      reads container 0x1004" in proc.stdout
+
+
+@NO_DATA
+def test_info_runtime_option_opens_the_file_with_the_runtime():
+    path = _model("cls_img_rk3588.rknn")
+    proc = _info("info", str(path), "--runtime", "--json", env={"RKNNX_RUNTIME": "emulator"})
+    assert proc.returncode == 0, proc.stderr
+    assert "RUNTIME-LOADED" in proc.stderr          # this time it is asked
+    check = json.loads(proc.stdout)["runtime_check"]
+    if check["loaded"]:   # an emulator that stands in for vendor files
+        assert check["differences"] == [], check
+    else:                 # one that refuses them says so, in the runtime's words
+        assert check["error"] and "rknn_init" in check["error"], check
 
 
 def test_info_on_broken_and_encrypted_files(tmp_path):

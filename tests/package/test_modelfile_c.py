@@ -16,6 +16,8 @@ SOURCES = [REPO / "tests" / "c" / "rknn_file_check.c",
            *sorted((REPO / "rknn_ext" / "rknnfile").glob("*.c"))]
 FLAGS = ["-std=c11", "-O1", "-g", "-fno-omit-frame-pointer", "-Wall", "-Wextra", "-Werror",
          f"-I{REPO / 'rknn_ext' / 'rknnfile'}"]
+if (REPO / "rknn_ext" / "rknnfile" / "rknn_file_v1004.c").exists():
+    FLAGS.append("-DRKNNX_FILE_HAVE_V1004")   # as CMakeLists.txt builds it
 
 
 def _build(tmp_path, sanitize):

@@ -122,6 +122,7 @@ def describe_file(mf) -> dict:
         "dynamic": mf.dynamic,
         "shape_sets": [[list(s) for s in shapes] for shapes in mf.shape_sets],
         "custom_ops": [{"name": o.name, "type": o.type} for o in mf.custom_ops],
+        "mem_size": {"weight": mf.weight_size, "internal": mf.internal_size},
         "inputs": [tensor(t) for t in mf.inputs],
         "outputs": [tensor(t) for t in mf.outputs],
         "runtimes": [{"runtime": s.runtime, "verdict": s.verdict, "reason": s.reason}
@@ -144,6 +145,10 @@ def _print_file(d: dict) -> None:
     print(f"compiler:   {d['compiler_version'] or '-'}")
     print(f"container:  version {ver}, payload {human_bytes(c['payload_size'])}, "
           f"format {d['format_version'] or '-'}, framework {d['framework'] or '-'}")
+    m = d["mem_size"]
+    if m["weight"] is not None:
+        print(f"memory:     weights {human_bytes(m['weight'])}, internal "
+              f"{human_bytes(m['internal'])} (planned by the compiler)")
     print(f"shapes:     {'dynamic' if d['dynamic'] else 'static'}")
     for k, shapes in enumerate(d["shape_sets"]):
         print(f"shape set {k}: {', '.join(fmt_shape(s) for s in shapes)}")
@@ -177,6 +182,54 @@ def _print_file(d: dict) -> None:
         print(f"  {r['runtime']:<18} {r['verdict']:<10} {r['reason']}")
 
 
+def runtime_answers(path: str) -> dict:
+    """The loaded runtime's *_ATTR answers for a file, as :func:`rknnx.modelfile.differences`
+    takes them (loads the runtime)."""
+    from rknnx import lowlevel
+
+    load_runtime()
+    q = lowlevel.QueryCmd
+    fields = ("name", "dims", "fmt", "type", "qnt_type", "zp", "scale", "size")
+    with lowlevel.Context(path) as ctx:
+        out = {("IN_OUT_NUM", 0): {"n_input": ctx.n_input, "n_output": ctx.n_output}}
+        for role, n, attr, native in (("INPUT", ctx.n_input, q.INPUT_ATTR, q.NATIVE_INPUT_ATTR),
+                                      ("OUTPUT", ctx.n_output, q.OUTPUT_ATTR,
+                                       q.NATIVE_OUTPUT_ATTR)):
+            for i in range(n):
+                for name, cmd in ((f"{role}_ATTR", attr), (f"NATIVE_{role}_ATTR", native)):
+                    a = ctx.query(cmd, i)
+                    out[(name, i)] = {f: (tuple(getattr(a, f)) if f == "dims" else
+                                          int(getattr(a, f)) if f not in ("name", "scale")
+                                          else getattr(a, f)) for f in fields}
+    return out
+
+
+def _compare(d: dict, mf, path: str) -> None:
+    """--runtime: the loaded runtime's answers against the file's."""
+    from rknnx import errors, modelfile, runtime
+
+    try:
+        diffs = modelfile.differences(mf, runtime_answers(path))
+        d["runtime_check"] = {"runtime": runtime.runtime_info().get("path"),
+                              "loaded": True, "differences": list(diffs)}
+    except errors.RKNNError as exc:
+        d["runtime_check"] = {"runtime": None, "loaded": False, "error": str(exc)}
+
+
+def _print_compare(d: dict) -> None:
+    r = d.get("runtime_check")
+    if r is None:
+        return
+    if not r["loaded"]:
+        print(f"runtime:    could not open the file: {r['error']}")
+    elif not r["differences"]:
+        print(f"runtime:    {r['runtime']} answers as the file says")
+    else:
+        print(f"runtime:    {r['runtime']} differs from the file:")
+        for line in r["differences"]:
+            print(f"  {line}")
+
+
 def _vendor_file(args):
     """The model file if it is a vendor one (RKNN / CYPTRKNN), else None."""
     if args.sample or not args.model:
@@ -203,10 +256,13 @@ def run(args) -> int:
                                 f"the vendor runtime can read it") from exc
             raise UserError(f"{path!r} is not a readable RKNN model: {exc.message} "
                             f"[check: {exc.check}]") from exc
+        if args.runtime:
+            _compare(d, modelfile.read(path), path)
         if args.json:
             print(json.dumps(d, indent=2))
         else:
             _print_file(d)
+            _print_compare(d)
         return 0
     load_runtime(quiet=args.json)
     with open_model(args) as model:
@@ -223,4 +279,7 @@ def add_parser(sub) -> None:
                        description=help_text(__doc__))
     add_model_arguments(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--runtime", action="store_true",
+                   help="for a vendor .rknn file: also open it with the runtime (on a board, "
+                        "its librknnrt) and show where its answers differ from the file")
     p.set_defaults(func=run)
