@@ -28,14 +28,16 @@ Scenarios (``--only`` picks some, by name):
 
 Prints a table per scenario (progress on stderr), then the targets; writes
 ``suite.json`` (machine, versions, every figure), ``phases.png`` (latency per phase,
-stacked) and ``throughput.png`` (frames/s vs workers) into ``--out``.  The C baselines
+stacked) and ``throughput.png`` (frames/s vs workers) into ``--out`` (default
+``bench/results``; a ``--quick`` run writes under the temporary directory instead).  The C baselines
 are compiled at run time against the loaded runtime (the emulator on a host, librknnrt
 on a board).  Ratios measured in one run are what to read on a shared machine.
 
 Usage::
 
     python bench/suite.py                 # the whole suite (a few minutes on 2 cores)
-    python bench/suite.py --quick         # a smoke run, well under a minute
+    python bench/suite.py --quick         # a smoke run, well under a minute (results into
+                                          # $TMPDIR/rknnx-bench-quick, not bench/results)
     python bench/suite.py --only overhead,pool --workers 4
 """
 
@@ -840,13 +842,25 @@ def plots(r: Dict[str, Any], out: Path) -> List[str]:
     return written
 
 
+def results_dir(out: Optional[str], quick: bool) -> Path:
+    """Where the results go: `out` when given; else ``bench/results`` (the tracked figures
+    the docs show) for a full run, and for a ``--quick`` smoke run a directory of the
+    system's temporary one, so that a smoke run never overwrites the tracked results."""
+    if out is not None:
+        return Path(out)
+    if quick:
+        return Path(tempfile.gettempdir()) / "rknnx-bench-quick"
+    return HERE / "results"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run, well under a minute")
     parser.add_argument("--only", default=",".join(SCENARIOS),
                         help=f"comma-separated scenarios (default all: {','.join(SCENARIOS)})")
-    parser.add_argument("--out", default=str(HERE / "results"),
-                        help="directory for suite.json and the plots (default bench/results)")
+    parser.add_argument("--out", default=None,
+                        help="directory for suite.json and the plots (default bench/results; "
+                             "with --quick, a directory under the system's temporary one)")
     parser.add_argument("--workers", type=int, default=4, help="pool sizes 1..N (default 4)")
     parser.add_argument("--npu-time-us", type=int, default=None,
                         help="simulated NPU time per run in the pool scenario (emulator)")
@@ -863,8 +877,9 @@ def main(argv=None) -> int:
         parser.error("--workers must be >= 1")
     st = Settings(args.quick, args.workers, args.npu_time_us)
     st.standin_model = args.standin_model
-    out = Path(args.out)
+    out = results_dir(args.out, args.quick)
     out.mkdir(parents=True, exist_ok=True)
+    print(f"results into {out}", file=sys.stderr)
 
     try:
         info = rknnx.runtime_info()

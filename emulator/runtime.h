@@ -136,6 +136,11 @@ int emu_refuse_func(const emu_platform *p, const char *func);   /* logs; the sta
 /* Whether core mask m is valid on p: AUTO, ALL, 0, 1, 0_1; plus 2 and 0_1_2 on 3 cores. */
 int emu_core_mask_valid(const emu_platform *p, uint32_t m);
 int64_t emu_npu_time_us(void);
+/* The simulated NPU cores (runtime_core.c): take the cores a run of core mask `mask` uses on
+ * p (AUTO: any one free core; a mask: every core in it), waiting while any is busy; give
+ * back what emu_npu_cores_take returned. */
+uint32_t emu_npu_cores_take(const emu_platform *p, uint32_t mask);
+void emu_npu_cores_give(uint32_t cores);
 int emu_npu_cpu_accounting(void);   /* rknn_emu_set_npu_cpu_accounting */
 int emu_env_flag(const char *name);           /* env var set and not "0" */
 int emu_npu_memory_short(uint64_t bytes);     /* RKNN_EMU_NPU_MEMORY below bytes */

@@ -399,7 +399,7 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
            runtime, then the load failure itself */
         if (nbytes < 12 || memcmp(bytes, EMU_FMT_MAGIC, 8) != 0)
             EMU_ERR(NULL, EMU_LOG_COLONS ? "Invalid RKNN format"
-                                         : "parseRKNN from buffer: Invalid RKNN fromat!");
+                                         : "parseRKNN from buffer: Invalid RKNN format!");
         else if ((bytes[8] | (bytes[9] << 8)) != EMU_FMT_MAJOR ||
                  (bytes[10] | (bytes[11] << 8)) > EMU_FMT_MINOR)
             EMU_ERR(NULL, "Invalid RKNN model version %u", bytes[8] | (bytes[9] << 8));

@@ -507,6 +507,72 @@ int64_t emu_npu_time_us(void)
     return (*end == '\0' && v > 0) ? v : 0;
 }
 
+/* ---- simulated NPU cores ------------------------------------------------------------------
+ * A chip has p->n_cores NPU cores (RK3588 three, RK3576 two, the others one), and a core runs
+ * one job at a time.  The emulator does the NPU's work on the CPU, inside rknn_run and
+ * rknn_matmul_run, so runs of any number of contexts would overlap; instead at most
+ * n_cores runs of this process are in their NPU-side part at once (a pool's throughput
+ * flattens at the core count, as a board's does).  A context of core mask AUTO takes any
+ * one free core; a context pinned to a mask takes every core in it (the runtime splits the
+ * model over them) and waits while one of them is busy, even if another core is free.
+ * One process's view: processes sharing a board's NPU are not modelled. */
+static pthread_mutex_t g_core_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_core_free = PTHREAD_COND_INITIALIZER;
+static uint32_t g_core_busy;                       /* a bit per busy core; g_core_lock */
+/* the cores this thread holds: a run from inside a run (a custom op's callback running
+   another context) goes on on them instead of waiting for itself */
+static _Thread_local uint32_t t_cores_held;
+
+static void cores_after_fork_in_child(void)
+{
+    /* the threads that held cores are gone in the child */
+    pthread_mutex_init(&g_core_lock, NULL);
+    pthread_cond_init(&g_core_free, NULL);
+    g_core_busy = 0;
+}
+
+static void emu_npu_cores_register_fork(void)
+{
+    pthread_atfork(NULL, NULL, cores_after_fork_in_child);
+}
+
+uint32_t emu_npu_cores_take(const emu_platform *p, uint32_t mask)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    uint32_t n = p && p->n_cores ? p->n_cores : 1;
+    if (n > 16)
+        n = 16;
+    uint32_t all = (1u << n) - 1;
+    uint32_t want = n > 1 && mask != RKNN_NPU_CORE_AUTO ? (mask & all) : 0;
+    uint32_t got;
+    if (t_cores_held)
+        return 0;
+    pthread_once(&once, emu_npu_cores_register_fork);
+    pthread_mutex_lock(&g_core_lock);
+    for (;;) {
+        uint32_t idle = all & ~g_core_busy;
+        got = want ? ((g_core_busy & want) ? 0 : want) : (idle & (~idle + 1u));
+        if (got)
+            break;
+        pthread_cond_wait(&g_core_free, &g_core_lock);
+    }
+    g_core_busy |= got;
+    pthread_mutex_unlock(&g_core_lock);
+    t_cores_held = got;
+    return got;
+}
+
+void emu_npu_cores_give(uint32_t cores)
+{
+    if (!cores)
+        return;                                    /* a nested run took none */
+    t_cores_held = 0;
+    pthread_mutex_lock(&g_core_lock);
+    g_core_busy &= ~cores;
+    pthread_cond_broadcast(&g_core_free);
+    pthread_mutex_unlock(&g_core_lock);
+}
+
 int rknn_emu_set_npu_time_us(int64_t us)
 {
     atomic_store(&g_npu_time_override, us < 0 ? -1 : (long long)us);

@@ -394,7 +394,9 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
         env.op_time_us = c->op_time;
     }
 
-    /* the run itself: no global lock held; runs on other contexts overlap */
+    /* the run itself: no global lock held; runs on other contexts overlap, as many at
+       once as the chip has NPU cores (emu_npu_cores_take) */
+    uint32_t cores = emu_npu_cores_take(c->plat, c->core_mask);
     long long inflight = EMU_CTR_ADD(runs_in_flight, 1) + 1;
     long long peak = atomic_load(&emu_ctr.peak_runs_in_flight);
     while (inflight > peak &&
@@ -420,6 +422,7 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
     sleep_us(npu);
     int64_t t1 = now_ns(CLOCK_MONOTONIC);
     EMU_CTR_ADD(runs_in_flight, -1);
+    emu_npu_cores_give(cores);
     if (rc != RKNN_SUCC) {
         EMU_ERR(fn, "graph execution failed: status %d", rc);
         goto out;

@@ -825,6 +825,7 @@ static int run_locked(emu_ctx *c, const char *fn)
     for (int i = 0; i < 2; i++)
         if (!emu_mem_coherent(mm->mem[i]))
             emu_mem_sync_range(mm->mem[i], 0, mm->mem[i]->size, 1);
+    uint32_t cores = emu_npu_cores_take(c->plat, mm->core_mask);   /* the simulated cores */
     long long inflight = EMU_CTR_ADD(runs_in_flight, 1) + 1;
     long long peak = atomic_load(&emu_ctr.peak_runs_in_flight);
     while (inflight > peak &&
@@ -871,6 +872,7 @@ static int run_locked(emu_ctx *c, const char *fn)
         nanosleep(&ts, NULL);
     }
     EMU_CTR_ADD(runs_in_flight, -1);
+    emu_npu_cores_give(cores);
     EMU_CTR_ADD(runs, 1);
     if (!emu_mem_coherent(mm->mem[2]))
         emu_mem_sync_range(mm->mem[2], 0, mm->mem[2]->size, 0);

@@ -127,6 +127,11 @@ def as_input(info: TensorInfo, array, data_format: Optional[str] = None,
         A shape that is neither layout of the input, or a `data_format` not NHWC/NCHW.
     """
     a = np.asarray(array)
+    if a.dtype == np.float64 and info.dtype != a.dtype:
+        # numpy's default float: taken as float32 (what the runtime converts from), as a
+        # session's run_arrays / write and rknnx.lite take it; nothing the NPU's int8 or
+        # float16 could tell apart is lost
+        a = a.astype(np.float32)
     if a.dtype not in _INPUT_DTYPES and a.dtype != info.dtype:
         raise TypeError(
             f"input {info.index} ({info.name!r}): dtype {a.dtype} is not accepted; expected "

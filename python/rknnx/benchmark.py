@@ -56,6 +56,7 @@ import os
 import platform
 import statistics
 import sys
+import textwrap
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
@@ -745,36 +746,32 @@ def _model_name(result: Dict[str, Any]) -> str:
 
 
 def format_table(result: Dict[str, Any]) -> str:
-    """The terminal table of a :func:`compare_flows` result: one row per flow (frame median
-    and p95, the phase medians, process and host CPU per frame, bytes the API copied, RSS
-    per call; and the ratio to the C loop when the result carries ``c_median_ns``), then
-    what is emulated."""
+    """The terminal tables of a :func:`compare_flows` result, at most about 100 characters
+    wide: the title; the latency table, one row per flow (frame median and p95, the phase
+    medians; and the ratio to the C loop when the result carries ``c_median_ns``); the cost
+    table (process and host CPU per frame, bytes the API copied, RSS per call); then notes
+    (what is emulated, what the columns mean) and the machine."""
     emulated = bool(result.get("machine", {}).get("is_emulator"))
     head = ["flow", "median", "p95", *(("npu (emul.)" if p == "npu" and emulated else p)
-                                       for p in PHASES),
-            "CPU/frame", "host CPU/frame", "API copies", "RSS/call"]
+                                       for p in PHASES)]
+    cost_head = ["flow", "CPU/frame", "host CPU/frame", "API copies", "RSS/call"]
     with_c = any("c_median_ns" in f for f in result["flows"].values())
     if with_c:
         head.insert(3, "vs C")
-    rows = [head]
+    rows, cost_rows = [head], [cost_head]
     for name, f in result["flows"].items():
         b = f.get("bytes_per_frame")
         row = [name, _ns(f["frame"]["median_ns"]), _ns(f["frame"]["p95_ns"]),
-               *(_ns(f["phases"][p]["median_ns"]) for p in PHASES),
-               _ns(f["cpu_ns_per_frame"]), _ns(f.get("host_cpu_ns_per_frame")),
-               _bytes(b["copied_by_api"]) if b else "-", _bytes(f.get("rss_bytes_per_call"))]
+               *(_ns(f["phases"][p]["median_ns"]) for p in PHASES)]
         if with_c:
             c = f.get("c_median_ns")
             row.insert(3, f"x{f['frame']['median_ns'] / c:.2f}" if c else "-")
         rows.append(row)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                       for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+        cost_rows.append([name, _ns(f["cpu_ns_per_frame"]), _ns(f.get("host_cpu_ns_per_frame")),
+                          _bytes(b["copied_by_api"]) if b else "-",
+                          _bytes(f.get("rss_bytes_per_call"))])
     m = result.get("machine", {})
-    title = (f"{_model_name(result)} on {m.get('chip', '?')}, {_runtime_name(m)} | "
-             f"{m.get('cpu', '?')} | python {m.get('python', '?')} | numpy "
-             f"{m.get('numpy', '?')} | rknnx {m.get('rknnx', '?')}")
+    title = f"{_model_name(result)} on {m.get('chip', '?')}, {_runtime_name(m)}"
     notes = []
     work = result.get("npu_work") or npu_work(result.get("machine", {}), result["flows"])
     notes.append(work["text"])
@@ -792,7 +789,21 @@ def format_table(result: Dict[str, Any]) -> str:
                                  for name, p in noisy)
                      + f" at {noisy[0][1]['n']} frames (a busy machine: more frames narrow "
                        "it)")
-    return title + "\n" + "\n".join(lines) + "".join(f"\n({n})" for n in notes)
+    if m:
+        notes.append(f"machine: {m.get('cpu', '?')} | python {m.get('python', '?')} | numpy "
+                     f"{m.get('numpy', '?')} | rknnx {m.get('rknnx', '?')}")
+    wrapped = [textwrap.fill(f"({n})", 100, subsequent_indent=" ") for n in notes]
+    return "\n".join([title, *_aligned(rows), "", *_aligned(cost_rows), *wrapped])
+
+
+def _aligned(rows: List[List[str]]) -> List[str]:
+    """Rows as text columns: the first left-aligned, the others right-aligned, a rule under
+    the header."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
 
 
 def _pyplot():

@@ -97,8 +97,8 @@ class CustomOperator:
     compute, init, prepare, destroy : callable, optional
         The functions, when not defined as methods of a subclass.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np, rknnx
     >>> op = rknnx.custom.CustomOperator("cstNeg", lambda i, o: np.negative(i[0], out=o[0]))
     >>> op.op_type
@@ -177,8 +177,8 @@ def custom_op(op_type: str, *, init: Optional[Callable] = None,
     the outputs (see the module documentation); the decorator returns a
     :class:`CustomOperator` for :func:`register` (still callable like the function).
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np, rknnx
     >>> @rknnx.custom_op("cstSigmoid")
     ... def sigmoid(inputs, outputs):
@@ -231,8 +231,8 @@ def register(context: Any, ops: Union[CustomOperator, Any, Iterable[Any]]) -> Li
     rknnx.NotSupportedError
         On a chip without custom operators (RV1106/RV1103, RK2118).
 
-    Example
-    -------
+    Examples
+    --------
     >>> from rknnx.emulator import samples                 # doctest: +SKIP
     >>> with rknnx.lowlevel.Context(samples.custom_op_model()) as ctx:   # doctest: +SKIP
     ...     rknnx.custom.register(ctx, [sigmoid])

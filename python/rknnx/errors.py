@@ -35,6 +35,7 @@ __all__ = [
     "NotSupportedError",
     "RuntimeNotFoundError",
     "ModelFileError",
+    "ClosedViewError",
     "ERROR_TABLE",
     "STATUS_NAMES",
     "from_code",
@@ -175,6 +176,16 @@ class ModelFileError(RKNNError, ValueError):
         where = f"{self.path}: " if self.path else ""
         check = f" [check: {self.check}]" if self.check else ""
         return f"{where}{self.message}{check}"
+
+
+class ClosedViewError(BufferError, ValueError):
+    """A new view (``np.asarray``, ``memoryview``, DLPack) of memory that is closed or being
+    closed: a ``TensorMem``, released ``Outputs``, a closed ``Context``.  It is a
+    ``BufferError`` (what the buffer protocol raises) and a ``ValueError`` (what a call on
+    a closed rknnx object raises), so either ``except`` catches it.
+
+    .. versionadded:: 0.1.0
+    """
 
 
 STATUS_NAMES: dict[int, str] = {

@@ -231,11 +231,17 @@ def _parse_quant(quant: Optional[Mapping[str, Any]], t: _ll.MatmulType, K: int, 
     return params, b_q, ac_q
 
 
+#: the largest M, K or N a product takes (the emulator refuses larger ones with a status and
+#: a log line; the limit said before any memory is allocated)
+MAX_DIM = 65536
+
+
 def _pos_int(v: Any, name: str, where: str) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise TypeError(f"{where}: {name} must be an int, got {type(v).__name__}")
-    if v < 1:
-        raise ValueError(f"{where}: {name} must be >= 1, got {v}")
+    if not 1 <= v <= MAX_DIM:
+        raise ValueError(f"{where}: {name} must be in 1..{MAX_DIM}, got {v} (M, K and N of "
+                         "a product are each at most 65536)")
     return int(v)
 
 
@@ -281,8 +287,8 @@ class Matmul:
     the caller is still alive, as the low-level layer does.  A closed Matmul raises
     ``ValueError`` on use.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np, rknnx
     >>> with rknnx.Matmul(4, 64, 32, a_dtype=np.float16, b_dtype=np.float16) as mm:
     ...     mm.set_b(np.ones((64, 32), np.float16))
@@ -638,8 +644,8 @@ def matmul(a: Any, b: Any, *, out_dtype: Any = None, a_dtype: Any = None, b_dtyp
     rknnx.NotSupportedError
         On a chip without the matmul API (RV1106/RV1103, RK2118).
 
-    Example
-    -------
+    Examples
+    --------
     >>> import numpy as np, rknnx
     >>> a = np.arange(6, dtype=np.int8).reshape(2, 3)
     >>> rknnx.matmul(a, np.eye(3, dtype=np.int8))

@@ -53,7 +53,10 @@ def _source_of(source: ModelSource) -> Tuple[bytes, Optional[str]]:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"model file {path!r} does not exist")
         with open(path, "rb") as f:
-            return f.read(), path
+            data = f.read()
+        if not data:
+            raise ValueError(f"model file {path!r} is empty (0 bytes): not a model")
+        return data, path
     if isinstance(source, bytes):
         return source, None
     try:
@@ -407,7 +410,9 @@ class Model(Closable):
         ----------
         *inputs : numpy.ndarray, or one dict name -> array
             One array per input, in the model's layout or (4-D) the other of NHWC/NCHW;
-            uint8 pixels, int8, float16 or float32 (the runtime converts and normalizes).
+            uint8 pixels, int8, float16 or float32 (the runtime converts and normalizes);
+            float64, numpy's default, is taken as float32, as a session's
+            :meth:`~rknnx.ZeroCopySession.run_arrays` takes it.
             A 3-D array stands for a batch of one.  For a dynamic-shape model the shape set
             is chosen from the shapes.
         raw : bool
@@ -441,7 +446,8 @@ class Model(Closable):
         if self._pixel_inputs:
             self._check_pixel_range(inputs)
         if self._fast and pass_through is None and \
-                (data_format is None or data_format in self._fast_formats):
+                (data_format is None or (type(data_format) is str and
+                                         data_format in self._fast_formats)):
             # the common case: ndarrays handed to Context.infer as they are; the binding runs
             # them if they are one per input, each of its input's exact shape and a type the
             # runtime takes (checked in C), else returns None having called nothing and the

@@ -194,8 +194,12 @@ class InferenceSession:
         ------
         ValueError
             An input missing or not of the model, an output name the model does not have,
-            a shape or dtype the model does not take (the message says which).
+            a shape or dtype the model does not take (the message says which), a closed
+            session.
         """
+        if self.model.closed:
+            # the session's own name, not the Model's it wraps
+            raise ValueError("run on closed InferenceSession (close() was called)")
         if not isinstance(input_feed, dict):
             raise TypeError(f"input_feed must be a dict of input name -> array; got "
                             f"{type(input_feed).__name__}")

@@ -11,11 +11,14 @@ run at the same time.
 
 from __future__ import annotations
 
+import operator
 import queue
 import threading
 import weakref
 from concurrent.futures import Future
 from typing import Any, Iterable, Iterator, List, Mapping, Optional, Sequence
+
+import numpy as np
 
 from rknnx import _guard
 from rknnx import lowlevel as _ll
@@ -132,11 +135,9 @@ class Pool(Closable):
 
     def __init__(self, model, workers: int = 3, *, core_masks: Optional[Sequence[Any]] = None,
                  queue_size: Optional[int] = None):
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"workers must be an int >= 1; got {workers!r}")
-        if queue_size is not None and (isinstance(queue_size, bool) or
-                                       not isinstance(queue_size, int) or queue_size < 1):
-            raise ValueError(f"queue_size must be an int >= 1; got {queue_size!r}")
+        workers = _count(workers, "workers")
+        if queue_size is not None:
+            queue_size = _count(queue_size, "queue_size")
         if model.closed:
             raise ValueError("Pool on closed Model")
         self.model = model
@@ -408,6 +409,19 @@ class Pool(Closable):
     def __repr__(self) -> str:
         state = "shut down" if self._closed else f"{self.workers} workers"
         return f"<rknnx.Pool {state} on {self.model!r}>"
+
+
+def _count(value, name: str) -> int:
+    """`value` as an int >= 1: a Python or numpy integer (as rknnx.Matmul takes them), not
+    a bool or a float; ValueError saying what was expected otherwise."""
+    if not isinstance(value, (bool, np.bool_)):
+        try:
+            n = operator.index(value)
+        except TypeError:
+            n = None
+        if n is not None and n >= 1:
+            return n
+    raise ValueError(f"{name} must be an int >= 1; got {value!r}")
 
 
 def _snapshot(prepared, inputs) -> list:

@@ -769,6 +769,10 @@ cdef class Context(_ContextBase):
             Closed context or mem, an attr naming no tensor, a mem smaller than the
             tensor's extent (``w_stride``/``h_stride`` padding included), pass_through
             with a type other than the model's, input shapes changed concurrently.
+        FlowError
+            If the context is in the general flow.
+        RKNNError
+            The subclass of the status ``rknn_set_io_mem`` returned.
 
         Notes
         -----
@@ -776,10 +780,6 @@ cdef class Context(_ContextBase):
         bind again with the new attributes (the vendor rebinds after each shape switch):
         :meth:`run` raises ValueError for a binding whose dims are no longer the
         model's.
-        FlowError
-            If the context is in the general flow.
-        RKNNError
-            The subclass of the status ``rknn_set_io_mem`` returned.
 
         .. versionadded:: 0.1.0
         """

@@ -147,6 +147,15 @@ cdef int _context_init_call(Context self, object model, bint from_mem, uint32_t 
         path = _os.fsencode(model)
         if b"\0" in path or not path:
             raise ValueError(f"model path {model!r} is empty or contains NUL")
+        # what the runtime would only call RKNN_ERR_MODEL_INVALID, said as Python does
+        if _os.path.isdir(path):
+            raise IsADirectoryError(f"model path {_os.fsdecode(path)!r} is a directory; give "
+                                    "the .rknn file in it")
+        if not _os.path.exists(path):
+            raise FileNotFoundError(f"model file {_os.fsdecode(path)!r} does not exist")
+        if _os.path.getsize(path) == 0:
+            raise ValueError(f"model file {_os.fsdecode(path)!r} is empty (0 bytes): not a "
+                             "model")
         ptr = <char*>path
         size = 0
     else:

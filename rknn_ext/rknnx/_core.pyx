@@ -49,6 +49,7 @@ cdef extern from "pythread.h" nogil:
 from librknn cimport *           # the vendor declarations and the entry-point table
 from rknnx.errors import (RKNNError, NotSupportedError, RuntimeNotFoundError, FlowError,
                           from_code as _from_code)
+from rknnx.errors import ClosedViewError as _ClosedViewError   # a public name in tracebacks
 
 # One slice per subject (see docs/architecture.md, Layers); what each takes from above:
 include "_loader.pxi"       # dlopen/dlsym into _api, fork, chips: posix.dlfcn, getpid

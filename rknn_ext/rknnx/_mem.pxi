@@ -28,8 +28,8 @@ _NOT_DIRECT = ("TensorMem cannot be created directly; use Context.create_mem(), 
                "create_mem_from_mb_blk()")
 
 
-class _ClosedViewError(BufferError, ValueError):
-    """A view of a closed object was requested (a BufferError and a ValueError)."""
+# _ClosedViewError (a view of a closed object was requested) is rknnx.errors.ClosedViewError,
+# imported in _core.pyx: the name a user sees in a traceback is a public one.
 
 
 # Freeing memory that views point into: one rule for TensorMem.close, Outputs.release and

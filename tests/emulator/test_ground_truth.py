@@ -441,15 +441,17 @@ def test_attributes_of_a_uint8_image_int8_model(emu, make_ctx):
 
 
 def test_a_file_that_is_not_a_model(emu, capfd):
-    """L airockchip/rknn-toolkit2 #405, #233 (2.3.x): ``parseRKNN from buffer: Invalid RKNN
-    fromat!`` (the runtime's spelling), then ``rknn_init, load model failed!``; -6 (L
-    rockchip-linux/rknn-toolkit #453, 1.5.0)."""
+    """``parseRKNN from buffer: Invalid RKNN format!``, then ``rknn_init, load model
+    failed!``; -6: the vendor's librknnrt 1.6.0 and 1.5.2 (armhf) on a bad file
+    (real-runtime answers, ``bad_init`` of every file: random_bytes_RKNN_prefix,
+    truncated_half).  The 2.3.x board logs quoted in airockchip/rknn-toolkit2 #405 and #233
+    spell it "fromat"; the emulator follows the runtimes that were run and recorded."""
     bad = b"RKNN\0\0\0\0" + bytes(100)
     h = C.c_uint64(0)
     capfd.readouterr()
     assert api().rknn_init(C.byref(h), bad, len(bad), 0, None) == MODEL_INVALID
     assert lines(capfd.readouterr().err) == [
-        ("E", "parseRKNN from buffer: Invalid RKNN fromat!"),
+        ("E", "parseRKNN from buffer: Invalid RKNN format!"),
         ("E", "rknn_init, load model failed!")]
     # (the bytes start "RKNN": the vendor-file reader refuses them, emulator/standin.c)
 

@@ -70,7 +70,7 @@ def test_cli_doctor_falls_back_to_the_emulator_without_a_board():
     assert "sdk:       2.5.0 (rknnx-emulator" in proc.stdout
     strict = run_python("import sys; from rknnx.__main__ import main; sys.exit(main(['doctor', '--strict']))",
                         env={"RKNNX_RUNTIME": None, "LD_LIBRARY_PATH": ""})
-    assert strict.returncode == 1 and "--strict refuses the emulator" in strict.stderr
+    assert strict.returncode == 1 and "--strict does not fall back to the bundled CPU emulator" in strict.stderr
 
 
 def test_library_falls_back_to_the_emulator_only_where_no_board_can_be(tmp_path):

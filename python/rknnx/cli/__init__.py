@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from typing import List, Optional
 
 from rknnx.cli import bench, doctor, emulator, info, run, serve
@@ -34,6 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in _COMMANDS:
         command.add_parser(sub)
+    # `--verbose` after the sub-command too (`rknnx info bad.rknn --verbose`): each
+    # sub-parser takes it, with a default that leaves the main parser's value alone
+    for p in sub.choices.values():
+        p.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
+                       help="show the traceback of an error")
     return parser
 
 
@@ -44,7 +50,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.print_help()
         return 2
     try:
-        return args.func(args)
+        with warnings.catch_warnings():
+            # rknnx's warnings (a float image in 0..1, a runtime fallback) as one line
+            # each, without Python's file name, line number and source line
+            warnings.showwarning = _show_warning
+            return args.func(args)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:          # `rknnx info ... | head`
@@ -62,6 +72,12 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise
         print(f"rknnx {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 1
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    text = " ".join(str(message).split())
+    kind = "" if category is UserWarning else f"{category.__name__}: "
+    print(f"W rknnx: {kind}{text}", file=file or sys.stderr)
 
 
 def _one_line(exc: BaseException) -> str:

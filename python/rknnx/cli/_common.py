@@ -8,6 +8,14 @@ import sys
 from typing import Optional
 
 
+#: where a board gets librknnrt (doctor's advice, --strict's error; docs/board.md says more)
+WHERE_TO_GET_LIBRKNNRT = (
+    "On a board, install librknnrt.so into /usr/lib: it comes with the board's image, or "
+    "from Rockchip's RKNPU2 runtime in rknn-toolkit2 (github.com/airockchip/rknn-toolkit2, "
+    "rknpu2/runtime/Linux/librknn_api/aarch64/librknnrt.so), in the version of the toolkit "
+    "that converted the models (2.x for toolkit 2.x)")
+
+
 class UserError(Exception):
     """A mistake the user can fix (missing file, wrong input ...): one line, exit status 1."""
 
@@ -20,10 +28,27 @@ def load_runtime(strict: bool = False, quiet: bool = False) -> dict:
     from rknnx import lowlevel, runtime
     from rknnx.errors import RuntimeNotFoundError
 
+    if strict and not os.environ.get("RKNNX_RUNTIME"):
+        # --strict (a command's first use of the runtime): try the places a board has
+        # librknnrt, and never load the emulator that would stand in for it (so no line
+        # says it is used before it is refused)
+        from rknnx import _core
+
+        tried = []
+        for candidate in _core._SYSTEM_CANDIDATES:
+            try:
+                lowlevel.load_runtime(candidate)
+                break
+            except RuntimeNotFoundError:
+                tried.append(candidate)
+        else:
+            raise RuntimeNotFoundError(
+                f"no librknnrt on this host (tried {', '.join(tried)}); --strict does not "
+                f"fall back to the bundled CPU emulator. {WHERE_TO_GET_LIBRKNNRT}")
     info = runtime.runtime_info()
     if strict and info["source"] == lowlevel.FALLBACK_SOURCE:
-        raise RuntimeNotFoundError("no librknnrt on this host (--strict refuses the emulator "
-                                   "that stands in for it)")
+        raise RuntimeNotFoundError("the bundled CPU emulator is loaded (this host cannot be a "
+                                   "board); --strict refuses it. " + WHERE_TO_GET_LIBRKNNRT)
     return info
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import textwrap
 
 from rknnx.cli._common import (UserError, add_model_arguments, help_text, load_runtime,
                                open_model)
@@ -101,7 +102,9 @@ def run(args) -> int:
         except (KeyError, TypeError, ZeroDivisionError):   # a result without both flows
             line = ""
         if line:
-            print(line)
+            # lines of at most about 100 characters: a terminal's width
+            print("\n".join(textwrap.fill(t, 100, subsequent_indent="  ")
+                            for t in line.split("\n")))
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(result, f, indent=2)

@@ -120,7 +120,9 @@ def run(args) -> int:
     if problem:
         advice.append(problem)
     if info["is_emulator"] and not nodes and fallback:
-        advice.append("on a board, install librknnrt.so (RKNPU2 runtime) into /usr/lib")
+        from rknnx.cli._common import WHERE_TO_GET_LIBRKNNRT
+
+        advice.append(WHERE_TO_GET_LIBRKNNRT[0].lower() + WHERE_TO_GET_LIBRKNNRT[1:])
     if info["is_emulator"] and nodes:
         advice.append("this machine has an NPU but rknnx uses the emulator: install "
                       "librknnrt.so or unset RKNNX_RUNTIME")

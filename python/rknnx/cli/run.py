@@ -56,7 +56,19 @@ def read_input(path: str, info, fit: str = "resize", say=print) -> np.ndarray:
         except ImportError:
             raise UserError(f"reading {path!r} needs Pillow (pip install pillow); or pass a .npy "
                             "array") from None
-        img = Image.open(path).convert("RGB")
+        img = Image.open(path)
+        mode = img.mode
+        if mode != "RGB":
+            # the model takes 3 channels: say what the conversion does, in one line
+            what = {"L": "grayscale", "LA": "grayscale with alpha", "1": "black and white",
+                    "I": "32-bit grayscale", "I;16": "16-bit grayscale", "P": "palette",
+                    "RGBA": "RGB with alpha", "CMYK": "CMYK"}.get(mode, f"mode {mode}")
+            done = ("its one channel is repeated into R, G and B"
+                    if mode in ("L", "LA", "1", "I", "I;16", "F") else "converted to RGB")
+            if "A" in mode:
+                done += ", the alpha channel dropped"
+            say(f"input {info.name!r}: {os.path.basename(path)} is {what}; {done}")
+        img = img.convert("RGB")
         if len(info.shape) == 4:
             h, w = info.shape_in("NHWC")[1:3]
             w0, h0 = img.size

@@ -140,7 +140,13 @@ class EmulatorControl:
     # -- simulated NPU time --
     def set_npu_time_us(self, us: Optional[int]) -> None:
         """Microseconds each ``rknn_run`` sleeps (no global lock held); ``None`` reverts
-        to ``RKNN_EMU_NPU_TIME_US``."""
+        to ``RKNN_EMU_NPU_TIME_US``.
+
+        The run's NPU-side work (this time, the graph, the zero-copy conversions) occupies
+        the chip's simulated NPU cores: at most as many runs of the process at once as the
+        chip has cores (three on RK3588, two on RK3576, one elsewhere); a context of core
+        mask AUTO takes any free core, a pinned one waits for every core of its mask.  The
+        ``peak_runs_in_flight`` counter shows it."""
         self.lib.rknn_emu_set_npu_time_us(-1 if us is None else int(us))
 
     @property
