@@ -132,6 +132,55 @@ def model_target(model: bytes) -> Optional[str]:
     return None
 
 
+def _mini_refuses_container(model: bytes, chip: Optional[str]) -> bool:
+    """Whether `chip` runs the RV1106 mini runtime, which reads only container 0x1004
+    files (rknnx.modelfile.RUNTIME_FACTS), and `model` is another container."""
+    from rknnx import modelfile
+
+    mini = next(f for f in modelfile.RUNTIME_FACTS if f.runtime.startswith("librknnmrt"))
+    if not chip or chip.upper() not in mini.chips or len(model) < 16:
+        return False
+    return int.from_bytes(model[8:16], "little") not in mini.reads
+
+
+def _explain_vendor_file(exc: errors.RKNNError, model: bytes, what: str, lib: str,
+                         runtime: dict, chip: Optional[str]) -> Optional[errors.RKNNError]:
+    """The error for a vendor .rknn the runtime refused, from what the file says
+    (rknnx.modelfile: the check that failed, the chip of its NPU family, which runtime
+    versions load its container), or None when the file says nothing of the refusal."""
+    from rknnx import modelfile
+
+    code = f"status {exc.code}"
+    try:
+        mf = modelfile.read(model)
+    except errors.ModelFileError as e:
+        return errors.ModelInvalidError(f"{lib} cannot load {what} ({code}): {e}",
+                                        exc.code, exc.func)
+    if chip and mf.chip and not platforms.same_npu(mf.chip, chip):
+        return errors.TargetPlatformUnmatchError(
+            f"{what} was built for {mf.chip} (NPU {mf.npu_family}, rknn-toolkit2 "
+            f"{mf.toolkit_version}), but this NPU is {chip}: convert the model again with "
+            f"rknn-toolkit2 for target_platform='{chip.lower()}' ({code})", exc.code, exc.func)
+    verdicts = mf.runtime_support()
+    loads = [s.runtime for s in verdicts if s.verdict == "loads"]
+    refused = [f"{s.runtime}: {s.reason}" for s in verdicts if s.verdict == "refuses"]
+    ver = mf.container.version
+    ver_s = f"0x{ver:x}" if ver > 9 else str(ver)
+    saying = (f"it is a container version {ver_s} file of rknn-toolkit2 "
+              f"{mf.toolkit_version or 'of unknown version'} for {mf.chip or 'an unknown chip'}"
+              f"{' (dynamic shapes)' if mf.dynamic else ''}")
+    known = (f"runtimes known to load it: {', '.join(loads)}" if loads else
+             "no runtime on record loads it")
+    if refused:
+        known += f"; refused by {'; '.join(refused)}"
+    if mf.custom_ops:
+        known += (f"; it has custom operators ({', '.join(o.type for o in mf.custom_ops)}): "
+                  "register them before running it")
+    return type(exc)(f"{lib} cannot load {what} ({code}): {saying}; {known} (rknnx info shows "
+                     "the file). Convert the model with the rknn-toolkit2 matching the "
+                     "runtime, or use the runtime that reads it.", exc.code, exc.func)
+
+
 def explain_init_failure(exc: errors.RKNNError, model: bytes, path: Optional[str],
                          runtime: dict, chip: Optional[str]) -> errors.RKNNError:
     """The error to raise for a failed ``rknn_init`` of `model`: of the same status, with
@@ -145,6 +194,13 @@ def explain_init_failure(exc: errors.RKNNError, model: bytes, path: Optional[str
                                         and "RKNN_EMU_NO_DEVICE" not in os.environ):
             return errors.DeviceUnavailableError(
                 f"rknn_init of {what} failed (status -1): {problem}", exc.code, exc.func)
+    if (model[:4] == b"RKNN" or model[:8] == b"CYPTRKNN") and (
+            exc.code != -1 or _mini_refuses_container(model, chip)):
+        # -6 is the file's fault; -1 is, on the mini runtime, a container it does not read
+        # (and anywhere a device or memory problem, which the runtime's lines say)
+        better = _explain_vendor_file(exc, model, what, lib, runtime, chip)
+        if better is not None:
+            return better
     target = model_target(model)
     if target and chip and target != chip and not platforms.same_npu(target, chip):
         return errors.TargetPlatformUnmatchError(
@@ -159,10 +215,7 @@ def explain_init_failure(exc: errors.RKNNError, model: bytes, path: Optional[str
             "cma= on the kernel command line)", exc.code, exc.func)
     if exc.code == -6:
         hint = ""
-        if runtime.get("is_emulator") and model[:8] != b"RKNXEMDL":
-            hint = (" The emulator runs only models written by rknnx.emulator (a real .rknn "
-                    "holds NPU code no CPU can run): run this one on a board.")
-        elif model[:8] != b"RKNXEMDL" and not runtime.get("is_emulator"):
+        if model[:8] != b"RKNXEMDL" and not runtime.get("is_emulator"):
             hint = (" If the file is a .rknn made by a newer rknn-toolkit2 than the runtime, "
                     "update the runtime: models of toolkit 2.x need librknnrt >= 2.0.0, of "
                     "1.5.2/1.6.0 need >= 1.5.2; else convert the model again.")

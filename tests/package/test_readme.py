@@ -100,8 +100,6 @@ def test_vendor_file_example_runs(code, tmp_path):
         pytest.skip(NO_VENDOR_DATA)
     shutil.copy(src, tmp_path / "yolov5s.rknn")
     proc = run_python(code, env={"RKNNX_RUNTIME": None}, cwd=tmp_path)
-    if proc.returncode != 0 and "runs only models written by rknnx.emulator" in proc.stderr:
-        pytest.skip("the emulator's stand-in for vendor files is not in this build")
     assert proc.returncode == 0, proc.stderr
 
 
