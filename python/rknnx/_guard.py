@@ -114,11 +114,14 @@ class Lock:
                 f"{what}: this {self.owner} was created in process {self.pid}; it cannot be "
                 f"used in process {pid} (a child of fork(): the runtime's threads, locks "
                 f"and state do not survive fork); create it after fork, in the child")
-        if self.mutex._is_owned():
+        if self.held_here():
             raise busy_error(self.owner, what)
 
     def held_here(self) -> bool:
-        """Whether the calling thread holds the lock."""
+        """Whether the calling thread holds the lock.  ``RLock._is_owned`` is what
+        ``threading.Condition`` asks of its lock (CPython's C and Python RLocks both have
+        it); the RLock is used for its C-level ``with``, which no exception can leave
+        half-done, and a thread-local mark beside it could be (module docstring)."""
         return self.mutex._is_owned()
 
     def __call__(self, what: str):

@@ -148,8 +148,9 @@ class ModelSpec:
         self.outputs: List[_Tensor] = [_Tensor(t.name, "FP32", [int(d) for d in t.shape])
                                        for t in model.outputs]
         self.raw_outputs = [datatype_of(t.dtype) for t in model.outputs]
-        self._in = {t.name: t for t in self.inputs}
-        self._out = {t.name: i for i, t in enumerate(self.outputs)}
+        #: the inputs by name; the index of each output by name (what a request names)
+        self.input_by_name = {t.name: t for t in self.inputs}
+        self.output_index = {t.name: i for i, t in enumerate(self.outputs)}
         self.chip = model.chip
         #: bytes of one request's input tensors at float32: the scale of a sane body
         self.input_bytes = sum(4 * max(1, int(np.prod([abs(d) for d in t.shape])))
@@ -274,7 +275,7 @@ def decode_request(body: bytes, header_length: Optional[str], spec: ModelSpec) -
         if not isinstance(name, str):
             raise ProtocolError(400, f"{where}: 'name' must be a string")
         where = f"input {_q(name)}"
-        t = spec._in.get(name)
+        t = spec.input_by_name.get(name)
         if t is None:
             raise ProtocolError(400, f"model {spec.name!r} has no input {_q(name)}; its inputs "
                                      f"are {[t.name for t in spec.inputs]}")
@@ -337,7 +338,7 @@ def decode_request(body: bytes, header_length: Optional[str], spec: ModelSpec) -
         for k, o in enumerate(asked):
             if not isinstance(o, dict) or not isinstance(o.get("name"), str):
                 raise ProtocolError(400, f"outputs[{k}] must be an object with a 'name'")
-            i = spec._out.get(o["name"])
+            i = spec.output_index.get(o["name"])
             if i is None:
                 raise ProtocolError(400, f"model {spec.name!r} has no output {_q(o['name'])}; "
                                          f"its outputs are {[t.name for t in spec.outputs]}")
