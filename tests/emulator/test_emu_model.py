@@ -30,7 +30,7 @@ class Desc(C.Structure):
     _fields_ = [("name", C.c_char * 256), ("n_dims", C.c_uint32), ("dims", C.c_uint32 * 16),
                 ("fmt", C.c_int), ("type", C.c_int), ("qnt_type", C.c_int), ("fl", C.c_int8),
                 ("zp", C.c_int32), ("scale", C.c_float), ("n_norm", C.c_uint32),
-                ("mean", C.c_float * 15), ("std", C.c_float * 15)]
+                ("mean", C.c_float * 15), ("std", C.c_float * 15), ("vendor_rules", C.c_int)]
 
 
 class View(C.Structure):
