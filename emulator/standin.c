@@ -276,8 +276,9 @@ int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, em
                truncated files); 2.x boards show the two lines only (L rknn-toolkit2 #405) */
             emu_log(mode == EMU_SD_1_5 ? EMU_LOG_E : EMU_LOG_D, NULL, "parseRKNN: %s (%s)",
                     err.message, err.check);
-            EMU_ERR(NULL, mode == EMU_SD_1_5 ? "parseRKNN from buffer: Invalid RKNN format!"
-                                             : "parseRKNN from buffer: Invalid RKNN fromat!");
+            /* the recorded 1.5.2/1.6.0 wording (2.3.x board logs spell it "fromat":
+               docs/abi-notes.md, Board facts) */
+            EMU_ERR(NULL, "parseRKNN from buffer: Invalid RKNN format!");
             EMU_ERR("rknn_init", "load model failed!");
         }
         return rc == RKNNX_FILE_E_NOMEM ? RKNN_ERR_MALLOC_FAIL

@@ -472,8 +472,11 @@ def _take_frames(pool_ref, jobs: "queue.Queue", state: _State, runner) -> None:
             # (the pool is held meanwhile: it is not collected, nor its runners closed,
             # under a frame)
             prepared, shape_set = job.inputs
-            job.future.set_result(runner.run(prepared, shape_set, job.raw))
+            result = runner.run(prepared, shape_set, job.raw)
         except BaseException as exc:
+            # the pool is let go before the future ends: its waiter may drop the pool at
+            # once and expect it collected
+            del pool
             _guard.forget_frames(exc)    # no view of NPU memory kept by the future
             if state.gone is not None:   # collected while it ran: its context was closed
                 err = RuntimeError(state.gone.replace("before this frame ran",
@@ -481,7 +484,11 @@ def _take_frames(pool_ref, jobs: "queue.Queue", state: _State, runner) -> None:
                 err.__cause__ = exc
                 exc = err
             job.future.set_exception(exc)
-        del pool, job
+        else:
+            del pool
+            job.future.set_result(result)
+            del result
+        del job
 
 
 def _fail_queued(jobs: "queue.Queue", reason: str) -> None:
