@@ -7,6 +7,8 @@ Skipped, saying why, without the vendor data (tests/helpers.py, VENDOR_DATA)."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -18,6 +20,11 @@ from helpers import NO_VENDOR_DATA, live, user_inputs, vendor_models
 FILES = vendor_models()
 if not FILES:
     pytestmark = pytest.mark.skip(reason=NO_VENDOR_DATA)
+elif os.environ.get("RKNNX_RUNTIME") == "emulator-1.5.2":
+    # 1.5.2 refuses more (custom operators abort it, RK3576/RV1126B families are unknown to
+    # it): the emulator playing it is judged file by file against the recorded 1.5.2 by
+    # tests/emulator/test_vendor_judge.py; these tests follow the default 2.x runtime
+    pytestmark = pytest.mark.skip(reason="the 1.5.2 stand-in is judged by test_vendor_judge")
 
 
 def _id(p):
