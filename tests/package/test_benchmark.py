@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import live
+from helpers import VENDOR_DATA, live
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "bench" / "suite.py"
@@ -129,6 +129,8 @@ def test_plot_without_matplotlib_says_what_to_install(monkeypatch, tmp_path):
                     reason="the suite's C baselines need a C compiler")
 def test_quick_suite_runs_and_writes_its_results(runtime, tmp_path):
     env = {**os.environ, "RKNNX_RUNTIME": "emulator"}
+    if VENDOR_DATA is not None:           # the stand-in scenario's model, found as the tests find it
+        env["RKNNX_VENDOR_DATA"] = str(VENDOR_DATA)
     proc = subprocess.run([sys.executable, str(SUITE), "--quick", "--workers", "3",
                            "--out", str(tmp_path)], capture_output=True, text=True, env=env,
                           timeout=300)
@@ -161,7 +163,14 @@ def test_quick_suite_runs_and_writes_its_results(runtime, tmp_path):
     assert p["workers"] == [1, 2, 3]
     assert all(len(p[k]) == 3 and min(p[k]) > 0 for k in ("pool", "threads", "c_pool"))
     names = [t["target"] for t in r["targets"]]
-    assert len(names) == 11
+    sd = r["standin"]
+    if VENDOR_DATA is not None:           # the suite finds yolo640_rk3588.rknn there
+        assert sd["model"] == "yolo640_rk3588.rknn" and sd["ratio"] > 0, sd
+        assert sd["standin_ns"] == sd["phases_ns"]["npu"] + sd["phases_ns"]["run"]
+        assert sum(n.startswith("stand-in of yolo640_rk3588.rknn") for n in names) == 1
+    else:
+        assert sd["skipped"].startswith("no vendor .rknn"), sd
+    assert len(names) == 11 + ("ratio" in sd)
     floor = next(t for t in r["targets"] if t["target"].startswith("(an empty Python call"))
     assert 0 < floor["measured"] < r["overhead"]["session_run"]["median_ns"]
     # the cost of model.run's signature alone, below model.run's own
