@@ -338,6 +338,18 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
         const emu_io_desc *d = emu_model_input(c->m, i);
         ins[i] = c->in_buf[i];
         if (!b->mem) {
+            if (c->shared && c->shared->sd && c->shared->sd->mode == EMU_SD_MINI &&
+                d->type == RKNN_TENSOR_FLOAT16 && c->flow == EMU_FLOW_ZERO_COPY) {
+                /* in the zero-copy flow the mini runtime has no CPU path for a float16 input
+                   left without a mem (fp16_net_rk2118, librknnmrt 2.3.2: -1 once its outputs
+                   were bound and set_io_mem refused the input; the same runs with nothing
+                   bound, and with the input bound, succeed) */
+                EMU_ERR(fn, "input %u (%s) is float16 and has no mem: the mini runtime converts "
+                        "no float16 input on the CPU; bind one with rknn_set_io_mem "
+                        "(pass_through 0)", i, d->name);
+                rc = RKNN_ERR_FAIL;
+                goto out;
+            }
             if ((!c->in_set[i] && !(c->shared && c->shared->sd)) || outside) {
                 /* (a stand-in runs on what its input buffers hold, as the vendor does) */
                 EMU_ERR(fn, "input %u was not set (rknn_inputs_set or rknn_set_io_mem)", i);

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "runtime.h"
+#include "standin.h"
 
 /* memfd_create(2) through syscall(2): glibc has the wrapper only from 2.27, and the
  * manylinux_2_17 wheels run on older C libraries too (the kernel call is from Linux 3.17,
@@ -728,6 +729,15 @@ int rknn_set_io_mem(rknn_context ctx, rknn_tensor_mem *pub, rknn_tensor_attr *at
         goto out;
     const emu_io_desc *d = is_out ? emu_model_output(c->m, idx) : emu_model_input(c->m, idx);
     const uint32_t *dims = is_out ? emu_ctx_out_dims(c, idx) : emu_ctx_in_dims(c, idx);
+    if (!is_out && attr->pass_through && d->type == RKNN_TENSOR_FLOAT16 && c->shared &&
+        c->shared->sd && c->shared->sd->mode == EMU_SD_MINI) {
+        /* the mini runtime takes no float16 input as it is (fp16_net_rk2118, librknnmrt 2.3.2:
+           -5 and this line); the input stays unbound, and rknn_run then fails */
+        emu_log(EMU_LOG_E, NULL, "rknn_set_io_mem, input(%s) tensor type : FP16 not supported in "
+                "pass_through == 1", d->name);
+        rc = RKNN_ERR_PARAM_INVALID;
+        goto out;
+    }
     if (!is_out && attr->pass_through && attr->type != d->type) {
         EMU_ERR(fn, "input %u: pass_through needs the model type %d, got %d", idx, (int)d->type,
                 (int)attr->type);

@@ -139,3 +139,44 @@ def test_rknnlite_loads_and_runs_a_vendor_file(emu, path):
     assert len(got) == len(want)
     for a, b in zip(got, want):
         np.testing.assert_array_equal(np.asarray(a).reshape(b.shape), b)
+
+
+def _rk2118_fp16():
+    return next((p for p in FILES if p.name == "fp16_net_rk2118.rknn"), None)
+
+
+@pytest.mark.skipif(_rk2118_fp16() is None, reason=NO_VENDOR_DATA)
+def test_the_mini_runtime_takes_no_float16_input_as_it_is(emu, capfd):
+    # fp16_net_rk2118, librknnmrt 2.3.2: set_io_mem of the float16 input with pass_through=1
+    # is -5; once the outputs are bound, a run with that input left without a mem is -1; bound
+    # with pass_through 0 it runs (docs/standin.md)
+    from rknnx.errors import ParamInvalidError, RKNNFailError
+    from rknnx.lowlevel import Context, QueryCmd, TensorType
+    emu.set_platform("RK2118")
+    before = live(emu)
+    with Context(str(_rk2118_fp16())) as ctx:
+        a_in = ctx.query(QueryCmd.NATIVE_INPUT_ATTR, 0)
+        assert a_in.type == TensorType.FLOAT16
+        mems = [ctx.create_mem(a_in.size_with_stride)]
+        try:
+            for k in range(ctx.n_output):
+                a = ctx.query(QueryCmd.NATIVE_OUTPUT_ATTR, k)
+                mems.append(ctx.create_mem(a.size_with_stride))
+                ctx.set_io_mem(mems[-1], a)
+            a_in.pass_through = True
+            capfd.readouterr()
+            with pytest.raises(ParamInvalidError) as e:
+                ctx.set_io_mem(mems[0], a_in)
+            assert e.value.code == -5
+            assert "FP16 not supported in pass_through == 1" in capfd.readouterr().err
+            with pytest.raises(RKNNFailError) as e:
+                ctx.run()
+            assert e.value.code == -1
+            assert "input 0 (images) is float16 and has no mem" in capfd.readouterr().err
+            a_in.pass_through = False
+            ctx.set_io_mem(mems[0], a_in)
+            ctx.run()
+        finally:
+            for m in mems:
+                m.close()
+    assert live(emu) == before
