@@ -143,6 +143,16 @@ def _mini_refuses_container(model: bytes, chip: Optional[str]) -> bool:
     return int.from_bytes(model[8:16], "little") not in mini.reads
 
 
+def _other_chip_fix(runtime: dict, built_for: str, chip: str) -> str:
+    """What to do about a model built for another chip: on a board, convert it again; on
+    the emulator, which plays every chip, choose the model's."""
+    again = f"convert the model again with rknn-toolkit2 for target_platform='{chip.lower()}'"
+    if runtime.get("is_emulator"):
+        return (f"the emulator plays {built_for} when told so (RKNN_EMU_PLATFORM={built_for} in "
+                f"the environment); for a board of {chip}, {again}")
+    return again
+
+
 def _explain_vendor_file(exc: errors.RKNNError, model: bytes, what: str, lib: str,
                          runtime: dict, chip: Optional[str]) -> Optional[errors.RKNNError]:
     """The error for a vendor .rknn the runtime refused, from what the file says
@@ -159,8 +169,8 @@ def _explain_vendor_file(exc: errors.RKNNError, model: bytes, what: str, lib: st
     if chip and mf.chip and not platforms.same_npu(mf.chip, chip):
         return errors.TargetPlatformUnmatchError(
             f"{what} was built for {mf.chip} (NPU {mf.npu_family}, rknn-toolkit2 "
-            f"{mf.toolkit_version}), but this NPU is {chip}: convert the model again with "
-            f"rknn-toolkit2 for target_platform='{chip.lower()}' ({code})", exc.code, exc.func)
+            f"{mf.toolkit_version}), but this NPU is {chip}: "
+            f"{_other_chip_fix(runtime, mf.chip, chip)} ({code})", exc.code, exc.func)
     verdicts = mf.runtime_support()
     loads = [s.runtime for s in verdicts if s.verdict == "loads"]
     refused = [f"{s.runtime}: {s.reason}" for s in verdicts if s.verdict == "refuses"]
@@ -186,8 +196,11 @@ def explain_init_failure(exc: errors.RKNNError, model: bytes, path: Optional[str
     """The error to raise for a failed ``rknn_init`` of `model`: of the same status, with
     the cause rknnx can see and its fix in the message (`exc` itself when it sees none)."""
     what = f"model {path!r}" if path else f"the model ({len(model)} bytes)"
-    version = runtime.get("version") or "of unknown version"
-    lib = f"librknnrt {version} at {runtime.get('path')}"
+    # the version is known once a context asked (SDK_VERSION); a first failing rknn_init
+    # has printed it in its own "RKNN Runtime Information" line
+    version = runtime.get("version")
+    lib = f"librknnrt {version} at {runtime.get('path')}" if version else \
+        f"librknnrt at {runtime.get('path')}"
     if exc.code == -1:
         problem = npu_device_problem()
         if problem is not None and not (runtime.get("is_emulator")
@@ -204,9 +217,8 @@ def explain_init_failure(exc: errors.RKNNError, model: bytes, path: Optional[str
     target = model_target(model)
     if target and chip and target != chip and not platforms.same_npu(target, chip):
         return errors.TargetPlatformUnmatchError(
-            f"{what} was built for {target}, but this NPU is {chip}: convert the model again "
-            f"with rknn-toolkit2 for target_platform='{chip.lower()}' (status {exc.code})",
-            exc.code, exc.func)
+            f"{what} was built for {target}, but this NPU is {chip}: "
+            f"{_other_chip_fix(runtime, target, chip)} (status {exc.code})", exc.code, exc.func)
     if exc.code == -1:
         return errors.RKNNFailError(
             f"rknn_init of {what} failed (status -1) on {lib}; the runtime's E lines above "

@@ -235,9 +235,14 @@ def test_model_for_another_chip_names_both(models, emu, tmp_path):
     emu.set_platform("RK3588")
     with pytest.raises(E.TargetPlatformUnmatchError,
                        match=rf"^model '{path}' was built for RK3566, but this NPU is RK3588: "
-                             r"convert the model again with rknn-toolkit2 for "
-                             r"target_platform='rk3588'"):
+                             r"the emulator plays RK3566 when told so \(RKNN_EMU_PLATFORM=RK3566 "
+                             r"in the environment\); for a board of RK3588, convert the model "
+                             r"again with rknn-toolkit2 for target_platform='rk3588'"):
         rknnx.Model(path)
+    # what the message says works
+    code = f"import rknnx; m = rknnx.Model({str(path)!r}); print(m.chip); m.close()"
+    proc = run_python(code, env={"RKNNX_RUNTIME": "emulator", "RKNN_EMU_PLATFORM": "RK3566"})
+    assert proc.returncode == 0 and proc.stdout.split()[-1] == "RK3566", proc.stderr
 
 
 def test_a_damaged_vendor_model_says_which_check_of_the_file_failed(models, tmp_path):

@@ -315,6 +315,37 @@ def test_doctor_model_describes_the_model(tmp_path):
     assert "model:     cannot be opened: " in proc.stdout and "RK3566" in proc.stdout
 
 
+def test_doctor_model_of_a_vendor_file_says_which_runtimes_load_it():
+    # the facts of rknnx.modelfile.RUNTIME_FACTS, as rknnx info and the load errors use
+    # them: yolo640_rk3588 is a container-6 file, which 1.5.2 and 1.6.0 load and 1.4.0
+    # refuses ('Invalid RKNN model version 6', the recorded 1.4.0 init)
+    from helpers import NO_VENDOR_DATA, RKNN_MODELS
+    if RKNN_MODELS is None:
+        pytest.skip(NO_VENDOR_DATA)
+    path = RKNN_MODELS / "toolkit-2.5.0" / "yolo640_rk3588.rknn"
+    proc = cli("doctor", "--model", str(path))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "file:      container 6, rknn-toolkit2 2.5.0, for RK3588; static shapes" in lines
+    assert "           loads on:   librknnrt 1.5.2; librknnrt 1.6.0" in lines
+    assert ("           refused by: librknnrt 1.4.0 (container 6: Invalid RKNN model "
+            "version 6)") in lines
+    plan = next(ln for ln in lines if "NPU memory it plans" in ln)
+    assert re.search(r"weights \d+\.\d (KiB|MiB) \+ internal 4\.\d MiB", plan), plan
+    # the emulator playing 1.5.2 is a runtime of the facts: its own verdict
+    proc = cli("doctor", "--model", str(path), env={"RKNNX_RUNTIME": "emulator-1.5.2"})
+    assert proc.returncode == 0, proc.stderr
+    assert "           this runtime (librknnrt 1.5.2): loads (reads container 6)" in \
+        proc.stdout.splitlines()
+    # a file of a chip the emulator is not playing: what to set, and the file's facts
+    other = RKNN_MODELS / "toolkit-2.5.0" / "cls_img_rv1106.rknn"
+    proc = cli("doctor", "--model", str(other))
+    assert proc.returncode == 1
+    assert "RKNN_EMU_PLATFORM=RV1106" in proc.stdout
+    assert "file:      container 0x1004, rknn-toolkit2 2.5.0, for RV1106" in proc.stdout
+    assert "           loads on:   librknnmrt 2.3.2" in proc.stdout.splitlines()
+
+
 def test_run_says_when_it_resizes_and_letterboxes(tmp_path):
     from PIL import Image
 

@@ -105,15 +105,24 @@ def run(args) -> int:
         built = f"built for {target}" if target else "the file names no chip"
         print(f"model:     opens here ({kind}; {built}; inputs {ins})")
         print(f"           outputs {outs}")
-        if opened.mem_size is not None:
-            print(f"           NPU memory it takes: "
-                  f"{opened.mem_size.total_dma_allocated_size / 2**20:.1f} MiB")
+        ms = opened.mem_size
+        if ms is not None and ms.total_dma_allocated_size:
+            print(f"           NPU memory it takes: {ms.total_dma_allocated_size / 2**20:.1f} MiB")
+        elif ms is not None:
+            # the emulator's stand-in for a vendor file knows the file's plan only: the
+            # runtime's own buffers come on top on a board (docs/standin.md)
+            print(f"           NPU memory it plans: weights {_size(ms.total_weight_size)} + "
+                  f"internal {_size(ms.total_internal_size)} (the runtime's own buffers "
+                  "come on top)")
         for note in opened.notes:
             print(f"           {note}")
         opened.close()
     elif opened is not None:
         print(f"model:     cannot be opened: {opened}")
         status = 1
+    if args.model is not None:
+        for line in file_lines(model, info.get("sdk_version") or info.get("version")):
+            print(line)
     advice = []
     problem = None if info["is_emulator"] and not os.environ.get("RKNN_EMU_NO_DEVICE") \
         else _board.npu_device_problem()
@@ -132,6 +141,44 @@ def run(args) -> int:
         print("(pass --model FILE.rknn to check that the model opens here, and to read the "
               "runtime and driver versions)")
     return status
+
+
+def file_lines(path, runtime_version) -> list:
+    """What a vendor ``.rknn`` says of itself and of the runtimes that load it (the facts
+    of :data:`rknnx.modelfile.RUNTIME_FACTS`, as ``rknnx info`` and the load errors use
+    them); no lines for a file that is not a vendor file."""
+    from rknnx import modelfile
+
+    if not modelfile.is_vendor_file(path):
+        return []
+    try:
+        mf = modelfile.read(path)
+    except modelfile.ModelFileError as exc:
+        return [f"file:      not readable: {exc}"]
+    ver = mf.container.version
+    shapes = "dynamic shapes" if mf.dynamic else "static shapes"
+    out = [f"file:      container {ver if ver < 10 else hex(ver)}, rknn-toolkit2 "
+           f"{mf.toolkit_version or '(version not in the file)'}, for "
+           f"{mf.chip or 'an unknown chip'}; {shapes}"]
+    verdicts = mf.runtime_support()
+    for verdict, label in (("loads", "loads on:  "), ("refuses", "refused by:"),
+                           ("crashes", "crashes:   "), ("unknown", "no record: ")):
+        names = [s.runtime if verdict == "loads" else f"{s.runtime} ({s.reason})"
+                 for s in verdicts if s.verdict == verdict]
+        if names:
+            out.append(f"           {label} {'; '.join(names)}")
+    mine = str(runtime_version or "").split(" ")[0]
+    here = [s for s in verdicts if mine and s.runtime.split(" ")[-1] == mine]
+    if here:
+        out.append(f"           this runtime ({here[0].runtime}): {here[0].verdict} "
+                   f"({here[0].reason})")
+    elif mine:
+        out.append(f"           this runtime ({mine}): no record of its version in the facts "
+                   "(recorded: " + ", ".join(f.runtime for f in modelfile.RUNTIME_FACTS) + ")")
+    if mf.custom_ops:
+        out.append(f"           custom operators: {', '.join(o.type for o in mf.custom_ops)} "
+                   "(register them before running it)")
+    return out
 
 
 def chosen_by(info: dict, fallback: bool) -> str:
@@ -161,6 +208,10 @@ def _open(model):
         return rknnx.Model(model)
     except (rknnx.RKNNError, OSError, ValueError) as exc:
         return exc
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.1f} KiB"
 
 
 def _cma():
