@@ -23,6 +23,7 @@
  *   dynamic models     plain views at the largest set until a shape is chosen, then the
  *                      current one; NATIVE_* always the largest; NATIVE_NHWC_OUTPUT refused
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,8 +289,8 @@ int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, em
     emu_io_desc *ins = NULL, *outs = NULL;
     uint32_t *in_dims = NULL, *out_dims = NULL;
     uint64_t cv = f->container_version;
-    /* the container version each runtime reads (docs/standin.md): 1.5.2 up to 6, 2.x 6, the
-       mini runtime 0x1004 only */
+    /* the container version each runtime reads (docs/standin.md): 1.5.2 and 2.x 1, 2 and 6,
+       the mini runtime 0x1004 only */
     if (mode == EMU_SD_MINI && cv != RKNNX_FILE_CONTAINER_V1004) {
         EMU_ERR(NULL, "incompatible model version: %llu", (unsigned long long)cv);
         rc = RKNN_ERR_FAIL;
@@ -301,7 +302,19 @@ int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, em
         rc = refuse(mode, RKNN_ERR_MODEL_INVALID, NULL);
         goto done;
     }
-    if (mode == EMU_SD_2X && cv != RKNNX_FILE_CONTAINER_V6 && cv != RKNNX_FILE_CONTAINER_V2) {
+    if (mode == EMU_SD_2X && cv == RKNNX_FILE_CONTAINER_V1) {
+        /* No runtime on record was run on a container-1 file (toolkit 1.1): the 2.x stand-in
+           reads it, as 1.5.2's does and as every recorded runtime reads the older container
+           it knows (1.6.0 the container-2 files), and says once that a board may not */
+        static atomic_int said;
+        if (!atomic_exchange(&said, 1) && emu_log_enabled(EMU_LOG_W))
+            fprintf(stderr, "W rknnx: a container version 1 file (rknn-toolkit2 1.1): no "
+                    "librknnrt on record was run on one, so whether a board's loads it is not "
+                    "known; rknn-toolkit2 1.3 and later write versions 2 and 6 "
+                    "(docs/standin.md)\n");
+    }
+    if (mode == EMU_SD_2X && cv != RKNNX_FILE_CONTAINER_V6 && cv != RKNNX_FILE_CONTAINER_V2 &&
+        cv != RKNNX_FILE_CONTAINER_V1) {
         snprintf(line, sizeof line, "Invalid RKNN model version %llu", (unsigned long long)cv);
         EMU_ERR(NULL, "%s", line);
         EMU_ERR("rknn_init", "load model failed!");

@@ -38,8 +38,9 @@ MINI = next(f for f in modelfile.RUNTIME_FACTS if f.runtime.startswith("librknnm
 def _refused(mf) -> bool:
     """Whether the runtime the emulator plays for the file's chip refuses its container: the
     mini runtime reads only 0x1004 (librknnmrt 2.3.2 on every corpus file); the 2.x runtime
-    containers 2 and 6 (librknnrt 1.6.0, the judge of the default mode; docs/standin.md)."""
-    return mf.container.version not in ((0x1004,) if mf.chip in MINI else (2, 6))
+    containers 2 and 6 (librknnrt 1.6.0, the judge of the default mode) and, with a W line,
+    1, which no runtime on record was run on (docs/standin.md)."""
+    return mf.container.version not in ((0x1004,) if mf.chip in MINI else (1, 2, 6))
 
 
 def _open_as_its_chip(emu, path):
@@ -180,3 +181,28 @@ def test_the_mini_runtime_takes_no_float16_input_as_it_is(emu, capfd):
             for m in mems:
                 m.close()
     assert live(emu) == before
+
+
+CONTAINER_1 = [p for p in FILES if modelfile.read(p).container.version == 1]
+
+
+@pytest.mark.skipif(not CONTAINER_1, reason=NO_VENDOR_DATA)
+def test_a_container_1_file_opens_and_says_once_that_no_runtime_on_record_read_one():
+    # toolkit 1.1 files (rknpu2 c28b080 multiple_input_demo): no recorded runtime was run on
+    # one, so rknnx info says "unknown" for every runtime and the stand-in opens them with a
+    # W line, once per process (docs/standin.md)
+    from helpers import run_python
+    mf = modelfile.read(CONTAINER_1[0])
+    assert {s.verdict for s in mf.runtime_support()} <= {"unknown", "other chip"}
+    chips = {modelfile.read(p).chip for p in CONTAINER_1}
+    for chip in sorted(chips):
+        files = [str(p) for p in CONTAINER_1 if modelfile.read(p).chip == chip]
+        code = ("import rknnx\n"
+                f"for p in {files!r} * 2:\n"
+                "    with rknnx.Model(p) as m:\n"
+                "        print(m.chip)\n")
+        proc = run_python(code, env={"RKNNX_RUNTIME": "emulator", "RKNN_EMU_PLATFORM": chip})
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.split() == [chip] * (2 * len(files))
+        assert proc.stderr.count("W rknnx: a container version 1 file (rknn-toolkit2 1.1): no "
+                                 "librknnrt on record was run on one") == 1, proc.stderr
