@@ -639,6 +639,45 @@ def test_info_on_a_vendor_file_needs_no_runtime():
 
 
 @NO_DATA
+def test_info_shows_mean_and_std_where_they_are_not_the_identity():
+    proc = _info("info", str(_model("fp16_net_rk3588.rknn")))
+    assert proc.returncode == 0 and "NO-RUNTIME" in proc.stderr, proc.stderr
+    lines = proc.stdout.splitlines()
+    k = next(i for i, l in enumerate(lines) if l.startswith("  [0] images "))
+    # the input's row, its native row, then its normalization as the file lists it
+    assert lines[k + 2] == "      norm   (x - mean) / std, mean 0; std 255, 255, 255"
+    assert sum("norm " in l for l in lines) == 1          # outputs have none
+    d = json.loads(_info("info", str(_model("fp16_net_rk3588.rknn")), "--json").stdout)
+    assert (d["inputs"][0]["mean"], d["inputs"][0]["std"]) == ([0.0], [255.0, 255.0, 255.0])
+    assert "norm" in d["inputs"][0]["decoded"] and d["outputs"][0]["mean"] is None
+    # multi_io: the image is normalized, vec ([0] and [1]) is not: no line for it
+    out = _info("info", str(_model("multi_io_rk3588.rknn"))).stdout
+    assert out.count("      norm   ") == 1 and "std 255, 255, 255" in out
+
+
+def test_info_keeps_long_mean_std_lines_narrow(tmp_path):
+    path = tmp_path / "wide.rknn"
+    many = "[%s]" % ", ".join(f"{100 + k}.5" for k in range(20))
+    path.write_bytes(synthetic_rknn("{'attrs': {'x': {'mean': %s, 'std': [0.017]}}}" % many))
+    proc = _info("info", str(path))
+    assert proc.returncode == 0, proc.stderr
+    norm = [l for l in proc.stdout.splitlines() if l.startswith("      norm")]
+    assert norm == ["      norm   (x - mean) / std, mean 100.5, 101.5, 102.5, 103.5, ... "
+                    "(20 values); std 0.017"]
+    # two long lists: std on a line of its own, under mean
+    path.write_bytes(synthetic_rknn("{'attrs': {'x': {'mean': %s, 'std': %s}}}"
+                                    % (many, many.replace(".5", ".25"))))
+    lines = _info("info", str(path)).stdout.splitlines()
+    k = next(i for i, l in enumerate(lines) if l.startswith("      norm"))
+    assert lines[k].endswith("mean 100.5, 101.5, 102.5, 103.5, ... (20 values);")
+    assert lines[k + 1] == " " * 31 + "std 100.25, 101.25, 102.25, 103.25, ... (20 values)"
+    assert len(lines[k]) <= 100 and len(lines[k + 1]) <= 100
+    # the identity is not shown
+    path.write_bytes(synthetic_rknn("{'attrs': {'x': {'mean': [0, 0, 0], 'std': [1.0]}}}"))
+    assert "norm" not in _info("info", str(path)).stdout
+
+
+@NO_DATA
 def test_info_on_dynamic_custom_and_0x1004_files():
     out = _info("info", str(_model("dynamic_nogap_rk3588.rknn"))).stdout
     assert "shapes:     dynamic" in out and "shape set 2: 1x32x32x3" in out
