@@ -18,6 +18,7 @@
  *
  * The outputs are periodic with period 256 elements, so the fill is a memcpy of one block.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,14 @@ int emu_model_new_standin(const char *target, const emu_io_desc *ins, uint32_t n
         rc = RKNN_ERR_MODEL_INVALID;
         if (d->n_dims == 0 || d->n_dims > RKNN_MAX_DIMS || emu_model_dtype_size(d->type) == 0)
             goto fail;
+        /* an input's mean/std (standin.c takes them from the file) obey what model.c asks of
+           the emulator's own files: at most RKNN_MAX_NUM_CHANNEL entries (the arrays'
+           bound), finite, std not 0; an output has none */
+        if (d->n_norm > (t < n_in ? RKNN_MAX_NUM_CHANNEL : 0))
+            goto fail;
+        for (uint32_t c = 0; c < d->n_norm; c++)
+            if (!isfinite(d->mean[c]) || !isfinite(d->std[c]) || d->std[c] == 0.0f)
+                goto fail;
         memcpy(x->name, d->name, sizeof x->name);
         x->name[sizeof x->name - 1] = '\0';
         x->dtype = d->type;

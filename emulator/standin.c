@@ -4,7 +4,8 @@
  * was read from).
  *
  * What the file holds (rknn_file.h): names, the INPUT_ATTR / OUTPUT_ATTR view (dims, fmt,
- * type, quantization), the compiler's native shape (NC1HWC2 for most outputs).  What the
+ * type, quantization), the compiler's native shape (NC1HWC2 for most outputs), the inputs'
+ * mean/std (the conversion of inputs applies them: norm_of below).  What the
  * vendor runtime computes from them and the chip, as its answers for the shared corpus show
  * (glibc 1.5.2 / 1.6.0 on RK3566 and RK3588, the mini runtime 2.3.2 on RV1106 / RV1103 /
  * RK2118); C2 below is the chip's channel block for the type (RK3566: 8 for 1-byte types,
@@ -23,6 +24,7 @@
  *   dynamic models     plain views at the largest set until a shape is chosen, then the
  *                      current one; NATIVE_* always the largest; NATIVE_NHWC_OUTPUT refused
  */
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +242,45 @@ static void desc_of(const emu_sd_attrs *v, emu_io_desc *d)
     d->zp = a->zp;
     d->scale = a->scale;
     d->vendor_rules = 1;
+}
+
+/* The mean/std the vendor runtime applies to an input, as the conversion takes them
+   (runtime_layout.c, conv_one: x = (x - mean[c]) / std[c], one entry per channel, or one
+   entry for every channel when n_norm is 1).  The file lists them raw (rknn_file.h): a list
+   of 1 entry stands for every channel and is broadcast, the others must have one entry per
+   channel (an image's C; the last axis of any other input, the conversion's channel there).
+   The vendor normalizes a float16 input with them on the CPU (fp16_net_rk3588/rk3566, 1.5.2
+   and 1.6.0: docs/abi-notes.md, "NPU-side bytes"); an int8 image's uint8 bytes still go to
+   the NPU raw (emu_npu_pack_input): the NPU normalizes those itself. */
+static void norm_of(const rknnx_file_tensor *t, emu_io_desc *d)
+{
+    if (!(t->known & RKNNX_FILE_KNOWN_NORM) || d->n_dims == 0)
+        return;   /* the file does not say: nothing is applied, as before the reader read it */
+    uint32_t N, C = d->dims[d->n_dims - 1], H, W;
+    if (emu_desc_is_image(d->n_dims, d->fmt))
+        emu_nchw_of(d->dims, d->fmt, &N, &C, &H, &W);
+    /* lengths that fit neither 1 nor the channel count (3 entries for a 1-channel input):
+       which entry goes with which channel is not known, so none is applied (n_norm 0) */
+    if (C == 0 || (t->n_mean != 1 && t->n_mean != C) || (t->n_std != 1 && t->n_std != C))
+        return;
+    uint32_t n = C;
+    if (C > RKNN_MAX_NUM_CHANNEL) {
+        /* more channels than emu_io_desc holds (RKNN_MAX_NUM_CHANNEL): one entry for every
+           channel still fits (n_norm 1), a list per channel does not (n_norm 0) */
+        if (t->n_mean != 1 || t->n_std != 1)
+            return;
+        n = 1;
+    }
+    for (uint32_t c = 0; c < n; c++) {
+        float mean = t->mean[t->n_mean == 1 ? 0 : c], std = t->std[t->n_std == 1 ? 0 : c];
+        /* a std of 0 or a value that is not finite would turn every input into inf/NaN:
+           not a normalization the runtime could mean; none is applied */
+        if (!isfinite(mean) || !isfinite(std) || std == 0.0f)
+            return;
+        d->mean[c] = mean;
+        d->std[c] = std;
+    }
+    d->n_norm = n;
 }
 
 static int refuse(int mode, int status_glibc, const char *line)
@@ -468,10 +509,12 @@ int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, em
         }
     }
     for (uint32_t k = 0; k < nio; k++) {
-        if (k < sd->n_in)
+        if (k < sd->n_in) {
             desc_of(&sd->maxv[k], &ins[k]);
-        else
+            norm_of(&f->inputs[k], &ins[k]);
+        } else {
             desc_of(&sd->maxv[k], &outs[k - sd->n_in]);
+        }
     }
     /* the stand-in model's declared dims are set 0's */
     if (sd->n_sets) {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -228,3 +229,94 @@ def vendor_models():
     if RKNN_MODELS is None:
         return []
     return sorted(RKNN_MODELS.rglob("*.rknn"))
+
+
+# ---- a FlatBuffer built here: the vendor files' payloads without the vendor's data --------
+
+def flatbuffer(root) -> bytes:
+    """Serialise `root` (a table: {slot: value}) as a FlatBuffer with identifier RKNN.
+    Values: ('u8', v) ('u32', v) ('str', s) ('vu32', [..]) ('vi32', [..]) ('vf32', [..])
+    ('table', {..}) ('vtable', [{..}, ..])."""
+    buf = bytearray(b"\0\0\0\0RKNN")
+
+    def align():
+        while len(buf) % 4:
+            buf.append(0)
+
+    def emit_table(fields):
+        align()
+        wide = [s for s in sorted(fields) if fields[s][0] != "u8"]
+        narrow = [s for s in sorted(fields) if fields[s][0] == "u8"]
+        offs, pos = {}, 4
+        for s in wide:
+            offs[s] = pos
+            pos += 4
+        for s in narrow:
+            offs[s] = pos
+            pos += 1
+        nslots = max(fields) + 1 if fields else 0
+        vt = struct.pack("<HH", 4 + 2 * nslots, pos) + b"".join(
+            struct.pack("<H", offs.get(s, 0)) for s in range(nslots))
+        vt_pos = len(buf)
+        buf.extend(vt)
+        align()
+        t = len(buf)
+        buf.extend(struct.pack("<i", t - vt_pos) + bytes(pos - 4))
+        later = []
+        for s in wide:
+            kind, v = fields[s]
+            if kind == "u32":
+                struct.pack_into("<I", buf, t + offs[s], v)
+            else:
+                later.append((t + offs[s], kind, v))
+        for s in narrow:
+            buf[t + offs[s]] = fields[s][1]
+        for at, kind, v in later:
+            struct.pack_into("<I", buf, at, emit(kind, v) - at)
+        return t
+
+    def emit(kind, v):
+        align()
+        p = len(buf)
+        if kind == "str":
+            raw = v.encode()
+            buf.extend(struct.pack("<I", len(raw)) + raw + b"\0")
+        elif kind in ("vu32", "vi32", "vf32"):
+            code = {"vu32": "I", "vi32": "i", "vf32": "f"}[kind]
+            buf.extend(struct.pack(f"<I{len(v)}{code}", len(v), *v))
+        elif kind == "table":
+            return emit_table(v)
+        elif kind == "vtable":
+            buf.extend(struct.pack("<I", len(v)) + bytes(4 * len(v)))
+            for i, sub in enumerate(v):
+                at = p + 4 + 4 * i
+                struct.pack_into("<I", buf, at, emit_table(sub) - at)
+        return p
+
+    t = emit_table(root)
+    struct.pack_into("<I", buf, 0, t)
+    align()
+    return bytes(buf)
+
+
+def synthetic_rknn(generator: str, *, dynamic: bool = False, nchw=(1, 3, 4, 6)) -> bytes:
+    """A container 6 file built here, of the layout the toolkit-2.5.0 RK3588 files have
+    (docs/rknn-file-format.md): one float16 image input ``x`` of logical shape `nchw`, which
+    the compiler made NHWC, one float16 [1, 4] output ``y``, and `generator` as the Model's
+    generator text (slot 3).  The reader reads it and the emulator stands in for it."""
+    n, c, h, w = nchw
+    x = {0: ("u8", 10), 1: ("u8", 64), 2: ("u8", 1), 3: ("vu32", [n, 1, h, w, c]),
+         4: ("vu32", [n, c, h, w]), 5: ("str", "x")}
+    y = {0: ("u8", 10), 2: ("u8", 2), 3: ("vu32", [1, 4]), 4: ("vu32", [1, 4]),
+         5: ("str", "y")}
+    graph = {0: ("vtable", [x, y]), 2: ("vu32", [0]), 3: ("vu32", [1])}
+    payload = flatbuffer({
+        0: ("u32", 6), 1: ("str", "RKNPU v2"), 2: ("vtable", [graph]), 3: ("str", generator),
+        6: ("u32", 20500), 7: ("str", "2.5.0(compiler version: 2.5.0 (synthetic))"),
+        8: ("str", "rk3588"), 9: ("str", "ONNX"),
+        12: ("str", '{"x": {"dtype": "float16", "layout": "NHWC"}}'),
+        13: ("str", '{"y": {"dtype": "float16", "layout": "NCHW"}}'),
+        16: ("str", "dynamic_shape" if dynamic else "static_shape")})
+    tail = b'{"input_num": 1, "output_num": 1, "version": "2.5.0"}'
+    return (b"RKNN\0\0\0\0" + struct.pack("<QQ", 6, len(payload)) + bytes(40) + payload
+            + struct.pack("<Q", len(tail)) + tail)

@@ -124,8 +124,17 @@ class TensorInfo:
         Bytes of the native view.
     npu_dtype, npu_layout : str
         The compiler's I/O JSON: NPU-side dtype and layout names (``""`` if absent).
+    mean, std : tuple of float or None
+        An input's normalization, as the toolkit was given it and the file lists it: the
+        runtime feeds the model ``(x - mean[c]) / std[c]`` for channel ``c``.  Raw: a tuple
+        may hold one entry (for every channel) or one per channel, and the two need not
+        have the same length (``(0.0,)`` and ``(255.0, 255.0, 255.0)`` in the toolkit's
+        image models).  None when not known: outputs, files of containers 1, 2 and 0x1004,
+        an input the file's generator does not describe, or a generator the reader cannot
+        parse (never an error for a static model).
     known : frozenset of str
-        Decoded groups: ``"shape"``, ``"attr"``, ``"qnt"``, ``"native"``.
+        Decoded groups: ``"shape"``, ``"attr"``, ``"qnt"``, ``"native"``, ``"norm"`` (mean
+        and std).
     raw : dict
         Everything the C reader gave (the rknn_api enum values, the file's codes).
     """
@@ -152,6 +161,8 @@ class TensorInfo:
     native_size: Optional[int]
     npu_dtype: str
     npu_layout: str
+    mean: Optional[tuple]
+    std: Optional[tuple]
     known: frozenset
     raw: dict = field(repr=False, compare=False)
 
@@ -235,7 +246,7 @@ def _tensor(d: dict) -> TensorInfo:
         native_layout=_LAYOUTS.get(d["native_fmt"]) if d["native_fmt"] is not None else None,
         native_dims=tuple(d["native_dims"]) if d["native_dims"] is not None else None,
         native_size=d["native_size"], npu_dtype=d["npu_dtype"], npu_layout=d["npu_layout"],
-        known=frozenset(d["known"]), raw=dict(d))
+        mean=d["mean"], std=d["std"], known=frozenset(d["known"]), raw=dict(d))
 
 
 def read(source: Union[str, os.PathLike, bytes, bytearray, memoryview]) -> ModelFile:

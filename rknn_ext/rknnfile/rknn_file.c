@@ -17,6 +17,7 @@
  */
 #include "rknn_file.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -780,6 +781,28 @@ static int lit_dims(const ltree *t, const lnode *arr, uint32_t *n, uint32_t *dim
     return 0;
 }
 
+/* A list (or tuple) of 1 to cap numbers, as floats, into v; -1 if it is not one (empty, too
+ * long, an element that is no int or float, or a finite value beyond float's range). */
+static int lit_floats(const ltree *t, const lnode *arr, uint32_t cap, uint32_t *n, float *v)
+{
+    const lnode *c;
+    uint32_t k = 0;
+    if (!arr || arr->kind != L_ARR || arr->count == 0 || arr->count > cap) {
+        return -1;
+    }
+    for (c = lit_node(t, arr->first); c; c = lit_node(t, c->next)) {
+        if (c->kind != L_INT && c->kind != L_FLOAT) {
+            return -1;
+        }
+        if (isfinite(c->fval) && fabs(c->fval) > (double)FLT_MAX) {
+            return -1;   /* no float holds it: converting would be undefined */
+        }
+        v[k++] = (float)c->fval;
+    }
+    *n = k;
+    return 0;
+}
+
 /* ---- model helpers --------------------------------------------------------------------- */
 
 typedef struct priv {
@@ -1312,6 +1335,36 @@ static int read_shape_sets(const ltree *gen, rknnx_file_model *m, rknnx_file_err
 }
 
 /*
+ * The inputs' normalization: the generator's attrs map every input (and output) name to a
+ * dict whose 'mean' and 'std' (inputs only) are the lists the toolkit was given, e.g.
+ * fp16_net_rk3588: 'images': {..., 'mean': [0], 'std': [255, 255, 255], ...}.  Kept raw (the
+ * counts as stored); an input whose two lists are not both lists of numbers stays unknown.
+ * Never an error: the shapes and types the runtime reports do not depend on them.
+ */
+static void read_norms(const ltree *gen, rknnx_file_model *m)
+{
+    const lnode *attrs = lit_get(gen, &gen->nodes[0], "attrs");
+    uint32_t i;
+    if (!attrs || attrs->kind != L_OBJ) {
+        return;
+    }
+    for (i = 0; i < m->n_inputs; i++) {
+        rknnx_file_tensor *t = &m->inputs[i];
+        const lnode *a = lit_get(gen, attrs, t->name);
+        if (lit_floats(gen, lit_get(gen, a, "mean"), RKNNX_FILE_MAX_NORM, &t->n_mean,
+                       t->mean) == 0 &&
+            lit_floats(gen, lit_get(gen, a, "std"), RKNNX_FILE_MAX_NORM, &t->n_std,
+                       t->std) == 0) {
+            t->known |= RKNNX_FILE_KNOWN_NORM;
+        } else {
+            t->n_mean = t->n_std = 0;
+            memset(t->mean, 0, sizeof t->mean);
+            memset(t->std, 0, sizeof t->std);
+        }
+    }
+}
+
+/*
  * Custom operators: Model slot 21 is a string of the custom op types the model uses
  * ("cstDualResidual" in the vendor's dual_residual_custom files, empty otherwise; absent
  * before format 6).  Only one type has been seen, so how several are separated is not
@@ -1505,14 +1558,26 @@ static int read_flatbuffer(const uint8_t *payload, size_t size, uint64_t file_of
         const uint8_t *s;
         size_t n;
         if ((rc = fb_string(&f, &root, 3, "generator", &s, &n)) != 0) goto out;
-        /* Only a dynamic model needs it (its shape sets); a static model's generator is
-         * not read, so a literal this parser does not know there (a newer toolkit's
-         * repr) cannot make a good model unreadable. */
-        if (m->dynamic && s && n && s[0] == '{') {
+        /* A dynamic model needs it (its shape sets): a generator the parser refuses fails
+         * the read.  A static model needs it only for its inputs' mean/std, so there a
+         * literal this parser does not know (a newer toolkit's repr) leaves those unknown
+         * and cannot make a good model unreadable; only running out of memory fails. */
+        if ((m->dynamic || m->format_version >= 6) && s && n && s[0] == '{') {
             rc = lit_parse(&gen, (const char *)s, n, 1, "generator",
-                           (int64_t)(file_off + (size_t)(s - payload)), err);
-            if (rc) goto out;
-            if ((rc = read_shape_sets(&gen, m, err)) != 0) goto out;
+                           (int64_t)(file_off + (size_t)(s - payload)),
+                           m->dynamic ? err : NULL);
+            if (rc == RKNNX_FILE_E_NOMEM && !m->dynamic) {
+                rc = fail(err, RKNNX_FILE_E_NOMEM, "nomem", -1, "out of memory");
+                goto out;
+            }
+            if (rc && m->dynamic) goto out;
+            if (rc == 0 && m->dynamic && (rc = read_shape_sets(&gen, m, err)) != 0) goto out;
+            /* the mean/std of format 6 files only: the container 2 files (format 1) list
+             * no input in their attrs, and the 0x1004 payload is not read here */
+            if (rc == 0 && m->format_version >= 6) {
+                read_norms(&gen, m);
+            }
+            rc = RKNNX_FILE_OK;
         }
         if (m->dynamic && m->n_shape_sets == 0) {
             rc = fail(err, RKNNX_FILE_E_FORMAT, "generator.dynamic_shapes", -1,

@@ -16,6 +16,9 @@
  *     depth-limited JSON parser;
  *   - the FlatBuffer's `generator` text, a Python-literal dict, by a parser of the literal
  *     subset it uses (dict, list, tuple, str, int, float, True/False/None): never evaluated.
+ *     A dynamic model needs it (its shape sets: a generator the parser refuses fails the
+ *     read); a static model does not, so there a refused generator only leaves the inputs'
+ *     mean/std unknown.
  *
  * For container 0x1004 (RV1103/RV1106/RK2118) the framing and the JSON tail are read here;
  * the payload is handed to rknnx_file_decode_v1004() (rknn_file_v1004.c, when built with
@@ -40,6 +43,9 @@ extern "C" {
 #define RKNNX_FILE_MAX_DIMS 16    /* RKNN_MAX_DIMS */
 #define RKNNX_FILE_NAME_LEN 256   /* RKNN_MAX_NAME_LEN, terminating NUL included */
 #define RKNNX_FILE_STR_LEN 128    /* short strings: versions, platforms, families */
+#define RKNNX_FILE_MAX_NORM 64    /* entries of an input's mean or std list kept (every file
+                                   * seen has 1 or 3; the runtime API's inputs have at most
+                                   * RKNN_MAX_NUM_CHANNEL = 15 channels) */
 
 /* Container versions seen in files (docs/rknn-file-format.md). */
 #define RKNNX_FILE_CONTAINER_V1 1u
@@ -79,6 +85,7 @@ typedef struct rknnx_file_error {
 #define RKNNX_FILE_KNOWN_ATTR 0x02u    /* n_dims/dims/fmt, n_elems, size (the *_ATTR view) */
 #define RKNNX_FILE_KNOWN_QNT 0x04u     /* qnt_type, zp, scale, quantized, per-channel arrays */
 #define RKNNX_FILE_KNOWN_NATIVE 0x08u  /* native_fmt, native_n_dims, native_dims, native_size */
+#define RKNNX_FILE_KNOWN_NORM 0x10u    /* inputs: n_mean/mean, n_std/std */
 
 #define RKNNX_FILE_UNKNOWN (-1)         /* an int32 enum field not decoded */
 
@@ -110,6 +117,17 @@ typedef enum rknnx_file_role {
  * 1.5.2/1.6.0): qnt_type/zp/scale here are that runtime view.  Per-channel quantization keeps
  * every channel in scales[]/zps[] (n_qnt entries; for a per-layer tensor n_qnt is 1 and
  * scales[0] == scale).
+ *
+ * Normalization (inputs): the mean and std the toolkit was given, which the runtime applies
+ * as (x - mean[c]) / std[c] before the model sees an input (on the CPU for a float16 input:
+ * fp16_net_rk3588/rk3566, runtimes 1.5.2 and 1.6.0; docs/abi-notes.md, "NPU-side bytes").
+ * Raw as the file lists them: a list may hold 1 entry (for every channel) or one per
+ * channel, and mean and std need not have the same length (fp16_net: mean [0], std
+ * [255, 255, 255]).  Read from the generator's attrs[<input name>] 'mean' and 'std' of a
+ * format 6 file; RKNNX_FILE_KNOWN_NORM is set only when both are lists of 1 to
+ * RKNNX_FILE_MAX_NORM numbers.  Otherwise (containers 1, 2 and 0x1004, an input the attrs do
+ * not list, a list that is not one of numbers, a generator the parser refuses) the counts
+ * are 0 and the bit is clear: unknown, never an error.
  */
 typedef struct rknnx_file_tensor {
     uint32_t index;                     /* position among the inputs (or outputs) */
@@ -143,6 +161,11 @@ typedef struct rknnx_file_tensor {
     uint32_t native_n_dims;
     uint32_t native_dims[RKNNX_FILE_MAX_DIMS];
     uint32_t native_size;               /* product of native_dims * element size, bytes */
+
+    uint32_t n_mean;                    /* inputs: entries in mean[] (0 when not known) */
+    uint32_t n_std;                     /* inputs: entries in std[] (0 when not known) */
+    float mean[RKNNX_FILE_MAX_NORM];
+    float std[RKNNX_FILE_MAX_NORM];
 
     /* Raw facts of the file, for tools and the emulator (docs/rknn-file-format.md). */
     char npu_dtype[16];                 /* the I/O JSON's "dtype": "int8", "float16", ... */

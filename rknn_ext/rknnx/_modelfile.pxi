@@ -11,12 +11,14 @@ from rknnx.errors import ModelFileError as _ModelFileError
 cdef extern from "rknn_file.h" nogil:
     enum:
         RKNNX_FILE_MAX_DIMS
+        RKNNX_FILE_MAX_NORM
         RKNNX_FILE_OK
         RKNNX_FILE_E_NOMEM
         RKNNX_FILE_KNOWN_SHAPE
         RKNNX_FILE_KNOWN_ATTR
         RKNNX_FILE_KNOWN_QNT
         RKNNX_FILE_KNOWN_NATIVE
+        RKNNX_FILE_KNOWN_NORM
         RKNNX_FILE_UNKNOWN
 
     ctypedef struct rknnx_file_error:
@@ -51,6 +53,10 @@ cdef extern from "rknn_file.h" nogil:
         uint32_t native_n_dims
         uint32_t native_dims[16]
         uint32_t native_size
+        uint32_t n_mean
+        uint32_t n_std
+        float mean[64]                  # RKNNX_FILE_MAX_NORM
+        float std[64]
         char npu_dtype[16]
         char npu_layout[16]
         int32_t file_dtype_code
@@ -123,8 +129,11 @@ cdef dict _mf_tensor(const rknnx_file_tensor *t):
         known.append("qnt")
     if t.known & RKNNX_FILE_KNOWN_NATIVE:
         known.append("native")
+    if t.known & RKNNX_FILE_KNOWN_NORM:
+        known.append("norm")
     q = bool(t.known & RKNNX_FILE_KNOWN_QNT)
     nat = bool(t.known & RKNNX_FILE_KNOWN_NATIVE)
+    norm = bool(t.known & RKNNX_FILE_KNOWN_NORM)
     return {
         "index": t.index,
         "role": "input" if t.role == 1 else "output",
@@ -147,6 +156,11 @@ cdef dict _mf_tensor(const rknnx_file_tensor *t):
         "native_fmt": _mf_enum(t.native_fmt) if nat else None,
         "native_dims": _mf_dims(t.native_dims, t.native_n_dims) if nat else None,
         "native_size": t.native_size if nat else None,
+        # raw, as the file lists them (1 entry for every channel, or one per channel)
+        "mean": tuple([float(t.mean[k]) for k in range(min(t.n_mean, RKNNX_FILE_MAX_NORM))])
+                if norm else None,
+        "std": tuple([float(t.std[k]) for k in range(min(t.n_std, RKNNX_FILE_MAX_NORM))])
+               if norm else None,
         "npu_dtype": _mf_str(t.npu_dtype, sizeof(t.npu_dtype)),
         "npu_layout": _mf_str(t.npu_layout, sizeof(t.npu_layout)),
         "file_dtype_code": _mf_enum(t.file_dtype_code),

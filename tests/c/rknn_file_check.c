@@ -38,6 +38,15 @@ static int check_model(const rknnx_file_model *m)
         if (!terminated(t->name, sizeof t->name) || t->n_shape > RKNNX_FILE_MAX_DIMS ||
             t->n_dims > RKNNX_FILE_MAX_DIMS || t->native_n_dims > RKNNX_FILE_MAX_DIMS)
             return 0;
+        /* mean/std: both lists of 1..RKNNX_FILE_MAX_NORM entries when known (inputs only),
+           none otherwise */
+        if (t->known & RKNNX_FILE_KNOWN_NORM) {
+            if (k >= m->n_inputs || t->n_mean == 0 || t->n_mean > RKNNX_FILE_MAX_NORM ||
+                t->n_std == 0 || t->n_std > RKNNX_FILE_MAX_NORM)
+                return 0;
+        } else if (t->n_mean || t->n_std) {
+            return 0;
+        }
         for (j = 0; j < t->n_qnt; j++) {
             volatile float s = t->scales[j];   /* every entry readable */
             volatile int32_t z = t->zps[j];

@@ -16,7 +16,8 @@ import pytest
 
 from tests.emu_capi import (F32, NHWC, Q_INPUT_ATTR, Q_NATIVE_OUTPUT_ATTR, Q_OUTPUT_ATTR, U8,
                             Ctx, Input, Output, api, emu, make_ctx)
-from tests.helpers import NO_VENDOR_DATA, REAL_RUNTIME, RKNN_MODELS, run_python
+from tests.helpers import (NO_VENDOR_DATA, REAL_RUNTIME, RKNN_MODELS, run_python,
+                           synthetic_rknn)
 
 __all__ = ["emu", "make_ctx"]
 
@@ -191,3 +192,52 @@ def test_yolo640_run_costs_no_more_than_the_conversions(emu, make_ctx):
     ctx = make_ctx(model("yolo640_rk3588"), platform="RK3588")
     t_in, t_run, t_out = _frame_times(ctx)
     assert t_run <= t_in + t_out, (t_in, t_run, t_out)
+
+
+# ---- the file's mean/std on the inputs (docs/standin.md, "Inputs") ----------------------------
+
+def _npu_float16(x, mean, std, w_stride):
+    """What the NPU's buffer holds for a float32 NHWC frame x of a float16 image input:
+    ((x - mean) / std) in float32, rounded to float16, rows of w_stride pixels, padding 0."""
+    n, h, w, c = x.shape
+    out = np.zeros((n, h, w_stride, c), np.float16)
+    y = x
+    if mean is not None:
+        y = (x - np.asarray(mean, np.float32)) / np.asarray(std, np.float32)
+    out[:, :, :w, :] = y.astype(np.float16)
+    return out.tobytes()
+
+
+@pytest.mark.parametrize("nchw, norm, applied", [
+    # one entry stands for every channel; a list of one per channel is taken as it is
+    ((1, 3, 4, 6), "'mean': [10], 'std': [2]", ([10], [2])),
+    ((1, 3, 4, 6), "'mean': [1, 2, 3], 'std': [0.5]", ([1, 2, 3], [0.5])),
+    ((1, 3, 4, 6), "'mean': [0], 'std': [255, 255, 255]", ([0], [255])),
+    # lengths that fit neither 1 nor the channel count: none is applied
+    ((1, 3, 4, 6), "'mean': [1, 2], 'std': [4]", None),
+    ((1, 1, 4, 6), "'mean': [1, 2, 3], 'std': [4]", None),
+    # a std of 0 is no normalization the runtime could mean
+    ((1, 3, 4, 6), "'mean': [0], 'std': [0]", None),
+    # more channels than emu_io_desc holds (RKNN_MAX_NUM_CHANNEL, 15): one entry for every
+    # channel still applies, one per channel cannot
+    ((1, 16, 2, 2), "'mean': [5], 'std': [2]", ([5], [2])),
+    ((1, 16, 2, 2), "'mean': [%s], 'std': [2]" % ", ".join(map(str, range(16))), None),
+    # the file says nothing: nothing applied
+    ((1, 3, 4, 6), "'idx': 0", None),
+])
+def test_the_stand_in_normalizes_a_float16_input_with_the_files_mean_and_std(
+        emu, make_ctx, nchw, norm, applied):
+    """A float16 image input of a file built here (tests/helpers.py, synthetic_rknn): a FLOAT32
+    frame reaches the NPU as (x - mean) / std in float16, as librknnrt 1.5.2 and 1.6.0 leave
+    fp16_net's (docs/abi-notes.md, "NPU-side bytes"), in rows of w_stride pixels."""
+    ctx = make_ctx(synthetic_rknn("{'attrs': {'x': {%s}}}" % norm, nchw=nchw), platform="RK3588")
+    a = ctx.in_attr(0)
+    n, c, h, w = nchw
+    assert (list(a.shape), a.fmt, a.type, a.w_stride) == ([n, h, w, c], NHWC, 1, 8)
+    x = (np.random.default_rng(7).uniform(-200, 300, (n, h, w, c))).astype(np.float32)
+    ctx.inputs_set([x], types=[F32], fmts=[NHWC])
+    got = emu.read_npu_input(ctx.h, 0)
+    mean, std = applied if applied else (None, None)
+    assert got == _npu_float16(x, mean, std, a.w_stride)
+    if applied:
+        assert got != _npu_float16(x, None, None, a.w_stride)   # the frame tells them apart

@@ -2,9 +2,8 @@
 
 Runs the shared comparison script (real-runtime/compare.py) against the emulator libraries
 of this build, every recorded (runtime, file) pair, with the repo's list of differences
-judged right to keep (tests/data/vendor_known_differences.json, each with its reason).  The
-categories brought to zero must stay there; the others must not fall below the agreement
-reached (a ratchet: raise the figures when the emulator gets closer, never lower them).
+judged right to keep (tests/data/vendor_known_differences.json, each with its reason).  Every
+category is at zero disagreements outside the list, and must stay there.
 Nothing vendor is built or copied: the script builds its own probe with `cc`."""
 
 from __future__ import annotations
@@ -23,10 +22,10 @@ from tests.helpers import NO_VENDOR_DATA, REAL_RUNTIME, RKNN_MODELS
 
 KNOWN = Path(__file__).resolve().parents[1] / "data" / "vendor_known_differences.json"
 
-#: categories with no disagreement outside the known list
-ZERO = ("init", "query", "status", "outputs", "zero_copy", "errors")
-#: the agreement reached (agree / judged items outside the known list), per other category
-RATCHET = {"npu_input": (339, 347)}
+#: categories with no disagreement outside the known list (npu_input since the stand-in
+#: normalizes a float16 input with the file's mean/std, as the vendor does: 347/347;
+#: zero_copy since the mini runtime's float16 pass_through rules: 3306/3306)
+ZERO = ("init", "query", "status", "npu_input", "outputs", "zero_copy", "errors")
 
 
 @pytest.fixture(scope="module")
@@ -73,12 +72,11 @@ def test_no_disagreement_outside_the_known_list(judged, cat):
     assert not bad[cat], "\n".join(bad[cat][:20])
 
 
-@pytest.mark.parametrize("cat", sorted(RATCHET))
-def test_agreement_does_not_fall_below_the_ratchet(judged, cat):
-    tally, bad, out = judged[:3]
-    agree, total = RATCHET[cat]
-    got, n = tally[cat]["True"], tally[cat]["True"] + tally[cat]["False"]
-    assert got / n >= agree / total, (f"{cat}: {got}/{n} < {agree}/{total}\n" + "\n".join(bad[cat][:20]))
+def test_every_category_the_script_judges_is_held_at_zero(judged):
+    # a category the script adds, or one left out of ZERO, would otherwise go unjudged
+    tally = judged[0]
+    assert set(tally) <= set(ZERO), sorted(tally)
+    assert set(ZERO) <= set(tally), sorted(tally)
 
 
 def test_every_known_difference_still_happens(judged):

@@ -206,3 +206,36 @@ def test_a_container_1_file_opens_and_says_once_that_no_runtime_on_record_read_o
         assert proc.stdout.split() == [chip] * (2 * len(files))
         assert proc.stderr.count("W rknnx: a container version 1 file (rknn-toolkit2 1.1): no "
                                  "librknnrt on record was run on one") == 1, proc.stderr
+
+
+def test_a_float16_input_reaches_the_npu_normalized_with_the_files_mean_and_std(emu):
+    """fp16_net_rk3588 (its generator: mean [0], std [255, 255, 255]): a float32 frame given
+    to Model.run is in the NPU's input buffer as ((x - mean) / std) rounded to float16 in the
+    native layout (NHWC, rows of w_stride pixels), as librknnrt 1.5.2 and 1.6.0 leave it on
+    the CPU (docs/abi-notes.md, "NPU-side bytes")."""
+    path = next((p for p in FILES if p.name == "fp16_net_rk3588.rknn"), None)
+    if path is None:
+        pytest.skip(f"fp16_net_rk3588.rknn is not among the vendor files ({NO_VENDOR_DATA})")
+    mf, m = _open_as_its_chip(emu, path)
+    t = mf.inputs[0]
+    assert (t.mean, t.std) == ((0.0,), (255.0, 255.0, 255.0))
+    with m:
+        info = m.inputs[0]
+        assert (info.native.layout, tuple(info.native.shape)) == ("NHWC", (1, 16, 16, 3))
+        n, h, w, c = info.native.shape
+        ws = info.attr.w_stride
+        # known values: a ramp over the range a user's float frame may have, fractions
+        # included, and the edges of the pixel range
+        x = np.linspace(-300.0, 555.5, n * h * w * c, dtype=np.float32).reshape(n, h, w, c)
+        x[0, 0, 0] = (0.0, 255.0, 127.5)
+        m.run(x)
+        got = emu.read_npu_input(m._ctx.handle, 0)
+    y = ((x - np.array(t.mean, np.float32)) / np.array(t.std, np.float32)).astype(np.float16)
+    want = np.zeros((n, h, ws, c), np.float16)
+    want[:, :, :w, :] = y
+    assert got == want.tobytes()
+    assert np.frombuffer(got, np.float16)[:3].tolist() == [0.0, 1.0, 0.5]
+    # not the frame converted to float16 first, nor the frame left as it was
+    assert got != (x.astype(np.float16).astype(np.float32) / np.float32(255)).astype(
+        np.float16).tobytes()
+    assert got != x.astype(np.float16).tobytes()

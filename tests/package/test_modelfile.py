@@ -4,6 +4,7 @@ errors on corrupt, truncated and foreign bytes."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import os
@@ -12,9 +13,10 @@ import struct
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
-from helpers import NO_VENDOR_DATA, REAL_RUNTIME, RKNN_MODELS, vendor_models
+from helpers import NO_VENDOR_DATA, REAL_RUNTIME, RKNN_MODELS, synthetic_rknn, vendor_models
 from rknnx import modelfile
 from rknnx.errors import ModelFileError, RKNNError
 
@@ -67,8 +69,9 @@ def test_every_vendor_file_is_read(path):
     for t in mf.inputs + mf.outputs:
         assert t.name and t.shape and "shape" in t.known
         if c.version != 0x1004:
-            # containers 1-6: everything decoded from the FlatBuffer
-            assert t.known == {"shape", "attr", "qnt", "native"}
+            # containers 1-6: everything decoded from the FlatBuffer (and an input's mean/std
+            # where the generator gives them: test_mean_and_std_are_the_generators)
+            assert t.known - {"norm"} == {"shape", "attr", "qnt", "native"}
             assert t.size == t.n_elems * {"int8": 1, "uint8": 1, "float16": 2, "float32": 4,
                                           "int64": 8}[t.dtype]
             assert t.native_size >= t.size
@@ -127,6 +130,134 @@ def test_dynamic_shape_sets_and_custom_ops():
     assert mf.custom_ops == (modelfile.CustomOp("cstDualResidual_0", "cstDualResidual"),)
     assert (mf.toolkit_version, mf.compiler_version_int) == ("1.6.1-source_code", 10601)
     assert modelfile.read(_model("cls_img_rk3588.rknn")).custom_ops == ()
+
+
+# ---- the inputs' mean/std: the generator's attrs -------------------------------------------
+
+def _generator(data: bytes):
+    """The Model's generator text (FlatBuffer slot 3) of a container 6 file, found by
+    following the offsets here (docs/rknn-file-format.md), or None."""
+    if struct.unpack_from("<Q", data, 8)[0] != 6:
+        return None
+    p = data[64:64 + struct.unpack_from("<Q", data, 16)[0]]
+    root = struct.unpack_from("<I", p, 0)[0]
+    vt = root - struct.unpack_from("<i", p, root)[0]
+    if struct.unpack_from("<H", p, vt)[0] < 4 + 2 * 4:
+        return None
+    at = struct.unpack_from("<H", p, vt + 4 + 2 * 3)[0]
+    if at == 0:
+        return None
+    s = root + at + struct.unpack_from("<I", p, root + at)[0]
+    return p[s + 4:s + 4 + struct.unpack_from("<I", p, s)[0]].rstrip(b"\0").decode()
+
+
+def _f32(values):
+    return tuple(float(np.float32(v)) for v in values)
+
+
+@NO_DATA
+@pytest.mark.parametrize("path", MODELS, ids=[p.name for p in MODELS])
+def test_mean_and_std_are_the_generators(path):
+    """Every input's mean/std is what Python's own literal reader makes of the generator's
+    attrs (the test may evaluate the literal; the reader parses it and never does), as float32
+    values and as many as the file lists; None where the file has none: containers 1 and 2
+    (format 1; the container 2 files' attrs list no input), 0x1004 (its payload is not read
+    for them), an input the attrs do not describe."""
+    mf = modelfile.read(path)
+    gen = _generator(path.read_bytes())
+    attrs = ast.literal_eval(gen).get("attrs", {}) if gen and gen.startswith("{") else {}
+    for t in mf.inputs:
+        a = attrs.get(t.name, {})
+        if "mean" in a and "std" in a:
+            assert (t.mean, t.std) == (_f32(a["mean"]), _f32(a["std"])), t.name
+            assert "norm" in t.known
+            if t.layout == "NHWC":   # an image: one entry for every channel, or one each
+                assert {len(t.mean), len(t.std)} <= {1, t.dims[-1]}, t.name
+        else:
+            assert t.mean is None and t.std is None and "norm" not in t.known, t.name
+    for t in mf.outputs:
+        assert t.mean is None and t.std is None and "norm" not in t.known
+    if mf.container.version == 0x1004 or mf.format_version < 6:
+        assert all(t.mean is None for t in mf.inputs)
+
+
+@NO_DATA
+def test_mean_and_std_of_the_toolkits_files():
+    # fp16_net (toolkit 2.5.0): images mean [0], std [255, 255, 255], kept as listed (one mean
+    # for every channel, one std per channel); multi_io's vec [1, 10]: [0] and [1]
+    t = modelfile.read(_model("fp16_net_rk3588.rknn")).inputs[0]
+    assert (t.name, t.mean, t.std) == ("images", (0.0,), (255.0, 255.0, 255.0))
+    vec = modelfile.read(_model("multi_io_rk3588.rknn")).inputs[1]
+    assert (vec.name, vec.mean, vec.std) == ("vec", (0.0,), (1.0,))
+    # a dynamic model's too; a 0x1004 file's payload is not read for them
+    assert modelfile.read(_model("dynamic_nogap_rk3588.rknn")).inputs[0].std == (255.0,) * 3
+    assert modelfile.read(_model("fp16_net_rk2118.rknn")).inputs[0].mean is None
+
+
+GOOD_ATTRS = "{'attrs': {'x': {'idx': 0, 'mean': [123.675, 116.28, 103.53], 'std': [58.395]}}"
+
+
+def test_mean_and_std_of_a_synthetic_file():
+    mf = modelfile.read(synthetic_rknn(GOOD_ATTRS + ", 'quant_tab': {}}"))
+    t = mf.inputs[0]
+    assert (t.mean, t.std) == (_f32([123.675, 116.28, 103.53]), _f32([58.395]))
+    assert "norm" in t.known and mf.outputs[0].mean is None
+    # the bound: 64 entries are kept, 65 are not
+    ok = modelfile.read(synthetic_rknn("{'attrs': {'x': {'mean': [%s], 'std': (1,)}}}"
+                                       % ", ".join(["0.5"] * 64))).inputs[0]
+    assert ok.mean == (0.5,) * 64 and ok.std == (1.0,)
+
+
+@pytest.mark.parametrize("generator", [
+    "{'attrs': {'x': {'mean': np.float32(0.5), 'std': [1]}}}",     # a repr the parser refuses
+    "{'attrs': {'x': {'mean': [0] * 3, 'std': [1]}}}",              # an expression
+    "{'attrs': {'x': {'mean': [0], 'std': [1]}}",                   # not closed
+    "{'attrs': " + "[" * 100 + "]" * 100 + "}",                     # nested too deep
+    "{'attrs': {'x': {'mean': [0], 'std': [1], 'name': 'unterminated}}}",
+    "The RKNN model generated by toolkit 1.1",                      # not a dict at all
+])
+def test_a_static_generator_the_parser_refuses_leaves_mean_and_std_unknown(generator):
+    good = modelfile.read(synthetic_rknn(GOOD_ATTRS + "}"))
+    mf = modelfile.read(synthetic_rknn(generator))
+    t = mf.inputs[0]
+    assert t.mean is None and t.std is None and "norm" not in t.known
+    # everything else reads as it does with a good generator
+    assert dataclasses.replace(t, mean=good.inputs[0].mean, std=good.inputs[0].std,
+                               known=good.inputs[0].known) == good.inputs[0]
+    assert mf.outputs == good.outputs and not mf.dynamic
+
+
+@pytest.mark.parametrize("norm", [
+    "'mean': ['0'], 'std': [1]",                       # not numbers
+    "'mean': [True], 'std': [1]",
+    "'mean': [0], 'std': [[1]]",
+    "'mean': [0], 'std': 255",                         # not a list
+    "'mean': [], 'std': [1]",                          # empty
+    "'mean': [%s], 'std': [1]" % ", ".join(["0"] * 65),   # longer than the reader keeps
+    "'mean': [1e39], 'std': [1]",                      # beyond float's range
+    "'mean': [0]",                                     # no std
+    "'std': [1]",                                      # no mean
+])
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_list_that_is_no_list_of_numbers_leaves_mean_and_std_unknown(norm, dynamic):
+    # in a static and in a dynamic model alike: mean/std never make a file unreadable (a
+    # dynamic model's read fails only on what its shape sets need)
+    sets = ", 'dynamic_shapes': {'x': [[1, 3, 4, 6], [1, 3, 2, 2]]}" if dynamic else ""
+    mf = modelfile.read(synthetic_rknn("{'attrs': {'x': {%s}}%s}" % (norm, sets),
+                                       dynamic=dynamic))
+    assert mf.inputs[0].mean is None and mf.inputs[0].std is None
+    assert "norm" not in mf.inputs[0].known
+    assert mf.dynamic == dynamic and len(mf.shape_sets) == (2 if dynamic else 0)
+
+
+def test_a_dynamic_models_generator_is_still_needed():
+    # the shape sets are in it: a generator the parser refuses fails the read, naming it
+    bad = "{'attrs': {'x': {'mean': np.float32(0), 'std': [1]}}, 'dynamic_shapes': {}}"
+    assert _check(synthetic_rknn(bad, dynamic=True)).check == "generator.syntax"
+    good = bad.replace("np.float32(0)", "[0]").replace(
+        "{}}", "{'x': [[1, 3, 4, 6]]}}")
+    mf = modelfile.read(synthetic_rknn(good, dynamic=True))
+    assert mf.shape_sets == (((1, 4, 6, 3),),) and mf.inputs[0].mean == (0.0,)
 
 
 # ---- the vendor runtime's answers are the truth -------------------------------------------
@@ -505,6 +636,45 @@ def test_info_on_a_vendor_file_needs_no_runtime():
     assert d["vendor_file"] and d["container"]["version"] == 6 and d["chip"] == "RK3588"
     assert d["outputs"][1]["native"] == {"layout": "NC1HWC2", "shape": [1, 4, 1, 1, 16],
                                          "dtype": "int8", "nbytes": 64}
+
+
+@NO_DATA
+def test_info_shows_mean_and_std_where_they_are_not_the_identity():
+    proc = _info("info", str(_model("fp16_net_rk3588.rknn")))
+    assert proc.returncode == 0 and "NO-RUNTIME" in proc.stderr, proc.stderr
+    lines = proc.stdout.splitlines()
+    k = next(i for i, l in enumerate(lines) if l.startswith("  [0] images "))
+    # the input's row, its native row, then its normalization as the file lists it
+    assert lines[k + 2] == "      norm   (x - mean) / std, mean 0; std 255, 255, 255"
+    assert sum("norm " in l for l in lines) == 1          # outputs have none
+    d = json.loads(_info("info", str(_model("fp16_net_rk3588.rknn")), "--json").stdout)
+    assert (d["inputs"][0]["mean"], d["inputs"][0]["std"]) == ([0.0], [255.0, 255.0, 255.0])
+    assert "norm" in d["inputs"][0]["decoded"] and d["outputs"][0]["mean"] is None
+    # multi_io: the image is normalized, vec ([0] and [1]) is not: no line for it
+    out = _info("info", str(_model("multi_io_rk3588.rknn"))).stdout
+    assert out.count("      norm   ") == 1 and "std 255, 255, 255" in out
+
+
+def test_info_keeps_long_mean_std_lines_narrow(tmp_path):
+    path = tmp_path / "wide.rknn"
+    many = "[%s]" % ", ".join(f"{100 + k}.5" for k in range(20))
+    path.write_bytes(synthetic_rknn("{'attrs': {'x': {'mean': %s, 'std': [0.017]}}}" % many))
+    proc = _info("info", str(path))
+    assert proc.returncode == 0, proc.stderr
+    norm = [l for l in proc.stdout.splitlines() if l.startswith("      norm")]
+    assert norm == ["      norm   (x - mean) / std, mean 100.5, 101.5, 102.5, 103.5, ... "
+                    "(20 values); std 0.017"]
+    # two long lists: std on a line of its own, under mean
+    path.write_bytes(synthetic_rknn("{'attrs': {'x': {'mean': %s, 'std': %s}}}"
+                                    % (many, many.replace(".5", ".25"))))
+    lines = _info("info", str(path)).stdout.splitlines()
+    k = next(i for i, l in enumerate(lines) if l.startswith("      norm"))
+    assert lines[k].endswith("mean 100.5, 101.5, 102.5, 103.5, ... (20 values);")
+    assert lines[k + 1] == " " * 31 + "std 100.25, 101.25, 102.25, 103.25, ... (20 values)"
+    assert len(lines[k]) <= 100 and len(lines[k + 1]) <= 100
+    # the identity is not shown
+    path.write_bytes(synthetic_rknn("{'attrs': {'x': {'mean': [0, 0, 0], 'std': [1.0]}}}"))
+    assert "norm" not in _info("info", str(path)).stdout
 
 
 @NO_DATA

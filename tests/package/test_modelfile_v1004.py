@@ -20,7 +20,8 @@ import subprocess
 
 import pytest
 
-from helpers import NO_VENDOR_DATA, REAL_RUNTIME, REPO, RKNN_MODELS, cc, compile_c, vendor_models
+from helpers import (NO_VENDOR_DATA, REAL_RUNTIME, REPO, RKNN_MODELS, cc, compile_c, flatbuffer,
+                     vendor_models)
 
 SRC = REPO / "rknn_ext" / "rknnfile"
 SOURCES = [REPO / "tests" / "c" / "rknn_file_v1004_check.c", SRC / "rknn_file_v1004.c"]
@@ -281,72 +282,6 @@ def test_fuzz_under_sanitizers(path, harness_asan):
 
 # A payload built here, so that the error paths are tested without the vendor's data.
 
-def _fb(root):
-    """Serialise `root` (a table: {slot: value}) as a FlatBuffer with identifier RKNN.
-    Values: ('u8', v) ('u32', v) ('str', s) ('vu32', [..]) ('vi32', [..]) ('vf32', [..])
-    ('table', {..}) ('vtable', [{..}, ..])."""
-    buf = bytearray(b"\0\0\0\0RKNN")
-
-    def align():
-        while len(buf) % 4:
-            buf.append(0)
-
-    def emit_table(fields):
-        align()
-        wide = [s for s in sorted(fields) if fields[s][0] != "u8"]
-        narrow = [s for s in sorted(fields) if fields[s][0] == "u8"]
-        offs, pos = {}, 4
-        for s in wide:
-            offs[s] = pos
-            pos += 4
-        for s in narrow:
-            offs[s] = pos
-            pos += 1
-        nslots = max(fields) + 1 if fields else 0
-        vt = struct.pack("<HH", 4 + 2 * nslots, pos) + b"".join(
-            struct.pack("<H", offs.get(s, 0)) for s in range(nslots))
-        vt_pos = len(buf)
-        buf.extend(vt)
-        align()
-        t = len(buf)
-        buf.extend(struct.pack("<i", t - vt_pos) + bytes(pos - 4))
-        later = []
-        for s in wide:
-            kind, v = fields[s]
-            if kind == "u32":
-                struct.pack_into("<I", buf, t + offs[s], v)
-            else:
-                later.append((t + offs[s], kind, v))
-        for s in narrow:
-            buf[t + offs[s]] = fields[s][1]
-        for at, kind, v in later:
-            struct.pack_into("<I", buf, at, emit(kind, v) - at)
-        return t
-
-    def emit(kind, v):
-        align()
-        p = len(buf)
-        if kind == "str":
-            raw = v.encode()
-            buf.extend(struct.pack("<I", len(raw)) + raw + b"\0")
-        elif kind in ("vu32", "vi32", "vf32"):
-            code = {"vu32": "I", "vi32": "i", "vf32": "f"}[kind]
-            buf.extend(struct.pack(f"<I{len(v)}{code}", len(v), *v))
-        elif kind == "table":
-            return emit_table(v)
-        elif kind == "vtable":
-            buf.extend(struct.pack("<I", len(v)) + bytes(4 * len(v)))
-            for i, sub in enumerate(v):
-                at = p + 4 + 4 * i
-                struct.pack_into("<I", buf, at, emit_table(sub) - at)
-        return p
-
-    t = emit_table(root)
-    struct.pack_into("<I", buf, 0, t)
-    align()
-    return bytes(buf)
-
-
 def _tensor(dtype, layout, kind, native, shape, name, scale, zp, size, offset, tid, walign=None):
     t = {0: ("u8", dtype), 2: ("u8", kind), 3: ("vu32", native), 4: ("vu32", shape),
          5: ("str", name), 6: ("vf32", scale), 7: ("vi32", zp), 8: ("u32", size),
@@ -376,7 +311,7 @@ def _synthetic_payload(fb=None, tasks=2):
             4: ("vtable", [{0: ("vf32", [0.0] * 4), 1: ("vf32", [255.0] * 4),
                             2: ("vu32", [0, 1, 2, 3])}]),
         }
-        fb = _fb({0: ("u32", 6), 1: ("str", "RKNPU t3"), 2: ("vtable", [graph]),
+        fb = flatbuffer({0: ("u32", 6), 1: ("str", "RKNPU t3"), 2: ("vtable", [graph]),
                   3: ("str", "{'attrs': {}}"), 4: ("u32", 20500), 5: ("str", "2.5.0(x)"),
                   6: ("str", "rv1106"), 7: ("str", "ONNX"), 8: ("str", "")})
     task_size, regcmd, weight, internal = 128, 64, 32, 1024
@@ -474,7 +409,7 @@ def test_unknown_cases_are_refused_not_invented(harness, tmp_path):
         _tensor(1, 64, 1, [1, 1, 4, 6, 3], [1, 3, 4, 6], "f32in", [], [], 288, 0, 0, 16),
         _tensor(3, 0, 2, [2, 3, 4], [2, 3, 4], "rank3", [0.1], [0], 24, 288, 1)]),
         2: ("vu32", [0]), 3: ("vu32", [1])}
-    fb = _fb({0: ("u32", 6), 2: ("vtable", [graph])})
+    fb = flatbuffer({0: ("u32", 6), 2: ("vtable", [graph])})
     m = _dump_synthetic(harness, tmp_path, _synthetic_payload(fb))
     assert m["status"] == 0, m
     i0, o0 = m["inputs"][0], m["outputs"][0]

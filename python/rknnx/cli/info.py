@@ -1,7 +1,8 @@
 """``rknnx info MODEL``: every attribute of a model's inputs and outputs (native layouts,
 strides, quantization), its memory, custom string, the runtime's and driver's versions, and
 whether the chip supports what the model needs.  A vendor ``.rknn`` file is read by rknnx's
-own reader, with no runtime: its signature, target, versions and which runtimes load it.
+own reader, with no runtime: its signature (with the mean/std the runtime applies to its
+inputs), target, versions and which runtimes load it.
 
 For a vendor file (magic ``RKNN``), the file alone is read (rknnx.modelfile): no librknnrt is
 loaded, so this works on any machine.  Emulator models (magic ``RKNXEMDL``) and samples are
@@ -102,6 +103,8 @@ def describe_file(mf) -> dict:
                 "native": (None if t.native_dims is None else
                            {"layout": t.native_layout, "shape": list(t.native_dims),
                             "dtype": t.dtype, "nbytes": t.native_size}),
+                "mean": None if t.mean is None else list(t.mean),
+                "std": None if t.std is None else list(t.std),
                 "decoded": sorted(t.known)}
 
     c = mf.container
@@ -132,6 +135,26 @@ def describe_file(mf) -> dict:
 
 def _unknown(v, fmt=str):
     return "unknown" if v is None else fmt(v)
+
+
+def _values(v, most=4) -> str:
+    """A list of numbers as a user reads it: ``255, 255, 255``; past `most` entries, the
+    first ones and how many there are (a table line stays narrow)."""
+    shown = ", ".join(f"{x:g}" for x in v[:most])
+    return shown + (f", ... ({len(v)} values)" if len(v) > most else "")
+
+
+def _norm_lines(t: dict) -> list:
+    """The continuation lines of an input the runtime normalizes: none when the file says
+    nothing of it or the normalization is the identity (mean all 0, std all 1); std goes on
+    a line of its own when one line would be wider than the table's rows."""
+    mean, std = t.get("mean"), t.get("std")
+    if mean is None or std is None or (all(x == 0 for x in mean) and all(x == 1 for x in std)):
+        return []
+    head, m, s = "      norm   (x - mean) / std, ", f"mean {_values(mean)}", f"std {_values(std)}"
+    if len(head) + len(m) + len(s) + 2 <= 96:
+        return [f"{head}{m}; {s}"]
+    return [f"{head}{m};", " " * len(head) + s]
 
 
 def _print_file(d: dict) -> None:
@@ -177,6 +200,8 @@ def _print_file(d: dict) -> None:
                       f"{n['layout']:<9} bytes={n['nbytes']}")
             else:
                 print("      native unknown (not decoded from this container)")
+            for line in _norm_lines(t):
+                print(line)
     print("runtimes:")
     for r in d["runtimes"]:
         print(f"  {r['runtime']:<18} {r['verdict']:<10} {r['reason']}")
