@@ -677,6 +677,29 @@ def test_info_keeps_long_mean_std_lines_narrow(tmp_path):
     assert "norm" not in _info("info", str(path)).stdout
 
 
+def test_info_json_stays_json_when_the_file_lists_nan_or_inf(tmp_path):
+    # the generator is Python's repr, where a float that is not finite reads nan / inf (and
+    # 1e999 overflows to inf): the reader keeps them as the file lists them, and --json must
+    # still be JSON a strict parser reads (RFC 8259 has no NaN or Infinity)
+    path = tmp_path / "nan.rknn"
+    path.write_bytes(synthetic_rknn("{'attrs': {'x': {'mean': [nan, -inf], 'std': [1e999]}}}"))
+    t = modelfile.read(path).inputs[0]
+    assert np.isnan(t.mean[0]) and t.mean[1] == -np.inf and t.std == (np.inf,)
+    proc = _info("info", str(path), "--json")
+    assert proc.returncode == 0, proc.stderr
+
+    def strict(word):
+        raise ValueError(f"{word} is not JSON")
+
+    d = json.loads(proc.stdout, parse_constant=strict)
+    # written as the strings Python's float() reads back
+    assert (d["inputs"][0]["mean"], d["inputs"][0]["std"]) == (["nan", "-inf"], ["inf"])
+    assert [float(v) for v in d["inputs"][0]["std"]] == [np.inf]
+    # the table shows them as they are
+    assert "      norm   (x - mean) / std, mean nan, -inf; std inf" in _info(
+        "info", str(path)).stdout.splitlines()
+
+
 @NO_DATA
 def test_info_on_dynamic_custom_and_0x1004_files():
     out = _info("info", str(_model("dynamic_nogap_rk3588.rknn"))).stdout

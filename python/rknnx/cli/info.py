@@ -6,11 +6,16 @@ inputs), target, versions and which runtimes load it.
 
 For a vendor file (magic ``RKNN``), the file alone is read (rknnx.modelfile): no librknnrt is
 loaded, so this works on any machine.  Emulator models (magic ``RKNXEMDL``) and samples are
-opened by the runtime, as before."""
+opened by the runtime, as before.
+
+``--json`` prints the same facts as JSON; a float that is not finite (a mean of ``nan`` in a
+file's generator, a quantization scale of ``inf``), which JSON cannot hold, is the string
+Python's ``float()`` reads back: ``"nan"``, ``"inf"``, ``"-inf"``."""
 
 from __future__ import annotations
 
 import json
+import math
 
 from rknnx.cli._common import (UserError, add_model_arguments, check_model_path, fmt_shape,
                                help_text, human_bytes, load_runtime, open_model)
@@ -56,6 +61,23 @@ def describe(model) -> dict:
         "outputs": [tensor(t) for t in model.outputs],
         "chip_support": {fn: model.supports(fn) for fn in needs},
     }
+
+
+def _json(d: dict) -> str:
+    """`d` as JSON.  json.dumps would write NaN and Infinity, which are not JSON (RFC 8259) and
+    which strict parsers refuse; a vendor file's generator may list them (it is Python's
+    repr, where float('nan') reads nan), so they go out as strings float() reads back."""
+
+    def plain(v):
+        if isinstance(v, float) and not math.isfinite(v):
+            return repr(v)                    # 'nan', 'inf', '-inf'
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        return v
+
+    return json.dumps(plain(d), indent=2, allow_nan=False)
 
 
 def _print(d: dict) -> None:
@@ -284,7 +306,7 @@ def run(args) -> int:
         if args.runtime:
             _compare(d, modelfile.read(path), path)
         if args.json:
-            print(json.dumps(d, indent=2))
+            print(_json(d))
         else:
             _print_file(d)
             _print_compare(d)
@@ -293,7 +315,7 @@ def run(args) -> int:
     with open_model(args) as model:
         d = describe(model)
     if args.json:
-        print(json.dumps(d, indent=2))
+        print(_json(d))
     else:
         _print(d)
     return 0
