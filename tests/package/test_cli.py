@@ -4,6 +4,7 @@ sub-command's output, --help, --json, and one clear line (no traceback) for user
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 
@@ -313,6 +314,23 @@ def test_doctor_model_describes_the_model(tmp_path):
     proc = cli("doctor", "--model", str(other))
     assert proc.returncode == 1
     assert "model:     cannot be opened: " in proc.stdout and "RK3566" in proc.stdout
+
+
+@pytest.mark.skipif(not os.path.isfile("/proc/self/mem"), reason="needs Linux's /proc")
+def test_doctor_model_that_cannot_be_read_still_gets_the_whole_report():
+    # a regular file whose read fails (/proc/self/mem at offset 0: EIO, even for root, where
+    # a file without read permission would still open): the model line says why, and the
+    # report goes on to its end, as it did before the file's facts were added to it (its
+    # last line here: the advice for a board without an NPU device node)
+    proc = cli("doctor", "--model", "/proc/self/mem",
+               env={**ENV, "RKNN_EMU_NO_DEVICE": "1"})
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr and "rknnx doctor: error" not in proc.stderr, \
+        proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "model:     cannot be opened: [Errno 5] Input/output error" in lines
+    assert not any(ln.startswith("file:") for ln in lines)
+    assert lines[-1].startswith("-> no NPU device node"), lines[-3:]
 
 
 def test_doctor_model_of_a_vendor_file_says_which_runtimes_load_it():

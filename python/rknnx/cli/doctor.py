@@ -146,15 +146,19 @@ def run(args) -> int:
 def file_lines(path, runtime_version) -> list:
     """What a vendor ``.rknn`` says of itself and of the runtimes that load it (the facts
     of :data:`rknnx.modelfile.RUNTIME_FACTS`, as ``rknnx info`` and the load errors use
-    them); no lines for a file that is not a vendor file."""
+    them); no lines for a file that is not a vendor file or that cannot be read."""
     from rknnx import modelfile
 
-    if not modelfile.is_vendor_file(path):
-        return []
     try:
+        if not modelfile.is_vendor_file(path):
+            return []
         mf = modelfile.read(path)
     except modelfile.ModelFileError as exc:
         return [f"file:      not readable: {exc}"]
+    except OSError:
+        # a file the system cannot read: the model line above already says why (the error
+        # of opening it), and the rest of the report still applies
+        return []
     ver = mf.container.version
     shapes = "dynamic shapes" if mf.dynamic else "static shapes"
     out = [f"file:      container {ver if ver < 10 else hex(ver)}, rknn-toolkit2 "
