@@ -160,6 +160,9 @@ def test_plain_zero_copy_output_differences_are_the_harness_s_doing(judged):
                       if json.loads(l)["ev"] == "zc_outputs")
         for it in items:
             i = int(it["field"].split("[")[1].split("]")[0])
+            # the explanation is of the bytes: a size, a type or any other field of a plain
+            # output the entry matched would otherwise pass on its data's check
+            assert it["field"] == f"outputs[{i}].data", (pair["pair"], it["field"])
             data, size, mem = vendor[i]["data"], attrs[i]["size"], mems[i]
             n = data["len"]
             lib = np.frombuffer((run_dir / lib_ev["outputs"][i]["data"]["blob"]).read_bytes(), np.uint8)
