@@ -316,6 +316,30 @@ def test_doctor_model_describes_the_model(tmp_path):
     assert "model:     cannot be opened: " in proc.stdout and "RK3566" in proc.stdout
 
 
+def test_doctor_names_this_runtimes_facts_by_library_not_version_alone(tmp_path):
+    # librknnrt and the mini runtime librknnmrt share version numbers (both ship as 2.3.2 in
+    # rknn-toolkit2 2.3.2): on an RK3588 board whose librknnrt says 2.3.2, the facts recorded
+    # for librknnmrt 2.3.2 (a runtime of RV1106 and its kin) are not this runtime's
+    from helpers import synthetic_rknn
+    from rknnx.cli.doctor import file_lines
+
+    path = tmp_path / "rk3588.rknn"
+    path.write_bytes(synthetic_rknn("{'attrs': {}}"))
+    lines = file_lines(str(path), "2.3.2 (429f97ae6b@2025-04-09T09:09:27)", "RK3588")
+    mine = [ln for ln in lines if "this runtime" in ln]
+    assert mine == ["           this runtime (2.3.2 on RK3588): no record of it in the facts "
+                    "(recorded: librknnrt 1.4.0, librknnrt 1.5.2, librknnrt 1.6.0, librknnmrt "
+                    "2.3.2)"], lines
+    # on a chip the mini runtime serves, 2.3.2 is librknnmrt 2.3.2: its verdict (the file is
+    # of a chip it does not serve)
+    lines = file_lines(str(path), "2.3.2 (429f97ae6b@2025-04-09T09:09:27)", "RV1106")
+    assert [ln for ln in lines if "this runtime" in ln] == [
+        "           this runtime (librknnmrt 2.3.2): other chip (serves RV1103, RV1106, "
+        "RV1103B, RV1106B, RK2118, not RK3588)"], lines
+    # and a glibc runtime of the facts on its own chips
+    lines = file_lines(str(path), "1.6.0 (9a7b5d24c@2023-12-13T17:31:11)", "RK3588")
+    assert "           this runtime (librknnrt 1.6.0): loads (reads container 6)" in lines
+
 @pytest.mark.skipif(not os.path.isfile("/proc/self/mem"), reason="needs Linux's /proc")
 def test_doctor_model_that_cannot_be_read_still_gets_the_whole_report():
     # a regular file whose read fails (/proc/self/mem at offset 0: EIO, even for root, where

@@ -121,7 +121,7 @@ def run(args) -> int:
         print(f"model:     cannot be opened: {opened}")
         status = 1
     if args.model is not None:
-        for line in file_lines(model, info.get("sdk_version") or info.get("version")):
+        for line in file_lines(model, info.get("sdk_version") or info.get("version"), chip):
             print(line)
     advice = []
     problem = None if info["is_emulator"] and not os.environ.get("RKNN_EMU_NO_DEVICE") \
@@ -143,10 +143,12 @@ def run(args) -> int:
     return status
 
 
-def file_lines(path, runtime_version) -> list:
+def file_lines(path, runtime_version, chip=None) -> list:
     """What a vendor ``.rknn`` says of itself and of the runtimes that load it (the facts
     of :data:`rknnx.modelfile.RUNTIME_FACTS`, as ``rknnx info`` and the load errors use
-    them); no lines for a file that is not a vendor file or that cannot be read."""
+    them), with the verdict for the runtime of `runtime_version` on `chip` (the chip the
+    runtime serves; None: any); no lines for a file that is not a vendor file or that cannot
+    be read."""
     from rknnx import modelfile
 
     try:
@@ -171,14 +173,21 @@ def file_lines(path, runtime_version) -> list:
                  for s in verdicts if s.verdict == verdict]
         if names:
             out.append(f"           {label} {'; '.join(names)}")
+    # a runtime of the facts is its library and version: librknnrt and the mini runtime
+    # librknnmrt share version numbers (2.3.2 of both ship with rknn-toolkit2 2.3.2), and
+    # which of the two runs here follows from the chip (the mini runtime's chips, RV1106 and
+    # its kin, run no other), as _board does for load errors
     mine = str(runtime_version or "").split(" ")[0]
-    here = [s for s in verdicts if mine and s.runtime.split(" ")[-1] == mine]
+    chips = {f.runtime: f.chips for f in modelfile.RUNTIME_FACTS}
+    here = [s for s in verdicts if mine and s.runtime.split(" ")[-1] == mine
+            and (chip is None or chip.upper() in chips.get(s.runtime, ()))]
     if here:
         out.append(f"           this runtime ({here[0].runtime}): {here[0].verdict} "
                    f"({here[0].reason})")
     elif mine:
-        out.append(f"           this runtime ({mine}): no record of its version in the facts "
-                   "(recorded: " + ", ".join(f.runtime for f in modelfile.RUNTIME_FACTS) + ")")
+        out.append(f"           this runtime ({mine}{' on ' + chip if chip else ''}): no record "
+                   "of it in the facts (recorded: "
+                   + ", ".join(f.runtime for f in modelfile.RUNTIME_FACTS) + ")")
     if mf.custom_ops:
         out.append(f"           custom operators: {', '.join(o.type for o in mf.custom_ops)} "
                    "(register them before running it)")
