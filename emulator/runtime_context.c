@@ -379,7 +379,7 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
         if (rc != RKNN_SUCC)
             goto fail;
         static atomic_int said;
-        if (!atomic_exchange(&said, 1) && emu_log_enabled(EMU_LOG_W))
+        if (emu_log_enabled(EMU_LOG_W) && !atomic_exchange(&said, 1))
             fprintf(stderr, "W rknnx: the emulator stands in for vendor .rknn files: it answers "
                     "as the vendor runtime for the file, but rknn_run computes a digest of the "
                     "inputs, not the network (docs/standin.md)\n");

@@ -348,7 +348,7 @@ int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, em
            reads it, as 1.5.2's does and as every recorded runtime reads the older container
            it knows (1.6.0 the container-2 files), and says once that a board may not */
         static atomic_int said;
-        if (!atomic_exchange(&said, 1) && emu_log_enabled(EMU_LOG_W))
+        if (emu_log_enabled(EMU_LOG_W) && !atomic_exchange(&said, 1))
             fprintf(stderr, "W rknnx: a container version 1 file (rknn-toolkit2 1.1): no "
                     "librknnrt on record was run on one, so whether a board's loads it is not "
                     "known; rknn-toolkit2 1.3 and later write versions 2 and 6 "

@@ -107,7 +107,7 @@ def run(args) -> int:
         print(f"           outputs {outs}")
         ms = opened.mem_size
         if ms is not None and ms.total_dma_allocated_size:
-            print(f"           NPU memory it takes: {ms.total_dma_allocated_size / 2**20:.1f} MiB")
+            print(f"           NPU memory it takes: {_size(ms.total_dma_allocated_size)}")
         elif ms is not None:
             # the emulator's stand-in for a vendor file knows the file's plan only: the
             # runtime's own buffers come on top on a board (docs/standin.md)
