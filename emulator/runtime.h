@@ -374,6 +374,11 @@ int emu_ctx_native_attr(emu_ctx *c, int is_out, uint32_t idx, rknn_tensor_attr *
 /* Layout of a buffer in the native form na describes, for the tensor (d, dims). */
 void emu_layout_native(const emu_io_desc *d, const uint32_t *dims, const rknn_tensor_attr *na,
                        emu_layout *l);
+/* Layout of a mem bound with rknn_set_io_mem(attr) to input / output idx at the current
+ * shape: emu_layout_user's, but NC1HWC2 in the model type takes its blocks from the native
+ * attribute (a vendor file's compiler chose them; runtime_context.c).  0 or a status. */
+int emu_ctx_layout_bound(emu_ctx *c, int is_out, uint32_t idx, const rknn_tensor_attr *attr,
+                         emu_layout *l);
 /* rknn_run, after the graph: outputs with rknn_emu_set_npu_output bytes take them. */
 void emu_npu_apply_outputs(emu_ctx *c);
 /* Length of the NPU's buffer for an input whose native attribute is na: the vendor's

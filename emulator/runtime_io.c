@@ -349,8 +349,7 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
         if ((rc = check_mem(b->mem, "input", i)))
             goto out;
         emu_layout lu;
-        rc = emu_layout_user(c->plat, d, emu_ctx_in_dims(c, i), 0, 1, b->attr.type, b->attr.fmt,
-                             b->attr.pass_through, b->attr.h_stride, &lu);
+        rc = emu_ctx_layout_bound(c, 0, i, &b->attr, &lu);
         if (rc == RKNN_SUCC && emu_layout_bytes(&lu) > b->mem->size) {
             EMU_ERR(fn, "input %u: bound mem of %llu bytes is too small for the current shape "
                     "(%llu): call rknn_set_io_mem again", i, (unsigned long long)b->mem->size,
@@ -442,8 +441,7 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
             continue;
         const emu_io_desc *d = emu_model_output(c->m, o);
         emu_layout lu, lm;
-        rc = emu_layout_user(c->plat, d, emu_ctx_out_dims(c, o), 1, 1, b->attr.type, b->attr.fmt,
-                             0, 0, &lu);
+        rc = emu_ctx_layout_bound(c, 1, o, &b->attr, &lu);
         if (rc == RKNN_SUCC && emu_layout_bytes(&lu) > b->mem->size) {
             EMU_ERR(fn, "output %u: bound mem of %llu bytes is too small for the current shape",
                     o, (unsigned long long)b->mem->size);

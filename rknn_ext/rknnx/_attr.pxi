@@ -172,7 +172,8 @@ cdef int _too_big(const rknn_tensor_attr* a) except -1:
                      f"{_LAYOUT_MAX} bytes")
 
 
-cdef int _layout_of_attr(const rknn_tensor_attr* a, _Layout* lay, int native_type) except -1:
+cdef int _layout_of_attr(const rknn_tensor_attr* a, _Layout* lay, int native_type,
+                         Py_ssize_t channels) except -1:
     """The typed, shaped, strided layout of the tensor `a` describes.
 
     fmt NHWC (4-D): rows are ``w_stride`` pixels apart (when ``w_stride`` > W), batches
@@ -180,8 +181,11 @@ cdef int _layout_of_attr(const rknn_tensor_attr* a, _Layout* lay, int native_typ
     Cs > C only when the tensor is in its native type (``a.type == native_type``; -1:
     ``a.type``) and ``size_with_stride`` (bytes of that type) counts more than C
     channels per pixel (native NHWC tensors pad C to a multiple of C2); a converted type
-    is packed in C.  fmt NC1HWC2 (5-D): blocked, rows ``w_stride`` pixels apart.  NCHW
-    and everything else: packed in the order of ``dims``.
+    is packed in C.  `channels` (> 0, in the native type): the tensor's own channel count
+    where the runtime's ``dims[3]`` pads it (RK3566's NATIVE_NHWC_OUTPUT_ATTR,
+    docs/abi-notes.md): the view has that many, ``dims[3]`` apart; -1 or 0: ``dims[3]``.
+    fmt NC1HWC2 (5-D): blocked, rows ``w_stride`` pixels apart.  NCHW and everything
+    else: packed in the order of ``dims``.
 
     Raises ValueError when the layout spans more than 2**32 - 1 bytes (or a product
     overflows), TypeError for a type numpy cannot view.
@@ -220,6 +224,8 @@ cdef int _layout_of_attr(const rknn_tensor_attr* a, _Layout* lay, int native_typ
                 elems = a.size_with_stride // _ITEMSIZE[native_type]
                 if elems % pix == 0 and elems // pix > c_:
                     cs = elems // pix
+        if 0 < channels < c_ and t == native_type:
+            lay.shape[3] = channels      # the padding channels are strides, not data
         span = es
         lay.strides[3] = span
         ovf |= _mul_into(&span, cs)
@@ -573,14 +579,14 @@ cdef class TensorAttr:
         padded channels) included: what a :class:`TensorMem` bound to this attribute
         exports."""
         cdef _Layout lay
-        _layout_of_attr(&self.c, &lay, self._ntype)
+        _layout_of_attr(&self.c, &lay, self._ntype, -1)
         return _layout_strides(&lay)
 
     @property
     def nbytes_with_stride(self):
         """Bytes a buffer holding this tensor must have (the layout's full extent)."""
         cdef _Layout lay
-        _layout_of_attr(&self.c, &lay, self._ntype)
+        _layout_of_attr(&self.c, &lay, self._ntype, -1)
         return lay.extent
 
     @property
@@ -589,7 +595,7 @@ cdef class TensorAttr:
         runtime's :attr:`size_with_stride`, the layout's extent (:attr:`nbytes_with_stride`)
         and :attr:`size` (what a zero-copy session allocates)."""
         cdef _Layout lay
-        _layout_of_attr(&self.c, &lay, self._ntype)
+        _layout_of_attr(&self.c, &lay, self._ntype, -1)
         return max(<Py_ssize_t>self.c.size_with_stride, <Py_ssize_t>lay.extent,
                    <Py_ssize_t>self.c.size)
 
