@@ -169,7 +169,7 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
             goto out;
         }
         if (emu_layout_user(c->plat, d, emu_ctx_in_dims(c, in->index), 0, 0, tt, in->fmt,
-                            in->pass_through, 0, &ls[k]) != RKNN_SUCC) {
+                            in->pass_through, 0, 0, &ls[k]) != RKNN_SUCC) {
             EMU_ERR(fn, "input %u: unsupported type %d / fmt %d", in->index, (int)in->type,
                     (int)in->fmt);
             rc = RKNN_ERR_PARAM_INVALID;
@@ -573,7 +573,8 @@ int rknn_outputs_get(rknn_context context, uint32_t n_outputs, rknn_output outpu
         const emu_io_desc *d = emu_model_output(c->m, o->index);
         const uint32_t *dims = emu_model_output_dims(c->m, set, o->index, NULL);
         rknn_tensor_type t = o->want_float ? RKNN_TENSOR_FLOAT32 : d->type;
-        if (emu_layout_user(c->plat, d, dims, 1, 0, t, RKNN_TENSOR_NCHW, 0, 0, &ld[k]) != RKNN_SUCC) {
+        if (emu_layout_user(c->plat, d, dims, 1, 0, t, RKNN_TENSOR_NCHW, 0, 0, 0, &ld[k]) !=
+            RKNN_SUCC) {
             rc = RKNN_ERR_PARAM_INVALID;
             goto out;
         }

@@ -22,7 +22,7 @@ import pytest
 
 import rknnx
 from rknnx import layout, lowlevel as ll, modelfile
-from rknnx.lowlevel import QueryCmd
+from rknnx.lowlevel import QueryCmd, TensorFormat, TensorType
 
 from helpers import NO_VENDOR_DATA, live, user_inputs, vendor_models
 
@@ -251,6 +251,98 @@ def test_pass_through_inputs_of_the_general_flow(opened, path):
                   "RKNNLite inputs_pass_through")
 
 
+# ---- the low-level bindings a board program makes -------------------------------------------
+def _bind_plain_inputs(ctx, frame, mems):
+    """Bind every input as the general flow takes it (uint8 pixels / the model type, the
+    attribute's layout) and write the frame."""
+    for i, x in enumerate(frame):
+        a = ctx.input_attrs[i]
+        a.type = ll.type_of_dtype(x.dtype)
+        mem = ctx.create_mem(a.alloc_size)
+        mems.append(mem)
+        ctx.set_io_mem(mem, a)
+        v = np.asarray(mem)
+        v[...] = x
+        del v
+
+
+def _run_with_outputs(m, frame, out_attr):
+    """Run `frame` in a context of `m` whose outputs are bound with ``out_attr(ctx, i)``;
+    (attrs, outputs as the mems' views show them), the mems prefilled with 0x5a."""
+    ctx = m.new_context()
+    mems = []
+    try:
+        _bind_plain_inputs(ctx, frame, mems)
+        attrs, outs = [], []
+        for i in range(len(m.outputs)):
+            a = out_attr(ctx, i)
+            mem = ctx.create_mem(a.alloc_size)
+            mems.append(mem)
+            raw = np.frombuffer(mem.raw(), np.uint8)
+            raw[...] = 0x5A
+            del raw
+            ctx.set_io_mem(mem, a)
+            attrs.append(a)
+            outs.append(mem)
+        ctx.run()
+        return attrs, [np.array(o) for o in outs], [np.asarray(o).strides for o in outs]
+    finally:
+        for mem in mems:
+            mem.close()
+        ctx.close()
+        gc.collect()
+
+
+@pytest.mark.parametrize("path", STATIC, ids=_id)
+@pytest.mark.parametrize("dtype", ["model", "float32"])
+def test_native_nhwc_outputs_are_the_logical_nhwc_tensor(opened, path, dtype):
+    # NATIVE_NHWC_OUTPUT_ATTR bound as the runtime answers it (RK3566 pads C to C2 in its
+    # dims; RK3588 reports C and a size_with_stride rounded to C2; the mini runtime the
+    # NC1HWC2 bytes), or with its type edited to FLOAT32 as the vendor's demos do: the
+    # view is the output in NHWC, whatever the padding
+    m = opened(path)
+    frame = user_inputs(m, np.random.default_rng(3))
+    want = m.run(*frame, raw=dtype == "model")
+
+    def native_nhwc(ctx, i):
+        a = ctx.query(QueryCmd.NATIVE_NHWC_OUTPUT_ATTR, i)
+        if dtype == "float32":
+            a.type = TensorType.FLOAT32
+        return a
+
+    attrs, got, strides = _run_with_outputs(m, frame, native_nhwc)
+    _assert_equal(got, [_nhwc(w) for w in want], f"NATIVE_NHWC outputs ({dtype})")
+    for a, s, w in zip(attrs, strides, want):
+        if w.ndim == 4:
+            # pixels are the runtime's dims[3] channels apart in the model type (padded or
+            # not), packed in a converted one
+            per = a.dims[3] if dtype == "model" else w.shape[1]
+            assert s[2] == per * w.itemsize and s[1] == w.shape[3] * s[2]
+
+
+@pytest.mark.parametrize("path", STATIC, ids=_id)
+@pytest.mark.parametrize("dtype", ["model", "float32"])
+def test_output_attr_bound_as_nhwc(opened, path, dtype):
+    # OUTPUT_ATTR edited to NHWC (a layout of the vendor's zero-copy demos): its
+    # size_with_stride is the blocked buffer on RK35xx (yolo_heads_rk3588 [1,255,8,8]:
+    # 32,768 bytes for 16,320, librknnrt 1.6.0), which says nothing of the pixels
+    m = opened(path)
+    frame = user_inputs(m, np.random.default_rng(4))
+    want = m.run(*frame, raw=dtype == "model")
+
+    def nhwc(ctx, i):
+        a = ctx.output_attrs[i]
+        if len(a.dims) == 4:
+            n, c, h, w = a.dims
+            a.dims, a.fmt = (n, h, w, c), TensorFormat.NHWC
+        if dtype == "float32":
+            a.type = TensorType.FLOAT32
+        return a
+
+    _, got, _ = _run_with_outputs(m, frame, nhwc)
+    _assert_equal(got, [_nhwc(w) for w in want], f"OUTPUT_ATTR as NHWC ({dtype})")
+
+
 # ---- the layout helpers ----------------------------------------------------------------
 @pytest.mark.parametrize("path", STATIC, ids=_id)
 def test_layout_helpers_undo_the_native_layouts(opened, path):
@@ -341,6 +433,24 @@ def test_a_padded_dims_attr_is_refused_where_the_runtime_did_not_pad(opened):
     gc.collect()
 
 
+@pytest.mark.parametrize("path", _named("yolo_heads_rv1106", "cls_img_rv1106", "tiny_rv1106_i8",
+                                        "yolo_heads_rk3588"), ids=_id)
+def test_native_nhwc_size_with_stride_is_an_allocation_not_padding(opened, path):
+    # the mini runtime's NATIVE_NHWC_OUTPUT_ATTR size_with_stride is the NC1HWC2 bytes
+    # (yolo_heads_rv1106 [1,8,8,255]: 16,384 for 16,320, librknnmrt 2.3.2); RK3588's is
+    # size rounded up to C2 (yolo_heads_rk3588 [1,2,2,255]: 1,024 for 1,020, 1.6.0): the
+    # buffer gets that many bytes, the pixels stay dims[3] channels apart
+    m = opened(path)
+    with m.new_context() as ctx:
+        for i, t in enumerate(m.outputs):
+            a = ctx.query(QueryCmd.NATIVE_NHWC_OUTPUT_ATTR, i)
+            n, h, w, c = a.dims
+            assert c == t.shape[1] and a.w_stride == 0
+            assert a.strides == (h * w * c, w * c, c, 1)
+            assert a.alloc_size == max(a.size_with_stride, a.size)
+    gc.collect()
+
+
 def test_blocked_output_sizes_are_allocated(opened):
     # OUTPUT_ATTR of yolo_heads_rk3588 output0 [1,255,8,8] int8: size 16,320,
     # size_with_stride 32,768 (librknnrt 1.6.0); NATIVE_OUTPUT_ATTR [1,16,8,8,16]: n_elems
@@ -364,7 +474,7 @@ def test_blocked_output_sizes_are_allocated(opened):
 
 def test_the_mini_runtimes_native_c2_is_the_files(opened):
     # fp16_net_rk2118: NATIVE_OUTPUT_ATTR [1,5,16,16,4] float16 (librknnmrt 2.3.2), blocks
-    # of 4 channels where other chips block float16 by 8: the session's native view, its
+    # of 4 channels where RK3588 blocks float16 by 8: the session's native view, its
     # read() and the stand-in's native mem agree on the file's blocks
     paths = _named("fp16_net_rk2118")
     if not paths:
