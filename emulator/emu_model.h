@@ -32,9 +32,9 @@ typedef struct emu_io_desc {
     uint32_t n_norm;                   /* inputs: mean/std entries, one per channel (0 = none) */
     float mean[RKNN_MAX_NUM_CHANNEL];
     float std[RKNN_MAX_NUM_CHANNEL];
-    int vendor_rules;                  /* a stand-in's tensor: the vendor runtime's layout
-                                          rules (w_stride align(W, C2), NHWC outputs padded
-                                          on RK3566 only: docs/standin.md) */
+    int vendor_rules;                  /* a stand-in's tensor (of a vendor file); the layout
+                                          rules are the vendor's for every tensor
+                                          (runtime_layout.c), so nothing reads it there */
 } emu_io_desc;
 
 typedef struct emu_model emu_model;

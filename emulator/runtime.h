@@ -215,7 +215,8 @@ typedef struct emu_layout {
 
 size_t emu_type_size(rknn_tensor_type t);    /* 0 for unsupported (INT4, ...) */
 uint32_t emu_c2(const emu_platform *p, rknn_tensor_type t);  /* 0: no NC1HWC2 form */
-/* NHWC row alignment in pixels for the model type t: its C2, else the chip's w_align */
+/* NHWC row alignment in pixels of d's type: its C2, else (and on the mini runtime's chips)
+   the chip's w_align */
 uint32_t emu_w_align(const emu_platform *p, const emu_io_desc *d);
 int emu_desc_is_image(uint32_t n_dims, rknn_tensor_format fmt);
 void emu_nchw_of(const uint32_t *dims, rknn_tensor_format fmt, uint32_t *N, uint32_t *C, uint32_t *H,
@@ -229,11 +230,12 @@ void emu_fill_attr(const emu_platform *p, const emu_io_desc *d, const uint32_t *
 /* Layout of the model's packed buffer at dims. */
 void emu_layout_model(const emu_io_desc *d, const uint32_t *dims, emu_layout *l);
 /* Layout of a user buffer of type t and format fmt for the tensor (d, dims).
- * zero_copy: NHWC inputs get the chip's row stride; h_stride (0 = H) pads batches.
- * pass_through / native: NHWC outputs in the model type pad C to C2.  Returns 0 or a status. */
+ * zero_copy: NHWC inputs get the row stride (emu_w_align); h_stride (0 = H) pads batches.
+ * out_c: for an NHWC output, the channels per pixel of the bound attribute's dims (0: C);
+ * in the model type they pad C to C2 when out_c is align(C, C2).  Returns 0 or a status. */
 int emu_layout_user(const emu_platform *p, const emu_io_desc *d, const uint32_t *dims, int is_out,
                     int zero_copy, rknn_tensor_type t, rknn_tensor_format fmt, int pass_through,
-                    uint32_t h_stride, emu_layout *l);
+                    uint32_t h_stride, uint32_t out_c, emu_layout *l);
 uint64_t emu_layout_bytes(const emu_layout *l);
 
 /* Convert src (layout ls) into dst (layout ld), both describing the same logical tensor.
@@ -374,6 +376,11 @@ int emu_ctx_native_attr(emu_ctx *c, int is_out, uint32_t idx, rknn_tensor_attr *
 /* Layout of a buffer in the native form na describes, for the tensor (d, dims). */
 void emu_layout_native(const emu_io_desc *d, const uint32_t *dims, const rknn_tensor_attr *na,
                        emu_layout *l);
+/* Layout of a mem bound with rknn_set_io_mem(attr) to input / output idx at the current
+ * shape: emu_layout_user's, but NC1HWC2 in the model type takes its blocks from the native
+ * attribute (a vendor file's compiler chose them; runtime_context.c).  0 or a status. */
+int emu_ctx_layout_bound(emu_ctx *c, int is_out, uint32_t idx, const rknn_tensor_attr *attr,
+                         emu_layout *l);
 /* rknn_run, after the graph: outputs with rknn_emu_set_npu_output bytes take them. */
 void emu_npu_apply_outputs(emu_ctx *c);
 /* Length of the NPU's buffer for an input whose native attribute is na: the vendor's

@@ -751,6 +751,29 @@ int emu_ctx_native_attr(emu_ctx *c, int is_out, uint32_t idx, rknn_tensor_attr *
     return RKNN_SUCC;
 }
 
+int emu_ctx_layout_bound(emu_ctx *c, int is_out, uint32_t idx, const rknn_tensor_attr *attr,
+                         emu_layout *l)
+{
+    if (!c->m || idx >= (is_out ? c->n_out : c->n_in))
+        return RKNN_ERR_PARAM_INVALID;
+    const emu_io_desc *d = is_out ? emu_model_output(c->m, idx) : emu_model_input(c->m, idx);
+    const uint32_t *dims = is_out ? emu_ctx_out_dims(c, idx) : emu_ctx_in_dims(c, idx);
+    /* an NHWC output holds the channels its attribute's dims say (padded or not) */
+    uint32_t out_c =
+        is_out && attr->n_dims == 4 && attr->fmt == RKNN_TENSOR_NHWC ? attr->dims[3] : 0;
+    int rc = emu_layout_user(c->plat, d, dims, is_out, 1, attr->type, attr->fmt,
+                             is_out ? 0 : attr->pass_through, attr->h_stride, out_c, l);
+    rknn_tensor_attr na;
+    if (rc == RKNN_SUCC && attr->fmt == RKNN_TENSOR_NC1HWC2 && attr->type == d->type &&
+        emu_ctx_native_attr(c, is_out, idx, &na) == RKNN_SUCC && na.fmt == RKNN_TENSOR_NC1HWC2) {
+        /* the NPU's blocks are those of the native attribute: the chip's C2 for the
+           emulator's own models, the file's for a stand-in (fp16_net_rk2118's float16
+           output [1,5,16,16,4], librknnmrt 2.3.2, where the chip table says 8) */
+        emu_layout_native(d, dims, &na, l);
+    }
+    return rc;
+}
+
 int rknn_query(rknn_context context, rknn_query_cmd cmd, void *info, uint32_t size)
 {
     static const char fn[] = "rknn_query";

@@ -169,7 +169,7 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
             goto out;
         }
         if (emu_layout_user(c->plat, d, emu_ctx_in_dims(c, in->index), 0, 0, tt, in->fmt,
-                            in->pass_through, 0, &ls[k]) != RKNN_SUCC) {
+                            in->pass_through, 0, 0, &ls[k]) != RKNN_SUCC) {
             EMU_ERR(fn, "input %u: unsupported type %d / fmt %d", in->index, (int)in->type,
                     (int)in->fmt);
             rc = RKNN_ERR_PARAM_INVALID;
@@ -361,8 +361,7 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
         if ((rc = check_mem(b->mem, "input", i)))
             goto out;
         emu_layout lu;
-        rc = emu_layout_user(c->plat, d, emu_ctx_in_dims(c, i), 0, 1, b->attr.type, b->attr.fmt,
-                             b->attr.pass_through, b->attr.h_stride, &lu);
+        rc = emu_ctx_layout_bound(c, 0, i, &b->attr, &lu);
         if (rc == RKNN_SUCC && emu_layout_bytes(&lu) > b->mem->size) {
             EMU_ERR(fn, "input %u: bound mem of %llu bytes is too small for the current shape "
                     "(%llu): call rknn_set_io_mem again", i, (unsigned long long)b->mem->size,
@@ -454,8 +453,7 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
             continue;
         const emu_io_desc *d = emu_model_output(c->m, o);
         emu_layout lu, lm;
-        rc = emu_layout_user(c->plat, d, emu_ctx_out_dims(c, o), 1, 1, b->attr.type, b->attr.fmt,
-                             0, 0, &lu);
+        rc = emu_ctx_layout_bound(c, 1, o, &b->attr, &lu);
         if (rc == RKNN_SUCC && emu_layout_bytes(&lu) > b->mem->size) {
             EMU_ERR(fn, "output %u: bound mem of %llu bytes is too small for the current shape",
                     o, (unsigned long long)b->mem->size);
@@ -587,7 +585,8 @@ int rknn_outputs_get(rknn_context context, uint32_t n_outputs, rknn_output outpu
         const emu_io_desc *d = emu_model_output(c->m, o->index);
         const uint32_t *dims = emu_model_output_dims(c->m, set, o->index, NULL);
         rknn_tensor_type t = o->want_float ? RKNN_TENSOR_FLOAT32 : d->type;
-        if (emu_layout_user(c->plat, d, dims, 1, 0, t, RKNN_TENSOR_NCHW, 0, 0, &ld[k]) != RKNN_SUCC) {
+        if (emu_layout_user(c->plat, d, dims, 1, 0, t, RKNN_TENSOR_NCHW, 0, 0, 0, &ld[k]) !=
+            RKNN_SUCC) {
             rc = RKNN_ERR_PARAM_INVALID;
             goto out;
         }

@@ -3,25 +3,33 @@
  *
  * Attribute rules (all sizes in bytes of the attribute's type; "image" = a 4-D tensor
  * declared NHWC or NCHW; other tensors are flat and every kind of attribute equals the
- * normal one):
+ * normal one, but for an output's NATIVE_NHWC size_with_stride).  They are the vendor
+ * runtimes' where their recorded answers for real .rknn files show them (librknnrt 1.5.2
+ * and 1.6.0 on RK3566 and RK3588, the mini runtime librknnmrt 2.3.2 on the RV1106 family
+ * and RK2118: docs/abi-notes.md, "The vendor runtimes' answers"), for the emulator's own
+ * models and the stand-ins of vendor files alike ("mini" below: the RV1106 family and
+ * RK2118, which run the mini runtime):
  *
  *  query            image input                              image output
  *  ---------------  ---------------------------------------  ---------------------------------
  *  *_ATTR (normal)  declared fmt and dims; w_stride =        NCHW dims; w_stride 0;
- *                   align(W, chip w_align); size_with_stride size_with_stride = size
- *                   = N*H*w_stride*Cs
+ *                   align(W, wa); size_with_stride =         size_with_stride = the blocked
+ *                   N*H*w_stride*Cs                          N*C1*H*align(W,C2)*C2 (mini: size)
  *  NATIVE_*         C in {1,3,4} (or no C2 for the type):     NC1HWC2 [N,C1,H,W,C2] when the
- *  (= NC1HWC2)      NHWC as NATIVE_NHWC; other C: NC1HWC2     type has a C2, else as normal;
- *                   [N,C1,H,W,C2], w_stride = W               w_stride = W
- *  NATIVE_NHWC_*    NHWC [N,H,W,C], w_stride = align(W),      NHWC [N,H,W,C], w_stride 0,
- *                   size_with_stride = N*H*w_stride*Cs        size_with_stride = N*H*W*Cp
+ *  (= NC1HWC2)      NHWC as NATIVE_NHWC; other C: NC1HWC2     type has a C2, n_elems and size
+ *                   [N,C1,H,W,C2], w_stride = W               of that shape, w_stride 0 (mini:
+ *                                                             W); else as normal
+ *  NATIVE_NHWC_*    NHWC [N,H,W,C], w_stride = align(W, wa),  NHWC [N,H,W,C'], C' = Cp on RK3566
+ *                   size_with_stride = N*H*w_stride*Cs        (C elsewhere), w_stride 0,
+ *                                                             size_with_stride = align(size,
+ *                                                             C2) (mini: the NC1HWC2 bytes)
  *
  *  Cs = C for C in {1,3,4}, else Cp;  Cp = align(C, C2) (C when the type has no C2);
- *  C1 = ceil(C / C2);  C2 and w_align per chip: see the table in runtime_core.c.  A
- *  stand-in's tensors (emu_io_desc.vendor_rules) align rows to C2 pixels of the type as the
- *  vendor runtimes do (RK3588 int8 W 8 -> 16; RK3566 int8 8 -> 8, float16 10 -> 12) and pad
- *  NHWC outputs on RK3566 only (docs/standin.md).
- *  n_elems and size are always the logical (unpadded) count and bytes.
+ *  C1 = ceil(C / C2);  wa = the type's C2, the chip's w_align on the mini runtime's chips
+ *  and for a type without C2; C2 and w_align per chip: see the table in runtime_core.c.
+ *  n_elems and size are the logical count and bytes but for an output's native views,
+ *  whose dims they count.  The inputs of 5+ channels (Cs, NC1HWC2) keep the emulator's
+ *  rules: no recorded vendor answer has such an input.
  *
  * Buffer layouts (what the bytes of a user buffer mean):
  *  - rknn_inputs_set, pass_through 0: packed in the given fmt (NHWC, NCHW; UNDEFINED =
@@ -33,8 +41,9 @@
  *    channel padding exists only in the native type), batches of max(h_stride, H) rows;
  *    NC1HWC2 = blocked (model type only); NCHW / UNDEFINED packed;
  *  - outputs (rknn_outputs_get: always NCHW; rknn_set_io_mem: the attr's fmt): NCHW packed;
- *    NHWC with Cp channels per pixel when the type is the model type (native), else C;
- *    NC1HWC2 blocked (model type only).
+ *    NHWC with the channels per pixel the bound attribute's dims say: Cp where they pad C
+ *    (NATIVE_NHWC_OUTPUT_ATTR on RK3566, in the model type), else C; NC1HWC2 blocked (model
+ *    type only, the native attribute's blocks).
  *
  * One rule for inputs and outputs, shared with the Python binding (which sees only the
  * attribute): channels are padded only in the model's own type; a buffer of a converted
@@ -66,12 +75,18 @@ size_t emu_type_size(rknn_tensor_type t)
     }
 }
 
+static int mini_runtime(const emu_platform *p)
+{
+    return p->family == EMU_FAM_RV1106 || p->family == EMU_FAM_RK2118;
+}
+
 uint32_t emu_w_align(const emu_platform *p, const emu_io_desc *d)
 {
-    /* a stand-in's tensors follow the vendor's rows (align(W, C2) of the type); the
-       emulator's own models keep the chip's w_align, which the binding's layout rules
-       assume (docs/standin.md) */
-    uint32_t c2 = d->vendor_rules ? emu_c2(p, d->type) : 0;
+    /* the vendor's rows: align(W, C2) of the input's type (tiny_rk3588_i8: int8 W 8 -> 16;
+       tiny_rk3566_i8: 8 -> 8; dual_residual_custom RK3566: float16 10 -> 12; 1.5.2 and
+       1.6.0); the mini runtime aligns to 16 pixels (tiny_rv1106_i8, 2.3.2), the chip's
+       w_align, which also stands for the types without a C2 (no vendor answer has one) */
+    uint32_t c2 = mini_runtime(p) ? 0 : emu_c2(p, d->type);
     return c2 ? c2 : p->w_align;
 }
 
@@ -140,6 +155,11 @@ void emu_fill_attr(const emu_platform *p, const emu_io_desc *d, const uint32_t *
         a->n_elems = (uint32_t)prod(dims, d->n_dims);
         a->size = (uint32_t)(a->n_elems * es);
         a->size_with_stride = a->size;
+        /* an output's NATIVE_NHWC view asks for align(size, C2) (multi_io_rk3588 [1,4]:
+           16, multi_io_rk3566: 8; 1.5.2 and 1.6.0), size on the mini runtime */
+        uint32_t c2 = emu_c2(p, d->type);
+        if (is_out && kind == EMU_ATTR_NATIVE_NHWC && c2 && !mini_runtime(p))
+            a->size_with_stride = (uint32_t)align_up(a->size, c2);
         return;
     }
     uint32_t N, C, H, W;
@@ -173,21 +193,47 @@ void emu_fill_attr(const emu_platform *p, const emu_io_desc *d, const uint32_t *
             return;
         }
     } else {
+        /* the vendor's output views (docs/abi-notes.md): the NPU writes NC1HWC2 */
+        int mini = mini_runtime(p);
+        uint64_t C1 = c2 ? (C + c2 - 1) / c2 : 0;
+        uint64_t blocked = (uint64_t)N * C1 * H * W * c2;
         if (kind == EMU_ATTR_NATIVE && c2) {
-            nc1hwc2 = 1;
-        } else if (kind == EMU_ATTR_NATIVE_NHWC) {
-            a->fmt = RKNN_TENSOR_NHWC;
-            a->dims[0] = N; a->dims[1] = H; a->dims[2] = W; a->dims[3] = C;
-            a->w_stride = 0;
-            a->size_with_stride = (uint32_t)((uint64_t)N * H * W * Cp * es);
-            return;
-        } else {
-            a->fmt = RKNN_TENSOR_NCHW;
-            a->dims[0] = N; a->dims[1] = C; a->dims[2] = H; a->dims[3] = W;
-            a->w_stride = 0;
+            /* the blocked shape, counted: cls_img_rk3588 [1,4,1,1,16] n_elems 64, w_stride 0
+               (1.6.0); w_stride W on the mini runtime (cls_img_rv1106, 2.3.2) */
+            a->fmt = RKNN_TENSOR_NC1HWC2;
+            a->n_dims = 5;
+            a->dims[0] = N; a->dims[1] = (uint32_t)C1; a->dims[2] = H; a->dims[3] = W;
+            a->dims[4] = c2;
+            a->n_elems = (uint32_t)blocked;
+            a->size = (uint32_t)(blocked * es);
+            a->w_stride = mini ? W : 0;
             a->size_with_stride = a->size;
             return;
         }
+        if (kind == EMU_ATTR_NATIVE_NHWC) {
+            /* C padded to C2 in the dims on RK3566 only (cls_img_rk3566 [1,32,32,8] for 5
+               channels; cls_img_rk3588 [1,32,32,5], 1.6.0); size_with_stride what to
+               allocate: align(size, C2) (cls_img_rk3588 [1,1,1,5]: 16), the NC1HWC2 bytes on
+               the mini runtime (cls_img_rv1106 [1,32,32,5]: 16384, 2.3.2) */
+            uint64_t Cn = (c2 && strcmp(p->npu_group, "RK3566") == 0) ? Cp : C;
+            a->fmt = RKNN_TENSOR_NHWC;
+            a->dims[0] = N; a->dims[1] = H; a->dims[2] = W; a->dims[3] = (uint32_t)Cn;
+            a->n_elems = (uint32_t)((uint64_t)N * H * W * Cn);
+            a->size = (uint32_t)(a->n_elems * es);
+            a->w_stride = 0;
+            a->size_with_stride = (uint32_t)(mini ? (c2 ? blocked * es : a->size)
+                                                  : align_up(a->size, c2 ? c2 : 1));
+            return;
+        }
+        /* NCHW; size_with_stride the blocked buffer with rows of align(W, C2)
+           (yolo_heads_rk3588 [1,255,8,8]: 16320 bytes, 32768 with stride, 1.6.0), size on
+           the mini runtime (cls_img_rv1106, 2.3.2) */
+        a->fmt = RKNN_TENSOR_NCHW;
+        a->dims[0] = N; a->dims[1] = C; a->dims[2] = H; a->dims[3] = W;
+        a->w_stride = 0;
+        a->size_with_stride = (uint32_t)((mini || !c2) ? a->size
+                                         : (uint64_t)N * C1 * H * align_up(W, c2) * c2 * es);
+        return;
     }
     if (nc1hwc2) {
         uint32_t C1 = (C + c2 - 1) / c2;
@@ -262,7 +308,7 @@ void emu_layout_model(const emu_io_desc *d, const uint32_t *dims, emu_layout *l)
 
 int emu_layout_user(const emu_platform *p, const emu_io_desc *d, const uint32_t *dims, int is_out,
                     int zero_copy, rknn_tensor_type t, rknn_tensor_format fmt, int pass_through,
-                    uint32_t h_stride, emu_layout *l)
+                    uint32_t h_stride, uint32_t out_c, emu_layout *l)
 {
     if (emu_type_size(t) == 0)
         return RKNN_ERR_PARAM_INVALID;
@@ -284,11 +330,9 @@ int emu_layout_user(const emu_platform *p, const emu_io_desc *d, const uint32_t 
         return RKNN_SUCC;
     case RKNN_TENSOR_NHWC:
         if (is_out) {
-            /* the native NHWC output pads C to C2 on RK3566 only (cls_img_rk3566 vs
-               cls_img_rk3588, 1.6.0: docs/abi-notes.md) */
-            lay_nhwc(l, l->W, l->H,
-                     (t == d->type && (!d->vendor_rules || strcmp(p->npu_group, "RK3566") == 0))
-                         ? Cp : l->C);
+            /* the channels the bound attribute's dims say: Cp where they pad C (the native
+               NHWC output on RK3566, cls_img_rk3566 vs cls_img_rk3588, 1.6.0), else C */
+            lay_nhwc(l, l->W, l->H, (t == d->type && out_c == Cp) ? Cp : l->C);
         } else if (zero_copy || pass_through) {
             uint64_t hs = h_stride > l->H ? h_stride : l->H;
             lay_nhwc(l, align_up(l->W, emu_w_align(p, d)), zero_copy ? hs : l->H,
@@ -586,7 +630,7 @@ void emu_npu_pack_input(const emu_platform *p, const emu_io_desc *d, const uint3
         uint32_t N = ln.N, H = ln.H, W = ln.W;
         uint64_t row = (uint64_t)W * ln.sW, pitch = ln.sH;
         if (t == RKNN_TENSOR_UINT8) {
-            if (emu_layout_user(p, d, dims, 0, 0, t, fmt, 0, 0, &ls) != RKNN_SUCC ||
+            if (emu_layout_user(p, d, dims, 0, 0, t, fmt, 0, 0, 0, &ls) != RKNN_SUCC ||
                 emu_layout_bytes(&ls) > size)
                 return;
             memset(npu, 0, L);
@@ -606,7 +650,7 @@ void emu_npu_pack_input(const emu_platform *p, const emu_io_desc *d, const uint3
         }
         return;
     }
-    if (emu_layout_user(p, d, dims, 0, 0, t, fmt, 0, 0, &ls) != RKNN_SUCC ||
+    if (emu_layout_user(p, d, dims, 0, 0, t, fmt, 0, 0, 0, &ls) != RKNN_SUCC ||
         emu_layout_bytes(&ls) > size || emu_type_size(t) == 0)
         return;
     memset(npu, 0, L);

@@ -728,7 +728,6 @@ int rknn_set_io_mem(rknn_context ctx, rknn_tensor_mem *pub, rknn_tensor_attr *at
     if ((rc = emu_ctx_check_flow(c, EMU_FLOW_ZERO_COPY, fn)))
         goto out;
     const emu_io_desc *d = is_out ? emu_model_output(c->m, idx) : emu_model_input(c->m, idx);
-    const uint32_t *dims = is_out ? emu_ctx_out_dims(c, idx) : emu_ctx_in_dims(c, idx);
     if (!is_out && attr->pass_through && d->type == RKNN_TENSOR_FLOAT16 && c->shared &&
         c->shared->sd && c->shared->sd->mode == EMU_SD_MINI) {
         /* the mini runtime takes no float16 input as it is (fp16_net_rk2118, librknnmrt 2.3.2:
@@ -745,8 +744,7 @@ int rknn_set_io_mem(rknn_context ctx, rknn_tensor_mem *pub, rknn_tensor_attr *at
         goto out;
     }
     emu_layout l;
-    rc = emu_layout_user(c->plat, d, dims, is_out, 1, attr->type, attr->fmt,
-                         is_out ? 0 : attr->pass_through, attr->h_stride, &l);
+    rc = emu_ctx_layout_bound(c, is_out, idx, attr, &l);
     if (rc) {
         EMU_ERR(fn, "%s %u: unsupported type %d / fmt %d", is_out ? "output" : "input", idx,
                 (int)attr->type, (int)attr->fmt);

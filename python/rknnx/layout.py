@@ -97,9 +97,11 @@ def from_native(native, info: TensorInfo, *, layout: Optional[str] = None, dtype
     if a.shape != nat.shape or a.dtype != nat.dtype:
         raise ValueError(f"from_native: {info.name!r} is natively {nat.layout} "
                          f"{nat.shape} {nat.dtype}; got {a.shape} {a.dtype}")
-    layout = (layout or info.layout).upper()
-    if layout not in ("NCHW", "NHWC"):
+    if layout is not None and str(layout).upper() not in ("NCHW", "NHWC"):
         raise ValueError(f"from_native: layout must be 'NCHW' or 'NHWC'; got {layout!r}")
+    # a tensor that is not 4-D has no pixels to order: its own layout (UNDEFINED for the
+    # vendor's [1, 4] output of multi_io_rk3588, librknnrt 1.6.0) is kept
+    layout = (layout or info.layout).upper() if len(info.shape) == 4 else info.layout
     q = info.quant
     quantized = q.kind != "none" and a.dtype.kind in "iu"
     kw = {}
@@ -130,7 +132,23 @@ def to_native(x, info: TensorInfo, *, layout: Optional[str] = None,
                          "(its dense array is already what the NPU takes)")
     a = np.asarray(x)
     layout = (layout or info.layout).upper()
-    return _ll.nchw_to_nc1hwc2(a, nat.shape[4], layout=layout, out=out)
+    # the compiler may plan more C1 blocks than the channels fill (the vendor's
+    # NATIVE_OUTPUT_ATTR of tiny_rk3588_i8: [1,2,8,8,16] for 4 channels, librknnrt
+    # 1.6.0): the array is the native shape, the blocks past the channels zero
+    c2, c1 = nat.shape[4], nat.shape[1]
+    channels = a.shape[3 if layout == "NHWC" else 1] if a.ndim == 4 else 0
+    used = -(-channels // c2)
+    if a.ndim != 4 or used >= c1:
+        return _ll.nchw_to_nc1hwc2(a, c2, layout=layout, out=out)
+    if out is None:
+        out = np.zeros(nat.shape, a.dtype)
+    elif isinstance(out, np.ndarray) and out.shape == nat.shape and out.flags.writeable:
+        out[:, used:] = 0
+    else:
+        raise ValueError(f"to_native: out must be a writable array of the native shape "
+                         f"{nat.shape}; got {getattr(out, 'shape', type(out).__name__)}")
+    _ll.nchw_to_nc1hwc2(a, c2, layout=layout, out=out[:, :used])
+    return out
 
 
 def __dir__():

@@ -172,16 +172,24 @@ cdef int _too_big(const rknn_tensor_attr* a) except -1:
                      f"{_LAYOUT_MAX} bytes")
 
 
-cdef int _layout_of_attr(const rknn_tensor_attr* a, _Layout* lay, int native_type) except -1:
+cdef int _layout_of_attr(const rknn_tensor_attr* a, _Layout* lay, int native_type,
+                         Py_ssize_t channels) except -1:
     """The typed, shaped, strided layout of the tensor `a` describes.
 
     fmt NHWC (4-D): rows are ``w_stride`` pixels apart (when ``w_stride`` > W), batches
-    ``h_stride`` rows apart (when ``h_stride`` > H), and pixels are ``Cs`` elements apart.
-    Cs > C only when the tensor is in its native type (``a.type == native_type``; -1:
-    ``a.type``) and ``size_with_stride`` (bytes of that type) counts more than C
-    channels per pixel (native NHWC tensors pad C to a multiple of C2); a converted type
-    is packed in C.  fmt NC1HWC2 (5-D): blocked, rows ``w_stride`` pixels apart.  NCHW
-    and everything else: packed in the order of ``dims``.
+    ``h_stride`` rows apart (when ``h_stride`` > H), and pixels are ``Cs`` elements apart:
+    ``dims[3]``, or more when the tensor is in its native type (``a.type ==
+    native_type``; -1: ``a.type``), has a row stride (``w_stride``: the runtime's NHWC
+    inputs) and its ``size_with_stride`` (bytes of that type) counts more channels per
+    pixel (the emulator's NHWC inputs of 5+ channels pad C to C2).  Without a row stride
+    (the runtime's NHWC outputs) a pixel is ``dims[3]`` channels and ``size_with_stride``
+    only what to allocate: the vendor's exceeds the pixels (RK3588 rounds it up to C2,
+    the mini runtime asks for the NC1HWC2 bytes; docs/abi-notes.md).  A converted type is
+    packed in C.  `channels` (> 0): the tensor's own channel count where the runtime's
+    ``dims[3]`` pads it (RK3566's NATIVE_NHWC_OUTPUT_ATTR): the view has that many,
+    ``dims[3]`` apart in the native type, packed in a converted one; -1 or 0:
+    ``dims[3]``.  fmt NC1HWC2 (5-D): blocked, rows ``w_stride`` pixels apart.  NCHW and
+    everything else: packed in the order of ``dims``.
 
     Raises ValueError when the layout spans more than 2**32 - 1 bytes (or a product
     overflows), TypeError for a type numpy cannot view.
@@ -212,14 +220,19 @@ cdef int _layout_of_attr(const rknn_tensor_attr* a, _Layout* lay, int native_typ
         ws = a.w_stride if a.w_stride > w_ else w_
         hs = a.h_stride if a.h_stride > h_ else h_
         cs = c_
-        if t == native_type and a.size_with_stride and _ITEMSIZE[native_type]:
-            # padded channels: size_with_stride counts Cs channels per pixel
+        if t == native_type and a.w_stride and a.size_with_stride and _ITEMSIZE[native_type]:
+            # padded channels: size_with_stride counts Cs channels per pixel of its rows
             pix = n_
             if (not _mul_into(&pix, h_) and not _mul_into(&pix, ws) and pix > 0
                     and a.size_with_stride % _ITEMSIZE[native_type] == 0):
                 elems = a.size_with_stride // _ITEMSIZE[native_type]
                 if elems % pix == 0 and elems // pix > c_:
                     cs = elems // pix
+        if 0 < channels < c_:
+            # the padding channels are strides, not data; a converted type has none
+            lay.shape[3] = channels
+            if t != native_type:
+                cs = channels
         span = es
         lay.strides[3] = span
         ovf |= _mul_into(&span, cs)
@@ -573,14 +586,14 @@ cdef class TensorAttr:
         padded channels) included: what a :class:`TensorMem` bound to this attribute
         exports."""
         cdef _Layout lay
-        _layout_of_attr(&self.c, &lay, self._ntype)
+        _layout_of_attr(&self.c, &lay, self._ntype, -1)
         return _layout_strides(&lay)
 
     @property
     def nbytes_with_stride(self):
         """Bytes a buffer holding this tensor must have (the layout's full extent)."""
         cdef _Layout lay
-        _layout_of_attr(&self.c, &lay, self._ntype)
+        _layout_of_attr(&self.c, &lay, self._ntype, -1)
         return lay.extent
 
     @property
@@ -589,7 +602,7 @@ cdef class TensorAttr:
         runtime's :attr:`size_with_stride`, the layout's extent (:attr:`nbytes_with_stride`)
         and :attr:`size` (what a zero-copy session allocates)."""
         cdef _Layout lay
-        _layout_of_attr(&self.c, &lay, self._ntype)
+        _layout_of_attr(&self.c, &lay, self._ntype, -1)
         return max(<Py_ssize_t>self.c.size_with_stride, <Py_ssize_t>lay.extent,
                    <Py_ssize_t>self.c.size)
 

@@ -316,7 +316,7 @@ cdef object _tensor_views(Context ctx, rknn_custom_op_tensor* ts, uint32_t n, bi
         v.mems = mems
         v.readonly = readonly
         try:
-            _layout_of_attr(&ts[i].attr, &v.layout, -1)
+            _layout_of_attr(&ts[i].attr, &v.layout, -1, -1)
             if not v.layout.c_contiguous or v.layout.nbytes > ts[i].mem.size:
                 _layout_raw(&v.layout, ts[i].mem.size)
         except (TypeError, ValueError):

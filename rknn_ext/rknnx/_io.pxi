@@ -22,7 +22,7 @@ cdef int _output_layout(TensorAttr a, bint want_float, _Layout* lay) except -1:
     if not _type_known(c.type) or _FORMAT[<int>c.type] == NULL:
         _layout_raw(lay, 0)
         return 0
-    _layout_of_attr(&c, lay, -1)
+    _layout_of_attr(&c, lay, -1, -1)
     return 0
 
 
@@ -330,11 +330,26 @@ cdef tuple _which_tensor(Context self, TensorAttr attr):
                      "carry it)")
 
 
+cdef object _padded_nhwc_output(Context self, long long idx, tuple logical):
+    """The dims of NATIVE_NHWC_OUTPUT_ATTR of output `idx` where they pad the channels of
+    its NHWC dims `logical` (librknnrt 1.6.0 on RK3566 rounds C up to C2 there: [1,32,32,8]
+    for 5 channels, cls_img_rk3566; docs/abi-notes.md), else None (a chip that reports
+    them unpadded, a dynamic model, whose runtime refuses the query)."""
+    try:
+        native = self.query(RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR, idx).dims
+    except (RKNNError, ValueError):
+        return None
+    if (len(native) == 4 and native[:3] == logical[:3] and native[3] > logical[3]):
+        return native
+    return None
+
+
 cdef int _check_io_attr(Context self, TensorMem mem, TensorAttr attr, bint is_out, long long idx,
                         TensorAttr model_attr, _Layout* lay) except -1:
     """Check what set_io_mem binds: `attr` (type, dims in its fmt, pass_through) against
     the model's attribute of that tensor and the mem's size.  1 when the data is typed
     (`lay` is then the layout a view exports), 0 when it is not."""
+    cdef Py_ssize_t channels = -1              # an output's own C where its dims pad it
     kind = "output" if is_out else "input"
     if not is_out and attr.c.pass_through and attr.c.type != model_attr.c.type:
         raise ValueError(f"input {idx} ({model_attr.name!r}): pass_through needs the model "
@@ -352,6 +367,14 @@ cdef int _check_io_attr(Context self, TensorMem mem, TensorAttr attr, bint is_ou
         expected = self.query(ncmd, idx).dims
     else:
         expected = _dims_in_fmt(model_attr, attr.c.fmt)
+    if (attr.dims != expected and is_out and attr.c.fmt == RKNN_TENSOR_NHWC
+            and len(expected) == 4):
+        padded = _padded_nhwc_output(self, idx, expected)
+        if padded is not None and attr.dims == padded:
+            # (the queried attribute with its type edited, as the vendor's demos bind it:
+            # a converted type is packed in C all the same)
+            channels = expected[3]
+            expected = padded
     if attr.dims != expected:
         raise ValueError(f"{kind} {idx} ({model_attr.name!r}): attr.dims {list(attr.dims)} "
                          f"do not match the model's {list(expected)} ({attr.layout}); "
@@ -363,8 +386,8 @@ cdef int _check_io_attr(Context self, TensorMem mem, TensorAttr attr, bint is_ou
     if _FORMAT[<int>attr.c.type] == NULL:
         return 0
     # channel padding exists only in the model's own type (the emulator's rule,
-    # emulator/runtime_layout.c)
-    _layout_of_attr(&attr.c, lay, model_attr.c.type)
+    # emulator/runtime_layout.c); padded dims of an output give a view of its own channels
+    _layout_of_attr(&attr.c, lay, model_attr.c.type, channels)
     if lay.extent > mem.mem.size:
         raise ValueError(f"TensorMem of {mem.mem.size} bytes is too small for {kind} "
                          f"{idx} ({model_attr.name!r}) as {_type_name(attr.c.type)} "

@@ -386,7 +386,7 @@ cdef class TensorMem:
         """
         self._check_open("bind")
         cdef _Layout lay
-        _layout_of_attr(&attr.c, &lay, attr._ntype)
+        _layout_of_attr(&attr.c, &lay, attr._ntype, -1)
         if lay.extent > self.mem.size:
             raise ValueError(f"TensorMem of {self.mem.size} bytes is too small for tensor "
                              f"{attr.name!r} {list(attr.dims)} {_type_name(attr.c.type)} "

@@ -54,7 +54,8 @@ def test_repr_is_readable(track, emu):
     a = track.model("tiny_int8_add").input_attrs[0]
     r = repr(a)
     assert r.startswith("TensorAttr(index=0, name='a', dims=[1, 4, 8, 8], fmt=NHWC, type=INT8")
-    assert "qnt=AFFINE(zp=3, scale=0.05)" in r and "w_stride=8" in r
+    # rows of W 8 aligned to int8's C2 on RK3588: 16 (tiny_rk3588_i8, librknnrt 1.6.0)
+    assert "qnt=AFFINE(zp=3, scale=0.05)" in r and "w_stride=16" in r
     assert "DFP(fl=2)" in repr(TensorAttr(qnt_type=QntType.DFP, fl=2))
 
 
@@ -75,10 +76,16 @@ def test_strides_express_padding(emu):
     assert nhwc.strides == (6 * 16 * 3, 16 * 3, 3, 1)
     assert nhwc.nbytes_with_stride == 2 * 6 * 16 * 3
     assert nhwc.alloc_size == nhwc.nbytes_with_stride      # the extent beats the runtime's
-    # native NHWC with channels padded to C2 (size_with_stride says 16 per pixel)
+    # an NHWC input with channels padded to C2 (its rows' size_with_stride says 16 per
+    # pixel: the emulator's inputs of 5+ channels)
     padded = TensorAttr(dims=(1, 4, 8, 5), fmt=TensorFormat.NHWC, type=TensorType.INT8,
-                        size_with_stride=4 * 8 * 16)
+                        w_stride=8, size_with_stride=4 * 8 * 16)
     assert padded.strides == (4 * 8 * 16, 8 * 16, 16, 1)
+    # without a row stride (an output) size_with_stride is only what to allocate: RK3588
+    # asks 1,024 bytes for the packed [1,2,2,255] of yolo_heads_rk3588 (librknnrt 1.6.0)
+    output = TensorAttr(dims=(1, 2, 2, 255), fmt=TensorFormat.NHWC, type=TensorType.INT8,
+                        size=1020, size_with_stride=1024)
+    assert output.strides == (1020, 510, 255, 1) and output.alloc_size == 1024
     packed = TensorAttr(dims=(1, 4, 8, 5), fmt=TensorFormat.NHWC, type=TensorType.INT8,
                         size=4 * 8 * 5 + 64)
     assert packed.alloc_size == packed.size == 4 * 8 * 5 + 64   # the runtime asks more

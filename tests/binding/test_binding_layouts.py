@@ -161,8 +161,11 @@ def test_native_nhwc_outputs_pad_only_in_the_model_type(track, emu, target, t):
     z.set_io_mem(mo, oa)
     z.run()
     out = np.asarray(mo)
+    assert out.shape == (1, 3, 10, c)                    # the logical tensor, padded or not
     if t is None:
-        assert out.strides[2] > c                        # Cp = align(C, C2) int8 channels
+        # the pixels are the dims' channels: align(C, C2) on RK3566 only (cls_img_rk3566
+        # [1,32,32,8] for 5 channels; cls_img_rk3588 [1,32,32,5]; librknnrt 1.6.0)
+        assert oa.dims[3] == (8 if target == "RK3566" else c) and out.strides[2] == oa.dims[3]
         out = out.astype(np.float32) * oa.scale
     else:
         assert out.strides[2] == c * np.dtype(rknnx.lowlevel.dtype_of(t)).itemsize
@@ -178,7 +181,7 @@ def test_tensor_attr_remembers_its_native_type():
     import pickle
 
     a = TensorAttr(dims=[1, 2, 2, 5], fmt=TensorFormat.NHWC, type=TensorType.INT8,
-                   size_with_stride=1 * 2 * 2 * 16)
+                   w_stride=2, size_with_stride=1 * 2 * 2 * 16)   # an input's rows
     assert a.strides == (64, 32, 16, 1)                  # native: Cs = 16
     a.type = TensorType.FLOAT32
     for b in (a, a.copy(), copy.copy(a), copy.deepcopy(a), pickle.loads(pickle.dumps(a))):

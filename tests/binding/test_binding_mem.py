@@ -207,10 +207,12 @@ def test_plain_byte_views_are_zero_copy(ctx, track):
 def test_bound_views_are_typed_and_shaped(ctx, track):
     attr = ctx.input_attrs[0]                            # int8 NHWC [1,4,8,8], C padded to 16
     m = track.mem(ctx.create_mem(attr.size_with_stride))
+    # rows of W 8 aligned to int8's C2 on RK3588: 16 pixels (tiny_rk3588_i8, librknnrt 1.6.0)
+    assert attr.w_stride == 16
     assert m.bind(attr) is m
     v = np.asarray(m)
     assert v.shape == (1, 4, 8, 8) and v.dtype == np.int8
-    assert v.strides == attr.strides == (4 * 8 * 16, 8 * 16, 16, 1)   # padded channels
+    assert v.strides == attr.strides == (4 * 16 * 16, 16 * 16, 16, 1)  # padded channels
     assert m.attr == attr and m.attr is not attr
     mv = memoryview(m)
     assert mv.format == "b" and mv.shape == (1, 4, 8, 8)
@@ -318,7 +320,8 @@ def test_set_io_mem_validation_before_c(ctx, track, emu):
     emu.inject_error("rknn_set_io_mem", 1, -1)            # fires only if C is called
     attr = ctx.input_attrs[0]
     small = track.mem(ctx.create_mem(attr.size_with_stride - 1))
-    with pytest.raises(ValueError, match=r"too small for input 0 \('a'\).*expected at least 512 bytes"):
+    with pytest.raises(ValueError, match=rf"too small for input 0 \('a'\).*expected at least "
+                                         rf"{attr.size_with_stride} bytes"):
         ctx.set_io_mem(small, attr)
     nameless = attr.copy()
     nameless.name = ""
@@ -360,7 +363,7 @@ def test_bindings_keep_mems_alive_and_closed_bindings_stop_run(ctx, track, emu):
     b.close()
     with pytest.raises(ValueError, match=r"bound as \('input', 1\) was closed"):
         ctx.run()
-    fresh = track.mem(ctx.create_mem(512))
+    fresh = track.mem(ctx.create_mem(ctx.input_attrs[1].size_with_stride))
     ctx.set_io_mem(fresh, ctx.input_attrs[1])            # rebinding releases the old one
     del b
     gc.collect()

@@ -84,10 +84,11 @@ def test_pass_through_size_is_checked_against_the_native_attribute(track, emu):
     ctx = track.model("tiny_int8_add")
     a = ctx.input_attrs[0]                                  # NHWC [1,4,8,8] int8, C padded
     native = ctx.query(rknnx.lowlevel.QueryCmd.NATIVE_NHWC_INPUT_ATTR, 0)
-    assert a.size == 256 and native.size_with_stride == 512
+    # rows of 16 pixels (int8's C2 on RK3588: tiny_rk3588_i8, librknnrt 1.6.0) of 16 channels
+    assert a.size == 256 and native.size_with_stride == 4 * 16 * 16
     short = np.zeros(a.size, np.int8)
     with pytest.raises(ValueError, match=r"^input 0 \('a'\): pass_through data of 256 bytes is "
-                                         r"too small: need 512 bytes \(INT8 in the native NHWC "
+                                         r"too small: need 1024 bytes \(INT8 in the native NHWC "
                                          r"layout .*NATIVE_NHWC_INPUT_ATTR size_with_stride\)$"):
         ctx.inputs_set([rknnx.lowlevel.Input(short, pass_through=True), np.zeros(a.dims, np.int8)])
     # NC1HWC2: the blocked native size
@@ -98,7 +99,7 @@ def test_pass_through_size_is_checked_against_the_native_attribute(track, emu):
         ctx.inputs_set([rknnx.lowlevel.Input(np.zeros(nc.size_with_stride - 1, np.int8), pass_through=True,
                                     fmt=rknnx.lowlevel.TensorFormat.NC1HWC2)])
     # the right sizes are accepted by the runtime
-    ctx.inputs_set([rknnx.lowlevel.Input(np.zeros(512, np.int8), pass_through=True),
+    ctx.inputs_set([rknnx.lowlevel.Input(np.zeros(native.size_with_stride, np.int8), pass_through=True),
                     rknnx.lowlevel.Input(np.zeros(nc.size_with_stride, np.int8), pass_through=True,
                                 fmt=rknnx.lowlevel.TensorFormat.NC1HWC2)])
     ctx.run()

@@ -364,13 +364,25 @@ def test_device_mem_info(emu, make_ctx, chip):
 
 # ---- native layouts --------------------------------------------------------------------------
 
+def _w_align(chip, dtype):
+    """The vendor's NHWC row alignment: the input type's C2 (tiny_rk3588_i8 W 8 -> 16,
+    tiny_rk3566_i8 8 -> 8, dual_residual_custom RK3566 float16 10 -> 12; librknnrt 1.5.2
+    and 1.6.0), 16 pixels on the mini runtime (tiny_rv1106_i8, librknnmrt 2.3.2)."""
+    fam, _, c2i8, c2f16, walign = CHIPS[chip]
+    if fam in ("RV1106", "RK2118"):
+        return walign
+    return c2i8 if dtype == "int8" else c2f16
+
+
 @pytest.mark.parametrize("chip", ["RK3588", "RK3566", "RV1106"])
 @pytest.mark.parametrize("dtype", ["int8", "float16"])
 def test_native_attrs(emu, make_ctx, chip, dtype):
-    _, _, c2i8, c2f16, walign = CHIPS[chip]
+    fam, _, c2i8, c2f16, _ = CHIPS[chip]
+    mini = fam in ("RV1106", "RK2118")
     C2 = c2i8 if dtype == "int8" else c2f16
     es = 1 if dtype == "int8" else 2
     c = make_ctx(odd_model(chip, c=5, w=30, dtype=dtype), platform=chip)
+    walign = _w_align(chip, dtype)
     ws = -(-30 // walign) * walign
     Cp = -(-5 // C2) * C2
     a = c.in_attr(0)
@@ -383,13 +395,29 @@ def test_native_attrs(emu, make_ctx, chip, dtype):
     nh = c.in_attr(0, Q_NATIVE_NHWC_INPUT_ATTR)
     assert nh.fmt == NHWC and nh.shape == (1, 6, 30, 5) and nh.w_stride == ws
     assert nh.size_with_stride == 6 * ws * Cp * es
+    # the vendor's output views (docs/abi-notes.md, "The vendor runtimes' answers"): OUTPUT_ATTR
+    # asks for the blocked buffer, rows aligned to C2 (yolo_heads_rk3588 [1,255,8,8]:
+    # 16,320 bytes, 32,768 with stride, librknnrt 1.6.0; the mini runtime: size,
+    # cls_img_rv1106, librknnmrt 2.3.2)
     o = c.out_attr(0)
-    assert o.fmt == NCHW and o.shape == (1, 5, 6, 30) and o.size_with_stride == o.size
+    blocked = C1 * 6 * (-(-30 // C2) * C2) * C2 * es
+    assert o.fmt == NCHW and o.shape == (1, 5, 6, 30)
+    assert o.size_with_stride == (o.size if mini else blocked)
+    # NATIVE_OUTPUT_ATTR counts its blocked shape, w_stride 0 (cls_img_rk3588 [1,4,1,1,16]:
+    # n_elems 64, 1.6.0) or W on the mini runtime (cls_img_rv1106, 2.3.2)
     on = c.out_attr(0, Q_NATIVE_OUTPUT_ATTR)
     assert on.fmt == NC1HWC2 and on.shape == (1, C1, 6, 30, C2)
-    assert on.size_with_stride == 6 * 30 * C1 * C2 * es
+    assert on.n_elems == C1 * 6 * 30 * C2 and on.size == on.n_elems * es
+    assert on.size_with_stride == on.size and on.w_stride == (30 if mini else 0)
+    # NATIVE_NHWC_OUTPUT_ATTR pads C in its dims on RK3566 only (cls_img_rk3566 [1,32,32,8]
+    # for 5 channels; cls_img_rk3588 [1,32,32,5]; 1.6.0) and asks for align(size, C2)
+    # (cls_img_rk3588 [1,1,1,5]: 16), the NC1HWC2 bytes on the mini runtime
+    # (cls_img_rv1106 [1,32,32,5]: 16,384, 2.3.2)
     oh = c.out_attr(0, Q_NATIVE_NHWC_OUTPUT_ATTR)
-    assert oh.fmt == NHWC and oh.shape == (1, 6, 30, 5) and oh.size_with_stride == 6 * 30 * Cp * es
+    Cn = Cp if chip == "RK3566" else 5
+    assert oh.fmt == NHWC and oh.shape == (1, 6, 30, Cn) and oh.w_stride == 0
+    assert oh.n_elems == 6 * 30 * Cn and oh.size == oh.n_elems * es
+    assert oh.size_with_stride == (on.size if mini else -(-oh.size // C2) * C2)
     # the point of the exercise: strides differ from the packed sizes
     assert ws != 30 and Cp != 5
 
@@ -397,7 +425,7 @@ def test_native_attrs(emu, make_ctx, chip, dtype):
 @pytest.mark.parametrize("chip", ["RK3588", "RK3566", "RV1106"])
 def test_native_attrs_three_channels(emu, make_ctx, chip):
     c = make_ctx(img_model(chip, w=30, c=3), platform=chip)
-    walign = CHIPS[chip][4]
+    walign = _w_align(chip, "int8")
     ws = -(-30 // walign) * walign
     n = c.in_attr(0, Q_NATIVE_INPUT_ATTR)
     assert n.fmt == NHWC and n.shape == (1, 4, 30, 3) and n.w_stride == ws
