@@ -115,39 +115,74 @@ static void rknnx_lb_vblend(const unsigned char *restrict r0, const unsigned cha
 
 /* ---- source rows ----------------------------------------------------------------------- */
 
-/* NV12 -> BGR of pixels [x0, x1) of row y into d (pixel x at d + 3x); x0 even */
-static void rknnx_lb_nv12_row(const rknnx_lb_params *p, ptrdiff_t y, unsigned char *d,
-                              ptrdiff_t x0, ptrdiff_t x1)
+/* The per-call tables of the NV12 conversion: each term of letterbox.h's sums by its
+   byte, the rounding constant in the Y term. */
+typedef struct rknnx_lb_yuv {
+    int32_t y[256], rv[256], gv[256], gu[256], bu[256];
+} rknnx_lb_yuv;
+
+static void rknnx_lb_yuv_init(rknnx_lb_yuv *t)
 {
-    const unsigned char *Y = p->src + y * p->src_row;
-    const unsigned char *UV = p->uv + (y >> 1) * p->uv_row;
-    for (ptrdiff_t x = x0; x < x1; x += 2) {
-        const int32_t u = (int32_t)UV[x] - 128, v = (int32_t)UV[x + 1] - 128;
-        const int32_t r = (1 << 19) + 1673527 * v;
-        const int32_t g = (1 << 19) - 852492 * v - 409993 * u;
-        const int32_t b = (1 << 19) + 2116026 * u;
-        for (ptrdiff_t k = x; k < x + 2 && k < x1; k++) {
-            int32_t yy = (int32_t)Y[k] - 16;
-            yy = (yy < 0 ? 0 : yy) * 1220542;
-            int32_t c[3] = {(yy + b) >> 20, (yy + g) >> 20, (yy + r) >> 20};
-            for (int j = 0; j < 3; j++)
-                d[3 * k + j] = (unsigned char)(c[j] < 0 ? 0 : c[j] > 255 ? 255 : c[j]);
-        }
+    for (int32_t k = 0; k < 256; k++) {
+        const int32_t c = k - 128, yy = k - 16;
+        t->y[k] = (yy < 0 ? 0 : yy) * 1220542 + (1 << 19);
+        t->rv[k] = 1673527 * c;
+        t->gv[k] = -852492 * c;
+        t->gu[k] = -409993 * c;
+        t->bu[k] = 2116026 * c;
     }
+}
+
+static inline unsigned char rknnx_lb_sat(int32_t v)
+{
+    v >>= 20;
+    return (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
 typedef struct rknnx_lb_rows {
     ptrdiff_t y[2];             /* the rows held by buf[0], buf[1] (-1: none) */
     unsigned char *buf[2];
     int next;                   /* the slot the next conversion takes */
+    const int32_t *cols;        /* the columns the taps read, ascending */
+    ptrdiff_t ncols;
+    const rknnx_lb_yuv *yuv;
 } rknnx_lb_rows;
 
+/* The columns of row y the taps read, converted to 3 bytes a pixel into d (pixel x at
+   d + 3x): NV12 -> BGR, or gathered from pixels that are not 3 contiguous bytes. */
+static void rknnx_lb_convert(const rknnx_lb_params *p, const rknnx_lb_rows *rs, ptrdiff_t y,
+                             unsigned char *restrict d)
+{
+    const int32_t *restrict cols = rs->cols;
+    const ptrdiff_t n = rs->ncols;
+    if (p->fmt == RKNNX_LB_NV12) {
+        const unsigned char *restrict Y = p->src + y * p->src_row;
+        const unsigned char *restrict UV = p->uv + (y >> 1) * p->uv_row;
+        const rknnx_lb_yuv *restrict t = rs->yuv;
+        for (ptrdiff_t j = 0; j < n; j++) {
+            const ptrdiff_t x = cols[j], c = x & ~(ptrdiff_t)1;
+            const int32_t yy = t->y[Y[x]], u = UV[c], v = UV[c + 1];
+            d[3 * x] = rknnx_lb_sat(yy + t->bu[u]);
+            d[3 * x + 1] = rknnx_lb_sat(yy + t->gv[v] + t->gu[u]);
+            d[3 * x + 2] = rknnx_lb_sat(yy + t->rv[v]);
+        }
+    } else {
+        const unsigned char *restrict s = p->src + y * p->src_row;
+        const ptrdiff_t px = p->src_px, ch = p->src_ch;
+        for (ptrdiff_t j = 0; j < n; j++) {
+            const ptrdiff_t x = cols[j];
+            d[3 * x] = s[x * px];
+            d[3 * x + 1] = s[x * px + ch];
+            d[3 * x + 2] = s[x * px + 2 * ch];
+        }
+    }
+}
+
 /* Row y of the frame as 3 contiguous bytes a pixel (pixel x at the result + 3x), valid
-   over [x0, x1): the frame itself when its pixels are so, else converted into a slot
-   (the slot of the other row the caller holds is never taken: `keep`). */
+   at the columns the taps read: the frame itself when its pixels are so, else converted
+   into a slot (the slot of the other row the caller holds is never taken: `keep`). */
 static const unsigned char *rknnx_lb_row(const rknnx_lb_params *p, rknnx_lb_rows *rs,
-                                         ptrdiff_t y, ptrdiff_t x0, ptrdiff_t x1,
-                                         const unsigned char *keep)
+                                         ptrdiff_t y, const unsigned char *keep)
 {
     if (p->fmt == RKNNX_LB_BGR && p->src_px == 3 && p->src_ch == 1)
         return p->src + y * p->src_row;
@@ -159,16 +194,8 @@ static const unsigned char *rknnx_lb_row(const rknnx_lb_params *p, rknnx_lb_rows
         k ^= 1;
     rs->next = k ^ 1;
     rs->y[k] = y;
-    unsigned char *d = rs->buf[k];
-    if (p->fmt == RKNNX_LB_NV12) {
-        rknnx_lb_nv12_row(p, y, d, x0 & ~(ptrdiff_t)1, x1);
-    } else {
-        const unsigned char *s = p->src + y * p->src_row;
-        for (ptrdiff_t x = x0; x < x1; x++)
-            for (int j = 0; j < 3; j++)
-                d[3 * x + j] = s[x * p->src_px + j * p->src_ch];
-    }
-    return d;
+    rknnx_lb_convert(p, rs, y, rs->buf[k]);
+    return rs->buf[k];
 }
 
 /* ---- stores ---------------------------------------------------------------------------- */
@@ -195,37 +222,73 @@ static void rknnx_lb_fill(const rknnx_lb_params *p, unsigned char *d, ptrdiff_t 
             d[x * p->dst_px + p->dst_ch[c]] = p->pad[c];
 }
 
-/* Horizontal pass of one output row.  From 16-bit vertical sums t (q = 19: Q8 * Q11) or
-   from a source row's bytes r (q = 11); pixel x of the region -> output pixel left + x. */
-#define RKNNX_LB_H(SRC, Q)                                                                 \
-    do {                                                                                   \
+/* Horizontal pass of one output row of the region into packed pixels o (3 bytes, the
+   channels in order), from a source row's bytes r (q = 11) or from 16-bit vertical sums
+   t (q = 19: Q8 * Q11); channel c of an output pixel takes the source's channel c ^ sw
+   (sw 0, or 2: the B <-> R swap).  Restrict pointers and constant channel offsets: the
+   stores cannot alias the taps, so nothing is reloaded. */
+#define RKNNX_LB_HROW(NAME, T, Q, SW)                                                      \
+    static void NAME(const T *restrict r, const int32_t *restrict xi,                     \
+                     const int32_t *restrict xw, ptrdiff_t n, unsigned char *restrict o)  \
+    {                                                                                      \
         const int32_t half = 1 << ((Q) - 1);                                               \
-        if (packed) {                                                                      \
-            unsigned char *o = d + 3 * p->left;                                            \
-            for (ptrdiff_t x = 0; x < p->nw; x++, o += 3) {                                \
-                const ptrdiff_t i = 3 * (ptrdiff_t)xi[x];                                  \
-                const int32_t b = xw[x], a = 2048 - b;                                     \
-                o[0] = (unsigned char)(((int32_t)SRC[i + c0] * a                           \
-                                        + (int32_t)SRC[i + 3 + c0] * b + half) >> (Q));    \
-                o[1] = (unsigned char)(((int32_t)SRC[i + c1] * a                           \
-                                        + (int32_t)SRC[i + 3 + c1] * b + half) >> (Q));    \
-                o[2] = (unsigned char)(((int32_t)SRC[i + c2] * a                           \
-                                        + (int32_t)SRC[i + 3 + c2] * b + half) >> (Q));    \
-            }                                                                              \
-        } else {                                                                           \
-            unsigned char *o = d + p->left * p->dst_px;                                    \
-            for (ptrdiff_t x = 0; x < p->nw; x++, o += p->dst_px) {                        \
-                const ptrdiff_t i = 3 * (ptrdiff_t)xi[x];                                  \
-                const int32_t b = xw[x], a = 2048 - b;                                     \
-                for (int c = 0; c < 3; c++) {                                              \
-                    const int ch = p->perm[c];                                             \
-                    const int32_t v = ((int32_t)SRC[i + ch] * a                            \
-                                       + (int32_t)SRC[i + 3 + ch] * b + half) >> (Q);      \
-                    o[p->dst_ch[c]] = lut ? lut[256 * c + v] : (unsigned char)v;           \
-                }                                                                          \
-            }                                                                              \
+        for (ptrdiff_t x = 0; x < n; x++) {                                                \
+            const T *s = r + 3 * (ptrdiff_t)xi[x];                                         \
+            const int32_t b = xw[x], a = 2048 - b;                                         \
+            const int32_t v0 = ((int32_t)s[0 ^ (SW)] * a + (int32_t)s[3 + (0 ^ (SW))] * b  \
+                                + half) >> (Q);                                            \
+            const int32_t v1 = ((int32_t)s[1] * a + (int32_t)s[4] * b + half) >> (Q);      \
+            const int32_t v2 = ((int32_t)s[2 ^ (SW)] * a + (int32_t)s[3 + (2 ^ (SW))] * b  \
+                                + half) >> (Q);                                            \
+            o[3 * x] = (unsigned char)v0;                                                  \
+            o[3 * x + 1] = (unsigned char)v1;                                              \
+            o[3 * x + 2] = (unsigned char)v2;                                              \
         }                                                                                  \
-    } while (0)
+    }
+RKNNX_LB_HROW(rknnx_lb_h8, unsigned char, 11, 0)
+RKNNX_LB_HROW(rknnx_lb_h8s, unsigned char, 11, 2)
+RKNNX_LB_HROW(rknnx_lb_h16, uint16_t, 19, 0)
+RKNNX_LB_HROW(rknnx_lb_h16s, uint16_t, 19, 2)
+
+/* The horizontal pass of pixels [0, n) of a row.  (Plain C: gathers of 3-byte pixels
+   at run-time offsets gain nothing from the vector extensions here; the vertical blend,
+   contiguous, is what the vectors do.) */
+static void rknnx_lb_hrow(const void *src, int q16, int sw, const int32_t *xi,
+                          const int32_t *xw, ptrdiff_t n, unsigned char *o)
+{
+    if (q16)
+        (sw ? rknnx_lb_h16s : rknnx_lb_h16)((const uint16_t *)src, xi, xw, n, o);
+    else
+        (sw ? rknnx_lb_h8s : rknnx_lb_h8)((const unsigned char *)src, xi, xw, n, o);
+}
+
+/* The horizontal pass of row d: packed straight into it, or through the row buffer ob
+   (packed, swapped) into any channel offsets, through the table. */
+static void rknnx_lb_hpass(const rknnx_lb_params *p, const void *src, int q16,
+                           const int32_t *xi, const int32_t *xw, unsigned char *d,
+                           unsigned char *ob, int direct)
+{
+    unsigned char *o = direct ? d + 3 * p->left : ob;
+    rknnx_lb_hrow(src, q16, p->swap_rb, xi, xw, p->nw, o);
+    if (direct)
+        return;
+    const unsigned char *lut = p->lut;
+    const ptrdiff_t px = p->dst_px, k0 = p->dst_ch[0], k1 = p->dst_ch[1], k2 = p->dst_ch[2];
+    unsigned char *restrict e = d + p->left * px;
+    if (lut) {
+        for (ptrdiff_t x = 0; x < p->nw; x++, e += px) {
+            e[k0] = lut[ob[3 * x]];
+            e[k1] = lut[256 + ob[3 * x + 1]];
+            e[k2] = lut[512 + ob[3 * x + 2]];
+        }
+    } else {
+        for (ptrdiff_t x = 0; x < p->nw; x++, e += px) {
+            e[k0] = ob[3 * x];
+            e[k1] = ob[3 * x + 1];
+            e[k2] = ob[3 * x + 2];
+        }
+    }
+}
 
 /* ---- the pass -------------------------------------------------------------------------- */
 
@@ -236,30 +299,39 @@ int rknnx_lb_run(const rknnx_lb_params *p)
             || (p->fmt != RKNNX_LB_BGR && p->fmt != RKNNX_LB_NV12)
             || (p->fmt == RKNNX_LB_NV12 && ((p->w | p->h) & 1)))
         return RKNNX_LB_EINVAL;
-    for (int c = 0; c < 3; c++)
-        if (p->perm[c] < 0 || p->perm[c] > 2)
-            return RKNNX_LB_EINVAL;
     const int packed = rknnx_lb_packed(p);
-    const unsigned char *lut = p->lut;
-    const int c0 = p->perm[0], c1 = p->perm[1], c2 = p->perm[2];
-    const size_t row3 = 3 * (size_t)p->w;
-    /* one allocation: the taps, the 16-bit sums, two converted rows, a pad row */
-    size_t nx = (size_t)p->nw, pat_n = packed ? 3 * (size_t)p->W : 0;
-    size_t bytes = nx * 2 * sizeof(int32_t) + row3 * sizeof(uint16_t) + 2 * row3 + pat_n;
-    unsigned char *mem = malloc(bytes ? bytes : 1);
+    const size_t row3 = 3 * (size_t)p->w, nx = (size_t)p->nw;
+    /* one allocation: the taps, the 16-bit sums, two converted rows, a row of output
+       pixels (packed) and a row of pad pixels */
+    const size_t bytes = sizeof(rknnx_lb_yuv) + (nx * 2 + (size_t)p->w) * sizeof(int32_t)
+                         + row3 * sizeof(uint16_t) + 2 * row3 + 3 * nx + 3 * (size_t)p->W
+                         + (size_t)p->w;
+    unsigned char *mem = malloc(bytes);
     if (!mem)
         return RKNNX_LB_ENOMEM;
-    int32_t *xi = (int32_t *)mem, *xw = xi + nx;
-    uint16_t *t = (uint16_t *)(xw + nx);
-    rknnx_lb_rows rs = {{-1, -1}, {(unsigned char *)(t + row3), (unsigned char *)(t + row3) + row3}, 0};
-    unsigned char *pat = packed ? rs.buf[1] + row3 : NULL;
-    if (pat)
-        for (ptrdiff_t x = 0; x < p->W; x++)
-            memcpy(pat + 3 * x, p->pad, 3);
+    rknnx_lb_yuv *yuv = (rknnx_lb_yuv *)mem;
+    int32_t *xi = (int32_t *)(yuv + 1), *xw = xi + nx, *cols = xw + nx;
+    uint16_t *t = (uint16_t *)(cols + p->w);
+    unsigned char *rows = (unsigned char *)(t + row3);
+    unsigned char *ob = rows + 2 * row3, *pat = ob + 3 * nx, *mark = pat + 3 * (size_t)p->W;
+    rknnx_lb_rows rs = {{-1, -1}, {rows, rows + row3}, 0, cols, 0, yuv};
+    for (ptrdiff_t x = 0; x < p->W; x++)
+        memcpy(pat + 3 * x, p->pad, 3);
+    if (!packed)
+        pat = NULL;
 
     rknnx_lb_taps(p->w, p->nw, 11, xi, xw);
-    /* the columns the taps reach */
+    /* the columns the taps reach: their span, and the list of those read */
     const ptrdiff_t x0 = xi[0], x1 = (ptrdiff_t)xi[p->nw - 1] + 2;
+    memset(mark, 0, (size_t)p->w);
+    for (ptrdiff_t x = 0; x < p->nw; x++)
+        mark[xi[x]] = mark[xi[x] + 1] = 1;
+    for (ptrdiff_t x = x0; x < x1; x++)
+        if (mark[x])
+            cols[rs.ncols++] = (int32_t)x;
+    if (p->fmt == RKNNX_LB_NV12)
+        rknnx_lb_yuv_init(yuv);
+    const int64_t den = 2 * (int64_t)p->nh;
     for (ptrdiff_t y = 0; y < p->H; y++) {
         unsigned char *d = p->dst + y * p->dst_row;
         const ptrdiff_t ry = y - p->top;
@@ -269,30 +341,26 @@ int rknnx_lb_run(const rknnx_lb_params *p)
         }
         rknnx_lb_fill(p, d, 0, p->left, pat);
         rknnx_lb_fill(p, d, p->left + p->nw, p->W, pat);
-        int32_t yi, yw;
-        {
-            /* the tap of this row alone (the same rule as rknnx_lb_taps) */
-            int64_t num = (2 * (int64_t)ry + 1) * (int64_t)p->h - (int64_t)p->nh;
-            int64_t den = 2 * (int64_t)p->nh, k = 0, w = 0;
-            if (num > 0) {
-                k = num / den;
-                w = (256 * (num - k * den) + den / 2) / den;
-                if (k >= (int64_t)p->h - 1) {
-                    k = (int64_t)p->h - 2;
-                    w = 256;
-                }
+        /* this row's taps: rknnx_lb_taps's rule */
+        const int64_t num = (2 * (int64_t)ry + 1) * (int64_t)p->h - (int64_t)p->nh;
+        int64_t yi = 0, yw = 0;
+        if (num > 0) {
+            yi = num / den;
+            yw = (256 * (num - yi * den) + den / 2) / den;
+            if (yi >= (int64_t)p->h - 1) {
+                yi = (int64_t)p->h - 2;
+                yw = 256;
             }
-            yi = (int32_t)k;
-            yw = (int32_t)w;
         }
         if (yw == 0 || yw == 256) {
-            const unsigned char *r = rknnx_lb_row(p, &rs, yi + (yw == 256), x0, x1, NULL);
-            RKNNX_LB_H(r, 11);
+            /* one source row: its bytes, exactly what the 16-bit sums would give */
+            const unsigned char *r = rknnx_lb_row(p, &rs, (ptrdiff_t)yi + (yw == 256), NULL);
+            rknnx_lb_hpass(p, r, 0, xi, xw, d, ob, packed);
         } else {
-            const unsigned char *r0 = rknnx_lb_row(p, &rs, yi, x0, x1, NULL);
-            const unsigned char *r1 = rknnx_lb_row(p, &rs, yi + 1, x0, x1, r0);
-            rknnx_lb_vblend(r0 + 3 * x0, r1 + 3 * x0, t + 3 * x0, 3 * (x1 - x0), yw);
-            RKNNX_LB_H(t, 19);
+            const unsigned char *r0 = rknnx_lb_row(p, &rs, (ptrdiff_t)yi, NULL);
+            const unsigned char *r1 = rknnx_lb_row(p, &rs, (ptrdiff_t)yi + 1, r0);
+            rknnx_lb_vblend(r0 + 3 * x0, r1 + 3 * x0, t + 3 * x0, 3 * (x1 - x0), (int)yw);
+            rknnx_lb_hpass(p, t, 1, xi, xw, d, ob, packed);
         }
     }
     free(mem);

@@ -5,7 +5,7 @@
  * strides) or an NV12 frame (a Y plane and an interleaved UV plane, BT.601 limited range
  * as OpenCV's COLOR_YUV2BGR_NV12) is resized bilinearly into a region of the output
  * (nw x nh at left, top) and the rest filled with the pad bytes; each output channel
- * takes a source channel (perm: the BGR <-> RGB swap) and, through an optional table of
+ * takes a source channel (swap_rb: the BGR <-> RGB swap) and, through an optional table of
  * 256 codes per channel, is written as the pixel (uint8) or as its normalized and
  * quantized code (an int8 pass-through input).  The output is addressed by strides, so
  * NHWC with padded rows, NCHW planes and NC1HWC2 blocks are the same loop.
@@ -41,7 +41,7 @@
 #include <stdint.h>
 
 enum {
-    RKNNX_LB_BGR = 0,      /* 3 channels of 8 bits (any order: perm picks them) */
+    RKNNX_LB_BGR = 0,      /* 3 channels of 8 bits */
     RKNNX_LB_NV12 = 1      /* Y plane + interleaved UV plane (U first), as BGR */
 };
 
@@ -69,8 +69,8 @@ typedef struct rknnx_lb_params {
     ptrdiff_t dst_ch[3];
     /* the resized region: nw x nh at (left, top), inside the output */
     ptrdiff_t nw, nh, left, top;
-    int perm[3];                /* output channel c takes the frame's channel perm[c]
-                                   (BGR order for NV12) */
+    int swap_rb;                /* 0: output channel c is the frame's channel c (B, G, R
+                                   for NV12); 1: channel 2 - c */
     const unsigned char *lut;   /* NULL: the pixel itself; else 3 x 256 codes: output
                                    channel c of value v is lut[256 c + v] */
     unsigned char pad[3];       /* the bytes written outside the region, per channel */

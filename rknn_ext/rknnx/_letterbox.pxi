@@ -26,7 +26,7 @@ cdef extern from "kernels/letterbox.h" nogil:
         Py_ssize_t dst_row, dst_px
         Py_ssize_t dst_ch[3]
         Py_ssize_t nw, nh, left, top
-        int perm[3]
+        int swap_rb
         const unsigned char* lut
         unsigned char pad[3]
     int rknnx_lb_run(const rknnx_lb_params* p)
@@ -74,7 +74,7 @@ def _letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t
                    Py_ssize_t src_px, Py_ssize_t src_ch, Py_ssize_t uv_row,
                    Py_ssize_t W, Py_ssize_t H, Py_ssize_t dst_row, Py_ssize_t dst_px,
                    tuple dst_ch, Py_ssize_t nw, Py_ssize_t nh, Py_ssize_t left,
-                   Py_ssize_t top, tuple perm, lut, bytes pad):
+                   Py_ssize_t top, bint swap_rb, lut, bytes pad):
     """Private: rknnx.vision.letterbox's call of the C pass.  Byte strides and offsets are
     relative to each array's first element (``a.ctypes.data``); `lut` is None or 768
     bytes, `pad` 3 bytes."""
@@ -92,7 +92,7 @@ def _letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t
         raise ValueError("letterbox: a region outside the output, or a frame under 2x2")
     if fmt == RKNNX_LB_NV12 and (w % 2 or h % 2):
         raise ValueError("letterbox: an NV12 frame has an even width and height")
-    if len(dst_ch) != 3 or len(perm) != 3 or len(pad) != 3:
+    if len(dst_ch) != 3 or len(pad) != 3:
         raise ValueError("letterbox: three channels")
     memset(&p, 0, sizeof(p))
     p.fmt = fmt
@@ -110,12 +110,10 @@ def _letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t
     p.nh = nh
     p.left = left
     p.top = top
+    p.swap_rb = swap_rb
     for k in range(3):
         p.dst_ch[k] = dst_ch[k]
         chs[k] = p.dst_ch[k]
-        p.perm[k] = perm[k]
-        if p.perm[k] < 0 or p.perm[k] > 2:
-            raise ValueError("letterbox: perm takes channels 0..2")
         p.pad[k] = pad[k]
     if lut is not None:
         lv = lut

@@ -420,10 +420,8 @@ def letterbox(frame, size: Optional[Tuple[int, int]] = None, *, out=None,
         else bytes(pads)
 
     box = geometry((w, h), (W, H))
-    perm = (2, 1, 0) if swap_rb else (0, 1, 2)
-    if flipped:
-        perm = tuple(2 - c for c in perm)
     nw, nh = box.resized
     _core._letterbox_run(src, uv, arr, code, w, h, s_row, s_px, s_ch, uv_row, W, H, d_row,
-                         d_px, d_ch, nw, nh, box.pad[0], box.pad[1], perm, lut, pad)
+                         d_px, d_ch, nw, nh, box.pad[0], box.pad[1], swap_rb != flipped, lut,
+                         pad)
     return arr, box
