@@ -133,10 +133,15 @@ static void rknnx_lb_yuv_init(rknnx_lb_yuv *t)
     }
 }
 
+/* (v >> 20) saturated to 0..255, without branches (random chroma makes the branches of a
+   plain clamp mispredict: twice the time, measured); >> of a negative int is arithmetic
+   on every compiler that builds this (GCC, Clang) */
 static inline unsigned char rknnx_lb_sat(int32_t v)
 {
     v >>= 20;
-    return (unsigned char)(v < 0 ? 0 : v > 255 ? 255 : v);
+    v &= ~(v >> 31);                 /* negative -> 0 */
+    v |= (255 - v) >> 31;            /* above 255 -> all ones */
+    return (unsigned char)v;
 }
 
 typedef struct rknnx_lb_rows {
