@@ -978,3 +978,6 @@ def nchw_to_nc1hwc2(src, c2, *, layout="NCHW", out=None):
     finally:
         PyBuffer_Release(&vs)
     return o
+
+
+include "_kernels_letterbox.pxi"   # rknnx.vision.letterbox: frame -> network input
