@@ -2,8 +2,8 @@
  * rknnx emulator, runtime half: a context standing in for a vendor .rknn file
  * (standin.c; docs/standin.md).
  *
- * rknn_init on a file that starts "RKNN" reads it with the project's reader
- * (rknn_ext/rknnfile/rknn_file.h) and builds two things: a stand-in model (emu_model.h,
+ * rknn_init on a file that starts "RKNN" reads it with the project's reader (rknnfile/, API
+ * include/rknnx/rknn_file.h) and builds two things: a stand-in model (emu_model.h,
  * model_standin.c), through which the general and zero-copy flows work as for the
  * emulator's own models, and this table of what the vendor runtime the library plays
  * answers for the file: every attribute query per shape set, the memory sizes, the

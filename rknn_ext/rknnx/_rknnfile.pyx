@@ -2,7 +2,7 @@
 # distutils: language = c
 """The reader of vendor ``.rknn`` files, with no runtime: :func:`read_model_file`.
 
-The C is rknn_ext/rknnfile/ (rknn_file.h), the same reader the emulator's ``rknn_init``
+The C is the library rknnfile/ (include/rknnx/rknn_file.h), the same reader the emulator's ``rknn_init``
 uses; this module gives its answer as plain dicts and never calls librknnrt.  The public
 face is :mod:`rknnx.modelfile` (frozen dataclasses); the format is in
 ``docs/rknn-file-format.md``.  The binding (rknnx._core) cimports ``file_says_static``

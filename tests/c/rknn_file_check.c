@@ -1,5 +1,5 @@
 /*
- * The vendor-file reader (rknn_ext/rknnfile/rknn_file.c) under the sanitizers: every file
+ * The vendor-file reader (rknnfile/, include/rknnx/rknn_file.h) under the sanitizers: every file
  * named on the command line is read as it is, then mutated many times (bytes set, u32 words
  * overwritten, truncated) from a fixed seed; every read must either succeed with a sane
  * model or fail with a status and a named check.  A read outside the bytes, a leak or

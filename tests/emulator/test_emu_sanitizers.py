@@ -26,14 +26,11 @@ from helpers import cc
 from emu_capi import samples
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-# the emulator's sources and the vendor-file reader it links (rknn_ext/rknnfile)
+# the emulator's sources and the vendor-file reader it links (rknnfile/)
 SOURCES = sorted(str(p) for p in (ROOT / "emulator").glob("*.c")) + \
-    sorted(str(p) for p in (ROOT / "rknn_ext" / "rknnfile").glob("*.c"))
+    sorted(str(p) for p in (ROOT / "rknnfile").glob("*.c"))
 COMMON = ["-std=c11", "-O1", "-g", "-fno-omit-frame-pointer", "-Wall", "-Wextra", "-Werror",
-          "-ffp-contract=off", f"-I{ROOT}/include/rknnx", f"-I{ROOT}/emulator",
-          f"-I{ROOT}/rknn_ext/rknnfile"]
-if (ROOT / "rknn_ext" / "rknnfile" / "rknn_file_v1004.c").exists():
-    COMMON.append("-DRKNNX_FILE_HAVE_V1004")   # as CMakeLists.txt builds the reader
+          "-ffp-contract=off", f"-I{ROOT}/include/rknnx", f"-I{ROOT}/emulator"]
 
 
 @pytest.fixture(scope="module")

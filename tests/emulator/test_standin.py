@@ -241,3 +241,54 @@ def test_the_stand_in_normalizes_a_float16_input_with_the_files_mean_and_std(
     assert got == _npu_float16(x, mean, std, a.w_stride)
     if applied:
         assert got != _npu_float16(x, None, None, a.w_stride)   # the frame tells them apart
+
+
+# ---- the mini runtime's attribute answers for every 0x1004 file ------------------------------
+
+MINI = "librknnmrt-2.3.2-armhf-uclibc"
+ATTR_QUERIES = {"INPUT_ATTR": 1, "OUTPUT_ATTR": 2, "NATIVE_INPUT_ATTR": 8,
+                "NATIVE_OUTPUT_ATTR": 9, "NATIVE_NHWC_INPUT_ATTR": 10,
+                "NATIVE_NHWC_OUTPUT_ATTR": 11}
+ATTR_FIELDS = ("index", "name", "n_dims", "dims", "n_elems", "size", "fmt", "type",
+               "qnt_type", "fl", "zp", "w_stride", "size_with_stride", "pass_through",
+               "h_stride")
+
+
+def _v1004_stems():
+    if RKNN_MODELS is None:
+        return ["no-vendor-data"]
+    return sorted(p.stem for p in RKNN_MODELS.rglob("*.rknn")
+                  if p.read_bytes()[:16][8:16] == (0x1004).to_bytes(8, "little"))
+
+
+def _attr_queries(ans):
+    """Every successful attribute query the probe recorded after init and after a run (the
+    out-of-bounds mode's deliberately wrong struct sizes left out)."""
+    for e in ans["main"]["events"]:
+        if e["ev"] == "query" and e["status"] == 0 and e["cmd_name"] in ATTR_QUERIES:
+            yield e
+
+
+@pytest.mark.parametrize("stem", _v1004_stems())
+def test_every_mini_runtime_attribute_answer_is_the_stand_ins(emu, make_ctx, stem):
+    """The rules of the stand-in for the mini runtime (docs/standin.md: w_stride = W aligned
+    to 16, size_with_stride of an input its padded rows, of NATIVE_OUTPUT_ATTR the compiler's
+    planned bytes, of NATIVE_NHWC_OUTPUT_ATTR the native shape's bytes, ...) against every
+    attribute query librknnmrt 2.3.2 answered for the 0x1004 files, field for field."""
+    if stem == "no-vendor-data":
+        pytest.skip(NO_VENDOR_DATA)
+    ans = answer(MINI, stem)
+    ctx = make_ctx(model(stem), platform=ans["model"]["target"].upper())
+    n = 0
+    for q in _attr_queries(ans):
+        got = ctx.query(ATTR_QUERIES[q["cmd_name"]], q["index"])
+        want = q["result"]
+        have = {"index": got.index, "name": got.name.decode(), "n_dims": got.n_dims,
+                "dims": list(got.dims[:got.n_dims]), "n_elems": got.n_elems, "size": got.size,
+                "fmt": got.fmt, "type": got.type, "qnt_type": got.qnt_type, "fl": got.fl,
+                "zp": got.zp, "w_stride": got.w_stride, "size_with_stride": got.size_with_stride,
+                "pass_through": got.pass_through, "h_stride": got.h_stride}
+        assert have == {f: want[f] for f in ATTR_FIELDS}, (q["cmd_name"], q["index"])
+        assert got.scale == pytest.approx(want["scale"], rel=1e-6, abs=0)
+        n += 1
+    assert n >= 6 * 2

@@ -444,8 +444,8 @@ def test_json_tail_errors_name_the_check():
             b'"right_tensor_id":1}],"norm_tensor":[{"tensor_id":0,"url":"in\\u00e9",'
             b'"size":[1,3,4,4],"dtype":{"vx_type":"int8","qnt_method":"layer"}},'
             b'{"tensor_id":1,"url":"out","size":[1,2],"dtype":{"vx_type":"float16"}}]}')
-    # the tail is read first; with the 0x1004 payload decoder built in (rknn_file_v1004.c),
-    # a good tail around a 16-byte payload then fails at the payload's own header
+    # the tail is read first; a good tail around a 16-byte payload then fails at the
+    # payload's own header (rknnfile/payload_v1004.c)
     exc = _check(_v1004(good))
     assert exc.check == "v1004.payload" and "64-byte header" in exc.message
     assert _check(_v1004(b"[" * 200 + b"]" * 200)).check == "json.depth"

@@ -1,4 +1,4 @@
-"""The vendor-file reader's C (rknn_ext/rknnfile/rknn_file.c) under ASan/UBSan: the vendor
+"""The vendor-file reader's C (rknnfile/, include/rknnx/rknn_file.h) under ASan/UBSan: the vendor
 files read as they are and mutated from a fixed seed (tests/c/rknn_file_check.c) never read
 outside their bytes, leak or hit undefined behaviour, and every refusal names its check."""
 
@@ -12,12 +12,9 @@ import pytest
 
 from helpers import NO_VENDOR_DATA, REPO, cc, vendor_models
 
-SOURCES = [REPO / "tests" / "c" / "rknn_file_check.c",
-           *sorted((REPO / "rknn_ext" / "rknnfile").glob("*.c"))]
+SOURCES = [REPO / "tests" / "c" / "rknn_file_check.c", *sorted((REPO / "rknnfile").glob("*.c"))]
 FLAGS = ["-std=c11", "-O1", "-g", "-fno-omit-frame-pointer", "-Wall", "-Wextra", "-Werror",
-         f"-I{REPO / 'rknn_ext' / 'rknnfile'}"]
-if (REPO / "rknn_ext" / "rknnfile" / "rknn_file_v1004.c").exists():
-    FLAGS.append("-DRKNNX_FILE_HAVE_V1004")   # as CMakeLists.txt builds it
+         f"-I{REPO / 'include' / 'rknnx'}"]
 
 
 def _build(tmp_path, sanitize):

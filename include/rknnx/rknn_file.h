@@ -1,10 +1,11 @@
 /*
  * rknn_file.h: the reader of the vendor's `.rknn` model files (the ones rknn-toolkit2 writes).
  *
- * One reader for the whole project: the emulator libraries (librknnrt.so and
- * librknnrt-1.5.2.so, whose rknn_init stands in for a vendor model) and the extension
- * rknnx._core (so `rknnx info` reads a file with no runtime loaded) compile this same source.
- * The format, with the evidence for every fact used here, is in docs/rknn-file-format.md.
+ * One pure-C library (rknnfile/, its files listed in rknnfile/internal.h) linked into every
+ * artifact that reads a file: the emulator libraries (librknnrt.so and librknnrt-1.5.2.so,
+ * whose rknn_init stands in for a vendor model) and the Python extension (so `rknnx info`
+ * reads a file with no runtime loaded).  The format, with the evidence for every fact used
+ * here, is in docs/rknn-file-format.md and docs/rknn-file-format-v1004.md.
  *
  * What it reads:
  *   - the container: magic "RKNN" (or "CYPTRKNN", an encrypted model: said so, nothing else
@@ -20,13 +21,17 @@
  *     read); a static model does not, so there a refused generator only leaves the inputs'
  *     mean/std unknown.
  *
- * For container 0x1004 (RV1103/RV1106/RK2118) the framing and the JSON tail are read here;
- * the payload is handed to rknnx_file_decode_v1004() (rknn_file_v1004.c, when built with
- * RKNNX_FILE_HAVE_V1004) which fills what it can decode; what nobody decoded stays marked
- * unknown (the RKNNX_FILE_KNOWN_* bits), never guessed.
+ * For container 0x1004 (RV1103/RV1106/RK2118) the JSON tail holds the signature (names,
+ * logical shapes, dtypes) and the payload (its own FlatBuffer schema, read by the same
+ * table reader) the rest; a tensor of a kind no file seen has keeps the groups it does not
+ * settle unknown (the RKNNX_FILE_KNOWN_* bits), never guessed.
  *
- * The names carry the prefix rknnx_file_, not rknn_: the emulator's version scripts export
- * rknn_* and nothing else, and the object files are built with hidden visibility.
+ * What the file states is read here; what a runtime computes from it (strides, padded
+ * sizes, the NATIVE_NHWC_* views, its DMA allocations) is not: the emulator computes those
+ * for the runtime it plays (emulator/standin.c).
+ *
+ * Every name carries the prefix rknnx_file_, not rknn_: the emulator's version scripts
+ * export rknn_* and nothing else, and the objects are built with hidden visibility.
  *
  * Thread safety: rknnx_file_read() keeps no global state; a model is immutable once read.
  */
@@ -114,7 +119,8 @@ typedef enum rknnx_file_role {
  * Quantization: for an AFFINE tensor real = (q - zp) * scale.  `quantized` says whether the
  * file holds quantization parameters for the tensor; a float16 tensor has none, and the
  * runtimes report it as qnt_type AFFINE with zp 0 and scale 1 (RK3566/RK3588, runtime
- * 1.5.2/1.6.0): qnt_type/zp/scale here are that runtime view.  Per-channel quantization keeps
+ * 1.5.2/1.6.0; the mini runtime 2.3.2 says scale 0: fp16_net_rk2118): qnt_type/zp/scale here
+ * are that runtime view.  Per-channel quantization keeps
  * every channel in scales[]/zps[] (n_qnt entries; for a per-layer tensor n_qnt is 1 and
  * scales[0] == scale).
  *
@@ -172,7 +178,11 @@ typedef struct rknnx_file_tensor {
     char npu_layout[16];                /* the I/O JSON's "layout": "NHWC", "NCHW", ... */
     int32_t file_dtype_code;            /* Tensor slot 0, or RKNNX_FILE_UNKNOWN */
     int32_t file_layout_code;           /* Tensor slot 1, or RKNNX_FILE_UNKNOWN */
-    uint32_t file_planned_size;         /* Tensor slot 12 (bytes the compiler planned), or 0 */
+    uint32_t file_planned_size;         /* bytes the compiler planned for the NPU buffer (Tensor
+                                         * slot 12; 0x1004: slot 8), or 0 */
+    uint32_t file_mem_offset;           /* 0x1004: the offset in the internal memory (slot 9) */
+    uint32_t file_width_align;          /* 0x1004 inputs: the row alignment in elements (slot
+                                         * 12), or 0 */
 } rknnx_file_tensor;
 
 /* One input shape of one shape set (dynamic models). */
@@ -224,15 +234,18 @@ typedef struct rknnx_file_model {
     /* Memory the compiler planned (Model slot 19, a table of u64s; format 6): what
      * rknn_query(RKNN_QUERY_MEM_SIZE) reports as total_weight_size and total_internal_size
      * (runtime 1.6.0, every served file; 1.5.2 reports other sizes for dynamic models).
-     * For 0x1004 files they come from the payload header (rknn_file_v1004_plug.c), as the
-     * mini runtime reports them.  has_mem_sizes is 0, and the sizes 0, when the file has
-     * none (containers 1 and 2). */
+     * For 0x1004 files they come from the payload header, as the mini runtime reports them.
+     * has_mem_sizes is 0, and the sizes 0, when the file has none (containers 1 and 2). */
     int32_t has_mem_sizes;
     uint64_t weight_size;
     uint64_t internal_size;
 
-    /* private: the allocations behind the pointers above */
-    void *priv_;
+    /* Container 0x1004: the payload header's other regions (docs/rknn-file-format-v1004.md);
+     * 0 for the other versions.  The mini runtime allocates the task region as its "task"
+     * buffer, and regcmd_size + weight_size + internal_size as its "model" buffer. */
+    uint32_t task_count;
+    uint64_t task_size;
+    uint64_t regcmd_size;
 } rknnx_file_model;
 
 /* ---- functions ----------------------------------------------------------------------- */
@@ -260,24 +273,6 @@ const char *rknnx_file_chip_of_family(const char *npu_family);
 
 /* The size of one element of an rknn_tensor_type, bytes (0 for an unknown type; INT4 1). */
 uint32_t rknnx_file_type_size(int32_t type);
-
-/*
- * The plug for the 0x1004 payload decoder (rknn_file_v1004.c).  Called by rknnx_file_read
- * for a container 0x1004 file after the framing and the JSON tail have filled the model
- * (names, shapes, dtypes; known = RKNNX_FILE_KNOWN_SHAPE; dims = shape, fmt unknown).  It may set quantization and
- * native fields and their `known` bits, and the model fields it decodes; it must keep
- * every read inside payload[0, payload_size).  Returns RKNNX_FILE_OK, or a negative status
- * with err filled (the read then fails with that error).  Without RKNNX_FILE_HAVE_V1004 the
- * reader does not call it and those fields stay unknown.  Helpers the decoder may use to
- * allocate per-channel arrays owned by the model: rknnx_file_set_qnt_channels().
- */
-int rknnx_file_decode_v1004(const uint8_t *payload, size_t payload_size,
-                            rknnx_file_model *model, rknnx_file_error *err);
-
-/* Give tensor t (of model) n per-channel scales and zero points (copied; the model owns
- * them).  Sets t->n_qnt, t->scales, t->zps.  Returns RKNNX_FILE_OK or RKNNX_FILE_E_NOMEM. */
-int rknnx_file_set_qnt_channels(rknnx_file_model *model, rknnx_file_tensor *t, uint32_t n,
-                                const float *scales, const int32_t *zps);
 
 #ifdef __cplusplus
 }
