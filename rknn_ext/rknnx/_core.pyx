@@ -71,4 +71,5 @@ include "_matmul.pxi"       # MatmulContext: the matmul API on one rknn_matmul_c
 include "_matmul_layout.pxi"  # pack_int4/unpack_int4, B to the native layout: numpy
 include "_custom.pxi"       # custom operators: callbacks with the GIL, PyObject
 include "_kernels.pxi"      # layout/dequantization kernels (its own cimports)
+include "_yolo.pxi"         # the YOLO decoders of rknnx.vision (its own cimports)
 include "_modelfile.pxi"    # the reader of vendor .rknn files, no runtime (its own cimports)
