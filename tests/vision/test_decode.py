@@ -312,7 +312,7 @@ def test_no_objects():
     floats = [x for s in range(3) for x in (boxes[s], clss[s], Z.score_sum([clss[s]])[0])]
     arrays, infos, _, _ = build(floats, [V8_Q["box"], V8_Q["cls"], V8_Q["sum"]] * 3, "int8",
                                 "NCHW", 0)
-    det = decode("yolov8", arrays, infos)
+    det = decode("yolov8", arrays, infos, layout="NCHW")
     assert len(det) == 0 and det.boxes.shape == (0, 4) and det.masks is None
 
 
@@ -328,11 +328,11 @@ def test_bad_input():
     with pytest.raises(ValueError, match="family must be one of"):
         decode("yolov9", arrays, infos)
     with pytest.raises(ValueError, match="yolov8 takes 1 output"):
-        decode("yolov8", arrays[:4], infos[:4])
+        decode("yolov8", arrays[:4], infos[:4], layout="NCHW")
     with pytest.raises(ValueError, match="yolov5: output 0 has 64 channels"):
-        decode("yolov5", arrays[:3], infos[:3])
-    with pytest.raises(ValueError, match="4 x reg_max"):
-        decode("yolov8", arrays[1:] + arrays[:1], infos[1:] + infos[:1])
+        decode("yolov5", arrays[:3], infos[:3], layout="NCHW")
+    with pytest.raises(ValueError, match="class outputs must all have 64 channels"):
+        decode("yolov8", arrays[1:] + arrays[:1], infos[1:] + infos[:1], layout="NCHW")
     with pytest.raises(ValueError, match="need the model's quantization"):
         decode("yolov8", arrays)
     with pytest.raises(ValueError, match="6 outputs but 5 infos"):
@@ -352,7 +352,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="no outputs"):
         decode("yolov8", [])
     with pytest.raises(ValueError, match="outputs fit"):
-        decode(None, arrays[:2], infos[:2])
+        decode(None, arrays[:2], infos[:2], layout="NCHW")
     # an nc mismatch between scales
     bad = list(arrays)
     bad[3] = bad[3][:, :40]

@@ -190,7 +190,7 @@ def masks(proto, coefs, boxes, input_size):
         return w
 
     wy, wx = weights(H_in, ph), weights(W_in, pw)
-    up = np.einsum("yi,nij,xj->nyx", wy, m, wx)
+    up = np.matmul(np.matmul(wy, m), wx.T)
     b = np.asarray(boxes, np.float64)
     cols = np.arange(W_in)[None, None, :]
     rows = np.arange(H_in)[None, :, None]

@@ -421,6 +421,9 @@ def decode(family, outputs, infos=None, *, conf: float = 0.25, iou: float = 0.45
     """
     from rknnx import _core
 
+    if family is not None and (not isinstance(family, str) or
+                               family.lower() not in FAMILIES):
+        raise ValueError(f"decode: family must be one of {FAMILIES}; got {family!r}")
     # -- the outputs ----------------------------------------------------------------------
     layouts = None
     if hasattr(outputs, "output_attrs") and hasattr(outputs, "_of"):
@@ -461,8 +464,6 @@ def decode(family, outputs, infos=None, *, conf: float = 0.25, iou: float = 0.45
             raise ValueError(f"decode: family not given and the outputs fit "
                              f"{'none of ' + str(FAMILIES) if not cands else cands}: pass it")
         family = cands[0]
-    if not isinstance(family, str) or family.lower() not in FAMILIES:
-        raise ValueError(f"decode: family must be one of {FAMILIES}; got {family!r}")
     family = family.lower()
     if family == "yolo11":
         family = "yolov8"
