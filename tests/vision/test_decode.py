@@ -5,6 +5,7 @@ stride as RV1106 writes it), the same kept set, scores and classes, boxes within
 
 from __future__ import annotations
 
+import importlib
 import zlib
 
 import numpy as np
@@ -154,13 +155,14 @@ def test_yolov8_fused_int16_and_classes():
         check(decode("yolov8", arrays, infos, **kw), ref, min_kept=1)
 
 
-def test_yolov8_fused_int8_squeezed_warns_once():
+def test_yolov8_fused_int8_squeezed_warns_once(monkeypatch):
     """The stock int8 export: one scale for pixels and scores (yolov8_fused_rk3588: scale
     2.83, zp -112): the class scores fall to a code or two; decode warns, once, and still
     equals the reference on what the codes say."""
     rng = rng_for("fused-int8")
     o = Z.planted_fused(rng)
     arrays, infos, ref_in, _ = build([o], [(2.8263463973999023, -112)], "int8", "NCHW", 0)
+    monkeypatch.setattr(importlib.import_module("rknnx.vision.decode"), "_warned", set())   # once a process
     with pytest.warns(DecodeWarning, match="share one scale"):
         det = decode("yolov8", arrays, infos, conf=0.0)
     ref = Z.yolov8_fused(ref_in[0], conf=0.0)

@@ -374,6 +374,21 @@ def decode(family, outputs, infos=None, *, conf: float = 0.25, iou: float = 0.45
            agnostic: bool = False, max_nms: int = 30000, anchors=None, layout=None,
            input_size: Optional[Tuple[int, int]] = None,
            names: Optional[Sequence[str]] = None) -> Detections:
+    kw = dict(conf=conf, iou=iou, max_det=max_det, classes=classes, agnostic=agnostic,
+              max_nms=max_nms, anchors=anchors, layout=layout, input_size=input_size,
+              names=names)
+    if not (hasattr(outputs, "output_attrs") and hasattr(outputs, "_of")):
+        return _decode(family, outputs, infos, **kw)
+    try:
+        return _decode(family, outputs, infos, **kw)
+    except Exception as e:
+        # the frames below hold views of the session's memory: an error must not keep
+        # them (the session could not close while the exception lives)
+        raise e.with_traceback(None) from None
+
+
+def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnostic, max_nms,
+            anchors, layout, input_size, names) -> Detections:
     """Decode one frame's YOLO outputs into :class:`Detections` (boxes in input pixels).
 
     Parameters
@@ -634,3 +649,6 @@ def decode(family, outputs, infos=None, *, conf: float = 0.25, iou: float = 0.45
                 kp[:, :, :J] = extra.values(raw).reshape(n, K, J)
             keypoints = kp
     return Detections(boxes, scores, cls_, masks=masks, keypoints=keypoints, names=names)
+
+
+decode.__doc__ = _decode.__doc__
