@@ -261,21 +261,40 @@ static int y_scan(const rknnx_y_spec *sp, int s, int a, ptrdiff_t idx0, y_cands 
     const rknnx_y_tensor *st = &sc->sum;
     const int c8 = y_is8(ct);
     const int planar = c8 && ct->s_x == 1;
+    const int sum8 = st->base && y_is8(st) && sc->qsum >= 0;
+    const int sumf = st->base && !y_is8(st);
+    const int obj8 = objfam && c8;
     for (ptrdiff_t y = 0; y < H; y++) {
         ptrdiff_t nlive = 0;
-        for (ptrdiff_t x = 0; x < W; x++) {
-            int ok = 1;
-            if (st->base) {
-                if (y_is8(st))
-                    ok = sc->qsum < 0 ||
-                        (int)(*(const unsigned char *)y_at(st, 0, y, x) ^ y_flip(st)) >= sc->qsum;
-                else
-                    ok = y_val(st, 0, y, x) >= sc->fsum;
+        if (sum8 || obj8) {
+            /* one code per cell, along the row: a byte compare */
+            const rknnx_y_tensor *t = sum8 ? st : ct;
+            const unsigned char *p = (const unsigned char *)y_at(t, sum8 ? 0 : oc, y, 0);
+            const unsigned char flip = y_flip(t);
+            const unsigned q = (unsigned)(sum8 ? sc->qsum : sc->qobj);
+            const ptrdiff_t sx = t->s_x;
+            for (ptrdiff_t x = 0; x < W; x++) {
+                unsigned char ok = (unsigned)(p[x * sx] ^ flip) >= q;
+                live[x] = ok;
+                nlive += ok;
             }
-            if (ok && objfam && c8)
-                ok = (int)(*(const unsigned char *)y_at(ct, oc, y, x) ^ y_flip(ct)) >= sc->qobj;
-            live[x] = (unsigned char)ok;
-            nlive += ok;
+            if (sum8 && obj8 && nlive) {
+                const unsigned char *o = (const unsigned char *)y_at(ct, oc, y, 0);
+                const unsigned char fo = y_flip(ct);
+                nlive = 0;
+                for (ptrdiff_t x = 0; x < W; x++) {
+                    live[x] = live[x] && (int)(o[x * ct->s_x] ^ fo) >= sc->qobj;
+                    nlive += live[x];
+                }
+            }
+        } else if (sumf) {
+            for (ptrdiff_t x = 0; x < W; x++) {
+                live[x] = y_val(st, 0, y, x) >= sc->fsum;
+                nlive += live[x];
+            }
+        } else {
+            memset(live, 1, (size_t)W);
+            nlive = W;
         }
         if (!nlive)
             continue;

@@ -254,7 +254,12 @@ def planted_v8(rng, *, nc=80, input_size=(640, 640), n_obj=20, reg_max=16, pose=
         if pose:
             clss.append(rng.uniform(-8, -3, (1, nc, gh, gw)).astype(np.float32))
         else:
-            clss.append(rng.uniform(0, 0.12, (1, nc, gh, gw)).astype(np.float32))
+            # a detector's background: most class probabilities near 0, a few up to 0.2
+            # (some cells' score_sum passes conf while none of their classes does)
+            c = rng.uniform(0, 0.001, (1, nc, gh, gw))
+            few = rng.random(c.shape) < 0.01
+            c[few] = rng.uniform(0, 0.2, int(few.sum()))
+            clss.append(c.astype(np.float32))
         if nm:
             coefs.append(rng.normal(0, 1.0, (1, nm, gh, gw)).astype(np.float32))
     for _ in range(n_obj):

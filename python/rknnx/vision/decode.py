@@ -11,6 +11,7 @@ the rule.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import List, Optional, Sequence, Tuple
 
@@ -30,6 +31,7 @@ _DFL, _CXCYWH, _ANCHOR, _YOLOX = 0, 1, 2, 3
 _CODES = {np.dtype(np.int8): 0, np.dtype(np.uint8): 1, np.dtype(np.int16): 2,
           np.dtype(np.float16): 3, np.dtype(np.float32): 4}
 _LAYOUTS = ("NCHW", "NHWC", "NC1HWC2")
+_DTYPES = {v: k for k, v in _CODES.items()}
 
 
 class DecodeWarning(UserWarning):
@@ -70,9 +72,17 @@ class _T:
         return self.values(raw)
 
 
+@functools.lru_cache(maxsize=256)
+def _lut_cached(dtype_str, scale, zp):
+    codes = np.arange(256, dtype=np.uint8).view(np.dtype(dtype_str))
+    lut = (codes.astype(np.float32) - np.float32(zp)) * np.float32(scale)
+    lut.flags.writeable = False
+    return lut
+
+
 def _lut(dtype, scale, zp):
-    codes = np.arange(256, dtype=np.uint8).view(dtype)
-    return (codes.astype(np.float32) - np.float32(zp)) * np.float32(scale)
+    """The value of each 8-bit code, indexed by its byte: numpy's (q - zp) * scale."""
+    return _lut_cached(np.dtype(dtype).str, float(scale), float(zp))
 
 
 def _info_quant(info):
@@ -235,38 +245,42 @@ def _f32(x):
 
 def _thresholds(sc: _Scale, nc: int, conf: float, family: int, sigmoid: bool):
     """The quantized thresholds of one scale (the float rule's exact equivalents)."""
-    ct = sc.cls
+    ct, st = sc.cls, sc.sum
+    key = (ct.code, ct.scale, ct.zp, conf, family, sigmoid,
+           None if st is None else (st.code, st.scale, st.zp))
+    sc.qthr, sc.qobj, sc.qsum, sc.fsum, sc.score_lut = _thresholds_cached(*key)
+
+
+@functools.lru_cache(maxsize=256)
+def _thresholds_cached(code, scale, zp, conf, family, sigmoid, ssum):
+    qthr, qobj, qsum, fsum, score_lut = 0, 0, -1, float("-inf"), None
     c = np.float32(conf)
-    if ct.code <= 1:
-        vals = _ordered(ct.lut, ct.code)
+    lut = _lut(_DTYPES[code], scale, zp) if code <= 1 else None
+    if lut is not None:
+        vals = _ordered(lut, code)
         if family in (_ANCHOR, _YOLOX):
-            sc.qthr = 0
             lo, hi = np.float32(vals.min()), np.float32(vals.max())
             if lo >= 0:
-                sc.qobj = _least(vals * hi >= c)          # obj x best class <= obj x max
-            else:
-                sc.qobj = 0
+                qobj = _least(vals * hi >= c)          # obj x best class <= obj x max
         else:
             score = _sigmoid32(vals) if sigmoid else vals
             if sigmoid:
-                sc.score_lut = _sigmoid32(ct.lut)
-            sc.qthr = _least(score >= c)
-    if sc.sum is not None and family == _DFL and not sigmoid:
+                score_lut = _sigmoid32(lut)
+                score_lut.flags.writeable = False
+            qthr = _least(score >= c)
+    if ssum is not None and family == _DFL and not sigmoid and \
+            not (lut is not None and lut.min() < 0):
         # score_sum = clip(sum of the class probabilities, 0, 1) >= the best class: a
         # cell is skipped only when even one quantization step of both cannot lift it
-        cls_step = ct.scale if ct.code <= 2 else 0.0
-        cls_neg = ct.code <= 1 and ct.lut.min() < 0
-        st = sc.sum
-        if cls_neg:
-            return
-        if st.code <= 1:
-            vals = _ordered(st.lut, st.code).astype(np.float64)
-            sc.qsum = _least(vals + st.scale + cls_step + 1e-6 >= conf)
-            if sc.qsum >= 256:
-                sc.qsum = 255
+        cls_step = scale if code <= 2 else 0.0
+        scode, sscale, szp = ssum
+        if scode <= 1:
+            vals = _ordered(_lut(_DTYPES[scode], sscale, szp), scode).astype(np.float64)
+            qsum = min(_least(vals + sscale + cls_step + 1e-6 >= conf), 255)
         else:
-            step = st.scale if st.code == 2 else 0.0
-            sc.fsum = _f32(conf - step - cls_step - 0.01)
+            step = sscale if scode == 2 else 0.0
+            fsum = _f32(conf - step - cls_step - 0.01)
+    return qthr, qobj, qsum, fsum, score_lut
 
 
 def _group_split(family: str, ts: List[_T]):
