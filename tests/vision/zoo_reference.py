@@ -4,7 +4,7 @@ times the decoders against.
 
 It works as the zoo's examples do: every cell of every scale decoded (the DFL softmax of
 all of them), the threshold applied to the float scores, a greedy NMS per class in numpy.
-The rule is the one docs/vision.md states: score = best class probability (yolov5, yolox:
+The rule is the one docs/guide/decode.md states: score = best class probability (yolov5, yolox:
 objectness x best class; pose: sigmoid of the class logit); a candidate passes when
 score >= conf (float32); boxes xyxy in input pixels, not clipped, strides = input size /
 grid per axis; candidates in order of score descending then index (scales in output order,

@@ -1,6 +1,6 @@
 """rknnx.vision: from a camera frame to boxes around the NPU (decoders of YOLO outputs).
 
-docs/vision.md is the guide.
+docs/guide/decode.md is the guide.
 """
 
 from rknnx.vision.decode import decode, infer_family, FAMILIES, ZOO_ANCHORS, DecodeWarning

@@ -5,7 +5,7 @@ NC1HWC2, with any strides, or a zero-copy session's output views), in their own 
 int8/uint8 codes are compared with quantized thresholds (the least code whose value
 passes, so the rule is the float rule exactly), cells are skipped by ``score_sum`` or by
 their best class code when no class can pass, and only the candidates are dequantized.
-The loops are C (rknn_ext/kernels/yolo.c) with the GIL released.  docs/vision.md states
+The loops are C (rknn_ext/kernels/yolo.c) with the GIL released.  docs/guide/decode.md states
 the rule.
 """
 
