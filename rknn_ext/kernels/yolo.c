@@ -35,7 +35,20 @@ typedef unsigned char rknnx_k_v16b __attribute__((vector_size(16)));
 static inline const char *y_at(const rknnx_y_tensor *t, ptrdiff_t c, ptrdiff_t y,
                                ptrdiff_t x)
 {
-    return t->base + (c / t->C2) * t->s_c1 + (c % t->C2) * t->s_c2 + y * t->s_y + x * t->s_x;
+    ptrdiff_t o = t->off ? t->off[c] : (c / t->C2) * t->s_c1 + (c % t->C2) * t->s_c2;
+    return t->base + o + y * t->s_y + x * t->s_x;
+}
+
+/* the channel offsets of t (no division per access); the caller frees them */
+static ptrdiff_t *y_offsets(rknnx_y_tensor *t)
+{
+    ptrdiff_t *off = (ptrdiff_t *)malloc(sizeof(ptrdiff_t) * (size_t)(t->C > 0 ? t->C : 1));
+    if (!off)
+        return NULL;
+    for (ptrdiff_t c = 0; c < t->C; c++)
+        off[c] = (c / t->C2) * t->s_c1 + (c % t->C2) * t->s_c2;
+    t->off = off;
+    return off;
 }
 
 static inline int y_is8(const rknnx_y_tensor *t)
@@ -299,7 +312,7 @@ static int y_scan(const rknnx_y_spec *sp, int s, int a, ptrdiff_t idx0, y_cands 
         if (!nlive)
             continue;
         if (c8) {
-            const int rowwise = planar && nlive * 4 >= W;
+            const int rowwise = planar && rknnx_k_path() >= 1 && nlive * 16 >= W;
             if (rowwise)
                 y_rowmax_planar(ct, c0, nc, y, m);
             for (ptrdiff_t x = 0; x < W; x++) {
@@ -432,15 +445,30 @@ static void y_box(const rknnx_y_spec *sp, const y_cand *c, float *const exps[],
 
 /* ---- decode ----------------------------------------------------------------------- */
 
-ptrdiff_t rknnx_y_decode(const rknnx_y_spec *sp, float *boxes, float *scores,
+ptrdiff_t rknnx_y_decode(const rknnx_y_spec *spec, float *boxes, float *scores,
                          int32_t *classes, int32_t *index)
 {
     y_cands cands = {NULL, 0, 0};
     unsigned char *row = NULL;
     float *exps[16] = {NULL};
+    ptrdiff_t *offs[48] = {NULL};
     double *areas = NULL;
     ptrdiff_t wmax = 1, idx0 = 0, kept = 0, ret = -1;
-    const int ns = sp->nscales < 16 ? sp->nscales : 16;
+    const int ns = spec->nscales < 16 ? spec->nscales : 16;
+    rknnx_y_scale scs[16];
+    rknnx_y_spec local = *spec;
+    const rknnx_y_spec *sp = &local;
+
+    /* the scales with their channel offsets */
+    memcpy(scs, spec->scales, sizeof(rknnx_y_scale) * (size_t)ns);
+    local.scales = scs;
+    local.nscales = ns;
+    for (int s = 0; s < ns; s++) {
+        if (!(offs[3 * s] = y_offsets(&scs[s].box)) || !(offs[3 * s + 1] = y_offsets(&scs[s].cls)))
+            goto done;
+        if (scs[s].sum.base && !(offs[3 * s + 2] = y_offsets(&scs[s].sum)))
+            goto done;
+    }
 
     for (int s = 0; s < ns; s++)
         wmax = sp->scales[s].cls.W > wmax ? sp->scales[s].cls.W : wmax;
@@ -507,6 +535,8 @@ done:
     free(areas);
     for (int s = 0; s < 16; s++)
         free(exps[s]);
+    for (int s = 0; s < 48; s++)
+        free(offs[s]);
     return ret;
 }
 
@@ -548,7 +578,9 @@ int rknnx_y_masks(const rknnx_y_tensor *proto, const float *coef, ptrdiff_t nm,
                   const float *boxes, ptrdiff_t n, ptrdiff_t H, ptrdiff_t W,
                   unsigned char *out)
 {
-    const ptrdiff_t ph = proto->H, pw = proto->W;
+    rknnx_y_tensor pt = *proto;
+    const ptrdiff_t ph = pt.H, pw = pt.W;
+    ptrdiff_t *poff = NULL;
     const float fy = (float)ph / (float)H, fx = (float)pw / (float)W;
     ptrdiff_t *cx0 = NULL, *cx1 = NULL;
     float *cl = NULL, *buf = NULL;
@@ -560,7 +592,8 @@ int rknnx_y_masks(const rknnx_y_tensor *proto, const float *coef, ptrdiff_t nm,
     cx1 = (ptrdiff_t *)malloc(sizeof(ptrdiff_t) * (size_t)W);
     cl = (float *)malloc(sizeof(float) * (size_t)W);
     buf = (float *)malloc(sizeof(float) * (size_t)ph * (size_t)pw);
-    if (!cx0 || !cx1 || !cl || !buf)
+    poff = y_offsets(&pt);
+    if (!cx0 || !cx1 || !cl || !buf || !poff)
         goto done;
     for (ptrdiff_t i = 0; i < n; i++) {
         const float *b = boxes + 4 * i, *k = coef + nm * i;
@@ -581,7 +614,7 @@ int rknnx_y_masks(const rknnx_y_tensor *proto, const float *coef, ptrdiff_t nm,
             for (ptrdiff_t px = px0; px <= px1; px++) {
                 float acc = 0.0f;
                 for (ptrdiff_t j = 0; j < nm; j++)
-                    acc += k[j] * y_val(proto, j, py, px);
+                    acc += k[j] * y_val(&pt, j, py, px);
                 buf[(py - py0) * bw + (px - px0)] = y_sigmoid(acc);
             }
         }
@@ -607,5 +640,6 @@ done:
     free(cx1);
     free(cl);
     free(buf);
+    free(poff);
     return ret;
 }

@@ -43,6 +43,8 @@ typedef struct {
     ptrdiff_t s_c1, s_c2, s_y, s_x;  /* byte strides */
     float scale, zp;         /* int16: (q - zp) * scale */
     const float *lut;        /* 8-bit: the value of each code, indexed by its byte */
+    const ptrdiff_t *off;    /* the byte offset of each channel (set by the functions
+                                below for their own copies; NULL: computed) */
 } rknnx_y_tensor;
 
 /* One scale (one output or group of outputs of one grid). */

@@ -406,3 +406,22 @@ def test_detections_indexing():
     assert "boxes" in repr(det)
     with pytest.raises(ValueError, match="one each per box"):
         Detections(np.zeros((2, 4)), np.zeros(3), np.zeros(2, np.int32))
+
+
+@pytest.mark.parametrize("layout,c2", [("NHWC", 0), ("NHWC-pad", 16), ("NC1HWC2", 16)],
+                         ids=["nhwc", "nhwc-padded", "nc1hwc2"])
+def test_model_with_nhwc_outputs(layout, c2):
+    """A model whose outputs are declared NHWC (info.shape [1, H, W, C]): its NHWC arrays
+    need no layout=, its native NC1HWC2 ones take their channel count from the info."""
+    rng = rng_for(f"nhwc-info-{layout}")
+    boxes, clss, _ = Z.planted_v8(rng, nc=80)
+    sums = Z.score_sum(clss)
+    floats = [x for s in range(3) for x in (boxes[s], clss[s], sums[s])]
+    arrays, infos, ref_in, _ = build(floats, [V8_Q["box"], V8_Q["cls"], V8_Q["sum"]] * 3,
+                                     "int8", layout, c2)
+    for s in range(3):
+        r = np.clip(ref_in[3 * s + 1].sum(axis=1, keepdims=True), 0, 1)
+        arrays[3 * s + 2] = arrange(Z.quantize(r, *V8_Q["sum"]), layout, c2)
+    infos = [TensorInfo(i.index, i.name, i.shape_in("NHWC"), i.dtype, "NHWC", i.quant)
+             for i in infos]
+    check(decode("yolov8", arrays, infos), Z.yolov8(ref_in))
