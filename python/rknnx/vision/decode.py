@@ -126,14 +126,20 @@ def _tensor(i, arr, info, layout) -> _T:
             raise ValueError(f"output {i}: an NC1HWC2 array is 5-D [N, C1, H, W, C2]; got "
                              f"shape {shape}")
         n, c1, h, w, c2 = shape
-        C = ishape[1] if ishape is not None and len(ishape) >= 2 else c1 * c2
+        if ishape is not None and len(ishape) == 4:
+            C = info.shape_in("NCHW")[1] if info.layout in ("NHWC", "NCHW") else ishape[1]
+        elif ishape is not None and len(ishape) >= 2:
+            C = ishape[1]
+        else:
+            C = c1 * c2
         if ishape is not None and len(ishape) == 3:
             # a 3-D tensor [N, C, L] blocked as [N, C1, L, 1, C2] or [N, C1, 1, L, C2]
             if h * w != ishape[2]:
                 raise ValueError(f"output {i}: NC1HWC2 shape {shape} does not hold the "
                                  f"model's {ishape}")
-        elif ishape is not None and len(ishape) == 4 and (h, w) != tuple(ishape[2:]) and \
-                info.layout != "NHWC":
+        elif ishape is not None and len(ishape) == 4 and \
+                (h, w) != tuple(info.shape_in("NCHW")[2:] if info.layout in ("NHWC", "NCHW")
+                                else ishape[2:]):
             raise ValueError(f"output {i}: NC1HWC2 shape {shape} does not hold the model's "
                              f"{ishape} ({info.layout})")
         if c1 * c2 < C or n != 1:
