@@ -24,12 +24,24 @@ def cc() -> str:
     raise RuntimeError("no C compiler found (set CC)")
 
 
+def abi_flags() -> list:
+    """What CMakeLists.txt adds for this ABI: SSE2 arithmetic on 32-bit x86 (x87's
+    extended precision rounds differently from the boards and from numpy)."""
+    import platform
+    import struct
+
+    if struct.calcsize("P") == 4 and platform.machine() in ("x86_64", "i386", "i486",
+                                                            "i586", "i686", "AMD64"):
+        return ["-msse2", "-mfpmath=sse"]
+    return []
+
+
 def compile_c(sources, out: Path, *, shared=False, flags=(), libs=()) -> Path:
     """Compile C sources into an executable (or shared library) at `out`.
 
     Raises AssertionError with the compiler's output if compilation fails.
     """
-    cmd = [cc(), "-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{INCLUDE}"]
+    cmd = [cc(), "-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{INCLUDE}", *abi_flags()]
     if shared:
         cmd += ["-shared", "-fPIC"]
     cmd += list(flags) + [str(s) for s in sources] + ["-o", str(out)] + list(libs)
@@ -41,6 +53,9 @@ def compile_c(sources, out: Path, *, shared=False, flags=(), libs=()) -> Path:
 def run_python(code: str, env=None, timeout=120, cwd=None) -> subprocess.CompletedProcess:
     """Run `code` in a fresh interpreter (fresh runtime loader state)."""
     full_env = dict(os.environ)
+    # unbuffered: a child that ends with os._exit() or a crash still hands over what it
+    # printed (the host's environment may or may not set this)
+    full_env["PYTHONUNBUFFERED"] = "1"
     if env:
         for k, v in env.items():
             if v is None:

@@ -20,7 +20,8 @@ from typing import Optional, Union
 
 import numpy as np
 
-from rknnx import lowlevel as _ll
+# the kernels' own extension module: converting a layout loads no runtime binding
+from rknnx import _kernels as _k
 from rknnx._tensors import QuantInfo, TensorInfo
 
 __all__ = ["dequantize", "quantize", "from_native", "to_native"]
@@ -51,7 +52,7 @@ def dequantize(q, quant: Quant, *, dtype=np.float32,
     """The real values of a quantized array: ``(q - zero_point) * scale`` for an affine
     tensor, ``q / 2**fl`` for a DFP one, in `dtype` (float32 or float16; into `out`)."""
     scale, zp = _scale(_quant(quant, "dequantize"), "dequantize")
-    return _ll.dequantize(q, scale, zp, dtype=dtype, out=out)
+    return _k.dequantize(q, scale, zp, dtype=dtype, out=out)
 
 
 def quantize(x, quant: Quant, *, dtype=None, out: Optional[np.ndarray] = None) -> np.ndarray:
@@ -60,7 +61,7 @@ def quantize(x, quant: Quant, *, dtype=None, out: Optional[np.ndarray] = None) -
     if dtype is None:
         dtype = quant.dtype if isinstance(quant, TensorInfo) else np.int8
     scale, zp = _scale(_quant(quant, "quantize"), "quantize")
-    return _ll.quantize(x, scale, zp, dtype=dtype, out=out)
+    return _k.quantize(x, scale, zp, dtype=dtype, out=out)
 
 
 def _native_of(info: TensorInfo, what: str):
@@ -108,13 +109,13 @@ def from_native(native, info: TensorInfo, *, layout: Optional[str] = None, dtype
     if quantized:
         kw["scale"], kw["zero_point"] = _scale(q, "from_native")
     if nat.layout == "NC1HWC2":
-        return _ll.nc1hwc2_to_nchw(a, _channels(info), layout=layout, dtype=np.dtype(dtype),
+        return _k.nc1hwc2_to_nchw(a, _channels(info), layout=layout, dtype=np.dtype(dtype),
                                    out=out, **kw)
     src = a
     if a.ndim == 4 and layout != nat.layout and nat.layout in ("NCHW", "NHWC"):
         src = a.transpose((0, 2, 3, 1) if layout == "NHWC" else (0, 3, 1, 2))
     if quantized:
-        return _ll.dequantize(src, kw["scale"], kw["zero_point"], dtype=dtype, out=out)
+        return _k.dequantize(src, kw["scale"], kw["zero_point"], dtype=dtype, out=out)
     if out is None:
         return np.array(src, dtype=dtype)
     out[...] = src
@@ -139,7 +140,7 @@ def to_native(x, info: TensorInfo, *, layout: Optional[str] = None,
     channels = a.shape[3 if layout == "NHWC" else 1] if a.ndim == 4 else 0
     used = -(-channels // c2)
     if a.ndim != 4 or used >= c1:
-        return _ll.nchw_to_nc1hwc2(a, c2, layout=layout, out=out)
+        return _k.nchw_to_nc1hwc2(a, c2, layout=layout, out=out)
     if out is None:
         out = np.zeros(nat.shape, a.dtype)
     elif isinstance(out, np.ndarray) and out.shape == nat.shape and out.flags.writeable:
@@ -147,7 +148,7 @@ def to_native(x, info: TensorInfo, *, layout: Optional[str] = None,
     else:
         raise ValueError(f"to_native: out must be a writable array of the native shape "
                          f"{nat.shape}; got {getattr(out, 'shape', type(out).__name__)}")
-    _ll.nchw_to_nc1hwc2(a, c2, layout=layout, out=out[:, :used])
+    _k.nchw_to_nc1hwc2(a, c2, layout=layout, out=out[:, :used])
     return out
 
 

@@ -1,4 +1,5 @@
-"""The low-level layer: the RKNN C API, one call for one call (the compiled ``rknnx._core``).
+"""The low-level layer: the RKNN C API, one call for one call (the compiled ``rknnx._core``),
+with the layout kernels (``rknnx._kernels``) and the vendor-file reader (``rknnx._rknnfile``).
 
 Every ``rknn_*`` function is here under its Python name (:class:`Context` for
 ``rknn_init`` ... ``rknn_destroy``, :class:`TensorMem` for ``rknn_tensor_mem``,
@@ -31,10 +32,13 @@ from rknnx._core import (  # noqa: E402  (after the check above)
     PerfRun, PerfDetail, InputRange, DeviceMemInfo, create_mem2, dtype_of, type_of_dtype,
     MatmulContext, MatmulTensorAttr, MatmulIOAttr, MatmulInfo, MatmulShape, MatmulType,
     MatmulLayout, MatmulQuantType, QuantParams, b_normal_layout_to_native_layout,
-    pack_int4, unpack_int4, dequantize, quantize, to_float16, from_float16, compact,
-    nc1hwc2_to_nchw, nchw_to_nc1hwc2, CustomOp, CustomOpContext, TargetType, SKIP_CUSTOM_OP_COMPUTE,
-    live_contexts, read_model_file,
+    pack_int4, unpack_int4, CustomOp, CustomOpContext, TargetType, SKIP_CUSTOM_OP_COMPUTE,
+    live_contexts,
 )
+from rknnx._kernels import (  # noqa: E402
+    dequantize, quantize, to_float16, from_float16, compact, nc1hwc2_to_nchw, nchw_to_nc1hwc2,
+)
+from rknnx._rknnfile import read_model_file  # noqa: E402
 
 __all__ = [
     "read_model_file",

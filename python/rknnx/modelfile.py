@@ -272,7 +272,7 @@ def read(source: Union[str, os.PathLike, bytes, bytearray, memoryview]) -> Model
     TypeError
         ``source`` is neither a path nor bytes.
     """
-    from rknnx import lowlevel
+    from rknnx._rknnfile import read_model_file   # the reader alone: no runtime binding
 
     path = None
     if isinstance(source, (str, os.PathLike)):
@@ -284,7 +284,7 @@ def read(source: Union[str, os.PathLike, bytes, bytearray, memoryview]) -> Model
     else:
         raise TypeError(f"source must be a path or bytes, got {type(source).__name__}")
     try:
-        d = lowlevel.read_model_file(data)
+        d = read_model_file(data)
     except ModelFileError as exc:
         exc.path = path
         raise

@@ -212,6 +212,8 @@ void rknnx_k_tiles8(const unsigned char *src, ptrdiff_t sw, ptrdiff_t W, char *d
 {
 #if RKNNX_K_TILES
     rknnx_k_tiles8_v128(src, sw, W, dst, dk, kmax, zp, sc, mode);
+#else
+    (void)src, (void)sw, (void)W, (void)dst, (void)dk, (void)kmax, (void)zp, (void)sc, (void)mode;
 #endif
 }
 
@@ -226,6 +228,8 @@ void rknnx_k_tiles8h(const unsigned char *src, ptrdiff_t sw, ptrdiff_t W, char *
 {
 #if RKNNX_K_MAGIC
     rknnx_k_tiles8h_v128(src, sw, W, dst, dk, kmax);
+#else   /* never called: rknnx_k_tiles8h_ok() is false (ARMv7, or no vectors) */
+    (void)src, (void)sw, (void)W, (void)dst, (void)dk, (void)kmax;
 #endif
 }
 
@@ -234,5 +238,7 @@ void rknnx_k_tiles4h(const unsigned char *src, ptrdiff_t sw, ptrdiff_t W, char *
 {
 #if RKNNX_K_MAGIC
     rknnx_k_tiles4h_v128(src, sw, W, dst, dk, kmax);
+#else   /* never called: rknnx_k_tiles8h_ok() is false (ARMv7, or no vectors) */
+    (void)src, (void)sw, (void)W, (void)dst, (void)dk, (void)kmax;
 #endif
 }

@@ -175,7 +175,7 @@ cdef int _context_init_call(Context self, object model, bint from_mem, uint32_t 
         with nogil:
             ret = _api.rknn_init(&h, ptr, size, cflags, pext)
         if ret >= 0 and h != 0 and have_view and \
-                _file_says_static(<const unsigned char*>ptr, size):
+                file_says_static(<const unsigned char*>ptr, size):
             # the file says the model is static: its shape sets are not asked (a board
             # answers that query on a static model with an error and a W line)
             self._ranges = ()

@@ -20,13 +20,16 @@ helpers :func:`pack_int4`/:func:`unpack_int4` and the enums :class:`MatmulType`,
 """
 
 # The C-level names every slice uses come in here, once; each include below says which
-# of them it needs.  (_kernels.pxi keeps its own few cimports: it is edited separately.)
+# of them it needs.  The layout kernels (rknnx._kernels) and the vendor-file reader
+# (rknnx._rknnfile) are extension modules of their own; the reader's one C-level answer
+# this module uses comes through its contract, _rknnfile.pxd.
 cimport cython
 from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE,
                              PyBUF_ANY_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_F_CONTIGUOUS,
                              PyBUF_WRITABLE, PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES)
 from cpython.mem cimport PyMem_Malloc, PyMem_Free
 from cpython.pycapsule cimport PyCapsule_New, PyCapsule_IsValid, PyCapsule_GetPointer
+from cpython.pyport cimport PY_SSIZE_T_MAX
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -47,6 +50,7 @@ cdef extern from "pythread.h" nogil:
     unsigned long PyThread_get_thread_ident()
 
 from librknn cimport *           # the vendor declarations and the entry-point table
+from rknnx._rknnfile cimport file_says_static   # what model bytes say before rknn_init
 from rknnx.errors import (RKNNError, NotSupportedError, RuntimeNotFoundError, FlowError,
                           from_code as _from_code)
 from rknnx.errors import ClosedViewError as _ClosedViewError   # a public name in tracebacks
@@ -70,6 +74,3 @@ include "_infer.pxi"        # infer: the three general-flow calls in one crossin
 include "_matmul.pxi"       # MatmulContext: the matmul API on one rknn_matmul_ctx
 include "_matmul_layout.pxi"  # pack_int4/unpack_int4, B to the native layout: numpy
 include "_custom.pxi"       # custom operators: callbacks with the GIL, PyObject
-include "_kernels.pxi"      # layout/dequantization kernels (its own cimports)
-include "_yolo.pxi"         # the YOLO decoders of rknnx.vision (its own cimports)
-include "_modelfile.pxi"    # the reader of vendor .rknn files, no runtime (its own cimports)

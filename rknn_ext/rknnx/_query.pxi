@@ -189,8 +189,8 @@ cdef tuple _dynamic_ranges(Context self):
     _ranges, and contexts made from this one by dup() or share_weights_with take it over
     (_context_init.pxi) instead of asking again; boards refuse the query on a static model
     (-6, with a W line of the runtime's), which is kept as the answer "static".  A context
-    made from model bytes that say the model is static (_file_says_static) is never asked:
-    _ranges is () from its init."""
+    made from model bytes that say the model is static (file_says_static of
+    rknnx._rknnfile) is never asked: _ranges is () from its init."""
     cdef uint32_t i
     cdef rknn_input_output_num io
     if self._ranges is None:

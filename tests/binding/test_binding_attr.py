@@ -141,12 +141,16 @@ def test_constants_are_the_facts(emu):
     assert checked >= 20
 
 
-def test_stub_lists_every_public_name():
-    stub = (Path(rknnx.__file__).parent / "_core.pyi").read_text()
+@pytest.mark.parametrize("module", ["_core", "_kernels", "_rknnfile"])
+def test_stub_lists_every_public_name(module):
+    stub = (Path(rknnx.__file__).parent / f"{module}.pyi").read_text()
+    import importlib
     import types
 
-    public = [n for n in dir(_core) if not n.startswith("_")
-              and not isinstance(getattr(_core, n), types.ModuleType)]
+    mod = importlib.import_module(f"rknnx.{module}")
+    public = [n for n in dir(mod) if not n.startswith("_")
+              and not isinstance(getattr(mod, n), types.ModuleType)]
+    assert public
     missing = [n for n in public if f"{n}" not in stub]
     assert not missing, missing
     for name in rknnx.__all__:

@@ -1,5 +1,5 @@
-"""The layout and quantization kernels of rknnx._core equal their numpy expressions bit for
-bit on random shapes, strides, scales and zero points; bad arguments raise before any
+"""The layout and quantization kernels of rknnx._kernels equal their numpy expressions bit
+for bit on random shapes, strides, scales and zero points; bad arguments raise before any
 loop; and the NC1HWC2 kernel agrees with the emulator's native output layout."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rknnx import _core as k
+from rknnx import _kernels as k
 from rknnx.emulator import reference
 
 SETTINGS = settings(max_examples=60, deadline=None)

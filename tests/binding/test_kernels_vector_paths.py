@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rknnx import _core as k
+from rknnx import _kernels as k
 from rknnx.emulator import reference
 
 

@@ -559,10 +559,10 @@ def test_model_file_error_is_a_value_error_and_pickles():
 def test_bad_arguments():
     with pytest.raises(TypeError, match="path or bytes"):
         modelfile.read(12)
-    from rknnx import _core
+    from rknnx import _rknnfile
 
     with pytest.raises(TypeError, match="bytes or a buffer"):
-        _core.read_model_file("not bytes")
+        _rknnfile.read_model_file("not bytes")
     with pytest.raises(FileNotFoundError):
         modelfile.read("/nonexistent/model.rknn")
 

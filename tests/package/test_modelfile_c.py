@@ -61,13 +61,13 @@ def test_reader_never_reads_outside_the_file(tmp_path, sanitize):
 
 @pytest.mark.skipif(shutil.which("readelf") is None, reason="readelf (binutils) not installed")
 @pytest.mark.parametrize("lib", ["_emulator/librknnrt.so", "_emulator/librknnrt-1.5.2.so",
-                                 "_core"])
+                                 "_rknnfile"])
 def test_reader_symbols_stay_hidden(lib):
-    """The reader is linked into both emulators and the extension, exported by none."""
+    """The reader is linked into both emulators and its extension module, exported by none."""
     import rknnx
 
     pkg = pathlib.Path(rknnx.__file__).parent
-    path = next(pkg.glob("_core.*.so")) if lib == "_core" else pkg / lib
+    path = next(pkg.glob("_rknnfile.*.so")) if lib == "_rknnfile" else pkg / lib
     out = subprocess.run(["readelf", "--dyn-syms", "-W", str(path)], capture_output=True,
                          text=True, check=True).stdout
     assert "rknnx_file" not in out

@@ -16,6 +16,8 @@ import rknnx
 from helpers import run_python
 
 PKG = Path(rknnx.__file__).parent
+#: the compiled modules, one per subject: the runtime binding, the kernels, the file reader
+EXTENSIONS = ("_core", "_kernels", "_rknnfile")
 
 
 def _needed(lib: Path) -> list[str]:
@@ -25,20 +27,41 @@ def _needed(lib: Path) -> list[str]:
 
 def test_installed_files():
     names = {p.relative_to(PKG).as_posix() for p in PKG.rglob("*") if p.is_file()}
-    assert any(re.fullmatch(r"_core\.[\w.-]+\.so", n) for n in names), names
+    for ext in EXTENSIONS:
+        assert any(re.fullmatch(ext + r"\.[\w.-]+\.so", n) for n in names), (ext, names)
+        assert ext + ".pyi" in names, ext
     assert "_emulator/librknnrt.so" in names
-    for expected in ("__init__.py", "__main__.py", "errors.py", "py.typed", "_core.pyi",
+    for expected in ("__init__.py", "__main__.py", "errors.py", "py.typed",
                      "emulator/__init__.py"):
         assert expected in names, expected
 
 
 @pytest.mark.skipif(shutil.which("readelf") is None, reason="readelf (binutils) not installed")
-def test_extension_links_only_the_c_runtime():
-    ext = next(PKG.glob("_core.*.so"))
+@pytest.mark.parametrize("name", EXTENSIONS)
+def test_extension_links_only_the_c_runtime(name):
+    ext = next(PKG.glob(f"{name}.*.so"))
     needed = _needed(ext)
     assert not any("rknn" in n for n in needed), needed
     allowed = re.compile(r"lib(c|dl|pthread|m)\.so(\.\d+)*$")
     assert all(allowed.match(n) for n in needed), needed
+
+
+@pytest.mark.skipif(shutil.which("readelf") is None, reason="readelf (binutils) not installed")
+def test_each_c_library_is_in_its_own_extension():
+    """The kernels' C is in rknnx._kernels only, the reader's in rknnx._rknnfile only: the
+    runtime binding carries neither (read from the static symbol table, when not stripped)."""
+    def symbols(name):
+        path = next(PKG.glob(f"{name}.*.so"))
+        return subprocess.run(["readelf", "--syms", "-W", str(path)], capture_output=True,
+                              text=True, check=True).stdout
+
+    syms = {name: symbols(name) for name in EXTENSIONS}
+    if not all(".symtab" in s for s in syms.values()):
+        pytest.skip("the extensions are stripped: no static symbol table to read")
+    assert "rknnx_k_deq_s8" in syms["_kernels"] and "rknnx_file_read" in syms["_rknnfile"]
+    for name, s in syms.items():
+        assert ("rknnx_k_deq_s8" in s) == (name == "_kernels"), name
+        assert ("rknnx_file_read" in s) == (name == "_rknnfile"), name
 
 
 @pytest.mark.skipif(shutil.which("readelf") is None, reason="readelf (binutils) not installed")

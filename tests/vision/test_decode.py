@@ -270,7 +270,7 @@ def test_yolov8_pose(kdtype, layout, c2):
 
 def test_kernel_paths_agree():
     """The plain loops (path 0) and the vector paths keep the same boxes."""
-    from rknnx import _core
+    from rknnx import _kernels
 
     rng = rng_for("paths")
     boxes, clss, _ = Z.planted_v8(rng)
@@ -279,12 +279,12 @@ def test_kernel_paths_agree():
     for layout, c2 in LAYOUTS:
         arrays, infos, ref_in, lays = build(floats, [V8_Q["box"], V8_Q["cls"]] * 3, "int8",
                                             layout, c2)
-        for path in _core._kernel_paths():
-            old = _core._kernel_path(path)
+        for path in _kernels._kernel_paths():
+            old = _kernels._kernel_path(path)
             try:
                 results.append(decode("yolov8", arrays, infos, layout=lays))
             finally:
-                _core._kernel_path(old)
+                _kernels._kernel_path(old)
     ref = Z.yolov8(ref_in)
     for r in results:
         check(r, ref)

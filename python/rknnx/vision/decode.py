@@ -454,7 +454,7 @@ def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnosti
     TypeError
         An element type that is not decoded.
     """
-    from rknnx import _core
+    from rknnx import _kernels
 
     if family is not None and (not isinstance(family, str) or
                                family.lower() not in FAMILIES):
@@ -633,7 +633,7 @@ def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnosti
                                  f"({nc} classes)")
             class_ok[int(c)] = 1
 
-    boxes, scores, cls_, index = _core._yolo_decode(
+    boxes, scores, cls_, index = _kernels._yolo_decode(
         kind, [s.desc() for s in scales], nc, reg_max, sigmoid, float(conf), float(iou),
         int(max_det), int(max_nms), bool(agnostic), class_ok)
 
@@ -651,7 +651,7 @@ def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnosti
                 if sel.size:
                     w = scales[s].cls.W
                     k[sel] = coefs[s].gather(np.arange(nm), local[sel] // w, local[sel] % w)
-            masks = _core._yolo_masks(extra.desc(), k, np.ascontiguousarray(boxes),
+            masks = _kernels._yolo_masks(extra.desc(), k, np.ascontiguousarray(boxes),
                                       H_in, W_in)
         else:
             K, J = extra.C, extra.H

@@ -1,6 +1,12 @@
-# Layout and quantization kernels: numpy arrays in, numpy arrays out, loops in C without
-# the GIL.
-#
+# cython: language_level=3, embedsignature=True, binding=True, cdivision=True
+# distutils: language = c
+"""Layout and quantization kernels of rknnx: numpy arrays in, numpy arrays out, loops in C
+without the GIL.  Public through :mod:`rknnx.lowlevel` (``dequantize``, ``quantize``,
+``to_float16``, ``from_float16``, ``compact``, ``nc1hwc2_to_nchw``, ``nchw_to_nc1hwc2``)
+and, given a tensor's facts, :mod:`rknnx.layout`.  No runtime is loaded or needed: this
+module never calls librknnrt.
+"""
+
 # Every kernel is one traversal (the element order of the logical tensor) over one row
 # function (_row: a run of elements at a source and a destination byte stride, converted
 # by the kind of conversion chosen once per call).  The arrays come in through the buffer
@@ -20,12 +26,19 @@
 # sum.  The float tricks of the C (adding 2**23, 0.5, 2**-14) are exact in the default
 # round-to-nearest mode and only ever see or produce normal numbers.
 
+# Adding kernels of another subject: their C goes in rknn_ext/kernels/<subject>.c (any .c
+# there is compiled into this module, with its declarations in a header of that directory),
+# their Python face in a slice rknn_ext/rknnx/_kernels_<subject>.pxi included at the end of
+# this file, which may use the argument checks below (_k_src, _k_dtype, _k_out, _k_get).
+
 from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_RECORDS_RO,
                              PyBUF_RECORDS)
 from libc.string cimport memcpy, memset
-from libc.stdint cimport uint16_t, uint64_t
+from libc.stdint cimport uint16_t, uint32_t, uint64_t
 
 from operator import index as _operator_index
+
+import numpy as _np
 
 cdef enum:
     _K_COPY1 = 0
@@ -965,3 +978,6 @@ def nchw_to_nc1hwc2(src, c2, *, layout="NCHW", out=None):
     finally:
         PyBuffer_Release(&vs)
     return o
+
+
+include "_kernels_yolo.pxi"   # the YOLO decoders of rknnx.vision (rknn_ext/kernels/yolo.c)

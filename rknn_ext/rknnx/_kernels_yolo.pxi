@@ -1,12 +1,10 @@
 # The YOLO decoders' C (rknn_ext/kernels/yolo.c) for rknnx.vision.decode: the tensors come
 # in as (array, description) tuples that rknnx.vision.decode builds from the arrays' own
 # strides; every pointer the C reads is checked here against the array's extent before
-# the GIL is released.  Private: rknnx.vision is the API.
+# the GIL is released.  Private: rknnx.vision is the API.  (Included at the end of
+# _kernels.pyx, whose cimports it uses.)
 
-from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_RECORDS_RO,
-                             PyBUF_RECORDS)
 from libc.stdint cimport int32_t
-from libc.string cimport memset
 
 cdef extern from "kernels/yolo.h" nogil:
     ctypedef struct rknnx_y_tensor:
@@ -102,7 +100,6 @@ def _yolo_decode(int family, list scales, Py_ssize_t nc, Py_ssize_t reg_max, bin
     """rknnx_y_decode on `scales`: each (box, cls, sum or None, box_off, cls_off, obj_off,
     group, na, anchors, sx, sy, qthr, qobj, qsum, fsum, score_lut or None), tensors as
     _y_tensor takes them.  Returns (boxes [n,4], scores [n], classes [n], index [n])."""
-    import numpy as np
     cdef rknnx_y_scale sc[_Y_MAXSCALES]
     cdef Py_buffer bufs[_Y_MAXBUF]
     cdef int nb = 0, s, k
@@ -121,10 +118,10 @@ def _yolo_decode(int family, list scales, Py_ssize_t nc, Py_ssize_t reg_max, bin
     if nc < 1:
         raise ValueError("no classes")
     cap = max(max_det, 0)
-    boxes = np.zeros((max(cap, 1), 4), np.float32)
-    scores = np.zeros(max(cap, 1), np.float32)
-    classes = np.zeros(max(cap, 1), np.int32)
-    index = np.zeros(max(cap, 1), np.int32)
+    boxes = _np.zeros((max(cap, 1), 4), _np.float32)
+    scores = _np.zeros(max(cap, 1), _np.float32)
+    classes = _np.zeros(max(cap, 1), _np.int32)
+    index = _np.zeros(max(cap, 1), _np.int32)
     ob, osc, ocl, oix = boxes, scores, classes, index
     memset(&spec, 0, sizeof(spec))
     try:
@@ -186,7 +183,6 @@ def _yolo_decode(int family, list scales, Py_ssize_t nc, Py_ssize_t reg_max, bin
 def _yolo_masks(proto, coef, boxes, Py_ssize_t H, Py_ssize_t W):
     """rknnx_y_masks: bool [n, H, W] masks of `boxes` (float32 [n,4]) with coefficients
     `coef` (float32 [n, nm]) over `proto` (a tensor as _y_tensor takes it)."""
-    import numpy as np
     cdef rknnx_y_tensor t
     cdef Py_buffer buf
     cdef const float[:, ::1] cf = coef
@@ -199,10 +195,10 @@ def _yolo_masks(proto, coef, boxes, Py_ssize_t H, Py_ssize_t W):
         raise ValueError("one row of coefficients and one box per mask")
     if H <= 0 or W <= 0:
         raise ValueError("mask size must be positive")
-    out = np.zeros((n, H, W), np.bool_)
+    out = _np.zeros((n, H, W), _np.bool_)
     if n == 0:
         return out
-    o = out.view(np.uint8)
+    o = out.view(_np.uint8)
     _y_tensor(proto, &t, &buf, keep)
     try:
         if nm > t.C:

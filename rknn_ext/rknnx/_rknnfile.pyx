@@ -1,12 +1,23 @@
-# The reader of vendor .rknn files (rknn_ext/rknnfile/rknn_file.c, the same C the emulator's
-# rknn_init uses) as one function, read_model_file(), giving plain dicts: no runtime is
-# loaded or needed.  The public face is rknnx.modelfile (frozen dataclasses); the format is
-# in docs/rknn-file-format.md.  Its own cimports: the buffer protocol.
+# cython: language_level=3, embedsignature=True, binding=True, cdivision=True
+# distutils: language = c
+"""The reader of vendor ``.rknn`` files, with no runtime: :func:`read_model_file`.
+
+The C is rknn_ext/rknnfile/ (rknn_file.h), the same reader the emulator's ``rknn_init``
+uses; this module gives its answer as plain dicts and never calls librknnrt.  The public
+face is :mod:`rknnx.modelfile` (frozen dataclasses); the format is in
+``docs/rknn-file-format.md``.  The binding (rknnx._core) cimports ``file_says_static``
+(its contract: _rknnfile.pxd).
+"""
 
 from cpython.buffer cimport PyObject_GetBuffer as _mf_getbuf, PyBuffer_Release as _mf_release
 from cpython.buffer cimport PyBUF_SIMPLE as _MF_SIMPLE
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.string cimport memcmp
 
 from rknnx.errors import ModelFileError as _ModelFileError
+
+cdef extern from "<string.h>" nogil:
+    size_t strnlen(const char* s, size_t maxlen)
 
 cdef extern from "rknn_file.h" nogil:
     enum:
@@ -255,7 +266,7 @@ def read_model_file(data):
 cdef extern from "rknn_file.h" nogil:
     int rknnx_file_sniff(const void *data, size_t size)
 
-cdef bint _file_says_static(const unsigned char* b, size_t size):
+cdef bint file_says_static(const unsigned char* b, size_t size) noexcept:
     """True when the model's bytes say the model is static: a vendor file whose shape mode
     is static_shape (read by the reader above), or an emulator model without a SHAPES
     section (emulator/FORMAT.md: header u32 n_sections at 12, then 24-byte entries whose
