@@ -23,6 +23,11 @@ Scenarios (``--only`` picks some, by name):
                  copyMakeBorder + cvtColor + a copy into the view (its default threads, and
                  one thread), timed in alternating chunks; NV12 against cvtColor first
                  (skipped with a note without opencv-python-headless, the bench extra)
+- ``decode``     decode + NMS of one yolov8n 640 int8 frame (the zoo's 9 outputs: box, class
+                 scores, score_sum per scale; 20 planted objects) by ``rknnx.vision.decode``
+                 from NCHW int8 and from the NPU's native NC1HWC2 int8, against the numpy
+                 reference of the zoo's Python post-processing (tests/vision/zoo_reference.py:
+                 every cell's DFL, threshold, NMS per class) on the float32 outputs
 - ``pool``       1..N workers with simulated NPU time: raw threads with one session each,
                  ``rknnx.Pool``, and a C thread pool on the same runtime; throughput vs N
 - ``standin``    the emulator standing in for a vendor ``.rknn`` (``--standin-model``,
@@ -69,8 +74,8 @@ from rknnx import benchmark as B
 
 HERE = Path(__file__).resolve().parent
 INCLUDE = HERE.parent / "include" / "rknnx"
-SCENARIOS = ("overhead", "sizes", "chain", "rknnlite", "detector", "letterbox", "pool",
-             "standin")
+SCENARIOS = ("overhead", "sizes", "chain", "rknnlite", "detector", "letterbox", "decode",
+             "pool", "standin")
 SIZES = {"224x224x3": (224, 224), "640x640x3": (640, 640), "1920x1080x3": (1080, 1920)}
 CAMERA = (1080, 1920)          # the camera frame the pre-processing starts from (H, W)
 
@@ -594,6 +599,72 @@ def scenario_letterbox(st: Settings, tmp: Path, c: CBaseline, counters, say) -> 
     for k, v in times.items():
         res[k] = B.stats(v)
     say("letterbox")
+def _median_ns(fn, iters: int) -> float:
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter_ns()
+        fn()
+        times.append(time.perf_counter_ns() - t0)
+    return float(statistics.median(times))
+
+
+def _nc1hwc2(a: np.ndarray, c2: int) -> np.ndarray:
+    n, C, H, W = a.shape
+    c1 = -(-C // c2)
+    p = np.zeros((n, c1 * c2, H, W), a.dtype)
+    p[:, :C] = a
+    return np.ascontiguousarray(p.reshape(n, c1, c2, H, W).transpose(0, 1, 3, 4, 2))
+
+
+def scenario_decode(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict[str, Any]:
+    """yolov8n 640 int8, 9 outputs, 20 planted objects: rknnx.vision.decode (NCHW codes and
+    native NC1HWC2 codes) against the zoo-style numpy reference on float32 outputs."""
+    ref_dir = HERE.parent / "tests" / "vision"
+    if not (ref_dir / "zoo_reference.py").is_file():
+        say("decode")
+        return {"skipped": "tests/vision/zoo_reference.py is not here (a source checkout has it)"}
+    sys.path.insert(0, str(ref_dir))
+    try:
+        import zoo_reference as Z
+    finally:
+        sys.path.remove(str(ref_dir))
+    from rknnx._tensors import QuantInfo, TensorInfo
+    from rknnx.vision import decode
+
+    rng = np.random.default_rng(0)
+    boxes, clss, _ = Z.planted_v8(rng, nc=80, n_obj=20)
+    quant = {"box": (0.0215, 1), "cls": (1 / 255, -128), "sum": (1 / 255, -128)}
+    codes, values, infos = [], [], []
+    for s_ in range(3):
+        for kind, x in (("box", boxes[s_]), ("cls", clss[s_]), ("sum", None)):
+            if x is None:     # the NPU's score_sum: the sum of its own class values
+                x = np.clip(values[-1].sum(axis=1, keepdims=True), 0, 1)
+            sc, zp = quant[kind]
+            q = Z.quantize(x, sc, zp)
+            codes.append(q)
+            values.append(Z.dequantize(q, sc, zp))
+            infos.append(TensorInfo(len(infos), kind, q.shape, np.dtype(np.int8), "NCHW",
+                                    QuantInfo("affine", sc, zp)))
+    native = [_nc1hwc2(q, 16) for q in codes]
+    fast = 50 if st.quick else 500
+    slow = 5 if st.quick else 30
+    ref = Z.yolov8(values)
+    det = decode("yolov8", codes, infos, layout="NCHW")
+    det_n = decode("yolov8", native, infos)
+    res: Dict[str, Any] = {"objects": 20, "kept": len(det),
+                           "same_as_reference": bool(
+                               np.array_equal(det.classes, ref["classes"]) and
+                               np.array_equal(det_n.classes, ref["classes"]) and
+                               np.allclose(det.boxes, ref["boxes"], rtol=1e-4, atol=1e-3))}
+    for _ in range(max(1, fast // 10)):
+        decode("yolov8", codes, infos, layout="NCHW")
+    res["rknnx_nchw_ns"] = _median_ns(lambda: decode("yolov8", codes, infos, layout="NCHW"),
+                                      fast)
+    res["rknnx_native_ns"] = _median_ns(lambda: decode("yolov8", native, infos), fast)
+    res["zoo_python_ns"] = _median_ns(lambda: Z.yolov8(values), slow)
+    res["ratio"] = res["zoo_python_ns"] / max(res["rknnx_nchw_ns"], 1.0)
+    res["ratio_native"] = res["zoo_python_ns"] / max(res["rknnx_native_ns"], 1.0)
+    say("decode")
     return res
 
 
@@ -692,9 +763,10 @@ def scenario_standin(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Di
 
 RUNNERS = {"overhead": scenario_overhead, "sizes": scenario_sizes, "chain": scenario_chain,
            "rknnlite": scenario_rknnlite, "detector": scenario_detector,
-           "letterbox": scenario_letterbox, "pool": scenario_pool, "standin": scenario_standin}
+           "letterbox": scenario_letterbox, "decode": scenario_decode, "pool": scenario_pool,
+           "standin": scenario_standin}
 STEPS = {"overhead": 2, "sizes": None, "chain": 1, "rknnlite": 1, "detector": 1, "letterbox": 1,
-         "pool": None, "standin": 1}
+         "decode": 1, "pool": None, "standin": 1}
 
 
 # -- the targets ----------------------------------------------------------------------------------
@@ -760,6 +832,12 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
                                                       1.0)
         add("(the same from NV12: OpenCV's cvtColor first)", round(ratio, 2), "(info)", True,
             "x")
+    dc = r.get("decode")
+    if dc and "ratio" in dc:
+        add("decode + NMS, yolov8n 640 int8 9 outputs, 20 objects: zoo-style numpy / "
+            "rknnx.vision.decode", round(dc["ratio"], 1), ">= 50x", dc["ratio"] >= 50, "x")
+        add("(the same from native NC1HWC2 outputs)", round(dc["ratio_native"], 1), "(info)",
+            True, "x")
     sd = r.get("standin")
     if sd and "ratio" in sd:
         add(f"stand-in of {sd['model']}: its run / the general flow's conversions (set + get)",
@@ -853,6 +931,21 @@ def report(r: Dict[str, Any]) -> str:
                 if isinstance(v, dict):
                     rows.append([k, B._ns(v["median_ns"]), B._ns(v["p95_ns"]),
                                  B._ns(v["min_ns"])])
+            out.append(_row_table(rows))
+    dc = r.get("decode")
+    if dc:
+        if "skipped" in dc:
+            out.append(f"== decode: skipped ({dc['skipped']}) ==")
+        else:
+            out.append(f"== decode + NMS, yolov8n 640 int8, 9 outputs, {dc['objects']} planted "
+                       f"objects ({dc['kept']} boxes kept; same as the reference: "
+                       f"{'yes' if dc['same_as_reference'] else 'NO'}) ==")
+            rows = [["", "median", "zoo-style / this"],
+                    ["zoo-style numpy (float32 outputs)", B._ns(dc["zoo_python_ns"]), "1.00"],
+                    ["rknnx.vision.decode, NCHW int8", B._ns(dc["rknnx_nchw_ns"]),
+                     f"x{dc['ratio']:.1f}"],
+                    ["rknnx.vision.decode, native NC1HWC2 int8", B._ns(dc["rknnx_native_ns"]),
+                     f"x{dc['ratio_native']:.1f}"]]
             out.append(_row_table(rows))
     p = r.get("pool")
     if p:

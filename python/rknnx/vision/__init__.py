@@ -1,8 +1,12 @@
-"""rknnx.vision: from a camera frame to boxes around the NPU.
+"""rknnx.vision: from a camera frame to boxes around the NPU: letterbox into NPU memory,
+YOLO decoders reading the NPU's own outputs.
 
-docs/vision.md is the guide.
+docs/guide/decode.md is the guide.
 """
 
+from rknnx.vision.decode import decode, infer_family, FAMILIES, ZOO_ANCHORS, DecodeWarning
+from rknnx.vision.detections import Detections
 from rknnx.vision.letterbox import Letterbox, letterbox
 
-__all__ = ["letterbox", "Letterbox"]
+__all__ = ["letterbox", "Letterbox", "decode", "infer_family", "Detections", "FAMILIES",
+           "ZOO_ANCHORS", "DecodeWarning"]
