@@ -14,7 +14,7 @@ Scenarios (``--only`` picks some, by name):
                  back, or through the general flow
 - ``rknnlite``   the RKNNLite drop-in (``rknnx.lite.RKNNLite``) on the 640 model; skipped
                  with a note when the module is not there
-- ``detector``   one detector frame (sample ``detector``): camera frame -> letterbox ->
+- ``detector``   one detector frame (sample ``detector_random``): camera frame -> letterbox ->
                  run -> three int8 heads -> boxes; RKNNLite style (new arrays, general
                  flow, float32 outputs, numpy) against the best rknnx style (letterbox
                  into the input view, zero-copy, native NC1HWC2 outputs, compiled kernels)
@@ -28,6 +28,12 @@ Scenarios (``--only`` picks some, by name):
                  from NCHW int8 and from the NPU's native NC1HWC2 int8, against the numpy
                  reference of the zoo's Python post-processing (tests/vision/zoo_reference.py:
                  every cell's DFL, threshold, NMS per class) on the float32 outputs
+- ``pipeline``   host CPU per frame from a 1920x1080 BGR camera frame to boxes (a yolov8n
+                 signature: the ``detector`` sample with 80 classes and score_sum, 9 int8
+                 outputs): ``rknnx.vision.Detector`` against ``rknnx.lite.RKNNLite`` + cv2's
+                 letterbox (resize, copyMakeBorder, cvtColor) + the zoo's Python
+                 post-processing (tests/vision/zoo_reference.py) on its float32 outputs, with
+                 the per-stage breakdown (the emulated NPU work left out of the host CPU)
 - ``pool``       1..N workers with simulated NPU time: raw threads with one session each,
                  ``rknnx.Pool``, and a C thread pool on the same runtime; throughput vs N
 - ``standin``    the emulator standing in for a vendor ``.rknn`` (``--standin-model``,
@@ -75,7 +81,7 @@ from rknnx import benchmark as B
 HERE = Path(__file__).resolve().parent
 INCLUDE = HERE.parent / "include" / "rknnx"
 SCENARIOS = ("overhead", "sizes", "chain", "rknnlite", "detector", "letterbox", "decode",
-             "pool", "standin")
+             "pipeline", "pool", "standin")
 SIZES = {"224x224x3": (224, 224), "640x640x3": (640, 640), "1920x1080x3": (1080, 1920)}
 CAMERA = (1080, 1920)          # the camera frame the pre-processing starts from (H, W)
 
@@ -505,7 +511,7 @@ def scenario_detector(st: Settings, tmp: Path, c: CBaseline, counters, say) -> D
 
     iters = st.detector_iters
     wu = st.warmup(iters)
-    path = save(tmp, "detector", samples.detector())
+    path = save(tmp, "detector", samples.detector_random())
     src = camera_frame(1)
     res: Dict[str, Any] = {"kernels": hasattr(rknnx.lowlevel, "nc1hwc2_to_nchw")}
     with rknnx.Model(path) as m:
@@ -668,6 +674,102 @@ def scenario_decode(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dic
     return res
 
 
+def _zoo_reference():
+    ref_dir = HERE.parent / "tests" / "vision"
+    if not (ref_dir / "zoo_reference.py").is_file():
+        return None
+    sys.path.insert(0, str(ref_dir))
+    try:
+        import zoo_reference as Z
+    finally:
+        sys.path.remove(str(ref_dir))
+    return Z
+
+
+def scenario_pipeline(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict[str, Any]:
+    """Camera frame (1920x1080 BGR) to boxes, host CPU per frame: rknnx.vision.Detector
+    against RKNNLite + cv2 letterbox + the zoo's Python post-processing, stage by stage."""
+    try:
+        import cv2
+    except ImportError as exc:
+        note = f"skipped: OpenCV is not installed ({exc}; the bench extra has it)"
+        say(f"pipeline: {note}")
+        return {"skipped": note}
+    Z = _zoo_reference()
+    if Z is None:
+        say("pipeline")
+        return {"skipped": "tests/vision/zoo_reference.py is not here (a source checkout has it)"}
+    from rknnx.emulator import samples
+    from rknnx.lite import RKNNLite
+    from rknnx.vision import Detector
+
+    iters = 5 if st.quick else 40
+    wu = st.warmup(iters)
+    path = save(tmp, "yolov8n_squares", samples.detector(num_classes=80, score_sum=True))
+    frame = B.squares_frame(1920, 1080, n=4)
+    H, W = 640, 640
+    fh, fw = frame.shape[:2]
+    r = min(W / fw, H / fh)
+    nw, nh = round(fw * r), round(fh * r)
+    left, top = (W - nw) // 2, (H - nh) // 2
+
+    def cv2_letterbox(img):
+        resized = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_LINEAR)
+        padded = cv2.copyMakeBorder(resized, top, H - nh - top, left, W - nw - left,
+                                    cv2.BORDER_CONSTANT, value=(0, 0, 0))
+        return cv2.cvtColor(padded, cv2.COLOR_BGR2RGB)
+
+    def zoo_post(outs):
+        d = Z.yolov8(outs)
+        b = d["boxes"].copy()
+        b[:, 0::2] = np.clip((b[:, 0::2] - left) / r, 0, fw)
+        b[:, 1::2] = np.clip((b[:, 1::2] - top) / r, 0, fh)
+        return b
+
+    res: Dict[str, Any] = {"frame": [fw, fh], "model": "detector sample, 80 classes, "
+                           "score_sum: 9 int8 outputs (yolov8n's signature)"}
+    rk = RKNNLite()
+    try:
+        if rk.load_rknn(path) != 0 or rk.init_runtime() != 0:
+            return {"skipped": "RKNNLite could not load the model"}
+        found_a = []
+
+        def lite_frame():
+            img = cv2_letterbox(frame)
+            outs = rk.inference(inputs=[img[None]])
+            found_a.append(len(zoo_post(outs)))
+
+        a = B.frame_loop(lite_frame, iters, wu, counters)
+        img = cv2_letterbox(frame)
+        outs = rk.inference(inputs=[img[None]])
+        a_stages = {"letterbox": _median_ns(lambda: cv2_letterbox(frame), iters),
+                    "post-processing": _median_ns(lambda: zoo_post(outs), iters)}
+    finally:
+        rk.release()
+    with rknnx.Model(path) as m, Detector(m, "yolov8") as det:
+        found_b = []
+
+        def detector_frame():
+            found_b.append(len(det.detect(frame)))
+
+        b = B.frame_loop(detector_frame, iters, wu, counters)
+        det.stage_times(reset=True)
+        for _ in range(iters):
+            det.detect(frame)
+        t = det.stage_times()
+        b_stages = {"letterbox": t["letterbox"]["p50"] * 1e9,
+                    "decode": t["decode"]["p50"] * 1e9, "run (wall)": t["npu"]["p50"] * 1e9}
+    ha, hb = a.get("host_cpu_ns_per_frame"), b.get("host_cpu_ns_per_frame")
+    res["rknnlite + cv2 + zoo python"] = {"host_cpu_ns_per_frame": ha, "stages_ns": a_stages,
+                                          "boxes": found_a[-1], "frame": a}
+    res["rknnx Detector"] = {"host_cpu_ns_per_frame": hb, "stages_ns": b_stages,
+                             "boxes": found_b[-1], "frame": b}
+    if ha and hb:
+        res["ratio"] = ha / hb
+    say("pipeline")
+    return res
+
+
 def scenario_pool(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict[str, Any]:
     path = save(tmp, "frame_64", frame_model(64, 64))
     frames = st.pool_frames
@@ -763,10 +865,10 @@ def scenario_standin(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Di
 
 RUNNERS = {"overhead": scenario_overhead, "sizes": scenario_sizes, "chain": scenario_chain,
            "rknnlite": scenario_rknnlite, "detector": scenario_detector,
-           "letterbox": scenario_letterbox, "decode": scenario_decode, "pool": scenario_pool,
-           "standin": scenario_standin}
+           "letterbox": scenario_letterbox, "decode": scenario_decode,
+           "pipeline": scenario_pipeline, "pool": scenario_pool, "standin": scenario_standin}
 STEPS = {"overhead": 2, "sizes": None, "chain": 1, "rknnlite": 1, "detector": 1, "letterbox": 1,
-         "decode": 1, "pool": None, "standin": 1}
+         "decode": 1, "pipeline": 1, "pool": None, "standin": 1}
 
 
 # -- the targets ----------------------------------------------------------------------------------
@@ -832,6 +934,11 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
                                                       1.0)
         add("(the same from NV12: OpenCV's cvtColor first)", round(ratio, 2), "(info)", True,
             "x")
+    pl = r.get("pipeline")
+    if pl and "ratio" in pl:
+        add("camera frame 1920x1080 -> boxes, host CPU per frame: RKNNLite + cv2 letterbox + "
+            "zoo Python post-processing / rknnx.vision.Detector", round(pl["ratio"], 1),
+            ">= 8x", pl["ratio"] >= 8, "x")
     dc = r.get("decode")
     if dc and "ratio" in dc:
         add("decode + NMS, yolov8n 640 int8 9 outputs, 20 objects: zoo-style numpy / "
@@ -947,6 +1054,24 @@ def report(r: Dict[str, Any]) -> str:
                     ["rknnx.vision.decode, native NC1HWC2 int8", B._ns(dc["rknnx_native_ns"]),
                      f"x{dc['ratio_native']:.1f}"]]
             out.append(_row_table(rows))
+    pl = r.get("pipeline")
+    if pl:
+        if "skipped" in pl:
+            out.append(f"== pipeline: skipped ({pl['skipped']}) ==")
+        else:
+            a, b = pl["rknnlite + cv2 + zoo python"], pl["rknnx Detector"]
+            out.append(f"== camera frame {pl['frame'][0]}x{pl['frame'][1]} -> boxes, host CPU "
+                       f"per frame ({pl['model']}) ==")
+            rows = [["", "host CPU/frame", "stages (median)", "boxes"],
+                    ["RKNNLite + cv2 + zoo Python", B._ns(a["host_cpu_ns_per_frame"]),
+                     ", ".join(f"{k} {B._ns(v)}" for k, v in a["stages_ns"].items()),
+                     str(a["boxes"])],
+                    ["rknnx.vision.Detector", B._ns(b["host_cpu_ns_per_frame"]),
+                     ", ".join(f"{k} {B._ns(v)}" for k, v in b["stages_ns"].items()),
+                     str(b["boxes"])]]
+            out.append(_row_table(rows))
+            if "ratio" in pl:
+                out.append(f"ratio (host CPU): x{pl['ratio']:.1f}")
     p = r.get("pool")
     if p:
         out.append(f"== pool ({p['frames']} frames, simulated NPU time {p['npu_time_us']} us) ==")

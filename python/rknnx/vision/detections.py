@@ -27,12 +27,15 @@ class Detections:
         float32 [N, K, 3] (pose models): x, y in input pixels, visibility.
     names : sequence of str or None
         The class names, when known (``labels`` looks them up).
+    letterbox : rknnx.vision.Letterbox or None
+        Where the frame went in the model's input, when the boxes were mapped back to the
+        frame (:class:`~rknnx.vision.Detector`): ``letterbox.mask_to_frame(masks[i])``.
 
     ``len()`` counts the boxes; indexing by an int, a slice, an integer array or a bool
     array gives a :class:`Detections` of those boxes (an int: of one).
     """
 
-    __slots__ = ("boxes", "scores", "classes", "masks", "keypoints", "names")
+    __slots__ = ("boxes", "scores", "classes", "masks", "keypoints", "names", "letterbox")
 
     def __init__(self, boxes, scores, classes, masks=None, keypoints=None,
                  names: Optional[Sequence[str]] = None):
@@ -62,6 +65,7 @@ class Detections:
         self.masks = masks
         self.keypoints = keypoints
         self.names = tuple(names) if names is not None else None
+        self.letterbox = None
 
     @classmethod
     def empty(cls, names=None) -> "Detections":
@@ -95,10 +99,12 @@ class Detections:
             else:
                 raise IndexError(f"Detections: index with an int, a slice, an integer array "
                                  f"or a bool array; got {key.dtype} of shape {key.shape}")
-        return Detections(self.boxes[key], self.scores[key], self.classes[key],
-                          None if self.masks is None else self.masks[key],
-                          None if self.keypoints is None else self.keypoints[key],
-                          self.names)
+        d = Detections(self.boxes[key], self.scores[key], self.classes[key],
+                       None if self.masks is None else self.masks[key],
+                       None if self.keypoints is None else self.keypoints[key],
+                       self.names)
+        d.letterbox = self.letterbox
+        return d
 
     def __iter__(self):
         for i in range(len(self)):
