@@ -227,7 +227,16 @@ class Detector(Closable):
                     f"pass mean= and std= (the model zoo's YOLO models: mean=0, std=255)")
             self._norm = (mean, std)
         self._input_kind = "native"
-        return self.model.zero_copy(outputs=self.output_kind, inputs="native")
+        s = self.model.zero_copy(outputs=self.output_kind, inputs="native")
+        view = s.inputs[0]
+        native = view.dtype
+        del view
+        if native not in (_U8, np.dtype(np.int8)):
+            s.close()
+            raise ValueError(f"Detector: input 0 of the model takes {native} as the NPU "
+                             f"does (no uint8 conversion by the runtime); the detector "
+                             f"writes uint8 pixels or int8 codes only")
+        return s
 
     # -- one frame ------------------------------------------------------------------------
     def _check_frame(self, frame, fmt):
@@ -248,10 +257,10 @@ class Detector(Closable):
         try:
             kw = self._lb_kw
             if self._input_kind == "native":
-                _, box = letterbox(frame, out=session, fmt=fmt, mean=self._norm[0],
-                                   std=self._norm[1], **kw)
+                box = letterbox(frame, out=session, fmt=fmt, mean=self._norm[0],
+                                std=self._norm[1], **kw)[1]
             else:
-                _, box = letterbox(frame, out=session, fmt=fmt, **kw)
+                box = letterbox(frame, out=session, fmt=fmt, **kw)[1]
             t1 = time.perf_counter()
             session.run()
             t2 = time.perf_counter()
