@@ -488,7 +488,8 @@ def test_detect_with_names_and_family(tmp_path):
                "-o", str(tmp_path / "o.png"), "--names", str(tmp_path / "names.txt"),
                "--family", "yolov8", "--conf", "0.5")
     assert proc.returncode == 0, proc.stderr
-    assert len([ln for ln in proc.stdout.splitlines() if ln.startswith("box 0.")]) == 3
+    lines = [ln.split() for ln in proc.stdout.splitlines() if ln.startswith("box ")]
+    assert len(lines) == 3 and all(float(ln[1]) >= 0.5 for ln in lines), proc.stdout
 
 
 @pytest.mark.parametrize("args, message", [
