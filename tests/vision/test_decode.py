@@ -461,3 +461,20 @@ def test_threads_decode_at_once():
         np.testing.assert_array_equal(g.boxes, w.boxes)
         np.testing.assert_array_equal(g.classes, w.classes)
     assert all(len(w) >= 8 for w in want)
+
+
+def test_threshold_on_a_code_is_the_float_rule():
+    """conf equal to a code's value keeps that code's cells (score >= conf); one float32
+    step above drops them: the quantized threshold is the float rule, not a truncation."""
+    arrays, infos, ref_in, _ = _v8_int8()
+    top = decode("yolov8", arrays, infos, layout="NCHW", conf=0.25)
+    v = top.scores[0]
+    at = decode("yolov8", arrays, infos, layout="NCHW", conf=float(v))
+    above = decode("yolov8", arrays, infos, layout="NCHW",
+                   conf=float(np.nextafter(v, np.float32(2))))
+    assert at.scores.min() == v and (above.scores > v).all()
+    assert len(above) < len(at)
+    check(at, Z.yolov8(ref_in, conf=float(v)), min_kept=1)
+    if len(above):
+        check(above, Z.yolov8(ref_in, conf=float(np.nextafter(v, np.float32(2)))),
+              min_kept=1)
