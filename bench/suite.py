@@ -18,6 +18,11 @@ Scenarios (``--only`` picks some, by name):
                  run -> three int8 heads -> boxes; RKNNLite style (new arrays, general
                  flow, float32 outputs, numpy) against the best rknnx style (letterbox
                  into the input view, zero-copy, native NC1HWC2 outputs, compiled kernels)
+- ``letterbox``  a 1920x1080 BGR camera frame -> 640x640 RGB into a session's input view:
+                 ``rknnx.vision.letterbox`` (one pass) against OpenCV's resize +
+                 copyMakeBorder + cvtColor + a copy into the view (its default threads, and
+                 one thread), timed in alternating chunks; NV12 against cvtColor first
+                 (skipped with a note without opencv-python-headless, the bench extra)
 - ``decode``     decode + NMS of one yolov8n 640 int8 frame (the zoo's 9 outputs: box, class
                  scores, score_sum per scale; 20 planted objects) by ``rknnx.vision.decode``
                  from NCHW int8 and from the NPU's native NC1HWC2 int8, against the numpy
@@ -69,7 +74,8 @@ from rknnx import benchmark as B
 
 HERE = Path(__file__).resolve().parent
 INCLUDE = HERE.parent / "include" / "rknnx"
-SCENARIOS = ("overhead", "sizes", "chain", "rknnlite", "detector", "decode", "pool", "standin")
+SCENARIOS = ("overhead", "sizes", "chain", "rknnlite", "detector", "letterbox", "decode",
+             "pool", "standin")
 SIZES = {"224x224x3": (224, 224), "640x640x3": (640, 640), "1920x1080x3": (1080, 1920)}
 CAMERA = (1080, 1920)          # the camera frame the pre-processing starts from (H, W)
 
@@ -87,6 +93,7 @@ class Settings:
         self.sizes = list(self.size_iters)
         self.chain_iters = 50 if quick else 500
         self.detector_iters = 2 if quick else 30
+        self.letterbox_iters = 20 if quick else 400
         self.pool_frames = 24 if quick else 200
         self.standin_iters = 5 if quick else 40
         self.standin_model: Optional[str] = None
@@ -171,11 +178,11 @@ def save(tmp: Path, name: str, data: bytes) -> str:
 
 # -- pre-processing ----------------------------------------------------------------------------
 class Letterbox:
-    """Nearest-neighbour letterbox of a BGR camera frame into an RGB model input, in numpy.
+    """Letterbox of a BGR camera frame into an RGB model input (gray 114 around it).
 
-    ``alloc(src)`` makes new arrays (the usual script); ``into(src, view)`` writes straight
-    into an input view with one gather (``np.take(..., out=)``); the grey border is written
-    once, since nothing else writes the view.
+    ``alloc(src)`` makes new arrays, nearest-neighbour in numpy (the usual script);
+    ``into(src, view)`` is :func:`rknnx.vision.letterbox` straight into an input view
+    (bilinear, one pass, the pad written with it).
     """
 
     def __init__(self, src_hw, dst_hw, pad: int = 114):
@@ -187,9 +194,6 @@ class Letterbox:
         self.nh, self.nw, self.dst_hw, self.pad = nh, nw, dst_hw, pad
         self.ys = np.minimum((np.arange(nh) + 0.5) * sh / nh, sh - 1).astype(np.intp)
         self.xs = np.minimum((np.arange(nw) + 0.5) * sw / nw, sw - 1).astype(np.intp)
-        # one flat index per destination byte, colour order reversed (BGR -> RGB)
-        self.index = ((self.ys[:, None, None] * sw + self.xs[None, :, None]) * 3
-                      + np.array([2, 1, 0])[None, None, :]).reshape(-1)
 
     def alloc(self, src: np.ndarray) -> np.ndarray:
         resized = src[self.ys][:, self.xs]
@@ -198,14 +202,12 @@ class Letterbox:
         return np.ascontiguousarray(canvas[..., ::-1])[None]
 
     def prepare(self, view: np.ndarray) -> None:
-        view[...] = self.pad
+        """Nothing: ``into`` writes the pad too (kept for the callers' symmetry)."""
 
     def into(self, src: np.ndarray, view: np.ndarray) -> None:
-        region = view[0, self.top:self.top + self.nh, self.left:self.left + self.nw]
-        if region.flags.c_contiguous:
-            np.take(src.reshape(-1), self.index, out=region.reshape(-1), mode="clip")
-        else:
-            region[...] = np.take(src.reshape(-1), self.index).reshape(region.shape)
+        from rknnx.vision import letterbox
+
+        letterbox(src, out=view, swap_rb=True, pad_value=self.pad)
 
 
 def camera_frame(seed: int = 0) -> np.ndarray:
@@ -538,6 +540,65 @@ def scenario_detector(st: Settings, tmp: Path, c: CBaseline, counters, say) -> D
     return res
 
 
+def scenario_letterbox(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict[str, Any]:
+    """1920x1080 BGR -> 640x640 RGB into a zero-copy session's input view:
+    rknnx.vision.letterbox against OpenCV's resize + copyMakeBorder + cvtColor + a copy
+    into the view (default threads, then one), and the NV12 frame of the same size (OpenCV
+    converting it with cvtColor first).  Chunks of each alternate, so that a shared
+    machine's fast and slow spells fall on all of them."""
+    try:
+        import cv2
+    except ImportError as exc:
+        note = f"skipped: OpenCV is not installed ({exc}; the bench extra has it)"
+        say(f"letterbox: {note}")
+        return {"skipped": note}
+    from rknnx.vision import letterbox
+
+    h, w = SIZES["640x640x3"]
+    path = save(tmp, "frame_640_letterbox", frame_model(h, w))
+    src = camera_frame()
+    nv12 = np.random.default_rng(1).integers(0, 256, (CAMERA[0] * 3 // 2, CAMERA[1]),
+                                              dtype=np.uint8)
+    lb = Letterbox(CAMERA, (h, w))
+    top, left, nh, nw = lb.top, lb.left, lb.nh, lb.nw
+    threads = cv2.getNumThreads()
+    res: Dict[str, Any] = {"opencv_version": cv2.__version__, "opencv_threads": threads}
+    with rknnx.Model(path) as m, m.zero_copy() as s:
+        view = s.inputs[0]
+
+        def cv_bgr(frame):
+            r = cv2.resize(frame, (nw, nh), interpolation=cv2.INTER_LINEAR)
+            r = cv2.copyMakeBorder(r, top, h - nh - top, left, w - nw - left,
+                                   cv2.BORDER_CONSTANT, value=(114, 114, 114))
+            view[0] = cv2.cvtColor(r, cv2.COLOR_BGR2RGB)
+
+        bodies = {
+            "rknnx letterbox": lambda: letterbox(src, out=view, swap_rb=True, pad_value=114),
+            "opencv": lambda: cv_bgr(src),
+            "opencv, 1 thread": lambda: cv_bgr(src),
+            "rknnx letterbox, NV12": lambda: letterbox(nv12, out=view, fmt="nv12",
+                                                       swap_rb=True, pad_value=114),
+            "opencv, NV12": lambda: cv_bgr(cv2.cvtColor(nv12, cv2.COLOR_YUV2BGR_NV12)),
+        }
+        times: Dict[str, List[float]] = {k: [] for k in bodies}
+        chunk = 10
+        for k, body in bodies.items():              # warm up
+            for _ in range(3):
+                body()
+        try:
+            for _ in range(max(1, st.letterbox_iters // chunk)):
+                for k, body in bodies.items():
+                    cv2.setNumThreads(1 if k == "opencv, 1 thread" else threads)
+                    for _ in range(chunk):
+                        t0 = time.perf_counter_ns()
+                        body()
+                        times[k].append(time.perf_counter_ns() - t0)
+        finally:
+            cv2.setNumThreads(threads)
+        del view, bodies
+    for k, v in times.items():
+        res[k] = B.stats(v)
+    say("letterbox")
 def _median_ns(fn, iters: int) -> float:
     times = []
     for _ in range(iters):
@@ -702,9 +763,10 @@ def scenario_standin(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Di
 
 RUNNERS = {"overhead": scenario_overhead, "sizes": scenario_sizes, "chain": scenario_chain,
            "rknnlite": scenario_rknnlite, "detector": scenario_detector,
-           "decode": scenario_decode, "pool": scenario_pool, "standin": scenario_standin}
-STEPS = {"overhead": 2, "sizes": None, "chain": 1, "rknnlite": 1, "detector": 1, "decode": 1,
-         "pool": None, "standin": 1}
+           "letterbox": scenario_letterbox, "decode": scenario_decode,
+           "pool": scenario_pool, "standin": scenario_standin}
+STEPS = {"overhead": 2, "sizes": None, "chain": 1, "rknnlite": 1, "detector": 1, "letterbox": 1,
+         "decode": 1, "pool": None, "standin": 1}
 
 
 # -- the targets ----------------------------------------------------------------------------------
@@ -757,6 +819,19 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
         ratio = a["cpu_ns_per_frame"] / max(b["cpu_ns_per_frame"], 1.0)
         add("(the same with the emulated NPU work's CPU time included)", round(ratio, 2),
             "(info)", True, "x")
+    lb = r.get("letterbox")
+    if lb and "skipped" not in lb:
+        ours = lb["rknnx letterbox"]["median_ns"]
+        ratio = lb["opencv"]["median_ns"] / max(ours, 1.0)
+        add("letterbox 1920x1080 BGR -> 640x640 RGB into the input: OpenCV (resize + "
+            "copyMakeBorder + cvtColor + copy) / rknnx.vision.letterbox", round(ratio, 2),
+            ">= 1x", ratio >= 1, "x")
+        ratio = lb["opencv, 1 thread"]["median_ns"] / max(ours, 1.0)
+        add("(the same, OpenCV on one thread)", round(ratio, 2), "(info)", True, "x")
+        ratio = lb["opencv, NV12"]["median_ns"] / max(lb["rknnx letterbox, NV12"]["median_ns"],
+                                                      1.0)
+        add("(the same from NV12: OpenCV's cvtColor first)", round(ratio, 2), "(info)", True,
+            "x")
     dc = r.get("decode")
     if dc and "ratio" in dc:
         add("decode + NMS, yolov8n 640 int8 9 outputs, 20 objects: zoo-style numpy / "
@@ -844,6 +919,19 @@ def report(r: Dict[str, Any]) -> str:
                          B._ns(v["host_cpu_ns_per_frame"]),
                          B._bytes(b["copied_by_api"]) if b else "-"])
         out.append(_row_table(rows))
+    lb = r.get("letterbox")
+    if lb:
+        if "skipped" in lb:
+            out.append(f"== letterbox: {lb['skipped']} ==")
+        else:
+            out.append(f"== letterbox 1920x1080 -> 640x640 RGB into the input (OpenCV "
+                       f"{lb['opencv_version']}, {lb['opencv_threads']} threads) ==")
+            rows = [["", "median", "p95", "min"]]
+            for k, v in lb.items():
+                if isinstance(v, dict):
+                    rows.append([k, B._ns(v["median_ns"]), B._ns(v["p95_ns"]),
+                                 B._ns(v["min_ns"])])
+            out.append(_row_table(rows))
     dc = r.get("decode")
     if dc:
         if "skipped" in dc:

@@ -22,19 +22,15 @@ _IMAGE_EXT = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm")
 
 def letterbox(img, width: int, height: int, fill: int = 114):
     """`img` (a PIL image) scaled to fit `width` x `height` with its aspect ratio kept and
-    centred on a `fill` gray canvas: (uint8 HWC array, scale, (top, bottom, left, right)).
-    A box (x, y) of the model's output maps back to the image as ((x - left) / scale,
+    centred on a `fill` gray canvas by :func:`rknnx.vision.letterbox` (bilinear, OpenCV's
+    pixel-centre rule): (uint8 HWC array, scale, (top, bottom, left, right)).  A box
+    (x, y) of the model's output maps back to the image as ((x - left) / scale,
     (y - top) / scale)."""
-    from PIL import Image
+    from rknnx.vision import letterbox as _letterbox
 
-    w0, h0 = img.size
-    scale = min(width / w0, height / h0)
-    nw, nh = max(1, round(w0 * scale)), max(1, round(h0 * scale))
-    top, left = (height - nh) // 2, (width - nw) // 2
-    canvas = np.full((height, width, 3), fill, np.uint8)
-    canvas[top:top + nh, left:left + nw] = np.asarray(
-        img.resize((nw, nh), Image.BILINEAR), dtype=np.uint8)
-    return canvas, scale, (top, height - nh - top, left, width - nw - left)
+    arr, box = _letterbox(np.asarray(img, dtype=np.uint8), (width, height), pad_value=fill)
+    (left, top), (nw, nh) = box.pad, box.resized
+    return arr, box.scale, (top, height - nh - top, left, width - nw - left)
 
 
 def read_input(path: str, info, fit: str = "resize", say=print) -> np.ndarray:
@@ -75,7 +71,10 @@ def read_input(path: str, info, fit: str = "resize", say=print) -> np.ndarray:
             if (w0, h0) != (w, h):
                 name = os.path.basename(path)
                 if fit == "letterbox":
-                    arr, scale, (top, bottom, left, right) = letterbox(img, w, h)
+                    try:
+                        arr, scale, (top, bottom, left, right) = letterbox(img, w, h)
+                    except ValueError as exc:        # a 1-pixel-wide image
+                        raise UserError(f"{path!r}: {exc}") from None
                     say(f"input {info.name!r}: {name} {w0}x{h0} letterboxed to {w}x{h}: scale "
                         f"{scale:.4g} (to {round(w0 * scale)}x{round(h0 * scale)}), padding "
                         f"top {top} bottom {bottom} left {left} right {right} (gray 114); "

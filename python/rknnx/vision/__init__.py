@@ -1,9 +1,11 @@
-"""rknnx.vision: from a camera frame to boxes around the NPU (decoders of YOLO outputs).
+"""rknnx.vision: from a camera frame to boxes around the NPU.
 
-docs/guide/decode.md is the guide.
+The decoders: docs/guide/decode.md.
 """
 
-from rknnx.vision.decode import decode, infer_family, FAMILIES, ZOO_ANCHORS, DecodeWarning
+from rknnx.vision.decode import DecodeWarning, FAMILIES, ZOO_ANCHORS, decode, infer_family
 from rknnx.vision.detections import Detections
+from rknnx.vision.letterbox import Letterbox, letterbox
 
-__all__ = ["decode", "infer_family", "Detections", "FAMILIES", "ZOO_ANCHORS", "DecodeWarning"]
+__all__ = ["letterbox", "Letterbox", "decode", "infer_family", "Detections", "FAMILIES",
+           "ZOO_ANCHORS", "DecodeWarning"]

@@ -1,0 +1,87 @@
+/*
+ * rknnx: the letterbox kernel (rknnx.vision.letterbox), as the binding sees it.
+ *
+ * One pass from a camera frame to a network's input: a 3-channel 8-bit frame (any
+ * strides) or an NV12 frame (a Y plane and an interleaved UV plane, BT.601 limited range
+ * as OpenCV's COLOR_YUV2BGR_NV12) is resized bilinearly into a region of the output
+ * (nw x nh at left, top) and the rest filled with the pad bytes; each output channel
+ * takes a source channel (swap_rb: the BGR <-> RGB swap) and, through an optional table of
+ * 256 codes per channel, is written as the pixel (uint8) or as its normalized and
+ * quantized code (an int8 pass-through input).  The output is addressed by strides, so
+ * NHWC with padded rows, NCHW planes and NC1HWC2 blocks are the same loop.
+ *
+ * The arithmetic (integers only, the same on every path, and what the numpy reference of
+ * the tests computes):
+ *   a destination coordinate d of a length n resized from a source length s samples the
+ *   source at (d + 0.5) * s / n - 0.5 (OpenCV's pixel-centre rule), kept as the exact
+ *   fraction num / den with num = (2d + 1) s - n and den = 2n: the tap i = floor(num/den)
+ *   and the weight of tap i + 1 rounded to Q8 vertically and Q11 horizontally,
+ *   wy = (256 (num - i den) + den/2) / den (likewise with 2048), clamped at the edges
+ *   (num < 0: i = 0, weight 0; i >= s - 1: i = s - 2, weight 1);
+ *   vertical first: t = r0 (256 - wy) + r1 wy (exact in 16 bits);
+ *   then horizontal: v = (t0 (2048 - wx) + t1 wx + 2**18) >> 19.
+ * Within 1 of OpenCV's INTER_LINEAR (Q11 both ways, horizontal first): the two results
+ * differ by less than 1 before their roundings.
+ *
+ * NV12 -> BGR (before the resize), per pixel, u = U - 128, v = V - 128, with the BT.601
+ * coefficients in Q20 and the sums rounded half up, saturated to 0..255:
+ *   y = max(Y - 16, 0) * 1220542         (1.164)
+ *   R = (y + 1673527 v + 2**19) >> 20    (1.596)
+ *   G = (y - 852492 v - 409993 u + 2**19) >> 20   (0.813, 0.391)
+ *   B = (y + 2116026 u + 2**19) >> 20    (2.018)
+ *
+ * The vertical blend runs on 128-bit vectors (SSE2, NEON) or AVX2 where rknnx_k_path()
+ * (kernels.h, the one dispatch of the kernels) allows: the same numbers as the plain loop.
+ * Built with the kernels' warnings and -ffp-contract=off; no floating point is used.
+ */
+#ifndef RKNNX_LETTERBOX_H
+#define RKNNX_LETTERBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    RKNNX_LB_BGR = 0,      /* 3 channels of 8 bits */
+    RKNNX_LB_NV12 = 1      /* Y plane + interleaved UV plane (U first), as BGR */
+};
+
+enum {
+    RKNNX_LB_OK = 0,
+    RKNNX_LB_ENOMEM = -1,  /* the row buffers could not be allocated */
+    RKNNX_LB_EINVAL = -2   /* parameters the Python layer never passes */
+};
+
+typedef struct rknnx_lb_params {
+    /* the frame: w x h pixels */
+    int fmt;
+    ptrdiff_t w, h;
+    const unsigned char *src;   /* BGR: channel 0 of pixel (0, 0); NV12: the Y plane */
+    ptrdiff_t src_row;          /* bytes from a row to the next (either plane's, NV12) */
+    ptrdiff_t src_px;           /* BGR: bytes from a pixel to the next */
+    ptrdiff_t src_ch;           /* BGR: bytes from a channel to the next */
+    const unsigned char *uv;    /* NV12: the UV plane (w/2 pairs a row, h/2 rows) */
+    ptrdiff_t uv_row;
+    /* the output: W x H pixels, channel c of pixel (x, y) at
+       dst + y dst_row + x dst_px + dst_ch[c] */
+    unsigned char *dst;
+    ptrdiff_t W, H;
+    ptrdiff_t dst_row, dst_px;
+    ptrdiff_t dst_ch[3];
+    /* the resized region: nw x nh at (left, top), inside the output */
+    ptrdiff_t nw, nh, left, top;
+    int swap_rb;                /* 0: output channel c is the frame's channel c (B, G, R
+                                   for NV12); 1: channel 2 - c */
+    const unsigned char *lut;   /* NULL: the pixel itself; else 3 x 256 codes: output
+                                   channel c of value v is lut[256 c + v] */
+    unsigned char pad[3];       /* the bytes written outside the region, per channel */
+} rknnx_lb_params;
+
+/* Resize, pad, swap and convert in one pass; RKNNX_LB_OK or a negative RKNNX_LB_*.
+   Thread-safe (no state but the dispatch level); allocates its row buffers. */
+int rknnx_lb_run(const rknnx_lb_params *p);
+
+/* The taps of one axis (tests and the binding's checks): for d in [0, n), the tap
+   i[d] and the weight of i[d] + 1 in units of 2**bits (bits 8 or 11). */
+void rknnx_lb_taps(ptrdiff_t s, ptrdiff_t n, int bits, int32_t *i, int32_t *wgt);
+
+#endif /* RKNNX_LETTERBOX_H */

@@ -1,0 +1,183 @@
+# The letterbox kernel (rknn_ext/kernels/letterbox.h): one C pass from a camera frame to
+# a network input, the GIL released.  rknnx.vision.letterbox checks the user's arguments
+# and works out the geometry; this slice only refuses parameters under which the C would
+# touch memory outside the arrays it was given (every byte it reads or writes is inside
+# their extents), so a wrong call is an exception, never a crash.
+
+from libc.stdint cimport int32_t
+from cpython.buffer cimport (PyObject_GetBuffer as _lb_getbuf,
+                             PyBuffer_Release as _lb_release, PyBUF_RECORDS_RO as _LB_RO,
+                             PyBUF_RECORDS as _LB_RW)
+
+cdef extern from "kernels/letterbox.h" nogil:
+    enum:
+        RKNNX_LB_BGR
+        RKNNX_LB_NV12
+        RKNNX_LB_OK
+        RKNNX_LB_ENOMEM
+    ctypedef struct rknnx_lb_params:
+        int fmt
+        Py_ssize_t w, h
+        const unsigned char* src
+        Py_ssize_t src_row, src_px, src_ch
+        const unsigned char* uv
+        Py_ssize_t uv_row
+        unsigned char* dst
+        Py_ssize_t W, H
+        Py_ssize_t dst_row, dst_px
+        Py_ssize_t dst_ch[3]
+        Py_ssize_t nw, nh, left, top
+        int swap_rb
+        const unsigned char* lut
+        unsigned char pad[3]
+    int rknnx_lb_run(const rknnx_lb_params* p)
+    void rknnx_lb_taps(Py_ssize_t s, Py_ssize_t n, int bits, int32_t* i, int32_t* wgt)
+
+
+cdef int _lb_extent(Py_buffer* v, long long* lo, long long* hi) except -1:
+    """The byte offsets (from v.buf) of the first and last byte of the buffer."""
+    cdef int k
+    cdef long long a = 0, b = 0, e
+    if v.ndim == 0 or v.strides == NULL:
+        lo[0] = 0
+        hi[0] = <long long>v.len - 1
+        return 0
+    for k in range(v.ndim):
+        if v.shape[k] == 0:
+            raise ValueError("letterbox: an empty array")
+        e = <long long>(v.shape[k] - 1) * v.strides[k]
+        if e < 0:
+            a += e
+        else:
+            b += e
+    lo[0] = a
+    hi[0] = b + v.itemsize - 1
+    return 0
+
+
+cdef int _lb_inside(long long c0, long long c1, const long long* ch, long long lo,
+                    long long hi, str what) except -1:
+    """Every offset i c0 + j c1 + ch[k] (i, j in {0, 1}, k < 3) within [lo, hi]: the
+    corners of the rows and columns touched, every channel."""
+    cdef int i, j, k
+    cdef long long o
+    for i in range(2):
+        for j in range(2):
+            for k in range(3):
+                o = i * c0 + j * c1 + ch[k]
+                if o < lo or o > hi:
+                    raise ValueError(f"letterbox: the {what} geometry reaches outside its "
+                                     f"array (byte {o}, the array spans {lo}..{hi})")
+    return 0
+
+
+def _letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t src_row,
+                   Py_ssize_t src_px, Py_ssize_t src_ch, Py_ssize_t uv_row,
+                   Py_ssize_t W, Py_ssize_t H, Py_ssize_t dst_row, Py_ssize_t dst_px,
+                   tuple dst_ch, Py_ssize_t nw, Py_ssize_t nh, Py_ssize_t left,
+                   Py_ssize_t top, bint swap_rb, lut, bytes pad):
+    """Private: rknnx.vision.letterbox's call of the C pass.  Byte strides and offsets are
+    relative to each array's first element (``a.ctypes.data``); `lut` is None or 768
+    bytes, `pad` 3 bytes."""
+    cdef rknnx_lb_params p
+    cdef Py_buffer vs, vu, vd
+    cdef const unsigned char[::1] lv
+    cdef long long lo, hi
+    cdef long long ext[3]
+    cdef long long chs[3]
+    cdef int k, r = RKNNX_LB_OK
+    if fmt != RKNNX_LB_BGR and fmt != RKNNX_LB_NV12:
+        raise ValueError(f"letterbox: unknown format code {fmt}")
+    if w < 2 or h < 2 or nw < 1 or nh < 1 or left < 0 or top < 0 or left + nw > W \
+            or top + nh > H:
+        raise ValueError("letterbox: a region outside the output, or a frame under 2x2")
+    if fmt == RKNNX_LB_NV12 and (w % 2 or h % 2):
+        raise ValueError("letterbox: an NV12 frame has an even width and height")
+    if len(dst_ch) != 3 or len(pad) != 3:
+        raise ValueError("letterbox: three channels")
+    memset(&p, 0, sizeof(p))
+    p.fmt = fmt
+    p.w = w
+    p.h = h
+    p.src_row = src_row
+    p.src_px = src_px
+    p.src_ch = src_ch
+    p.uv_row = uv_row
+    p.W = W
+    p.H = H
+    p.dst_row = dst_row
+    p.dst_px = dst_px
+    p.nw = nw
+    p.nh = nh
+    p.left = left
+    p.top = top
+    p.swap_rb = swap_rb
+    for k in range(3):
+        p.dst_ch[k] = dst_ch[k]
+        chs[k] = p.dst_ch[k]
+        p.pad[k] = pad[k]
+    if lut is not None:
+        lv = lut
+        if lv.shape[0] != 768:
+            raise ValueError("letterbox: the table has 3 x 256 entries")
+        p.lut = &lv[0]
+    vs.buf = NULL
+    vu.buf = NULL
+    vd.buf = NULL
+    _lb_getbuf(src, &vs, _LB_RO)
+    try:
+        if vs.itemsize != 1:
+            raise TypeError("letterbox: the frame has 8-bit elements")
+        _lb_extent(&vs, &lo, &hi)
+        if fmt == RKNNX_LB_BGR:
+            for k in range(3):
+                ext[k] = <long long>k * src_ch
+            _lb_inside(<long long>(h - 1) * src_row, <long long>(w - 1) * src_px, ext,
+                       lo, hi, "frame")
+        else:
+            for k in range(3):
+                ext[k] = 0
+            _lb_inside(<long long>(h - 1) * src_row, <long long>(w - 1), ext, lo, hi,
+                       "Y plane")
+            _lb_getbuf(uv, &vu, _LB_RO)
+            if vu.itemsize != 1:
+                raise TypeError("letterbox: the UV plane has 8-bit elements")
+            _lb_extent(&vu, &lo, &hi)
+            _lb_inside(<long long>(h // 2 - 1) * uv_row, <long long>(w - 1), ext, lo, hi,
+                       "UV plane")
+            p.uv = <const unsigned char*>vu.buf
+        _lb_getbuf(dst, &vd, _LB_RW)
+        if vd.itemsize != 1:
+            raise TypeError("letterbox: the output has 8-bit elements")
+        _lb_extent(&vd, &lo, &hi)
+        _lb_inside(<long long>(H - 1) * dst_row, <long long>(W - 1) * dst_px, chs, lo, hi,
+                   "output")
+        p.src = <const unsigned char*>vs.buf
+        p.dst = <unsigned char*>vd.buf
+        with nogil:
+            r = rknnx_lb_run(&p)
+    finally:
+        if vd.buf != NULL:
+            _lb_release(&vd)
+        if vu.buf != NULL:
+            _lb_release(&vu)
+        if vs.buf != NULL:
+            _lb_release(&vs)
+    if r == RKNNX_LB_ENOMEM:
+        raise MemoryError("letterbox: no memory for the row buffers")
+    if r != RKNNX_LB_OK:
+        raise ValueError(f"letterbox: the kernel refused its parameters ({r})")
+
+
+def _letterbox_taps(Py_ssize_t s, Py_ssize_t n, int bits):
+    """Private (tests): the C's taps of one axis, (index, weight) as two int32 arrays."""
+    cdef int32_t[::1] iv
+    cdef int32_t[::1] wv
+    if s < 2 or n < 1 or bits not in (8, 11):
+        raise ValueError("letterbox taps: s >= 2, n >= 1, bits 8 or 11")
+    i = _np.empty(n, _np.int32)
+    wg = _np.empty(n, _np.int32)
+    iv = i
+    wv = wg
+    rknnx_lb_taps(s, n, bits, &iv[0], &wv[0])
+    return i, wg

@@ -1,0 +1,180 @@
+/*
+ * The letterbox kernel (rknn_ext/kernels/letterbox.c) as a C program;
+ * tests/vision/test_letterbox_c.py builds it with the kernels (at -O2, and under
+ * ASan/UBSan where the compiler can) and runs it.
+ *
+ * Over a few hundred random geometries (frame sizes from 2x2, up- and downscaling, BGR
+ * with strided pixels and rows, reversed rows, NV12 with padded rows; outputs packed,
+ * NHWC with row padding, NCHW planes, with and without a table), every buffer allocated
+ * at its exact size so the sanitizers see any overrun: each path of the dispatch
+ * (rknnx_k_set_path 0, 1, 2) writes the same bytes as the plain one, the row padding of
+ * the output is never written, and every byte outside the region is its pad byte.
+ * Prints "letterbox_check: N checks, F failed".
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "letterbox.h"
+
+static long checks, failed;
+
+static void check(int ok, const char *what, long a, long b)
+{
+    checks++;
+    if (!ok && failed++ < 20)
+        fprintf(stderr, "FAIL %s (%ld, %ld)\n", what, a, b);
+}
+
+static uint64_t rng_state = 88172645463325252ull;
+
+static uint32_t rnd(uint32_t n)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16) % n;
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory\n");
+        exit(3);
+    }
+    return p;
+}
+
+static void one(int fmt)
+{
+    const ptrdiff_t w = fmt == RKNNX_LB_NV12 ? 2 * (1 + rnd(60)) : 2 + rnd(120);
+    const ptrdiff_t h = fmt == RKNNX_LB_NV12 ? 2 * (1 + rnd(40)) : 2 + rnd(80);
+    const ptrdiff_t W = 1 + rnd(150), H = 1 + rnd(100);
+    rknnx_lb_params p;
+    memset(&p, 0, sizeof p);
+    p.fmt = fmt;
+    p.w = w;
+    p.h = h;
+    p.W = W;
+    p.H = H;
+    /* the frame: exact size, strided */
+    unsigned char *src, *uvbuf = NULL;
+    size_t src_n;
+    if (fmt == RKNNX_LB_NV12) {
+        p.src_row = w + rnd(9);
+        p.uv_row = w + rnd(9);
+        src_n = (size_t)((h - 1) * p.src_row + w);
+        src = xmalloc(src_n);
+        size_t uv_n = (size_t)((h / 2 - 1) * p.uv_row + w);
+        uvbuf = xmalloc(uv_n);
+        for (size_t i = 0; i < uv_n; i++)
+            uvbuf[i] = (unsigned char)rnd(256);
+        p.src = src;
+        p.uv = uvbuf;
+    } else {
+        p.src_px = rnd(3) ? 3 : 3 + (ptrdiff_t)rnd(4);
+        p.src_ch = 1;
+        const ptrdiff_t row = w * p.src_px + (ptrdiff_t)rnd(7);
+        src_n = (size_t)((h - 1) * row + (w - 1) * p.src_px + 3);
+        src = xmalloc(src_n);
+        if (rnd(4) == 0) {              /* rows read bottom up */
+            p.src_row = -row;
+            p.src = src + (h - 1) * row;
+        } else {
+            p.src_row = row;
+            p.src = src;
+        }
+    }
+    for (size_t i = 0; i < src_n; i++)
+        src[i] = (unsigned char)rnd(256);
+    /* the geometry */
+    const double s = (double)W / w < (double)H / h ? (double)W / w : (double)H / h;
+    p.nw = (ptrdiff_t)(w * s + 0.5);
+    p.nh = (ptrdiff_t)(h * s + 0.5);
+    p.nw = p.nw < 1 ? 1 : p.nw > W ? W : p.nw;
+    p.nh = p.nh < 1 ? 1 : p.nh > H ? H : p.nh;
+    p.left = (W - p.nw) / 2;
+    p.top = (H - p.nh) / 2;
+    p.swap_rb = (int)rnd(2);
+    for (int c = 0; c < 3; c++)
+        p.pad[c] = (unsigned char)rnd(256);
+    unsigned char lut[768];
+    for (int i = 0; i < 768; i++)
+        lut[i] = (unsigned char)rnd(256);
+    p.lut = rnd(3) == 0 ? lut : NULL;
+    /* the output: packed, NHWC rows with padding, or NCHW planes; exact size */
+    const int kind = (int)rnd(3);
+    size_t dst_n;
+    if (kind == 2) {
+        p.dst_px = 1;
+        p.dst_row = W;
+        for (int c = 0; c < 3; c++)
+            p.dst_ch[c] = c * W * H;
+        dst_n = (size_t)(3 * W * H);
+    } else {
+        p.dst_px = 3;
+        p.dst_row = 3 * (W + (kind ? (ptrdiff_t)rnd(17) : 0));
+        for (int c = 0; c < 3; c++)
+            p.dst_ch[c] = c;
+        dst_n = (size_t)((H - 1) * p.dst_row + 3 * W);
+    }
+    unsigned char *want = xmalloc(dst_n), *got = xmalloc(dst_n);
+    memset(want, 0xA5, dst_n);
+    p.dst = want;
+    rknnx_k_set_path(0);
+    check(rknnx_lb_run(&p) == RKNNX_LB_OK, "run", (long)w, (long)h);
+    /* the row padding is untouched; outside the region, the pad bytes */
+    for (ptrdiff_t y = 0; y < H; y++)
+        for (ptrdiff_t x = 0; x < W; x++)
+            for (int c = 0; c < 3; c++) {
+                const unsigned char b = want[y * p.dst_row + x * p.dst_px + p.dst_ch[c]];
+                const int inside = y >= p.top && y < p.top + p.nh && x >= p.left
+                                   && x < p.left + p.nw;
+                if (!inside)
+                    check(b == p.pad[c], "pad byte", (long)x, (long)y);
+            }
+    if (kind == 1)
+        for (ptrdiff_t y = 0; y + 1 < H; y++)
+            for (ptrdiff_t k = 3 * W; k < p.dst_row; k++)
+                check(want[y * p.dst_row + k] == 0xA5, "row padding", (long)y, (long)k);
+    for (int level = 1; level <= 2; level++) {
+        memset(got, 0xA5, dst_n);
+        p.dst = got;
+        rknnx_k_set_path(level);
+        check(rknnx_lb_run(&p) == RKNNX_LB_OK, "run", (long)level, 0);
+        check(memcmp(got, want, dst_n) == 0, "path equals the plain one", (long)level,
+              (long)(w * 1000 + h));
+    }
+    rknnx_k_set_path(2);
+    free(want);
+    free(got);
+    free(src);
+    free(uvbuf);
+}
+
+int main(void)
+{
+    for (int i = 0; i < 300; i++)
+        one(i % 3 == 2 ? RKNNX_LB_NV12 : RKNNX_LB_BGR);
+    /* refusals: an odd NV12 frame, a region outside the output, a 1-pixel frame */
+    unsigned char b[64] = {0};
+    rknnx_lb_params p;
+    memset(&p, 0, sizeof p);
+    p.fmt = RKNNX_LB_NV12;
+    p.w = 3;
+    p.h = 2;
+    p.src = p.uv = p.dst = b;
+    p.W = p.H = p.nw = p.nh = 2;
+    check(rknnx_lb_run(&p) == RKNNX_LB_EINVAL, "odd NV12 refused", 0, 0);
+    p.fmt = RKNNX_LB_BGR;
+    p.left = 1;
+    check(rknnx_lb_run(&p) == RKNNX_LB_EINVAL, "region outside refused", 0, 0);
+    p.left = 0;
+    p.w = 1;
+    check(rknnx_lb_run(&p) == RKNNX_LB_EINVAL, "1-pixel frame refused", 0, 0);
+    printf("letterbox_check: %ld checks, %ld failed\n", checks, failed);
+    return failed != 0;
+}
