@@ -425,3 +425,56 @@ def test_model_with_nhwc_outputs(layout, c2):
     infos = [TensorInfo(i.index, i.name, i.shape_in("NHWC"), i.dtype, "NHWC", i.quant)
              for i in infos]
     check(decode("yolov8", arrays, infos), Z.yolov8(ref_in))
+
+
+def test_threads_decode_at_once():
+    """The C runs without the GIL and keeps no state: frames decoded in 4 threads at once
+    give each its own sequential result."""
+    import threading
+
+    frames = []
+    for k in range(4):
+        rng = rng_for(f"threads-{k}")
+        boxes, clss, _ = Z.planted_v8(rng, nc=80)
+        floats = [x for s in range(3) for x in (boxes[s], clss[s])]
+        arrays, infos, _, _ = build(floats, [V8_Q["box"], V8_Q["cls"]] * 3, "int8",
+                                    "NC1HWC2", 16)
+        frames.append((arrays, infos))
+    want = [decode("yolov8", a, i) for a, i in frames]
+    got = [None] * 4
+    errors = []
+
+    def work(k):
+        try:
+            for _ in range(20):
+                got[k] = decode("yolov8", *frames[k])
+        except Exception as e:       # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.boxes, w.boxes)
+        np.testing.assert_array_equal(g.classes, w.classes)
+    assert all(len(w) >= 8 for w in want)
+
+
+def test_threshold_on_a_code_is_the_float_rule():
+    """conf equal to a code's value keeps that code's cells (score >= conf); one float32
+    step above drops them: the quantized threshold is the float rule, not a truncation."""
+    arrays, infos, ref_in, _ = _v8_int8()
+    top = decode("yolov8", arrays, infos, layout="NCHW", conf=0.25)
+    v = top.scores[0]
+    at = decode("yolov8", arrays, infos, layout="NCHW", conf=float(v))
+    above = decode("yolov8", arrays, infos, layout="NCHW",
+                   conf=float(np.nextafter(v, np.float32(2))))
+    assert at.scores.min() == v and (above.scores > v).all()
+    assert len(above) < len(at)
+    check(at, Z.yolov8(ref_in, conf=float(v)), min_kept=1)
+    if len(above):
+        check(above, Z.yolov8(ref_in, conf=float(np.nextafter(v, np.float32(2)))),
+              min_kept=1)

@@ -539,7 +539,7 @@ def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnosti
                     f"share one scale ({t.scale:.4g}), so a class score in 0..1 spans "
                     f"{1 / t.scale:.1f} codes and most scores read as 0: export the zoo's "
                     f"split heads (6 or 9 outputs) or keep this output float", DecodeWarning,
-                    stacklevel=2)
+                    stacklevel=3)
     elif family in ("yolov8", "yolov8-seg"):
         groups, extra = _group_split(family, ts)
         nc = groups[0][1].C
