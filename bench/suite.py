@@ -14,7 +14,7 @@ Scenarios (``--only`` picks some, by name):
                  back, or through the general flow
 - ``rknnlite``   the RKNNLite drop-in (``rknnx.lite.RKNNLite``) on the 640 model; skipped
                  with a note when the module is not there
-- ``detector``   one detector frame (sample ``detector``): camera frame -> letterbox ->
+- ``detector``   one detector frame (sample ``detector_random``): camera frame -> letterbox ->
                  run -> three int8 heads -> boxes; RKNNLite style (new arrays, general
                  flow, float32 outputs, numpy) against the best rknnx style (letterbox
                  into the input view, zero-copy, native NC1HWC2 outputs, compiled kernels)
@@ -23,6 +23,17 @@ Scenarios (``--only`` picks some, by name):
                  copyMakeBorder + cvtColor + a copy into the view (its default threads, and
                  one thread), timed in alternating chunks; NV12 against cvtColor first
                  (skipped with a note without opencv-python-headless, the bench extra)
+- ``decode``     decode + NMS of one yolov8n 640 int8 frame (the zoo's 9 outputs: box, class
+                 scores, score_sum per scale; 20 planted objects) by ``rknnx.vision.decode``
+                 from NCHW int8 and from the NPU's native NC1HWC2 int8, against the numpy
+                 reference of the zoo's Python post-processing (tests/vision/zoo_reference.py:
+                 every cell's DFL, threshold, NMS per class) on the float32 outputs
+- ``pipeline``   host CPU per frame from a 1920x1080 BGR camera frame to boxes (a yolov8n
+                 signature: the ``detector`` sample with 80 classes and score_sum, 9 int8
+                 outputs): ``rknnx.vision.Detector`` against ``rknnx.lite.RKNNLite`` + cv2's
+                 letterbox (resize, copyMakeBorder, cvtColor) + the zoo's Python
+                 post-processing (tests/vision/zoo_reference.py) on its float32 outputs, with
+                 the per-stage breakdown (the emulated NPU work left out of the host CPU)
 - ``pool``       1..N workers with simulated NPU time: raw threads with one session each,
                  ``rknnx.Pool``, and a C thread pool on the same runtime; throughput vs N
 - ``standin``    the emulator standing in for a vendor ``.rknn`` (``--standin-model``,
@@ -69,8 +80,8 @@ from rknnx import benchmark as B
 
 HERE = Path(__file__).resolve().parent
 INCLUDE = HERE.parent / "include" / "rknnx"
-SCENARIOS = ("overhead", "sizes", "chain", "rknnlite", "detector", "letterbox", "pool",
-             "standin")
+SCENARIOS = ("overhead", "sizes", "chain", "rknnlite", "detector", "letterbox", "decode",
+             "pipeline", "pool", "standin")
 SIZES = {"224x224x3": (224, 224), "640x640x3": (640, 640), "1920x1080x3": (1080, 1920)}
 CAMERA = (1080, 1920)          # the camera frame the pre-processing starts from (H, W)
 
@@ -500,7 +511,7 @@ def scenario_detector(st: Settings, tmp: Path, c: CBaseline, counters, say) -> D
 
     iters = st.detector_iters
     wu = st.warmup(iters)
-    path = save(tmp, "detector", samples.detector())
+    path = save(tmp, "detector", samples.detector_random())
     src = camera_frame(1)
     res: Dict[str, Any] = {"kernels": hasattr(rknnx.lowlevel, "nc1hwc2_to_nchw")}
     with rknnx.Model(path) as m:
@@ -594,6 +605,168 @@ def scenario_letterbox(st: Settings, tmp: Path, c: CBaseline, counters, say) -> 
     for k, v in times.items():
         res[k] = B.stats(v)
     say("letterbox")
+def _median_ns(fn, iters: int) -> float:
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter_ns()
+        fn()
+        times.append(time.perf_counter_ns() - t0)
+    return float(statistics.median(times))
+
+
+def _nc1hwc2(a: np.ndarray, c2: int) -> np.ndarray:
+    n, C, H, W = a.shape
+    c1 = -(-C // c2)
+    p = np.zeros((n, c1 * c2, H, W), a.dtype)
+    p[:, :C] = a
+    return np.ascontiguousarray(p.reshape(n, c1, c2, H, W).transpose(0, 1, 3, 4, 2))
+
+
+def scenario_decode(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict[str, Any]:
+    """yolov8n 640 int8, 9 outputs, 20 planted objects: rknnx.vision.decode (NCHW codes and
+    native NC1HWC2 codes) against the zoo-style numpy reference on float32 outputs."""
+    ref_dir = HERE.parent / "tests" / "vision"
+    if not (ref_dir / "zoo_reference.py").is_file():
+        say("decode")
+        return {"skipped": "tests/vision/zoo_reference.py is not here (a source checkout has it)"}
+    sys.path.insert(0, str(ref_dir))
+    try:
+        import zoo_reference as Z
+    finally:
+        sys.path.remove(str(ref_dir))
+    from rknnx._tensors import QuantInfo, TensorInfo
+    from rknnx.vision import decode
+
+    rng = np.random.default_rng(0)
+    boxes, clss, _ = Z.planted_v8(rng, nc=80, n_obj=20)
+    quant = {"box": (0.0215, 1), "cls": (1 / 255, -128), "sum": (1 / 255, -128)}
+    codes, values, infos = [], [], []
+    for s_ in range(3):
+        for kind, x in (("box", boxes[s_]), ("cls", clss[s_]), ("sum", None)):
+            if x is None:     # the NPU's score_sum: the sum of its own class values
+                x = np.clip(values[-1].sum(axis=1, keepdims=True), 0, 1)
+            sc, zp = quant[kind]
+            q = Z.quantize(x, sc, zp)
+            codes.append(q)
+            values.append(Z.dequantize(q, sc, zp))
+            infos.append(TensorInfo(len(infos), kind, q.shape, np.dtype(np.int8), "NCHW",
+                                    QuantInfo("affine", sc, zp)))
+    native = [_nc1hwc2(q, 16) for q in codes]
+    fast = 50 if st.quick else 500
+    slow = 5 if st.quick else 30
+    ref = Z.yolov8(values)
+    det = decode("yolov8", codes, infos, layout="NCHW")
+    det_n = decode("yolov8", native, infos)
+    res: Dict[str, Any] = {"objects": 20, "kept": len(det),
+                           "same_as_reference": bool(
+                               np.array_equal(det.classes, ref["classes"]) and
+                               np.array_equal(det_n.classes, ref["classes"]) and
+                               np.allclose(det.boxes, ref["boxes"], rtol=1e-4, atol=1e-3))}
+    for _ in range(max(1, fast // 10)):
+        decode("yolov8", codes, infos, layout="NCHW")
+    res["rknnx_nchw_ns"] = _median_ns(lambda: decode("yolov8", codes, infos, layout="NCHW"),
+                                      fast)
+    res["rknnx_native_ns"] = _median_ns(lambda: decode("yolov8", native, infos), fast)
+    res["zoo_python_ns"] = _median_ns(lambda: Z.yolov8(values), slow)
+    res["ratio"] = res["zoo_python_ns"] / max(res["rknnx_nchw_ns"], 1.0)
+    res["ratio_native"] = res["zoo_python_ns"] / max(res["rknnx_native_ns"], 1.0)
+    say("decode")
+    return res
+
+
+def _zoo_reference():
+    ref_dir = HERE.parent / "tests" / "vision"
+    if not (ref_dir / "zoo_reference.py").is_file():
+        return None
+    sys.path.insert(0, str(ref_dir))
+    try:
+        import zoo_reference as Z
+    finally:
+        sys.path.remove(str(ref_dir))
+    return Z
+
+
+def scenario_pipeline(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict[str, Any]:
+    """Camera frame (1920x1080 BGR) to boxes, host CPU per frame: rknnx.vision.Detector
+    against RKNNLite + cv2 letterbox + the zoo's Python post-processing, stage by stage."""
+    try:
+        import cv2
+    except ImportError as exc:
+        note = f"skipped: OpenCV is not installed ({exc}; the bench extra has it)"
+        say(f"pipeline: {note}")
+        return {"skipped": note}
+    Z = _zoo_reference()
+    if Z is None:
+        say("pipeline")
+        return {"skipped": "tests/vision/zoo_reference.py is not here (a source checkout has it)"}
+    from rknnx.emulator import samples
+    from rknnx.lite import RKNNLite
+    from rknnx.vision import Detector
+
+    iters = 5 if st.quick else 40
+    wu = st.warmup(iters)
+    path = save(tmp, "yolov8n_squares", samples.detector(num_classes=80, score_sum=True))
+    frame = B.squares_frame(1920, 1080, n=4)
+    H, W = 640, 640
+    fh, fw = frame.shape[:2]
+    r = min(W / fw, H / fh)
+    nw, nh = round(fw * r), round(fh * r)
+    left, top = (W - nw) // 2, (H - nh) // 2
+
+    def cv2_letterbox(img):
+        resized = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_LINEAR)
+        padded = cv2.copyMakeBorder(resized, top, H - nh - top, left, W - nw - left,
+                                    cv2.BORDER_CONSTANT, value=(0, 0, 0))
+        return cv2.cvtColor(padded, cv2.COLOR_BGR2RGB)
+
+    def zoo_post(outs):
+        d = Z.yolov8(outs)
+        b = d["boxes"].copy()
+        b[:, 0::2] = np.clip((b[:, 0::2] - left) / r, 0, fw)
+        b[:, 1::2] = np.clip((b[:, 1::2] - top) / r, 0, fh)
+        return b
+
+    res: Dict[str, Any] = {"frame": [fw, fh], "model": "detector sample, 80 classes, "
+                           "score_sum: 9 int8 outputs (yolov8n's signature)"}
+    rk = RKNNLite()
+    try:
+        if rk.load_rknn(path) != 0 or rk.init_runtime() != 0:
+            return {"skipped": "RKNNLite could not load the model"}
+        found_a = []
+
+        def lite_frame():
+            img = cv2_letterbox(frame)
+            outs = rk.inference(inputs=[img[None]])
+            found_a.append(len(zoo_post(outs)))
+
+        a = B.frame_loop(lite_frame, iters, wu, counters)
+        img = cv2_letterbox(frame)
+        outs = rk.inference(inputs=[img[None]])
+        a_stages = {"letterbox": _median_ns(lambda: cv2_letterbox(frame), iters),
+                    "post-processing": _median_ns(lambda: zoo_post(outs), iters)}
+    finally:
+        rk.release()
+    with rknnx.Model(path) as m, Detector(m, "yolov8") as det:
+        found_b = []
+
+        def detector_frame():
+            found_b.append(len(det.detect(frame)))
+
+        b = B.frame_loop(detector_frame, iters, wu, counters)
+        det.stage_times(reset=True)
+        for _ in range(iters):
+            det.detect(frame)
+        t = det.stage_times()
+        b_stages = {"letterbox": t["letterbox"]["p50"] * 1e9,
+                    "decode": t["decode"]["p50"] * 1e9, "run (wall)": t["npu"]["p50"] * 1e9}
+    ha, hb = a.get("host_cpu_ns_per_frame"), b.get("host_cpu_ns_per_frame")
+    res["rknnlite + cv2 + zoo python"] = {"host_cpu_ns_per_frame": ha, "stages_ns": a_stages,
+                                          "boxes": found_a[-1], "frame": a}
+    res["rknnx Detector"] = {"host_cpu_ns_per_frame": hb, "stages_ns": b_stages,
+                             "boxes": found_b[-1], "frame": b}
+    if ha and hb:
+        res["ratio"] = ha / hb
+    say("pipeline")
     return res
 
 
@@ -692,9 +865,10 @@ def scenario_standin(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Di
 
 RUNNERS = {"overhead": scenario_overhead, "sizes": scenario_sizes, "chain": scenario_chain,
            "rknnlite": scenario_rknnlite, "detector": scenario_detector,
-           "letterbox": scenario_letterbox, "pool": scenario_pool, "standin": scenario_standin}
+           "letterbox": scenario_letterbox, "decode": scenario_decode,
+           "pipeline": scenario_pipeline, "pool": scenario_pool, "standin": scenario_standin}
 STEPS = {"overhead": 2, "sizes": None, "chain": 1, "rknnlite": 1, "detector": 1, "letterbox": 1,
-         "pool": None, "standin": 1}
+         "decode": 1, "pipeline": 1, "pool": None, "standin": 1}
 
 
 # -- the targets ----------------------------------------------------------------------------------
@@ -760,6 +934,17 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
                                                       1.0)
         add("(the same from NV12: OpenCV's cvtColor first)", round(ratio, 2), "(info)", True,
             "x")
+    pl = r.get("pipeline")
+    if pl and "ratio" in pl:
+        add("camera frame 1920x1080 -> boxes, host CPU per frame: RKNNLite + cv2 letterbox + "
+            "zoo Python post-processing / rknnx.vision.Detector", round(pl["ratio"], 1),
+            ">= 8x", pl["ratio"] >= 8, "x")
+    dc = r.get("decode")
+    if dc and "ratio" in dc:
+        add("decode + NMS, yolov8n 640 int8 9 outputs, 20 objects: zoo-style numpy / "
+            "rknnx.vision.decode", round(dc["ratio"], 1), ">= 50x", dc["ratio"] >= 50, "x")
+        add("(the same from native NC1HWC2 outputs)", round(dc["ratio_native"], 1), "(info)",
+            True, "x")
     sd = r.get("standin")
     if sd and "ratio" in sd:
         add(f"stand-in of {sd['model']}: its run / the general flow's conversions (set + get)",
@@ -854,6 +1039,39 @@ def report(r: Dict[str, Any]) -> str:
                     rows.append([k, B._ns(v["median_ns"]), B._ns(v["p95_ns"]),
                                  B._ns(v["min_ns"])])
             out.append(_row_table(rows))
+    dc = r.get("decode")
+    if dc:
+        if "skipped" in dc:
+            out.append(f"== decode: skipped ({dc['skipped']}) ==")
+        else:
+            out.append(f"== decode + NMS, yolov8n 640 int8, 9 outputs, {dc['objects']} planted "
+                       f"objects ({dc['kept']} boxes kept; same as the reference: "
+                       f"{'yes' if dc['same_as_reference'] else 'NO'}) ==")
+            rows = [["", "median", "zoo-style / this"],
+                    ["zoo-style numpy (float32 outputs)", B._ns(dc["zoo_python_ns"]), "1.00"],
+                    ["rknnx.vision.decode, NCHW int8", B._ns(dc["rknnx_nchw_ns"]),
+                     f"x{dc['ratio']:.1f}"],
+                    ["rknnx.vision.decode, native NC1HWC2 int8", B._ns(dc["rknnx_native_ns"]),
+                     f"x{dc['ratio_native']:.1f}"]]
+            out.append(_row_table(rows))
+    pl = r.get("pipeline")
+    if pl:
+        if "skipped" in pl:
+            out.append(f"== pipeline: skipped ({pl['skipped']}) ==")
+        else:
+            a, b = pl["rknnlite + cv2 + zoo python"], pl["rknnx Detector"]
+            out.append(f"== camera frame {pl['frame'][0]}x{pl['frame'][1]} -> boxes, host CPU "
+                       f"per frame ({pl['model']}) ==")
+            rows = [["", "host CPU/frame", "stages (median)", "boxes"],
+                    ["RKNNLite + cv2 + zoo Python", B._ns(a["host_cpu_ns_per_frame"]),
+                     ", ".join(f"{k} {B._ns(v)}" for k, v in a["stages_ns"].items()),
+                     str(a["boxes"])],
+                    ["rknnx.vision.Detector", B._ns(b["host_cpu_ns_per_frame"]),
+                     ", ".join(f"{k} {B._ns(v)}" for k, v in b["stages_ns"].items()),
+                     str(b["boxes"])]]
+            out.append(_row_table(rows))
+            if "ratio" in pl:
+                out.append(f"ratio (host CPU): x{pl['ratio']:.1f}")
     p = r.get("pool")
     if p:
         out.append(f"== pool ({p['frames']} frames, simulated NPU time {p['npu_time_us']} us) ==")

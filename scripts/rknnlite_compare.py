@@ -127,7 +127,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 PLATFORMS = ("RK3588", "RK3566")
-MODELS = ("tiny_relu", "tiny_int8_add", "multi_io", "classifier", "detector", "dynamic",
+MODELS = ("tiny_relu", "tiny_int8_add", "multi_io", "classifier", "detector_random", "dynamic",
           "custom_op_model", "all_ops")
 SIDES = ("vendor", "rknnx")
 

@@ -62,7 +62,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["compare_flows", "format_table", "plot", "figure", "machine_info", "stats", "Counters",
+__all__ = ["compare_flows", "detect_stages", "format_detect", "squares_frame", "format_table", "plot", "figure", "machine_info", "stats", "Counters",
            "PHASES", "HOST_PHASES", "FLOWS"]
 
 #: the phases of a frame, in the order they are stacked
@@ -709,6 +709,100 @@ def compare_flows(model, *, iterations: int = 200, warmup: int = 20,
     finally:
         if owned:
             m.close()
+
+
+# -- detection, stage by stage ---------------------------------------------------------------
+def squares_frame(width: int = 1920, height: int = 1080, n: int = 4, seed: int = 0
+                  ) -> np.ndarray:
+    """A dark BGR camera frame with `n` bright squares spread diagonally (what the
+    emulator's ``detector`` sample finds)."""
+    rng = np.random.default_rng(seed)
+    img = rng.integers(0, 40, (height, width, 3), np.uint8)
+    side = max(8, min(width, height) // (n + 1) - 10)
+    step_x, step_y = width // (n + 1), height // (n + 1)
+    colours = ((255, 255, 255), (255, 0, 0), (0, 220, 0), (0, 0, 255), (0, 200, 255))
+    for k in range(n):
+        x, y = 10 + k * step_x, 10 + k * step_y
+        img[y:y + side, x:x + side] = colours[k % len(colours)]
+    return img
+
+
+def detect_stages(model, family: Optional[str] = None, *, frame: Optional[np.ndarray] = None,
+                  iterations: int = 100, warmup: int = 5, workers: int = 1,
+                  conf: float = 0.25) -> Dict[str, Any]:
+    """Time :class:`rknnx.vision.Detector` frame by frame: p50/p99/mean per stage
+    (``letterbox`` into the session's input, ``npu``: the session's run, ``decode``:
+    decode, NMS and the mapping back) and per frame, from `frame` (default: a 1920x1080
+    BGR :func:`squares_frame`).  With `workers` > 1 the frames go through
+    ``Detector.map`` and the throughput is measured too."""
+    from rknnx.vision import Detector
+
+    if frame is None:
+        frame = squares_frame()
+    m, owned = _open(model)
+    try:
+        with Detector(m, family, workers=workers, conf=conf) as det:
+            for _ in range(max(warmup, 0)):
+                boxes = len(det.detect(frame))
+            det.stage_times(reset=True)
+            frames = []
+            gc_was = gc.isenabled()
+            gc.disable()
+            try:
+                cpu0 = time.process_time_ns()
+                t_all = time.perf_counter_ns()
+                if workers == 1:
+                    for _ in range(iterations):
+                        t0 = time.perf_counter_ns()
+                        boxes = len(det.detect(frame))
+                        frames.append(time.perf_counter_ns() - t0)
+                else:
+                    for d in det.map(frame for _ in range(iterations)):
+                        boxes = len(d)
+                wall = time.perf_counter_ns() - t_all
+                cpu = time.process_time_ns() - cpu0
+            finally:
+                if gc_was:
+                    gc.enable()
+            stages = det.stage_times()
+            result = {"family": det.family, "workers": workers, "iterations": iterations,
+                      "frame": [int(frame.shape[1]), int(frame.shape[0])],
+                      "input": list(det.input_size), "outputs": det.output_kind,
+                      "boxes": boxes, "fps": iterations / (wall / 1e9),
+                      "process_cpu_ns_per_frame": cpu / iterations,
+                      "stages_ns": {k: {q: v * 1e9 for q, v in stages[k].items()}
+                                    for k in ("letterbox", "npu", "decode")}}
+            if frames:
+                result["frame_ns"] = {**stats(frames),
+                                      "p99_ns": _percentile(sorted(frames), 99)}
+            result["machine"] = machine_info(m)
+            return result
+    finally:
+        if owned:
+            m.close()
+
+
+def format_detect(result: Dict[str, Any]) -> str:
+    """The table of a :func:`detect_stages` result: p50, p99 and mean of each stage."""
+    rows = [["stage", "p50", "p99", "mean"]]
+    for k in ("letterbox", "npu", "decode"):
+        st = result["stages_ns"][k]
+        rows.append([k + (" (emul.)" if k == "npu" and result.get("machine", {})
+                          .get("is_emulator") else ""),
+                     _ns(st["p50"]), _ns(st["p99"]), _ns(st["mean"])])
+    if "frame_ns" in result:
+        f = result["frame_ns"]
+        rows.append(["frame", _ns(f["median_ns"]), _ns(f.get("p99_ns")), _ns(f["mean_ns"])])
+    w, h = result["frame"]
+    iw, ih = result["input"]
+    head = (f"rknnx.vision.Detector ({result['family']}, {result['workers']} worker(s), "
+            f"outputs {result['outputs']}): {w}x{h} BGR frame -> {iw}x{ih} input, "
+            f"{result['iterations']} frames, {result['boxes']} boxes a frame")
+    tail = (f"{result['fps']:.1f} frames/s; process CPU per frame "
+            f"{_ns(result['process_cpu_ns_per_frame'])}")
+    if result.get("machine", {}).get("is_emulator"):
+        tail += " (the emulated NPU work included: it runs on this CPU)"
+    return "\n".join([head, *_aligned(rows), tail])
 
 
 # -- presentation --------------------------------------------------------------------------

@@ -17,7 +17,7 @@ def test_close_racing_outputs_get_never_leaves_outputs_dangling(emu, bh):
     import threading
     import time
 
-    model = bh.model_bytes("detector")
+    model = bh.model_bytes("detector_random")
     base = bh.live(emu)
     x = np.zeros((1, 640, 640, 3), np.uint8)
     outcomes = set()

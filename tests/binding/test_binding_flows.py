@@ -17,7 +17,7 @@ from rknnx.emulator import ModelBuilder, reference
 
 from helpers import expected_outputs, to_model, user_inputs  # noqa: F401
 
-SAMPLES = ("tiny_relu", "tiny_int8_add", "multi_io", "dynamic", "classifier", "detector")
+SAMPLES = ("tiny_relu", "tiny_int8_add", "multi_io", "dynamic", "classifier", "detector_random")
 
 
 # ---- the two flows ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from rknnx.lowlevel import Input, QueryCmd, TensorFormat
 
 from helpers import user_inputs
 
-SAMPLES = ("tiny_relu", "tiny_int8_add", "multi_io", "classifier", "detector", "dynamic")
+SAMPLES = ("tiny_relu", "tiny_int8_add", "multi_io", "classifier", "detector_random", "dynamic")
 
 
 def outs_for(ctx, want_float):

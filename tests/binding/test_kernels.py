@@ -278,12 +278,12 @@ def test_detector_native_outputs_through_the_kernel_equal_the_float_outputs(trac
 
     rng = np.random.default_rng(11)
     image = rng.integers(0, 256, (1, 640, 640, 3), dtype=np.uint8)
-    g = track.model("detector", platform_name)
+    g = track.model("detector_random", platform_name)
     g.inputs_set([image])
     g.run()
     with g.outputs_get(want_float=True) as outs:
         floats = [np.asarray(o).copy() for o in outs]
-    z = track.model("detector", platform_name)
+    z = track.model("detector_random", platform_name)
     a_in = z.input_attrs[0]
     a_in.type = TensorType.UINT8
     m_in = track.mem(z.create_mem(a_in.size_with_stride))

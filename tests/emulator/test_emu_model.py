@@ -178,7 +178,7 @@ def check_model(lib, data, seed=0, shape_sets=None, custom=None, custom_ref=None
 # ---- sample models ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("name", ["classifier", "detector", "multi_io", "dynamic", "tiny_relu",
+@pytest.mark.parametrize("name", ["classifier", "detector_random", "multi_io", "dynamic", "tiny_relu",
                                   "tiny_int8_add"])
 def test_sample_matches_reference(lib, name, target):
     data = samples.ALL[name](target)
@@ -192,7 +192,7 @@ def test_sample_matches_reference(lib, name, target):
 
 def test_sample_outputs_use_their_range(lib):
     """Calibration worked: the int8 outputs of the samples are not saturated constants."""
-    for name in ("classifier", "detector"):
+    for name in ("classifier", "detector_random"):
         data = samples.ALL[name]()
         m = builder.decode(data)
         ins = random_inputs(m, np.random.default_rng(1))
@@ -263,7 +263,7 @@ def test_run_validation(lib):
 
 
 def test_op_times(lib):
-    data = samples.detector()
+    data = samples.detector_random()
     with CModel(lib, data) as cm:
         n = cm.lib.emu_model_n_ops(cm.h)
         times = (C.c_int64 * n)(*([-1] * n))

@@ -19,7 +19,7 @@ from rknnx.lite import RKNNLite
 from helpers import (GENERAL_PLATFORMS, expected_outputs, live, model_bytes, rss_kib, to_model,
                      user_inputs)
 
-SAMPLES = ("tiny_relu", "tiny_int8_add", "multi_io", "classifier", "detector", "dynamic")
+SAMPLES = ("tiny_relu", "tiny_int8_add", "multi_io", "classifier", "detector_random", "dynamic")
 
 
 class Lites:

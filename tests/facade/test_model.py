@@ -13,7 +13,7 @@ from rknnx.emulator import samples
 
 from helpers import PLATFORMS, expected_outputs, model_bytes, user_inputs
 
-SAMPLES = ("tiny_relu", "tiny_int8_add", "multi_io", "classifier", "detector")
+SAMPLES = ("tiny_relu", "tiny_int8_add", "multi_io", "classifier", "detector_random")
 
 
 def assert_close(got, want):
@@ -72,7 +72,7 @@ def test_run_matches_reference(models, platform, name):
 
 @pytest.mark.parametrize("platform", PLATFORMS)
 def test_both_flows_on_one_model_in_any_order(models, platform):
-    m = models.open("detector", platform)
+    m = models.open("detector_random", platform)
     xs = user_inputs(m, np.random.default_rng(2))
     first = m.run(*xs)
     with m.zero_copy() as session:
@@ -116,7 +116,7 @@ def test_ambiguous_square_input_follows_data_format(models, emu):
 
 
 def test_out_arrays_are_reused(models):
-    m = models.open("detector")
+    m = models.open("detector_random")
     xs = user_inputs(m, np.random.default_rng(5))
     want = m.run(*xs)
     out = [np.empty_like(w) for w in want]
@@ -152,7 +152,7 @@ def test_reused_out_arrays_are_checked_again(models):
 def test_new_context_is_configured_like_the_models(models):
     """Model.new_context: a low-level context on the model's weights, with its core mask;
     the caller's to close (the model's live counters are checked by the fixture)."""
-    m = models.open("detector", "RK3588", core_mask=rknnx.CoreMask.CORE_2)
+    m = models.open("detector_random", "RK3588", core_mask=rknnx.CoreMask.CORE_2)
     ctx = m.new_context()
     try:
         mine = m._ctx.query(ll.QueryCmd.MEM_SIZE)
@@ -172,7 +172,7 @@ def test_new_context_is_configured_like_the_models(models):
 
 @pytest.mark.parametrize("platform", ["RK3588", "RV1106"])
 def test_out_arrays_are_checked(models, platform):
-    m = models.open("detector", platform)
+    m = models.open("detector_random", platform)
     xs = user_inputs(m, np.random.default_rng(5))
     with pytest.raises(ValueError, match=r"out= needs 3 array\(s\), one per output; got 1"):
         m.run(*xs, out=[np.empty((1, 24, 80, 80), np.float32)])

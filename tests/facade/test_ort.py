@@ -43,7 +43,7 @@ def test_description_objects_have_the_same_fields():
 
 def test_run_gives_the_models_numbers(models, emu):
     emu.set_platform("RK3588")
-    model = samples.detector(target="RK3588")
+    model = samples.detector_random(target="RK3588")
     img = np.random.default_rng(3).integers(0, 256, (1, 640, 640, 3), dtype=np.uint8)
     with rknnx.Model(model) as m:
         ref = m.run(img)
@@ -60,7 +60,7 @@ def test_run_gives_the_models_numbers(models, emu):
         last_first = sess.run(names[::-1], {ins[0].name: img})
         assert all(np.array_equal(a, b) for a, b in zip(last_first, ref[::-1]))
         meta = sess.get_modelmeta()
-        assert meta.description == "rknnx sample: detector"
+        assert meta.description == "rknnx sample: detector_random"
         assert meta.custom_metadata_map["chip"] == "RK3588"
         assert sess.get_providers() == ["RKNPUExecutionProvider"]
         with pytest.raises(ValueError, match=r"invalid input name\(s\) \['x'\]; the model's "

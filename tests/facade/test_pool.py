@@ -38,7 +38,7 @@ def test_map_gives_run_results_in_order(models, platform):
 
 
 def test_workers_share_weights_and_are_pinned(models):
-    m = models.open("detector", "RK3588")
+    m = models.open("detector_random", "RK3588")
     own = m._ctx.query(ll.QueryCmd.MEM_SIZE)
     with rknnx.Pool(m, workers=3) as pool:
         assert pool.core_masks == (ll.CoreMask.CORE_0, ll.CoreMask.CORE_1, ll.CoreMask.CORE_2)

@@ -19,7 +19,7 @@ from rknnx.emulator import ModelBuilder
 
 from helpers import PLATFORMS, expected_outputs, model_bytes, user_inputs
 
-SAMPLES = ("tiny_relu", "tiny_int8_add", "multi_io", "classifier", "detector")
+SAMPLES = ("tiny_relu", "tiny_int8_add", "multi_io", "classifier", "detector_random")
 NO_FLUSH = ll.InitFlag.DISABLE_FLUSH_INPUT_MEM_CACHE | ll.InitFlag.DISABLE_FLUSH_OUTPUT_MEM_CACHE
 
 
@@ -189,7 +189,7 @@ def test_a_refused_change_leaves_the_session_as_it_was(models, emu):
 
 
 def test_chaining_refuses_tensors_that_do_not_match(models):
-    m = models.open("detector")
+    m = models.open("detector_random")
     with m.zero_copy() as s:
         with pytest.raises(ValueError, match=r"output 0 cannot be bound as input 0: .*shape "
                                              r"\(1, 24, 80, 80\) vs \(1, 640, 640, 3\)"):
@@ -201,7 +201,7 @@ def test_chaining_refuses_tensors_that_do_not_match(models):
 
 # ---- weights, lifetime, threads -----------------------------------------------------------
 def test_sessions_share_the_models_weights(models):
-    m = models.open("detector")
+    m = models.open("detector_random")
     with m.zero_copy() as a, m.zero_copy() as b:
         own = m._ctx.query(ll.QueryCmd.MEM_SIZE)
         for s in (a, b):
@@ -273,9 +273,9 @@ def test_bad_options(models):
 # ---- native outputs and the kernels --------------------------------------------------------
 @pytest.mark.parametrize("platform", ["RK3588", "RK3566", "RV1106"])
 def test_native_outputs_read_as_the_general_flows(models, platform):
-    m = models.open("detector", platform)
+    m = models.open("detector_random", platform)
     xs = user_inputs(m, np.random.default_rng(9))
-    want = expected_outputs(model_bytes("detector", platform), xs, True)
+    want = expected_outputs(model_bytes("detector_random", platform), xs, True)
     with m.zero_copy(outputs="native") as s:
         feed(s, xs)
         s.run()
@@ -305,10 +305,10 @@ def test_native_image_input_takes_quantized_data_as_it_is(models, platform):
 
     from rknnx.emulator import reference
 
-    m = models.open("detector", platform)
+    m = models.open("detector_random", platform)
     xs = user_inputs(m, np.random.default_rng(10))
     want = m.run(*xs)
-    md = reference.as_model(model_bytes("detector", platform))
+    md = reference.as_model(model_bytes("detector_random", platform))
     q = to_model(md.tensors[md.inputs[0]], xs[0])       # normalized and quantized, NHWC
     with m.zero_copy(inputs="native") as s:
         assert s.input_kind == "native" and s.input_attrs[0].layout == "NHWC"
@@ -706,7 +706,7 @@ def test_session_core_mask(models):
 def test_layout_functions_give_what_a_session_reads(models):
     """rknnx.layout: native outputs saved out of a session (or from anywhere) give what
     the session's read() gives; quantize/dequantize/to_native are the model's own."""
-    m = models.open("detector", "RK3588")
+    m = models.open("detector_random", "RK3588")
     xs = user_inputs(m, np.random.default_rng(6))
     with m.zero_copy(outputs="native") as s:
         feed(s, xs)

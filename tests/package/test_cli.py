@@ -437,3 +437,96 @@ def test_run_without_out_saves_nothing_and_says_so(tmp_path):
     row = next(ln for ln in (REPO / "README.md").read_text().splitlines()
                if ln.startswith("| `rknnx run "))
     assert _re.search(r"without `--out`,? nothing is saved|`--out DIR` saves", row), row
+
+
+def _squares_png(path, w=900, h=700):
+    """A dark picture with three bright squares spread diagonally; their boxes."""
+    from PIL import Image
+
+    img = np.random.default_rng(5).integers(0, 40, (h, w, 3), np.uint8)
+    boxes = [(30, 40, 90, 100), (200, 220, 380, 400), (470, 460, 590, 580)]
+    for (x1, y1, x2, y2), colour in zip(boxes, [(255, 255, 0), (255, 0, 0), (0, 255, 255)]):
+        img[y1:y2, x1:x2] = colour
+    Image.fromarray(img).save(path)
+    return np.array(boxes, np.float32)
+
+
+def _iou(a, b):
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
+
+
+def test_detect_finds_the_squares_and_draws_them(tmp_path):
+    from PIL import Image
+
+    truth = _squares_png(tmp_path / "squares.png")
+    out = tmp_path / "boxes.png"
+    proc = cli("detect", "--sample", "detector", "-i", str(tmp_path / "squares.png"),
+               "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln.split() for ln in proc.stdout.splitlines() if ln.startswith("square ")]
+    assert len(lines) == 3, proc.stdout
+    boxes = np.array([[float(v) for v in ln[2:]] for ln in lines])
+    assert all(0.25 <= float(ln[1]) <= 1 for ln in lines)
+    for t in truth:
+        assert max(_iou(t, b) for b in boxes) >= 0.5, (t, boxes)
+    assert "3 boxes (yolov8)" in proc.stdout
+    drawn = np.asarray(Image.open(out).convert("RGB"))
+    assert drawn.shape == (700, 900, 3)
+    # the box outlines are drawn in class 0's colour around each square
+    x1, y1 = (int(round(v)) for v in boxes[0][:2])
+    assert (np.abs(drawn[max(y1, 1) - 1:y1 + 2, x1 + 5:x1 + 40].astype(int) -
+                   (255, 56, 56)).sum(axis=-1) < 30).any()
+
+
+def test_detect_with_names_and_family(tmp_path):
+    _squares_png(tmp_path / "squares.png")
+    (tmp_path / "names.txt").write_text("box\n")
+    proc = cli("detect", "--sample", "detector", "-i", str(tmp_path / "squares.png"),
+               "-o", str(tmp_path / "o.png"), "--names", str(tmp_path / "names.txt"),
+               "--family", "yolov8", "--conf", "0.5")
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln.split() for ln in proc.stdout.splitlines() if ln.startswith("box ")]
+    assert len(lines) == 3 and all(float(ln[1]) >= 0.5 for ln in lines), proc.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--sample", "detector_random"), "family not given and the model's outputs fit yolov5 "
+                                      "and yolox: pass family="),
+    (("--sample", "detector", "--family", "yolov8-seg"), "yolov8-seg takes the zoo's 13 outputs"),
+    (("--sample", "detector", "--conf", "2"), "--conf is a score threshold in 0..1; got 2.0"),
+    (("--sample", "detector", "--names", "nope.txt"), "--names file 'nope.txt' does not exist"),
+])
+def test_detect_errors_are_one_line(tmp_path, args, message):
+    _squares_png(tmp_path / "squares.png")
+    proc = cli("detect", *args, "-i", str(tmp_path / "squares.png"), "-o",
+               str(tmp_path / "o.png"))
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1] == f"rknnx detect: error: {message}" or \
+        message in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_detect_on_a_vendor_stand_in_says_its_boxes_are_not_the_networks(tmp_path):
+    from helpers import RKNN_MODELS
+
+    path = RKNN_MODELS / "toolkit-2.5.0" / "yolov8_det9_rk3588.rknn" if RKNN_MODELS else None
+    if path is None or not path.is_file():
+        pytest.skip("the vendor's yolov8_det9_rk3588.rknn is not here")
+    _squares_png(tmp_path / "squares.png")
+    proc = cli("detect", str(path), "-i", str(tmp_path / "squares.png"), "-o",
+               str(tmp_path / "o.png"), env={**ENV, "RKNN_EMU_PLATFORM": "RK3588"})
+    assert proc.returncode == 0, proc.stderr
+    assert "these boxes are not the network's" in proc.stdout
+    assert (tmp_path / "o.png").is_file()
+
+
+def test_bench_detect_prints_each_stage():
+    proc = cli("bench", "--sample", "detector", "--detect", "-n", "3", "--warmup", "1")
+    assert proc.returncode == 0, proc.stderr
+    for stage in ("letterbox", "npu (emul.)", "decode", "frame"):
+        assert re.search(rf"^{re.escape(stage)}\s+\S+ \S*s\s+\S+ \S*s", proc.stdout, re.M), \
+            proc.stdout
+    assert "4 boxes a frame" in proc.stdout

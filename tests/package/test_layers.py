@@ -82,7 +82,7 @@ def test_reading_and_converting_an_own_model_load_no_binding(tmp_path, runtime):
     import rknnx
 
     path = tmp_path / "detector.rknn"
-    path.write_bytes(model_bytes("detector", "RK3588"))
+    path.write_bytes(model_bytes("detector_random", "RK3588"))
     with rknnx.Model(str(path)) as m:
         t = next(o for o in m.outputs if o.native is not None and o.native.layout == "NC1HWC2")
     assert t.quant.kind == "affine" and len(t.shape) == 4

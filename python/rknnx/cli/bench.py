@@ -1,6 +1,8 @@
 """``rknnx bench MODEL``: the general flow against the zero-copy flow, phase by phase
 (set/convert, sync, NPU work, run, get/convert, Python overhead), and the host CPU each
-flow spends per frame, with a progress bar, a table, --json and --plot.
+flow spends per frame, with a progress bar, a table, --json and --plot; with --detect, a
+YOLO model's frames through rknnx.vision.Detector stage by stage (letterbox, NPU, decode:
+p50 and p99).
 
 On the emulator the NPU's work runs on this CPU: the host CPU per frame leaves it out.  The
 measuring is rknnx.benchmark's; the full suite with C baselines, frame sizes, pools and
@@ -72,6 +74,29 @@ def verdict(result) -> str:
     return "\n".join(lines)
 
 
+def run_detect(args) -> int:
+    """``--detect``: rknnx.vision.Detector stage by stage (letterbox, NPU, decode)."""
+    from rknnx import benchmark
+
+    load_runtime()
+    with open_model(args) as model:
+        n = args.iterations or 50
+        try:
+            result = benchmark.detect_stages(model, args.family, iterations=n,
+                                             warmup=args.warmup, workers=args.workers)
+        except ValueError as exc:
+            raise UserError(str(exc)) from exc
+    if args.json == "-":
+        print(json.dumps(result, indent=2))
+        return 0
+    print(benchmark.format_detect(result))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+        print(f"wrote {args.json}")
+    return 0
+
+
 def run(args) -> int:
     from rknnx import benchmark
 
@@ -84,6 +109,12 @@ def run(args) -> int:
     for path in (args.plot, args.json if args.json != "-" else None):
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             raise UserError(f"the folder of {path!r} does not exist")
+    if args.detect:
+        if args.plot:
+            raise UserError("--plot draws the flows, not --detect's stages")
+        if args.workers < 1:
+            raise UserError(f"--workers must be >= 1; got {args.workers}")
+        return run_detect(args)
     if args.plot:
         benchmark.check_plotting()          # before minutes of measuring, not after
     load_runtime()
@@ -129,4 +160,11 @@ def add_parser(sub) -> None:
                    help="write a plot of the phases and the host CPU per frame (needs "
                         "matplotlib: pip install 'rknnx[bench]')")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--detect", action="store_true",
+                   help="time a YOLO model's frames through rknnx.vision.Detector instead: "
+                        "p50/p99 per stage (letterbox, NPU, decode) from a 1920x1080 frame")
+    p.add_argument("--family", default=None,
+                   help="with --detect: the model's family (default: from its outputs)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="with --detect: Detector workers (sessions, one per NPU core)")
     p.set_defaults(func=run)

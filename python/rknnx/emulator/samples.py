@@ -6,7 +6,10 @@ so their int8 outputs use the range instead of saturating.
 
 =====================  ==================================================================
 ``classifier``         uint8-fed 224x224x3 NHWC image (int8, mean/std) -> int8 logits [1,1000]
-``detector``           640x640x3 image -> three int8 NCHW heads on 80x80, 40x40, 20x20
+``detector``           640x640x3 image -> yolov8 split heads (6 int8 outputs, hand-set weights:
+                       finds bright squares on a dark picture)
+``detector_random``    640x640x3 image -> three int8 NCHW heads on 80x80, 40x40, 20x20
+                       (random weights: a detector's shapes and costs)
 ``multi_io``           int8 / float16 / float32 inputs and outputs, 2-D, 3-D and 4-D tensors
 ``dynamic``            dynamic-shape model, 3 shape sets
 ``custom_op_model``    a custom op (``cstSigmoid``) between builtin ops
@@ -23,7 +26,7 @@ import numpy as np
 
 from .builder import ModelBuilder
 
-__all__ = ["classifier", "detector", "multi_io", "dynamic", "custom_op_model", "all_ops", "tiny_relu",
+__all__ = ["classifier", "detector", "detector_random", "DETECTOR_NAMES", "multi_io", "dynamic", "custom_op_model", "all_ops", "tiny_relu",
            "tiny_int8_add", "IMAGENET_MEAN", "IMAGENET_STD", "ALL"]
 
 IMAGENET_MEAN = (123.675, 116.28, 103.53)
@@ -126,10 +129,12 @@ def classifier(target: str = "RK3588", custom_string: str = "rknnx sample: class
     return b.build()
 
 
-def detector(target: str = "RK3588", custom_string: str = "rknnx sample: detector",
-             num_classes: int = 3) -> bytes:
-    """YOLO-like detector: ``images`` int8 NHWC [1,640,640,3] (mean 0, std 255) -> three int8
-    NCHW outputs ``[1, 3*(5+num_classes), S, S]`` for S = 80, 40, 20.
+def detector_random(target: str = "RK3588",
+                    custom_string: str = "rknnx sample: detector_random",
+                    num_classes: int = 3) -> bytes:
+    """YOLO-like detector with random weights (its numbers mean nothing, its shapes and
+    costs are a detector's): ``images`` int8 NHWC [1,640,640,3] (mean 0, std 255) -> three
+    int8 NCHW outputs ``[1, 3*(5+num_classes), S, S]`` for S = 80, 40, 20.
 
     Strided convs only (about 25 M multiply-accumulates).
     """
@@ -146,6 +151,119 @@ def detector(target: str = "RK3588", custom_string: str = "rknnx sample: detecto
     x, real = net.conv(x, real, 64, 2, 2)         # 20
     h3, _ = net.conv(x, real, ch, 1, 1, relu=False, out="output2")
     b.output(h1, h2, h3)
+    return b.build()
+
+
+def _exact_conv(b: ModelBuilder, x: str, w, bias, *, stride=1, pad=0, relu=False,
+                out_scale: float, out_zp: int, out: Optional[str] = None) -> str:
+    """An int8 conv2d of hand-set float weights ``[Cout, Cin, KH, KW]`` and float bias (the
+    weights quantized per output channel, the bias at the accumulator's scale)."""
+    w = np.asarray(w, np.float32)
+    wq, ws = _quant_weights(w)
+    x_scale = np.float32(b.model.tensors[x].scale[0])
+    bq = np.rint(np.asarray(bias, np.float64) / (np.float64(x_scale) * ws)).astype(np.int32)
+    return b.conv2d(x, wq, bq, stride=stride, pad=pad, relu=relu, weight_scale=ws,
+                    out_scale=out_scale, out_zp=out_zp, out=out)
+
+
+#: the hand-set detector's class names
+DETECTOR_NAMES = ("square",)
+
+
+def detector(target: str = "RK3588", custom_string: str = "rknnx sample: detector",
+             num_classes: int = 1, score_sum: bool = False) -> bytes:
+    """A detector with hand-set weights that finds bright squares on a dark picture:
+    ``images`` int8 NHWC [1,640,640,3] (uint8 pixels, mean 0, std 255) -> the model zoo's
+    yolov8 split heads, 6 int8 outputs ``box`` [1,64,S,S] (DFL, 4 sides x 16 bins) and
+    ``cls`` [1,1,S,S] (the probability of class 0, ``square``) for S = 80, 40, 20.
+
+    What the weights compute (all int8, saturation doing the clipping):
+
+    - per 4x4 block, each channel's brightness ``clip(4 (mean - 0.4), 0, 1)`` (0..1
+      pixels), then ``bright = clip(sum of the channels, 0, 1)``: a block is bright when
+      any of its channels is (a square of any bright colour; a dark background, pixel
+      values under about 100, is 0);
+    - on the 40x40 grid (stride 16) the distance from each cell's centre to the square's
+      edges: the bright blocks counted in a window of 208 px to each side, in grid units;
+    - the DFL logits ``-2 |k - d|`` for bins k = 0..15 (whose softmax expectation is d);
+    - the class probability ``sigmoid(16 (brightness of the cell's central 8x8 px - 0.5))``.
+
+    Every cell inside a square predicts that square's box (NMS keeps one); the scales of
+    strides 8 and 32 never fire.  Squares of 40 to 200 px are found with IoU >= 0.5 when no
+    two share a row or column band (the counting window would add them up: spread them
+    diagonally).  Decode it as ``"yolov8"``.
+
+    ``num_classes`` > 1 adds classes that never fire (the model zoo's yolov8n has 80), and
+    ``score_sum`` a third output per scale, ``sum`` [1,1,S,S] (the zoo's 9 outputs): the
+    signature and the decoder's work of a yolov8n export.
+    """
+    if num_classes < 1:
+        raise ValueError(f"num_classes must be >= 1; got {num_classes}")
+    nc = int(num_classes)
+    b = ModelBuilder(target, custom_string)
+    x = b.input("images", (1, 640, 640, 3), "int8", "NHWC", zp=-128, scale=1.0 / 255.0,
+                mean=(0.0, 0.0, 0.0), std=(255.0, 255.0, 255.0))
+    unit = 1.0 / 255.0
+    # per channel brightness of 4x4 blocks: 160x160, saturated at 1
+    g, t = 4.0, 0.4
+    w = np.zeros((3, 3, 4, 4), np.float32)
+    for c in range(3):
+        w[c, c] = g / 16.0
+    chans = _exact_conv(b, x, w, [-g * t] * 3, stride=4, relu=True, out_scale=unit,
+                        out_zp=-128)
+    bright = _exact_conv(b, chans, np.ones((1, 3, 1, 1), np.float32), [0.0], relu=True,
+                         out_scale=unit, out_zp=-128)
+    # distances (grid units of 16 px) to the left/right and top/bottom edges: bright blocks
+    # counted over 52 blocks each side of the cell's centre (the centre's 2 rows/columns)
+    d_scale = 13.0 / 255.0
+    w = np.zeros((4, 1, 4, 104), np.float32)
+    w[0, 0, 1:3, :52] = 0.125                   # left
+    w[2, 0, 1:3, 52:] = 0.125                   # right
+    lr = _exact_conv(b, bright, w, [0.0] * 4, stride=4, pad=(0, 50, 0, 50),
+                     out_scale=d_scale, out_zp=-128)
+    w = np.zeros((4, 1, 104, 4), np.float32)
+    w[1, 0, :52, 1:3] = 0.125                   # top
+    w[3, 0, 52:, 1:3] = 0.125                   # bottom
+    tb = _exact_conv(b, bright, w, [0.0] * 4, stride=4, pad=(50, 0, 50, 0),
+                     out_scale=d_scale, out_zp=-128)
+    dist = b.add(lr, tb, out_scale=d_scale, out_zp=-128)
+    # |d - k| as relu(d - k) + relu(k - d), then the DFL logits -2 |d - k|
+    w = np.zeros((128, 4, 1, 1), np.float32)
+    bias = np.zeros(128, np.float32)
+    for s in range(4):
+        for k in range(16):
+            w[32 * s + 2 * k, s] = 1.0
+            bias[32 * s + 2 * k] = -k
+            w[32 * s + 2 * k + 1, s] = -1.0
+            bias[32 * s + 2 * k + 1] = k
+    parts = _exact_conv(b, dist, w, bias, relu=True, out_scale=15.0 / 255.0, out_zp=-128)
+    w = np.zeros((64, 128, 1, 1), np.float32)
+    for s in range(4):
+        for k in range(16):
+            w[16 * s + k, 32 * s + 2 * k] = w[16 * s + k, 32 * s + 2 * k + 1] = -2.0
+    box16 = _exact_conv(b, parts, w, [0.0] * 64, out_scale=32.0 / 255.0, out_zp=127,
+                        out="box_16")
+    # the class: the cell's central 2x2 blocks bright (the other classes never fire)
+    heads = {"box_16": box16}
+    for name, n in (("cls", nc),) + ((("sum", 1),) if score_sum else ()):
+        w = np.zeros((n, 1, 4, 4), np.float32)
+        w[0, 0, 1:3, 1:3] = 16.0 / 4.0
+        bias = [-8.0] + [-10.0] * (n - 1)
+        logit = _exact_conv(b, bright, w, bias, stride=4, out_scale=10.0 / 127.0, out_zp=0)
+        heads[f"{name}_16"] = b.sigmoid(logit, out_scale=unit, out_zp=-128,
+                                        out=f"{name}_16")
+    # the scales of strides 8 and 32: flat boxes, class probabilities of about 0
+    for stride, k in ((8, 2), (32, 8)):
+        heads[f"box_{stride}"] = _exact_conv(
+            b, bright, np.zeros((64, 1, k, k), np.float32), [0.0] * 64, stride=k,
+            out_scale=unit, out_zp=0, out=f"box_{stride}")
+        for name, n in (("cls", nc),) + ((("sum", 1),) if score_sum else ()):
+            lg = _exact_conv(b, bright, np.zeros((n, 1, k, k), np.float32), [-10.0] * n,
+                             stride=k, out_scale=10.0 / 127.0, out_zp=0)
+            heads[f"{name}_{stride}"] = b.sigmoid(lg, out_scale=unit, out_zp=-128,
+                                                  out=f"{name}_{stride}")
+    order = ("box", "cls", "sum") if score_sum else ("box", "cls")
+    b.output(*(heads[f"{o}_{stride}"] for stride in (8, 16, 32) for o in order))
     return b.build()
 
 
@@ -263,7 +381,8 @@ def all_ops(target: str = "RK3588") -> bytes:
 
 
 #: every sample builder taking a ``target`` argument, by name
-ALL = {"classifier": classifier, "detector": detector, "multi_io": multi_io, "dynamic": dynamic,
+ALL = {"classifier": classifier, "detector": detector, "detector_random": detector_random,
+       "multi_io": multi_io, "dynamic": dynamic,
        "custom_op_model": custom_op_model, "all_ops": all_ops, "tiny_relu": tiny_relu, "tiny_int8_add": tiny_int8_add}
 
 

@@ -1,8 +1,13 @@
-"""rknnx.vision: from a camera frame to boxes around the NPU.
+"""rknnx.vision: from a camera frame to boxes around the NPU: letterbox into NPU memory,
+YOLO decoders reading the NPU's own outputs, and the Detector that runs the three.
 
-docs/vision.md is the guide.
+The decoders: docs/guide/decode.md; the detector: docs/guide/detect.md.
 """
 
+from rknnx.vision.decode import DecodeWarning, FAMILIES, ZOO_ANCHORS, decode, infer_family
+from rknnx.vision.detections import Detections
+from rknnx.vision.detector import Detector
 from rknnx.vision.letterbox import Letterbox, letterbox
 
-__all__ = ["letterbox", "Letterbox"]
+__all__ = ["letterbox", "Letterbox", "decode", "infer_family", "Detections", "Detector",
+           "FAMILIES", "ZOO_ANCHORS", "DecodeWarning"]

@@ -1,0 +1,463 @@
+"""From a camera frame to boxes: :class:`Detector`.
+
+One frame goes ``letterbox`` (straight into a zero-copy session's input memory) -> the NPU
+-> ``decode`` (from the session's output memory, in place: the NPU's native NC1HWC2 where
+the chip has it, so the runtime converts nothing) -> boxes mapped back to the frame.  With
+``workers=N`` there are N sessions (pinned one per NPU core on chips with several) and N
+threads, each doing the whole frame: letterbox and decode run in the worker threads, with
+the GIL released, while the other workers' NPUs run.  docs/guide/detect.md is the guide.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections import deque
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from typing import Iterable, Iterator, Optional, Sequence
+
+import numpy as np
+
+from rknnx import _guard
+from rknnx._lifetime import Closable
+from rknnx.vision.decode import FAMILIES, decode, infer_family
+from rknnx.vision.detections import Detections
+from rknnx.vision.letterbox import letterbox
+
+__all__ = ["Detector", "STAGES"]
+
+#: the stages of one frame, in :meth:`Detector.stage_times`
+STAGES = ("letterbox", "npu", "decode")
+_U8 = np.dtype(np.uint8)
+
+
+def _count(value, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or value < 1:
+        raise ValueError(f"Detector: {name} must be an int >= 1; got {value!r}")
+    return int(value)
+
+
+def _normalization(model):
+    """(mean, std) of input 0 where the model's file says them (a vendor file read with
+    rknnx.modelfile), else (None, None)."""
+    path = getattr(model, "path", None)
+    if path is None:
+        return None, None
+    from rknnx import modelfile
+
+    try:
+        if not modelfile.is_vendor_file(path):
+            return None, None
+        t = modelfile.read(path).inputs[0]
+    except Exception:                    # an unreadable file: the caller refuses clearly
+        return None, None
+    if t.mean is None or t.std is None:
+        return None, None
+    return t.mean, t.std
+
+
+class Detector(Closable):
+    """A YOLO model from camera frames to boxes in the frame's pixels.
+
+    Parameters
+    ----------
+    model : rknnx.Model, or a path / bytes of a .rknn file
+        The model (a path or bytes: opened here, and closed with the detector).  Its
+        input 0 is the image (NHWC or NCHW, 3 channels); its outputs are one of
+        :data:`rknnx.vision.FAMILIES`' signatures.
+    family : str or None
+        ``"yolov8"``, ``"yolov8-seg"``, ``"yolov8-pose"``, ``"yolov5"``, ``"yolox"``
+        (``"yolo11"``: ``"yolov8"``); None: inferred from the outputs (ValueError naming
+        the candidates when several fit).
+    conf, iou, max_det, classes :
+        :func:`rknnx.vision.decode`'s rule: keep score >= conf, NMS suppresses IoU > iou,
+        at most max_det boxes, only these classes.
+    swap_rb : bool
+        Frames are BGR (OpenCV's order) and the model takes RGB (the model zoo's): swap
+        (default).  False: the frame's channel order goes in as it is.
+    pad_value : int or 3 ints
+        The letterbox's border (0, as the model zoo; 114 as Ultralytics).
+    workers : int
+        Sessions and threads: 1 runs each frame in the calling thread; N > 1 runs
+        :meth:`map` and :meth:`submit` on N worker threads, one session each, pinned one
+        per NPU core on chips with several (RK3588: 3).
+    names : sequence of str, optional
+        Class names, kept in the :class:`Detections`.
+    mean, std : float or 3 floats, optional
+        Input 0's normalization, needed only where the model takes its input as the NPU
+        does (no uint8 conversion by the runtime) and its file does not say it.
+    anchors : optional
+        yolov5's anchors (the zoo's by default).
+
+    Attributes
+    ----------
+    model : rknnx.Model
+    family : str
+    input_size : (width, height)
+    sessions : tuple of ZeroCopySession
+        The sessions (one per worker).
+    output_kind : str
+        What the sessions' output views hold: ``"native"`` (the NPU's own layout: no
+        conversion by the runtime) or ``"raw"`` (the model's type and layout).
+
+    Examples
+    --------
+    >>> with rknnx.Model("yolov8n.rknn") as model, \\
+    ...         Detector(model, "yolov8", workers=3) as det:      # doctest: +SKIP
+    ...     for dets in det.map(camera_frames()):
+    ...         print(dets.boxes, dets.labels)
+
+    Raises
+    ------
+    ValueError
+        An unknown or unfitting family, bad parameters, a closed model, an image input
+        that is not 3 channels, an input the runtime does not convert from uint8 whose
+        normalization is not known.
+    """
+
+    _kind = "Detector"
+
+    def __init__(self, model, family: Optional[str] = None, *, conf: float = 0.25,
+                 iou: float = 0.45, max_det: int = 300,
+                 classes: Optional[Sequence[int]] = None, swap_rb: bool = True,
+                 pad_value=0, workers: int = 1, names: Optional[Sequence[str]] = None,
+                 mean=None, std=None, anchors=None):
+        import rknnx
+        from rknnx.platforms import npu_cores
+
+        self._closed = True                  # until everything is made
+        self._made_in = _guard.pid
+        self._sessions = []
+        self._pool = None
+        self._own_model = None
+        workers = _count(workers, "workers")
+        if not (swap_rb is True or swap_rb is False):
+            raise TypeError(f"Detector: swap_rb is True or False; got {swap_rb!r}")
+        if not isinstance(model, rknnx.Model):
+            model = self._own_model = rknnx.Model(model)
+        try:
+            if model.closed:
+                raise ValueError("Detector on closed Model")
+            self.model = model
+            self.family = self._family_of(model, family)
+            ins = model.inputs
+            if not ins or len(ins[0].shape) != 4:
+                raise ValueError(f"Detector: input 0 of the model is not an image (4-D); "
+                                 f"got {[tuple(t.shape) for t in ins]}")
+            n, h, w, c = ins[0].shape_in("NHWC") if ins[0].layout in ("NHWC", "NCHW") \
+                else ins[0].shape
+            if c != 3 or n != 1:
+                raise ValueError(f"Detector: input 0 is a batch of one 3-channel image; the "
+                                 f"model's is {tuple(ins[0].shape)} ({ins[0].layout})")
+            self.input_size = (int(w), int(h))
+            self._decode_kw = dict(conf=conf, iou=iou, max_det=max_det, classes=classes,
+                                   anchors=anchors, names=names)
+            # the decoder's parameters checked now, on the first session, not at a frame
+            self._lb_kw = dict(swap_rb=swap_rb, pad_value=pad_value)
+            self.output_kind = "native" if all(t.native is not None for t in model.outputs) \
+                else "raw"
+            self._input_kind = "logical"
+            if mean is not None or std is not None:
+                if mean is None or std is None:
+                    raise ValueError("Detector: give both mean= and std= (or neither)")
+            self._norm = (mean, std) if mean is not None else None
+            self._sessions = [self._session() for _ in range(workers)]
+            cores = npu_cores(model.chip)
+            if workers > 1 and cores > 1 and model.supports("rknn_set_core_mask"):
+                from rknnx.pool import _ONE_CORE
+
+                for k, s in enumerate(self._sessions):
+                    s.set_core_mask(_ONE_CORE[k % cores])
+            # a first decode of the (unrun) outputs checks family and parameters now
+            # (conf 2: nothing passes, whatever the unrun memory holds)
+            decode(self.family, self._sessions[0], **{**self._decode_kw, "conf": 2.0})
+            for name, v in (("conf", conf), ("iou", iou)):
+                if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or \
+                        not np.isfinite(v):
+                    raise ValueError(f"Detector: {name} must be a finite number; got {v!r}")
+        except BaseException:
+            self._release()
+            raise
+        self._free: "queue.SimpleQueue" = queue.SimpleQueue()
+        for s in self._sessions:
+            self._free.put(s)
+        self._lock = threading.Lock()
+        self._times = deque(maxlen=4096)
+        if workers > 1:
+            self._pool = ThreadPoolExecutor(workers, thread_name_prefix="rknnx-detector")
+        self._closed = False
+
+    # -- making ---------------------------------------------------------------------------
+    @staticmethod
+    def _family_of(model, family) -> str:
+        if family is None:
+            cands = infer_family(model.outputs)
+            if len(cands) != 1:
+                raise ValueError(
+                    f"Detector: family not given and the model's outputs fit "
+                    f"{'none of ' + str(FAMILIES) if not cands else ' and '.join(cands)}: "
+                    f"pass family=")
+            return cands[0]
+        if not isinstance(family, str) or family.lower() not in FAMILIES:
+            raise ValueError(f"Detector: family must be one of {FAMILIES}; got {family!r}")
+        return family.lower()
+
+    def _session(self):
+        s = self.model.zero_copy(outputs=self.output_kind, inputs=self._input_kind)
+        try:
+            view = s.inputs[0]
+            dtype = view.dtype
+            del view
+            if dtype == _U8 or self._input_kind == "native":
+                return s
+        except BaseException:
+            s.close()
+            raise
+        # the runtime does not convert uint8 pixels for this input: write the NPU's own
+        # codes, normalized with the model's mean/std
+        s.close()
+        if self._norm is None:
+            mean, std = _normalization(self.model)
+            if mean is None:
+                raise ValueError(
+                    f"Detector: input 0 of the model takes {dtype} (the runtime does not "
+                    f"convert uint8 pixels for it), and its normalization is not known: "
+                    f"pass mean= and std= (the model zoo's YOLO models: mean=0, std=255)")
+            self._norm = (mean, std)
+        self._input_kind = "native"
+        s = self.model.zero_copy(outputs=self.output_kind, inputs="native")
+        view = s.inputs[0]
+        native = view.dtype
+        del view
+        if native not in (_U8, np.dtype(np.int8)):
+            s.close()
+            raise ValueError(f"Detector: input 0 of the model takes {native} as the NPU "
+                             f"does (no uint8 conversion by the runtime); the detector "
+                             f"writes uint8 pixels or int8 codes only")
+        return s
+
+    # -- one frame ------------------------------------------------------------------------
+    def _check_frame(self, frame, fmt):
+        if fmt == "nv12":
+            return
+        if not isinstance(frame, np.ndarray):
+            raise TypeError(f"Detector: a frame is a uint8 numpy array (H, W, 3); got "
+                            f"{type(frame).__name__}")
+        if frame.dtype != _U8:
+            raise TypeError(f"Detector: a frame is uint8 (H, W, 3); got {frame.dtype}")
+        if frame.ndim != 3 or frame.shape[2] != 3 or frame.shape[0] < 2 or \
+                frame.shape[1] < 2:
+            raise ValueError(f"Detector: a frame is (H, W, 3) of at least 2x2 pixels; got "
+                             f"shape {frame.shape}")
+
+    def _frame(self, session, frame, fmt) -> Detections:
+        t0 = time.perf_counter()
+        try:
+            kw = self._lb_kw
+            if self._input_kind == "native":
+                box = letterbox(frame, out=session, fmt=fmt, mean=self._norm[0],
+                                std=self._norm[1], **kw)[1]
+            else:
+                box = letterbox(frame, out=session, fmt=fmt, **kw)[1]
+            t1 = time.perf_counter()
+            session.run()
+            t2 = time.perf_counter()
+            det = decode(self.family, session, **self._decode_kw)
+        except BaseException as exc:
+            # the frames of the error hold views of the session's memory
+            _guard.forget_frames(exc)
+            raise
+        det.boxes = box.to_frame(det.boxes)
+        if det.keypoints is not None:
+            det.keypoints = box.to_frame_points(det.keypoints)
+        det.letterbox = box
+        t3 = time.perf_counter()
+        self._times.append((t1 - t0, t2 - t1, t3 - t2))
+        return det
+
+    def _run(self, frame, fmt) -> Detections:
+        if self._closed:
+            raise RuntimeError("detect on a closed Detector")
+        s = self._free.get()
+        try:
+            if s.closed:
+                raise RuntimeError("the Detector was closed while this frame waited")
+            return self._frame(s, frame, fmt)
+        finally:
+            self._free.put(s)
+
+    def detect(self, frame, *, fmt: str = "bgr") -> Detections:
+        """Boxes in one frame: letterbox into a session's input, run, decode from its
+        outputs in place, map back.
+
+        Parameters
+        ----------
+        frame : numpy.ndarray
+            uint8 ``(h, w, 3)`` (BGR unless the detector was made with ``swap_rb=False``),
+            any size and strides; or NV12 with ``fmt="nv12"`` (see
+            :func:`rknnx.vision.letterbox`).
+
+        Returns
+        -------
+        Detections
+            Boxes (and keypoints) in the frame's pixels, clipped to it; masks over the
+            model's input (``dets.letterbox.mask_to_frame(mask)`` maps one); its
+            ``letterbox`` attribute is the frame's :class:`~rknnx.vision.Letterbox`.
+
+        Raises
+        ------
+        TypeError, ValueError
+            A frame that is not a uint8 3-channel image (or NV12).
+        RuntimeError
+            A closed detector.
+        """
+        self._check_open("detect")
+        self._check_frame(frame, fmt)
+        return self._run(frame, fmt)
+
+    __call__ = detect
+
+    def submit(self, frame, *, fmt: str = "bgr") -> Future:
+        """Queue one frame on the worker threads (``workers > 1``; with one worker it runs
+        now); a Future of its :class:`Detections`.  The frame is read by the worker:
+        do not write into it before the future is done."""
+        self._check_open("submit")
+        self._check_frame(frame, fmt)
+        if self._pool is None:
+            f = Future()
+            try:
+                f.set_result(self._run(frame, fmt))
+            except Exception as e:
+                f.set_exception(e)
+            return f
+        try:
+            return self._pool.submit(self._run, frame, fmt)
+        except RuntimeError:
+            raise RuntimeError("submit on a closed Detector") from None
+
+    def map(self, frames: Iterable, *, fmt: str = "bgr") -> Iterator[Detections]:
+        """:meth:`detect` every frame, on the worker threads, yielding the results in the
+        order of `frames` (at most ``2 * workers`` frames in flight).  Closing the
+        detector meanwhile ends the iteration with RuntimeError."""
+        self._check_open("map")
+        try:
+            it = iter(frames)
+        except TypeError:
+            raise TypeError(f"Detector.map takes an iterable of frames; got "
+                            f"{type(frames).__name__}") from None
+        return self._map(it, fmt)
+
+    def _map(self, it, fmt):
+        if self._pool is None:
+            for frame in it:
+                yield self.detect(frame, fmt=fmt)
+            return
+        window = deque()
+        limit = 2 * len(self._sessions)
+        try:
+            for frame in it:
+                window.append(self.submit(frame, fmt=fmt))
+                if len(window) >= limit:
+                    yield self._result(window.popleft())
+            while window:
+                yield self._result(window.popleft())
+        finally:
+            for f in window:
+                f.cancel()
+
+    def _result(self, future) -> Detections:
+        try:
+            return future.result()
+        except CancelledError:
+            raise RuntimeError("the Detector was closed while map() ran") from None
+
+    # -- timing ---------------------------------------------------------------------------
+    def stage_times(self, *, reset: bool = False) -> dict:
+        """Per-stage wall time of the frames so far (the last 4096): ``{stage: {"p50":
+        s, "p99": s, "mean": s}}`` for ``letterbox``, ``npu`` (the session's run: the NPU
+        and the runtime's own work) and ``decode`` (decode, NMS and the mapping back), and
+        ``"frames"``.  `reset` forgets them after."""
+        t = np.array(list(self._times), np.float64).reshape(-1, 3)
+        if reset:
+            self._times.clear()
+        out = {"frames": int(t.shape[0])}
+        for k, name in enumerate(STAGES):
+            col = t[:, k]
+            out[name] = ({"p50": float(np.percentile(col, 50)),
+                          "p99": float(np.percentile(col, 99)),
+                          "mean": float(col.mean())} if col.size else
+                         {"p50": 0.0, "p99": 0.0, "mean": 0.0})
+        return out
+
+    # -- lifetime -------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def workers(self) -> int:
+        return len(self._sessions)
+
+    @property
+    def sessions(self) -> tuple:
+        return tuple(self._sessions)
+
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise RuntimeError(f"{what} on a closed Detector")
+
+    def _close_now(self) -> None:
+        self._closed = True
+        pool = self._pool
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        # a frame in the calling threads finishes first: take every session back
+        taken = []
+        for _ in self._sessions:
+            taken.append(self._free.get())
+        try:
+            self._release()
+        finally:
+            for s in taken:
+                self._free.put(s)
+
+    def _release(self) -> None:
+        err = None
+        for s in self._sessions:
+            try:
+                s.close()
+            except Exception as e:       # a view still alive: reported after the others
+                err = err or e
+        if self._own_model is not None:
+            try:
+                self._own_model.close()
+            except Exception as e:
+                err = err or e
+        if err is not None:
+            raise err
+
+    def _close_quietly(self) -> None:
+        self._closed = True
+        pool = self._pool
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        for s in self._sessions:
+            try:
+                s.close()
+            except Exception:
+                pass
+        if self._own_model is not None:
+            try:
+                self._own_model.close()
+            except Exception:
+                pass
+
+    def _unclosed_message(self) -> str:
+        return f"unclosed <rknnx.vision.Detector {self.family} of {self.workers} workers>"
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._sessions)} workers"
+        return (f"<rknnx.vision.Detector {getattr(self, 'family', '?')} {state}, input "
+                f"{getattr(self, 'input_size', '?')}, outputs {getattr(self, 'output_kind', '?')}>")

@@ -1,0 +1,212 @@
+# The YOLO decoders' C (rknn_ext/kernels/yolo.c) for rknnx.vision.decode: the tensors come
+# in as (array, description) tuples that rknnx.vision.decode builds from the arrays' own
+# strides; every pointer the C reads is checked here against the array's extent before
+# the GIL is released.  Private: rknnx.vision is the API.  (Included at the end of
+# _kernels.pyx, whose cimports it uses.)
+
+from libc.stdint cimport int32_t
+
+cdef extern from "kernels/yolo.h" nogil:
+    ctypedef struct rknnx_y_tensor:
+        const char* base
+        int dtype
+        Py_ssize_t C, H, W, C2
+        Py_ssize_t s_c1, s_c2, s_y, s_x
+        float scale, zp
+        const float* lut
+    ctypedef struct rknnx_y_scale:
+        rknnx_y_tensor box, cls, sum
+        Py_ssize_t box_off, cls_off, obj_off, group
+        int na
+        float anchors[16]
+        float sx, sy
+        int qthr, qobj, qsum
+        float fsum
+        const float* score_lut
+    ctypedef struct rknnx_y_spec:
+        int family
+        int nscales
+        const rknnx_y_scale* scales
+        Py_ssize_t nc, reg_max
+        int sigmoid
+        float conf, iou
+        Py_ssize_t max_det, max_nms
+        int agnostic
+        const unsigned char* class_ok
+    Py_ssize_t rknnx_y_decode(const rknnx_y_spec* spec, float* boxes, float* scores,
+                              int32_t* classes, int32_t* index)
+    int rknnx_y_masks(const rknnx_y_tensor* proto, const float* coef, Py_ssize_t nm,
+                      const float* boxes, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
+                      unsigned char* out)
+
+cdef enum:
+    _Y_MAXSCALES = 16
+    _Y_MAXBUF = 3 * 16 + 1
+
+_Y_ITEMSIZE = (1, 1, 2, 2, 4)
+
+
+cdef int _y_tensor(object desc, rknnx_y_tensor* t, Py_buffer* buf, list keep) except -1:
+    """Fill `t` from `desc` = (array, dtype code, C, H, W, C2, s_c1, s_c2, s_y, s_x, scale,
+    zp, lut or None); `buf` receives the array's buffer (released by the caller)."""
+    cdef Py_ssize_t i, hi, ext, isz, c1
+    cdef const float[::1] lut
+    (arr, code, C, H, W, C2, s_c1, s_c2, s_y, s_x, scale, zp, lut_arr) = desc
+    if code < 0 or code > 4:
+        raise ValueError(f"unknown tensor type code {code}")
+    isz = _Y_ITEMSIZE[code]
+    memset(t, 0, sizeof(rknnx_y_tensor))
+    t.dtype = code
+    t.C, t.H, t.W, t.C2 = C, H, W, C2
+    t.s_c1, t.s_c2, t.s_y, t.s_x = s_c1, s_c2, s_y, s_x
+    t.scale, t.zp = scale, zp
+    if t.C <= 0 or t.H <= 0 or t.W <= 0 or t.C2 <= 0:
+        raise ValueError("empty tensor")
+    if t.s_c1 < 0 or t.s_c2 < 0 or t.s_y < 0 or t.s_x < 0:
+        raise ValueError("negative strides")
+    if code <= 1:
+        if lut_arr is None:
+            raise ValueError("8-bit tensor without its table")
+        lut = lut_arr
+        if lut.shape[0] != 256:
+            raise ValueError("the table of an 8-bit tensor has 256 entries")
+        keep.append(lut_arr)
+        t.lut = &lut[0]
+    PyObject_GetBuffer(arr, buf, PyBUF_RECORDS_RO)
+    # the farthest byte the description reaches must lie inside the array's extent
+    ext = 0
+    for i in range(buf.ndim):
+        if buf.shape[i] == 0:
+            PyBuffer_Release(buf)
+            raise ValueError("empty array")
+        if buf.strides[i] < 0:
+            PyBuffer_Release(buf)
+            raise ValueError("negative strides")
+        ext += (buf.shape[i] - 1) * buf.strides[i]
+    ext += buf.itemsize
+    c1 = (t.C + t.C2 - 1) // t.C2
+    hi = (c1 - 1) * t.s_c1 + (min(t.C, t.C2) - 1) * t.s_c2 + (t.H - 1) * t.s_y + \
+        (t.W - 1) * t.s_x + isz
+    if hi > ext or buf.itemsize != isz:
+        PyBuffer_Release(buf)
+        raise ValueError(f"tensor description reaches {hi} bytes of an array of {ext}")
+    t.base = <const char*>buf.buf
+    return 0
+
+
+def _yolo_decode(int family, list scales, Py_ssize_t nc, Py_ssize_t reg_max, bint sigmoid,
+                 float conf, float iou, Py_ssize_t max_det, Py_ssize_t max_nms,
+                 bint agnostic, class_ok):
+    """rknnx_y_decode on `scales`: each (box, cls, sum or None, box_off, cls_off, obj_off,
+    group, na, anchors, sx, sy, qthr, qobj, qsum, fsum, score_lut or None), tensors as
+    _y_tensor takes them.  Returns (boxes [n,4], scores [n], classes [n], index [n])."""
+    cdef rknnx_y_scale sc[_Y_MAXSCALES]
+    cdef Py_buffer bufs[_Y_MAXBUF]
+    cdef int nb = 0, s, k
+    cdef rknnx_y_spec spec
+    cdef const float[::1] slut
+    cdef const unsigned char[::1] ok
+    cdef float[:, ::1] ob
+    cdef float[::1] osc
+    cdef int32_t[::1] ocl, oix
+    cdef Py_ssize_t n, cap
+    cdef list keep = []
+    if not 0 < len(scales) <= _Y_MAXSCALES:
+        raise ValueError(f"1 to {_Y_MAXSCALES} scales, got {len(scales)}")
+    if reg_max < 1 or reg_max > 64:
+        raise ValueError(f"DFL bins per side must be 1..64, got {reg_max}")
+    if nc < 1:
+        raise ValueError("no classes")
+    cap = max(max_det, 0)
+    boxes = _np.zeros((max(cap, 1), 4), _np.float32)
+    scores = _np.zeros(max(cap, 1), _np.float32)
+    classes = _np.zeros(max(cap, 1), _np.int32)
+    index = _np.zeros(max(cap, 1), _np.int32)
+    ob, osc, ocl, oix = boxes, scores, classes, index
+    memset(&spec, 0, sizeof(spec))
+    try:
+        for s in range(len(scales)):
+            (box, cls, ssum, box_off, cls_off, obj_off, group, na, anchors, sx, sy, qthr,
+             qobj, qsum, fsum, score_lut) = scales[s]
+            memset(&sc[s], 0, sizeof(rknnx_y_scale))
+            _y_tensor(box, &sc[s].box, &bufs[nb], keep)
+            nb += 1
+            _y_tensor(cls, &sc[s].cls, &bufs[nb], keep)
+            nb += 1
+            if ssum is not None:
+                _y_tensor(ssum, &sc[s].sum, &bufs[nb], keep)
+                nb += 1
+            if not 1 <= na <= 8 or len(anchors) != 2 * na and family == 2:
+                raise ValueError("1 to 8 anchors, (w, h) each")
+            sc[s].box_off, sc[s].cls_off, sc[s].obj_off = box_off, cls_off, obj_off
+            sc[s].group, sc[s].na = group, na
+            for k in range(min(len(anchors), 16)):
+                sc[s].anchors[k] = anchors[k]
+            sc[s].sx, sc[s].sy = sx, sy
+            sc[s].qthr, sc[s].qobj, sc[s].qsum, sc[s].fsum = qthr, qobj, qsum, fsum
+            # the channels every anchor reads lie inside its tensors
+            last = (na - 1) * group
+            if (box_off + last + (4 * reg_max if family == 0 else 4) > sc[s].box.C or
+                    cls_off + last + nc > sc[s].cls.C or
+                    (family in (2, 3) and obj_off + last >= sc[s].cls.C) or
+                    sc[s].box.H != sc[s].cls.H or sc[s].box.W != sc[s].cls.W or
+                    (ssum is not None and (sc[s].sum.H != sc[s].cls.H or
+                                           sc[s].sum.W != sc[s].cls.W))):
+                raise ValueError("scale description outside its tensors")
+            if score_lut is not None:
+                slut = score_lut
+                if slut.shape[0] != 256:
+                    raise ValueError("score table of 256 entries")
+                keep.append(score_lut)
+                sc[s].score_lut = &slut[0]
+        if class_ok is not None:
+            ok = class_ok
+            if ok.shape[0] != nc:
+                raise ValueError("class flags: one per class")
+            spec.class_ok = &ok[0]
+        spec.family = family
+        spec.nscales = len(scales)
+        spec.scales = sc
+        spec.nc, spec.reg_max, spec.sigmoid = nc, reg_max, sigmoid
+        spec.conf, spec.iou = conf, iou
+        spec.max_det, spec.max_nms, spec.agnostic = cap, max_nms, agnostic
+        with nogil:
+            n = rknnx_y_decode(&spec, &ob[0, 0], &osc[0], &ocl[0], &oix[0])
+        if n < 0:
+            raise MemoryError("decode: out of memory")
+    finally:
+        for s in range(nb):
+            PyBuffer_Release(&bufs[s])
+    return boxes[:n], scores[:n], classes[:n], index[:n]
+
+
+def _yolo_masks(proto, coef, boxes, Py_ssize_t H, Py_ssize_t W):
+    """rknnx_y_masks: bool [n, H, W] masks of `boxes` (float32 [n,4]) with coefficients
+    `coef` (float32 [n, nm]) over `proto` (a tensor as _y_tensor takes it)."""
+    cdef rknnx_y_tensor t
+    cdef Py_buffer buf
+    cdef const float[:, ::1] cf = coef
+    cdef const float[:, ::1] bx = boxes
+    cdef unsigned char[:, :, ::1] o
+    cdef Py_ssize_t n = bx.shape[0], nm = cf.shape[1]
+    cdef int r
+    cdef list keep = []
+    if cf.shape[0] != n or bx.shape[1] != 4:
+        raise ValueError("one row of coefficients and one box per mask")
+    if H <= 0 or W <= 0:
+        raise ValueError("mask size must be positive")
+    out = _np.zeros((n, H, W), _np.bool_)
+    if n == 0:
+        return out
+    o = out.view(_np.uint8)
+    _y_tensor(proto, &t, &buf, keep)
+    try:
+        if nm > t.C:
+            raise ValueError(f"{nm} coefficients for a proto of {t.C} channels")
+        with nogil:
+            r = rknnx_y_masks(&t, &cf[0, 0], nm, &bx[0, 0], n, H, W, &o[0, 0, 0])
+    finally:
+        PyBuffer_Release(&buf)
+    if r < 0:
+        raise MemoryError("masks: out of memory")
+    return out
