@@ -4,7 +4,11 @@
  * the evidence for every field):
  *
  *   payload = 64-byte payload header (u32 sizes, zero padding)
- *           | task records | register commands | weights | FlatBuffer (identifier "RKNN")
+ *           | task records | register commands | the compiler's constants | weights
+ *           | FlatBuffer (identifier "RKNN")
+ *
+ * (the compiler's constants: identity kernels of the convolutions it turns a Concat output
+ * into, and the like; 0 bytes in a graph that needs none)
  *
  * The JSON tail has filled the inputs and outputs (names, logical shapes, dtypes) before
  * this runs (container.c); the payload's Tensor tables must agree with it (check
@@ -33,8 +37,8 @@ enum {
     T_DTYPE = 0, T_LAYOUT = 1, T_KIND = 2, T_NATIVE_SHAPE = 3, T_SHAPE = 4, T_NAME = 5,
     T_SCALE = 6, T_ZP = 7, T_SIZE = 8, T_OFFSET = 9, T_WIDTH_ALIGN = 12
 };
-/* Raw codes of the Tensor table seen on inputs and outputs. */
-enum { DT_INT8 = 3, DT_FLOAT16 = 10 };
+/* Raw codes of the Tensor table seen on inputs and outputs (ONNX's numbering). */
+enum { DT_INT8 = 3, DT_INT16 = 5, DT_FLOAT16 = 10 };
 enum { LAYOUT_NONE = 0, LAYOUT_NHWC = 1, LAYOUT_NATIVE = 64 };
 
 /* A failed check of the payload: "0x1004 payload: <what>[: <detail>]". */
@@ -103,10 +107,16 @@ static int read_table(const fbuf *f, const ftab *tt, v1004_tensor *d)
     return RKNNX_FILE_OK;
 }
 
+/* The runtime type of the codes a runtime answer confirms: int8 (every int8 file), int16
+ * (yolov8_pose_rv1106's keypoints, librknnmrt 2.3.2: type INT16), float16 (fp16_net_rk2118). */
 static int32_t type_of(const v1004_tensor *d)
 {
-    return d->dtype_code == DT_INT8 ? RKNNX_FILE_T_INT8
-         : d->dtype_code == DT_FLOAT16 ? RKNNX_FILE_T_FLOAT16 : RKNNX_FILE_UNKNOWN;
+    switch (d->dtype_code) {
+    case DT_INT8: return RKNNX_FILE_T_INT8;
+    case DT_INT16: return RKNNX_FILE_T_INT16;
+    case DT_FLOAT16: return RKNNX_FILE_T_FLOAT16;
+    default: return RKNNX_FILE_UNKNOWN;
+    }
 }
 
 /* The native layout the codes state, or RKNNX_FILE_UNKNOWN: 64 is NC1HWC2 (a 5-D native
@@ -127,7 +137,7 @@ static int32_t native_fmt_of(const v1004_tensor *d)
 
 /* Whether the views of t are the kind every 0x1004 file of the corpus has: a 4-D tensor with
  * an NC1HWC2 native shape (an input with its width alignment), or a 2-D one whose native
- * shape is its shape; int8 with one scale and zero point, or float16 with none. */
+ * shape is its shape; int8 or int16 with one scale and zero point, or float16 with none. */
 static int views_known(const v1004_tensor *d, int is_in)
 {
     int32_t nf = native_fmt_of(d);
@@ -335,6 +345,7 @@ int rknnx_file_read_payload_v1004(const uint8_t *payload, size_t size, uint64_t 
                                   rknnx_file_model *m, rknnx_file_error *err)
 {
     uint32_t fb_size, task_size, task_count, regcmd_size, internal_size, weight_size;
+    uint32_t const_size;
     uint64_t need, fb_off;
     int64_t at = (int64_t)file_off;
     fbuf f;
@@ -349,7 +360,11 @@ int rknnx_file_read_payload_v1004(const uint8_t *payload, size_t size, uint64_t 
     regcmd_size = rknnx_file_rd32(payload + 12);
     internal_size = rknnx_file_rd32(payload + 16);
     weight_size = rknnx_file_rd32(payload + 20);
-    need = (uint64_t)PAYLOAD_HEADER + task_size + regcmd_size + weight_size + fb_size;
+    /* the compiler's constants, between the register commands and the weights: 0 in a graph
+     * that needs none (docs/rknn-file-format-v1004.md, "Payload header") */
+    const_size = rknnx_file_rd32(payload + 24);
+    need = (uint64_t)PAYLOAD_HEADER + task_size + regcmd_size + const_size + weight_size +
+           fb_size;
     if (need > size) {
         return v1004_fail(err, RKNNX_FILE_E_FORMAT, "v1004.payload", at, "payload shorter than "
                           "its header's region sizes (%llu bytes, the regions %llu)",
@@ -381,5 +396,6 @@ int rknnx_file_read_payload_v1004(const uint8_t *payload, size_t size, uint64_t 
     m->task_count = task_count;
     m->task_size = task_size;
     m->regcmd_size = regcmd_size;
+    m->const_size = const_size;
     return RKNNX_FILE_OK;
 }

@@ -242,10 +242,13 @@ typedef struct rknnx_file_model {
 
     /* Container 0x1004: the payload header's other regions (docs/rknn-file-format-v1004.md);
      * 0 for the other versions.  The mini runtime allocates the task region as its "task"
-     * buffer, and regcmd_size + weight_size + internal_size as its "model" buffer. */
+     * buffer, and regcmd_size + const_size + weight_size + internal_size, in that order, as
+     * its "model" buffer.  const_size: the constants the compiler generated (the identity
+     * kernels of the convolutions a Concat output becomes, ...), 0 in most graphs. */
     uint32_t task_count;
     uint64_t task_size;
     uint64_t regcmd_size;
+    uint64_t const_size;
 } rknnx_file_model;
 
 /* ---- functions ----------------------------------------------------------------------- */

@@ -123,12 +123,12 @@ static int cmd_dump(const char *path)
     printf("{\"status\":0,\"container_version\":%llu,\"format_version\":%u,"
            "\"compiler_version_int\":%u,\"has_mem_sizes\":%d,\"weight_size\":%llu,"
            "\"internal_size\":%llu,\"task_count\":%u,\"task_size\":%llu,\"regcmd_size\":%llu,"
-           "\"payload_size\":%llu,",
+           "\"const_size\":%llu,\"payload_size\":%llu,",
            (unsigned long long)m->container_version, m->format_version,
            m->compiler_version_int, m->has_mem_sizes, (unsigned long long)m->weight_size,
            (unsigned long long)m->internal_size, m->task_count,
            (unsigned long long)m->task_size, (unsigned long long)m->regcmd_size,
-           (unsigned long long)m->payload_size);
+           (unsigned long long)m->const_size, (unsigned long long)m->payload_size);
     printf("\"npu_family\":");
     json_str(m->npu_family);
     printf(",\"chip\":");
@@ -221,10 +221,12 @@ static int cmd_fuzz(const char *path, unsigned long nrand)
     unsigned long trunc = 0, fbtrunc = 0, flips = 0, rnd = 0;
     uint8_t *c = malloc(plen);
 
-    /* Each read parses the JSON tail too: the sweeps below take at most about 2,000 cuts and
-     * 4,000 byte positions, evenly spread, so that the big files stay quick. */
-    size_t cut_step = plen / 2000 + 1, fb_step = fb_size / 2000 + 1;
-    size_t byte_step = (64 + (size_t)fb_size) / 4000 + 1;
+    /* Each read copies the whole file and parses its JSON tail: the sweeps below take at
+     * most about 2,000 cuts and 4,000 byte positions, evenly spread (a quarter of that for a
+     * payload over 100 kB), so that the big files stay quick. */
+    size_t budget = plen > 100000 ? 500 : 2000;
+    size_t cut_step = plen / budget + 1, fb_step = fb_size / budget + 1;
+    size_t byte_step = (64 + (size_t)fb_size) / (2 * budget) + 1;
 
     /* 1. the payload cut at lengths from 0 up (the container's length made to agree) */
     for (size_t k = 0; k < plen; k += cut_step) {
