@@ -861,10 +861,14 @@ class Server:
         try:
             await self._while_arriving(request, task, deadline)
         finally:
-            if not task.done():
+            whole = task.done()
+            if not whole:
                 task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        raise _closing(ProtocolError(503, "the server is shutting down"))
+        # the answer closes the connection unless requests are pipelined behind it (the
+        # middleware decides); a body that stopped arriving closes it in any case
+        e = ProtocolError(503, "the server is shutting down")
+        raise e if whole else _closing(e)
 
     async def _infer(self, request):
         t0 = time.perf_counter_ns()
@@ -892,8 +896,8 @@ class Server:
                         None, _decoded, body, encoding, served)
                 else:
                     body = _decoded(body, encoding, served)
-            if not self._accepting:
-                raise _closing(ProtocolError(503, "the server is shutting down"))
+            if not self._accepting:        # the body arrived whole: no need to close
+                raise ProtocolError(503, "the server is shutting down")
             if served.in_flight >= served.limit:
                 raise served.busy_error()
             served.in_flight += 1         # the request's place, from here to its answer
