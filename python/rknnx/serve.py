@@ -24,11 +24,12 @@ frames gets 503 at once (clients retry; memory stays bounded); a request takes i
 only once its body has arrived, and a body must arrive within ``body_timeout`` (408), with
 at most ``max_reading`` bodies (``max_reading_bytes`` bytes) read at once.  A body beyond
 ``max_request_bytes`` gets 413, a malformed request 400 with the reason (``{"error":
-...}``), an unknown model 404.  SIGINT/SIGTERM drain: ``ready`` says 503 at once, every
-request whose headers arrived is answered (its result if it was admitted, else 503 with
-``Connection: close``) within ``shutdown_timeout``, then the listening socket, the
-connections, the pools and the models close (docs/serving.md, what the server
-guarantees).  The server binds 127.0.0.1 unless told otherwise: it has no authentication.
+...}``), an unknown model 404.  SIGINT/SIGTERM drain: the server stops listening (what
+the kernel queued is accepted), ``ready`` says 503, every request that reaches it is
+answered (its result if it was admitted, else 503 with ``Connection: close``) within
+``shutdown_timeout``, a connection closes after its answer or once idle for the drain
+window (a second), never while a request arrives on it; then the pools and the models
+close (docs/serving.md, what the server guarantees).  The server binds 127.0.0.1 unless told otherwise: it has no authentication.
 
 Why aiohttp: the server is one asyncio event loop that parses HTTP and hands frames to the
 pool's threads (the NPU runs with the GIL released), so a handful of threads serve any

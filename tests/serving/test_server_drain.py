@@ -18,6 +18,8 @@ import asyncio
 import errno
 import json
 import signal
+import socket
+import sys
 import time
 
 import numpy as np
@@ -219,3 +221,31 @@ def test_drain_under_load_answers_or_refuses_never_resets(cli_server, reference)
     assert t_exit - t_signal < TIMEOUT + 3
     assert code == 0 and "rknnx serve: stopped" in out, err
     assert "Traceback" not in err and "ERROR" not in err, err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a Linux socket filter")
+def test_listener_refuses_new_handshakes_and_keeps_its_queue():
+    from rknnx.serve import _accept_queued, _refuse_new_handshakes
+
+    listener = socket.create_server((HOST, 0))
+    port = listener.getsockname()[1]
+    queued = socket.create_connection((HOST, port), timeout=5)   # in the accept queue
+    try:
+        assert _refuse_new_handshakes(listener)
+        late = socket.socket()
+        late.settimeout(0.3)
+        with pytest.raises(TimeoutError):        # its SYN is dropped: no connection
+            late.connect((HOST, port))
+        late.close()
+        got = _accept_queued(listener)           # the queued one is taken, and works
+        assert [c.getpeername() for c in got] == [queued.getsockname()]
+        queued.sendall(b"x")
+        got[0].setblocking(True)
+        assert got[0].recv(1) == b"x"
+        got[0].close()
+        assert _accept_queued(listener) == []
+    finally:
+        listener.close()
+        queued.close()
+    with pytest.raises(ConnectionRefusedError):  # closed: refused at once
+        socket.create_connection((HOST, port), timeout=5)
