@@ -24,11 +24,12 @@ frames gets 503 at once (clients retry; memory stays bounded); a request takes i
 only once its body has arrived, and a body must arrive within ``body_timeout`` (408), with
 at most ``max_reading`` bodies (``max_reading_bytes`` bytes) read at once.  A body beyond
 ``max_request_bytes`` gets 413, a malformed request 400 with the reason (``{"error":
-...}``), an unknown model 404.  SIGINT/SIGTERM drain: ``ready`` says 503 at once, every
-request whose headers arrived is answered (its result if it was admitted, else 503 with
-``Connection: close``) within ``shutdown_timeout``, then the listening socket, the
-connections, the pools and the models close (docs/serving.md, what the server
-guarantees).  The server binds 127.0.0.1 unless told otherwise: it has no authentication.
+...}``), an unknown model 404.  SIGINT/SIGTERM drain: the server stops listening (what
+the kernel queued is accepted), ``ready`` says 503, every request that reaches it is
+answered (its result if it was admitted, else 503 with ``Connection: close``) within
+``shutdown_timeout``, a connection closes after its answer or once idle for the drain
+window (a second), never while a request arrives on it; then the pools and the models
+close (docs/serving.md, what the server guarantees).  The server binds 127.0.0.1 unless told otherwise: it has no authentication.
 
 Why aiohttp: the server is one asyncio event loop that parses HTTP and hands frames to the
 pool's threads (the NPU runs with the GIL released), so a handful of threads serve any
@@ -45,10 +46,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import ctypes
 import logging
 import math
 import os
 import signal
+import socket
+import sys
 import time
 import zlib
 from concurrent.futures import Future
@@ -79,9 +83,14 @@ _BIG_OUTPUT = 100_000
 #: Content-Encodings of a request body the server decodes (the standard library's zlib)
 _ENCODINGS = {"identity": None, "gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS,
               "deflate": zlib.MAX_WBITS}
-#: on shutdown, connections idle at that moment get this long (within the shutdown
-#: timeout) to send a last request, answered 503 with Connection: close, before they close
-_IDLE_GRACE = 0.5
+#: the drain window: on shutdown a connection closes once it has been idle (no request in
+#: a handler, nothing received, nothing left to write) this long (within the shutdown
+#: timeout); a request arriving before that is answered 503 with Connection: close
+_DRAIN_WINDOW = 1.0
+#: on shutdown the listening socket takes no new connection (where the kernel lets a
+#: filter refuse new handshakes) and stays open this long for the handshakes under way,
+#: then what the kernel queued is accepted and the socket closes
+_HANDSHAKE_GRACE = 0.1
 
 
 def default_workers(chip: Optional[str]) -> int:
@@ -194,6 +203,130 @@ class _Served:
         return e
 
 
+class _Conn(asyncio.Protocol):
+    """One connection: aiohttp's protocol (its request handler, which does the HTTP),
+    and what the drain needs to know of it: when bytes last arrived, how many requests
+    are in a handler, when the last answer left.  Every call is passed on unchanged."""
+
+    def __init__(self, handler, conns: Dict[Any, "_Conn"], now: float):
+        self.handler, self._conns = handler, conns
+        self.transport: Optional[asyncio.Transport] = None
+        self.busy = 0                       # requests of this connection in a handler
+        self.quiet_since = now              # last byte received, answer given, or made
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        self._conns[transport] = self
+        self.handler.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        self.quiet_since = asyncio.get_running_loop().time()
+        self.handler.data_received(data)
+
+    def eof_received(self):
+        return self.handler.eof_received()
+
+    def connection_lost(self, exc) -> None:
+        self._conns.pop(self.transport, None)
+        self.handler.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.handler.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.handler.resume_writing()
+
+    def idle_for(self, now: float, since: float) -> float:
+        """Seconds this connection has been idle, counted from `since` at the earliest: no
+        request in a handler, no byte received or unread in the kernel, no answer left to
+        write (-1 while it is not idle)."""
+        t = self.transport
+        if self.busy or t is None or t.is_closing() or t.get_write_buffer_size():
+            return -1.0
+        if _unread(t):
+            return -1.0
+        return now - max(since, self.quiet_since)
+
+
+def _unread(transport) -> int:
+    """Bytes received by the kernel on `transport`'s socket that the event loop has not
+    read yet (0 where the platform cannot say)."""
+    sock = transport.get_extra_info("socket")
+    if sock is None or _fcntl is None:
+        return 0
+    buf = bytearray(4)
+    try:
+        _fcntl.ioctl(sock.fileno(), _termios.FIONREAD, buf)
+    except OSError:
+        return 0
+    return int.from_bytes(buf, sys.byteorder)
+
+
+try:
+    import fcntl as _fcntl
+    import termios as _termios
+except ImportError:                  # pragma: no cover - not POSIX
+    _fcntl = _termios = None
+
+
+class _SockFilter(ctypes.Structure):          # struct sock_filter (linux/filter.h)
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):           # struct sock_fprog
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+#: a classic BPF socket filter that drops TCP segments with SYN set and ACK clear (the
+#: first packet of a handshake) and keeps every other: on a listening socket, no new
+#: connection starts while the handshakes under way complete into the accept queue.  A
+#: socket filter sees the packet from its TCP header on: byte 13 holds the flags.
+_REFUSE_SYN = (
+    (0x30, 0, 0, 13),            # ldb [13]          (BPF_LD | BPF_B | BPF_ABS)
+    (0x54, 0, 0, 0x12),          # and #SYN|ACK      (BPF_ALU | BPF_AND | BPF_K)
+    (0x15, 1, 0, 0x02),          # jeq #SYN, drop    (BPF_JMP | BPF_JEQ | BPF_K)
+    (0x06, 0, 0, 0xFFFFFFFF),    # ret #-1: keep the whole packet (BPF_RET | BPF_K)
+    (0x06, 0, 0, 0),             # drop: ret #0
+)
+_SO_ATTACH_FILTER = 26           # asm-generic/socket.h, as on x86, ARM, AArch64
+
+
+def _refuse_new_handshakes(sock) -> bool:
+    """Make the listening socket `sock` take no new connection (its handshakes under way
+    still complete): True where done (Linux), False where the platform cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    insns = (_SockFilter * len(_REFUSE_SYN))(*(_SockFilter(*i) for i in _REFUSE_SYN))
+    prog = _SockFprog(len(_REFUSE_SYN), ctypes.cast(insns, ctypes.POINTER(_SockFilter)))
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, _SO_ATTACH_FILTER, bytes(prog))
+    except OSError:
+        return False
+    return True
+
+
+def _accept_queued(sock) -> List[socket.socket]:
+    """The connections the kernel has queued on the listening socket `sock`, accepted."""
+    own = sock.dup()                           # the same socket: closed right after
+    accepted = []
+    try:
+        own.setblocking(False)
+        while True:
+            try:
+                conn, _ = own.accept()
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as e:           # e.g. EMFILE: what is left is reset on close
+                _log.warning("rknnx serve: cannot accept a queued connection (%s)", e)
+                break
+            conn.setblocking(False)
+            accepted.append(conn)
+    finally:
+        own.close()                        # the duplicate only; the listener closes next
+    return accepted
+
+
 def _number(name: str, value: Any, *, low: float, low_ok: bool = True,
             integer: bool = False) -> Any:
     """`value` checked: a finite number (an int when `integer`) >= `low` (> when not
@@ -304,6 +437,12 @@ class Server:
         self._stopping: Optional[asyncio.Future] = None  # done once shutdown begins
         self._abort: Optional[asyncio.Future] = None     # done when the drain's time is up
         self._active = 0                                 # requests in a handler now
+        self._listener: Optional[asyncio.AbstractServer] = None
+        self._conns: Dict[Any, _Conn] = {}               # transport -> its connection
+        self._t_stop = 0.0                               # when shutdown began
+        self._unlisten: Optional[asyncio.TimerHandle] = None
+        self._adopting: set = set()                      # queued connections being made
+        self._factory = None
 
     # -- properties -------------------------------------------------------------------------
     @property
@@ -381,73 +520,116 @@ class Server:
         runner = web.AppRunner(app, shutdown_timeout=min(1.0, self.shutdown_timeout),
                                access_log=None, logger=_http_log, auto_decompress=False,
                                keepalive_timeout=self.keepalive_timeout, lingering_time=2.0)
+        self._conns = {}
         try:
             await runner.setup()
-            site = web.TCPSite(runner, self.host, self._port)
-            await site.start()
+            # aiohttp's web.Server (runner.server) is the protocol factory of asyncio's
+            # server, as aiohttp's low-level server is run; each of its request handlers
+            # is wrapped in a _Conn, which tells the drain when the connection is idle.
+            # The listening sockets are asyncio's (every address of the host), closed by
+            # the drain itself (_stop_listening) rather than by a site of the runner.
+            handlers, conns = runner.server, self._conns
+            self._factory = lambda: _Conn(handlers(), conns, loop.time())
+            self._listener = await loop.create_server(self._factory, self.host,
+                                                      self._port, backlog=128)
         except BaseException:
             await runner.cleanup()
             await loop.run_in_executor(None, self._close_models)
             raise
         self._runner = runner
-        server = getattr(site, "_server", None)
-        if server is not None and server.sockets:
-            self._port = server.sockets[0].getsockname()[1]
+        if self._listener.sockets:
+            self._port = self._listener.sockets[0].getsockname()[1]
         self._accepting = True
 
     def begin_shutdown(self) -> None:
-        """From now on ``ready`` answers 503 and new inference requests get 503 with
-        ``Connection: close`` (:meth:`stop` calls it; the signal handler of :meth:`run`
-        calls it at once).  Call it in the server's event loop."""
+        """Begin the drain: from now on ``ready`` answers 503, new inference requests get
+        503 with ``Connection: close``, and the server stops listening (the connections
+        the kernel has queued are accepted and answered).  :meth:`stop` calls it; the
+        signal handler of :meth:`run` calls it at once.  Call it in the server's loop."""
+        if self._stopping is None or self._stopping.done():
+            return
         self._accepting = False
-        if self._stopping is not None and not self._stopping.done():
-            self._stopping.set_result(None)
+        self._t_stop = self._loop.time()
+        self._stopping.set_result(None)
+        if self._listener is None:
+            return
+        # no new connection from now on; the handshakes under way get a moment to land in
+        # the accept queue (asyncio accepts them as usual), then the queue is taken whole
+        # and the socket closes.  Where no filter can refuse new handshakes, that happens
+        # at once: a handshake completing between the last accept and the close is the
+        # one connection the kernel resets (a window of microseconds).
+        refused = [_refuse_new_handshakes(sock) for sock in self._listener.sockets]
+        grace = min(_HANDSHAKE_GRACE, self.shutdown_timeout)
+        if all(refused) and grace > 0:
+            self._unlisten = self._loop.call_later(grace, self._stop_listening)
+        else:
+            self._stop_listening()
+
+    def _stop_listening(self) -> None:
+        """Accept what the kernel queued on the listening sockets, then close them (in one
+        step of the loop: no connection is queued in between)."""
+        listener, self._listener = self._listener, None
+        if self._unlisten is not None:
+            self._unlisten.cancel()
+            self._unlisten = None
+        if listener is None:
+            return
+        for sock in listener.sockets:
+            for conn in _accept_queued(sock):
+                task = asyncio.ensure_future(self._adopt(conn))
+                self._adopting.add(task)
+                task.add_done_callback(self._adopting.discard)
+        listener.close()
+
+    async def _adopt(self, conn: socket.socket) -> None:
+        try:
+            await self._loop.connect_accepted_socket(self._factory, conn)
+        except OSError as e:              # gone already: nothing was received from it
+            _log.debug("a queued connection went away: %s", e)
+            conn.close()
 
     async def stop(self) -> None:
-        """Drain and stop, in at most ``shutdown_timeout`` seconds: every request whose
-        headers arrived gets an answer (its result if it was admitted, else 503 with
-        ``Connection: close``; one still running when the time is up gets 503), every
-        response during the drain closes its connection, and connections idle when the
-        drain began may send one more request (answered 503) for a moment; then the
-        listening socket and the connections close, and the pools and the models the
-        server opened (a frame on the NPU runs to its end).  A second call does nothing."""
+        """Drain and stop, in at most ``shutdown_timeout`` seconds: the server stops
+        listening (what the kernel queued is accepted), every request that reaches it
+        gets an answer (its result if it was admitted, else 503 with ``Connection:
+        close``; one still running when the time is up gets 503), a connection closes
+        after its answer or once it has been idle for the drain window (a second, within
+        the timeout), never while a request arrives on it; then the pools and the models
+        the server opened close (a frame on the NPU runs to its end).  A second call
+        does nothing."""
         runner, self._runner = self._runner, None
         if runner is None:
             return
         loop = asyncio.get_running_loop()
-        t0 = loop.time()
-        deadline = t0 + self.shutdown_timeout
         self.begin_shutdown()
-        await self._drain(runner, t0, deadline)
-        await runner.cleanup()
-        await loop.run_in_executor(None, self._close_models)
+        deadline = self._t_stop + self.shutdown_timeout
+        try:
+            await self._drain(deadline)
+        finally:
+            self._stop_listening()
+            # aiohttp's own shutdown: what the time left (idle connections, or ones whose
+            # request did not arrive whole) closes; an answer being written gets at most
+            # the runner's shutdown_timeout (a second) more
+            await runner.cleanup()
+            await loop.run_in_executor(None, self._close_models)
 
-    async def _drain(self, runner, t0: float, deadline: float) -> None:
+    async def _drain(self, deadline: float) -> None:
         loop = asyncio.get_running_loop()
-        server = runner.server
-        grace = min(deadline, t0 + _IDLE_GRACE)
-
-        def busy() -> bool:
-            if self._active:
-                return True
-            return server is not None and any(_queued(c) for c in server.connections)
-
-        def idle_connections() -> bool:
-            return server is not None and bool(server.connections)
-
-        while loop.time() < deadline and (busy() or (loop.time() < grace
-                                                     and idle_connections())):
-            await asyncio.sleep(0.01)
+        window = min(_DRAIN_WINDOW, self.shutdown_timeout)
+        # until the timeout: every connection closes after its answer (aiohttp closes it:
+        # the answer says Connection: close), or here once idle for the window
+        while loop.time() < deadline and (self._conns or self._adopting
+                                          or self._listener is not None):
+            now = loop.time()
+            for conn in list(self._conns.values()):
+                if conn.idle_for(now, self._t_stop) >= window:
+                    conn.transport.close()
+            await asyncio.sleep(min(0.02, max(0.0, deadline - now)))
         if not self._abort.done():
             self._abort.set_result(None)     # what still waits for the NPU: 503 now
         end = loop.time() + 0.5
-        while busy() and loop.time() < end:
+        while self._active and loop.time() < end:
             await asyncio.sleep(0.01)
-        for site in list(runner.sites):
-            await site.stop()                # stop listening
-        if server is not None:
-            for conn in server.connections:
-                conn.close()                 # idle ones now, busy ones after their response
 
     def run(self, *, on_ready=None) -> None:
         """Serve until SIGINT or SIGTERM, then drain and stop (the call blocks).
@@ -499,6 +681,9 @@ class Server:
         """Every error is ``{"error": reason}`` with its status; during shutdown every
         response closes its connection."""
         self._active += 1
+        conn = self._conns.get(request.transport)
+        if conn is not None:
+            conn.busy += 1
         try:
             response = await self._answer(request, handler)
             if not self._accepting and not _queued(request.protocol):
@@ -506,6 +691,9 @@ class Server:
             return response
         finally:
             self._active -= 1
+            if conn is not None:
+                conn.busy -= 1
+                conn.quiet_since = self._loop.time()
 
     async def _answer(self, request, handler):
         try:
@@ -585,10 +773,11 @@ class Server:
             "inference_stats": stats, "rejected_count": s.rejected,
             "in_flight": s.in_flight}]})
 
-    def _precheck(self, request) -> _Served:
-        """What refuses an inference request from its headers alone (404, 503, 413, 415)."""
+    def _precheck(self, request, *, draining: bool = False) -> _Served:
+        """What refuses an inference request from its headers alone (404, 503, 413, 415);
+        `draining`: not the 503s (the caller answers the drain's 503 after the body)."""
         served = self._get(request)
-        if not self._accepting:
+        if not self._accepting and not draining:
             raise ProtocolError(503, "the server is shutting down")
         n = request.content_length
         if n is not None and n > served.max_bytes:
@@ -598,7 +787,7 @@ class Server:
         if encoding not in _ENCODINGS:
             raise ProtocolError(415, f"Content-Encoding {_kserve._q(encoding)} is not "
                                      f"supported; send identity, gzip or deflate")
-        if served.in_flight >= served.limit:
+        if self._accepting and served.in_flight >= served.limit:
             raise served.busy_error()
         return served
 
@@ -628,6 +817,8 @@ class Server:
             await asyncio.wait({task, self._stopping}, timeout=max(0.0, deadline -
                                                                    self._loop.time()),
                                return_when=asyncio.FIRST_COMPLETED)
+            if not task.done() and self._stopping.done():
+                await self._while_arriving(request, task, deadline)
         finally:
             if not task.done():
                 task.cancel()
@@ -647,10 +838,45 @@ class Server:
             raise _closing(ProtocolError(400, f"the request body is malformed "
                                               f"({_one_line(e)})")) from None
 
+    async def _while_arriving(self, request, task: "asyncio.Future", deadline: float) -> None:
+        """During the drain, wait for `task` (taking the request's body) as long as the
+        body keeps arriving: until it is done, the connection has received nothing for
+        the drain window, `deadline` (the body's) or the drain's end.  A request is not
+        cut off while it is being written."""
+        conn = self._conns.get(request.transport)
+        window = min(_DRAIN_WINDOW, self.shutdown_timeout)
+        while not task.done() and not self._abort.done():
+            now = self._loop.time()
+            quiet = max(self._t_stop, conn.quiet_since if conn is not None else 0.0)
+            end = min(deadline, quiet + window)
+            if now >= end:
+                return
+            await asyncio.wait({task, self._abort}, timeout=end - now,
+                               return_when=asyncio.FIRST_COMPLETED)
+
+    async def _refuse_draining(self, request, deadline: float):
+        """The drain's 503 to an inference request it did not admit, once its body has
+        arrived (or stopped arriving): the client is not writing when its connection
+        closes."""
+        task = asyncio.ensure_future(_discard(request.content))
+        try:
+            await self._while_arriving(request, task, deadline)
+        finally:
+            whole = task.done()
+            if not whole:
+                task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        # the answer closes the connection unless requests are pipelined behind it (the
+        # middleware decides); a body that stopped arriving closes it in any case
+        e = ProtocolError(503, "the server is shutting down")
+        raise e if whole else _closing(e)
+
     async def _infer(self, request):
         t0 = time.perf_counter_ns()
         deadline = self._loop.time() + self.body_timeout
-        served = self._precheck(request)
+        served = self._precheck(request, draining=True)
+        if not self._accepting:
+            await self._refuse_draining(request, deadline)
         # the body is read before the request takes a place in its model's queue, so a
         # client that sends its body slowly (or never) holds no place: it holds one of the
         # `max_reading` places of bodies being read, for at most `body_timeout`
@@ -658,7 +884,7 @@ class Server:
         need = min(n if n is not None else served.max_bytes, served.max_bytes)
         if not await self._gate.acquire(need, deadline - self._loop.time(), self._stopping):
             if self._stopping.done():
-                raise _closing(ProtocolError(503, "the server is shutting down"))
+                await self._refuse_draining(request, deadline)
             raise ProtocolError(503, f"the server is busy reading {self._gate.busy} other "
                                      f"request bodies; retry later")
         handed = admitted = False
@@ -671,8 +897,8 @@ class Server:
                         None, _decoded, body, encoding, served)
                 else:
                     body = _decoded(body, encoding, served)
-            if not self._accepting:
-                raise _closing(ProtocolError(503, "the server is shutting down"))
+            if not self._accepting:        # the body arrived whole: no need to close
+                raise ProtocolError(503, "the server is shutting down")
             if served.in_flight >= served.limit:
                 raise served.busy_error()
             served.in_flight += 1         # the request's place, from here to its answer
@@ -758,6 +984,15 @@ def _queued(protocol) -> int:
     pipelined behind it go unanswered, which HTTP/1.1 lets clients retry (RFC 9112, 9.3.2).
     """
     return len(getattr(protocol, "_messages", ()) or ())
+
+
+async def _discard(stream) -> None:
+    """Read `stream` (a request's body) to its end, keeping nothing."""
+    try:
+        while await stream.readany():
+            pass
+    except Exception:                  # a malformed or broken body: nothing more to read
+        pass
 
 
 def _closing(e: ProtocolError) -> ProtocolError:

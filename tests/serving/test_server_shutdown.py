@@ -2,8 +2,8 @@
 real keep-alive clients: every request whose headers reached the server gets an HTTP
 answer (its result, bit-equal to model.run, if it was admitted; else 503 with
 ``Connection: close``), a keep-alive connection is closed only after a response, ``ready``
-answers 503 from the moment shutdown begins, and the drain lasts at most the shutdown
-timeout (docs/serving.md, "What the server guarantees").  Every loop is bounded (seconds)."""
+answers 503 during the drain, new connections are refused, and the drain lasts at most the
+shutdown timeout (docs/serving.md, "What the server guarantees").  Every loop is bounded (seconds)."""
 
 from __future__ import annotations
 
@@ -90,16 +90,15 @@ class KeepAliveClient(threading.Thread):
             conn.close()
 
 
-def poll_ready(port, until, seen):
-    """Fresh connections asking /v2/health/ready until a 503 comes (or `until`)."""
+def poll_ready(conn, until, seen):
+    """`conn` (a keep-alive connection opened before the signal) asking /v2/health/ready
+    until a 503 comes (or `until`)."""
     while time.monotonic() < until:
         try:
-            c = http.client.HTTPConnection(HOST, port, timeout=5)
-            c.request("GET", "/v2/health/ready")
-            r = c.getresponse()
+            conn.request("GET", "/v2/health/ready")
+            r = conn.getresponse()
             r.read()
-            c.close()
-            seen.append((time.monotonic(), r.status))
+            seen.append((time.monotonic(), r.status, r.getheader("Connection")))
             if r.status == 503:
                 return
         except OSError as e:
@@ -109,7 +108,8 @@ def poll_ready(port, until, seen):
 
 
 def partial_body(port, body, headers, got):
-    """Headers and half a body, then silence: shutdown must answer it 503 at once."""
+    """Headers and half a body, then silence: the drain answers it 503 once it has been
+    silent for the drain window (a second), and closes it a window later."""
     s = socket.create_connection((HOST, port), timeout=20)
     head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
     s.sendall(f"POST {PATH} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n{head}\r\n"
@@ -147,11 +147,19 @@ def test_shutdown_under_load_answers_every_request(cli_server, reference, sig):
     slow_thread = threading.Thread(target=partial_body, args=(server.port, *bodies[0], slow),
                                    daemon=True)
     slow_thread.start()
+    probe = http.client.HTTPConnection(HOST, server.port, timeout=5)
+    probe.request("GET", "/v2/health/ready")
+    assert probe.getresponse().read() == b"" and probe.sock is not None
     time.sleep(0.2)
     seen = []
     t_signal = time.monotonic()
     server.signal(sig)
-    poll_ready(server.port, t_signal + 5, seen)
+    poll_ready(probe, t_signal + 5, seen)
+    # a new connection is refused: the server stopped listening at the signal (and it is
+    # still draining: the stalled body below holds it for a second or two)
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((HOST, server.port), timeout=5).close()
+    assert server.proc.poll() is None
     for c in clients + [idle]:
         c.join(30)
         assert not c.is_alive(), "a client got no answer in time"
@@ -169,13 +177,14 @@ def test_shutdown_under_load_answers_every_request(cli_server, reference, sig):
         assert c.log[-1][2].get("Connection", "").lower() == "close"
     assert counts["ok"] > 8 and counts["refused"] >= 1, counts
     assert idle.log[-1][0] == 503 and len(idle.log) == 2    # answered in the grace
-    # the request still sending its body: 503 with Connection: close, at once
+    # the request whose body stalled: 503 with Connection: close after the drain window
+    # (1 s) of silence, closed after another; well before the timeout (5 s)
     head, _, data = slow["answer"].partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 503") and b"Connection: close" in head, slow
     assert "shutting down" in json.loads(data)["error"]
-    assert slow["at"] - t_signal < 2.0
-    # ready said 503 from the signal on (the first poll after it, on a fresh connection)
-    assert seen and seen[0][1] == 503, seen
+    assert slow["at"] - t_signal < 3.5
+    # ready said 503 (closing) on the connection the probe kept open, within the drain
+    assert seen and seen[-1][1:] == (503, "close") and seen[-1][0] - t_signal < 2, seen
     assert t_exit - t_signal < timeout + 3.0
     assert code == 0 and "rknnx serve: stopped" in out, err
     assert "Traceback" not in err and "ERROR" not in err, err
