@@ -83,7 +83,7 @@ def error_body(message: str) -> bytes:
     return json.dumps({"error": text}).encode()
 
 
-def _q(value: Any) -> str:
+def quoted(value: Any) -> str:
     """`value` as a message quotes it (its repr), cut to a few dozen characters: a client's
     900 KB input name is not sent back whole."""
     text = repr(value)
@@ -98,7 +98,7 @@ def check_name(name: Any) -> str:
     ValueError otherwise."""
     if not isinstance(name, str) or not name or not all(
             c.isascii() and (c.isalnum() or c in "-_.") for c in name):
-        raise ValueError(f"model name {_q(name)}: use letters, digits, '-', '_', '.'")
+        raise ValueError(f"model name {quoted(name)}: use letters, digits, '-', '_', '.'")
     if name in (".", ".."):
         raise ValueError(f"model name {name!r}: clients rewrite '/v2/models/{name}/...' as a "
                          f"relative path; choose another name")
@@ -191,14 +191,14 @@ def _shape(value, where: str) -> Tuple[int, ...]:
     if not isinstance(value, list) or not all(
             isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value):
         raise ProtocolError(400, f"{where}: 'shape' must be a list of non-negative integers; "
-                                 f"got {_q(value)}")
+                                 f"got {quoted(value)}")
     # shapes numpy cannot build (65 dims, a dim of 2**64) are the client's mistake too
     if len(value) > MAX_DIMS:
         raise ProtocolError(400, f"{where}: 'shape' has {len(value)} dims; RKNN tensors have "
                                  f"at most {MAX_DIMS}")
     if any(d > MAX_DIM for d in value):
         raise ProtocolError(400, f"{where}: 'shape' has a dim larger than {MAX_DIM}; got "
-                                 f"{_q(value)}")
+                                 f"{quoted(value)}")
     return tuple(value)
 
 
@@ -214,7 +214,7 @@ def _params(obj: Mapping, where: str) -> Mapping:
 def _flag(params: Mapping, key: str, where: str, default: bool = False) -> bool:
     v = params.get(key, default)
     if not isinstance(v, bool):
-        raise ProtocolError(400, f"{where}: parameter {key!r} must be true or false; got {_q(v)}")
+        raise ProtocolError(400, f"{where}: parameter {key!r} must be true or false; got {quoted(v)}")
     return v
 
 
@@ -255,7 +255,7 @@ def decode_request(body: bytes, header_length: Optional[str], spec: ModelSpec) -
         raise ProtocolError(400, "the request must be a JSON object with 'inputs'")
     req_id = doc.get("id")
     if req_id is not None and not isinstance(req_id, str):
-        raise ProtocolError(400, f"'id' must be a string; got {_q(req_id)}")
+        raise ProtocolError(400, f"'id' must be a string; got {quoted(req_id)}")
     params = _params(doc, "request")
     raw = _flag(params, "raw", "request")
     binary_out = _flag(params, "binary_data_output", "request")
@@ -274,17 +274,17 @@ def decode_request(body: bytes, header_length: Optional[str], spec: ModelSpec) -
         name = item.get("name")
         if not isinstance(name, str):
             raise ProtocolError(400, f"{where}: 'name' must be a string")
-        where = f"input {_q(name)}"
+        where = f"input {quoted(name)}"
         t = spec.input_by_name.get(name)
         if t is None:
-            raise ProtocolError(400, f"model {spec.name!r} has no input {_q(name)}; its inputs "
+            raise ProtocolError(400, f"model {spec.name!r} has no input {quoted(name)}; its inputs "
                                      f"are {[t.name for t in spec.inputs]}")
         if name in arrays:
             raise ProtocolError(400, f"{where} is given twice")
         datatype = item.get("datatype")
         if datatype not in DATATYPES:
             known = ", ".join(DATATYPES) + ", BYTES"
-            raise ProtocolError(400, f"{where}: datatype {_q(datatype)} is not a KServe v2 "
+            raise ProtocolError(400, f"{where}: datatype {quoted(datatype)} is not a KServe v2 "
                                      f"datatype ({known})"
                                 if datatype != "BYTES" else
                                 f"{where}: BYTES tensors are not accepted; send "
@@ -302,7 +302,7 @@ def decode_request(body: bytes, header_length: Optional[str], spec: ModelSpec) -
             size = p["binary_data_size"]
             if not isinstance(size, int) or isinstance(size, bool) or size < 0:
                 raise ProtocolError(400, f"{where}: binary_data_size must be a non-negative "
-                                         f"integer; got {_q(size)}")
+                                         f"integer; got {quoted(size)}")
             if size != count * dtype.itemsize:
                 raise ProtocolError(400, f"{where}: binary_data_size {size} does not match "
                                          f"shape {list(shape)} of {datatype} "
@@ -340,13 +340,13 @@ def decode_request(body: bytes, header_length: Optional[str], spec: ModelSpec) -
                 raise ProtocolError(400, f"outputs[{k}] must be an object with a 'name'")
             i = spec.output_index.get(o["name"])
             if i is None:
-                raise ProtocolError(400, f"model {spec.name!r} has no output {_q(o['name'])}; "
+                raise ProtocolError(400, f"model {spec.name!r} has no output {quoted(o['name'])}; "
                                          f"its outputs are {[t.name for t in spec.outputs]}")
-            op = _params(o, f"output {_q(o['name'])}")
+            op = _params(o, f"output {quoted(o['name'])}")
             if "classification" in op:
                 raise ProtocolError(400, "the classification extension is not supported; "
                                          "ask for the output tensor")
-            outputs.append((i, _flag(op, "binary_data", f"output {_q(o['name'])}", binary_out)))
+            outputs.append((i, _flag(op, "binary_data", f"output {quoted(o['name'])}", binary_out)))
     return InferRequest(req_id, arrays, outputs, raw)
 
 
