@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import importlib
 import importlib.machinery
 import importlib.util
@@ -185,10 +186,13 @@ def _spans() -> list:
     return sorted(set(re.findall(r"`([^`\n]+)`", TEXT)))
 
 
-def _defining_module(name: str):
-    """The module of the package (or the compiled one's stub) defining `name` at its top."""
-    stubs = {p: "rknnx." + p.stem for p in PKG.glob("_*.pyi")}
+@functools.lru_cache(maxsize=None)
+def _top_level_names() -> dict:
+    """name -> the first module of the package (or compiled module's stub) defining it at
+    its top."""
+    stubs = {p: "rknnx." + p.stem for p in sorted(PKG.glob("_*.pyi"))}
     files = {p: m for m, p in MEASURE.python_modules().items()}
+    out = {}
     for path, module in list(files.items()) + list(stubs.items()):
         for node in ast.parse(path.read_text()).body:
             targets = []
@@ -198,9 +202,14 @@ def _defining_module(name: str):
                 targets = [getattr(t, "id", None) for t in node.targets]
             elif isinstance(node, ast.AnnAssign):
                 targets = [getattr(node.target, "id", None)]
-            if name in targets:
-                return module
-    return None
+            for name in targets:
+                out.setdefault(name, module)
+    return out
+
+
+def _defining_module(name: str):
+    """The module of the package (or the compiled one's stub) defining `name` at its top."""
+    return _top_level_names().get(name)
 
 
 def _has_attribute(obj, attr: str) -> bool:
