@@ -26,7 +26,7 @@ from rknnx.errors import (
     RuntimeNotFoundError,
 )
 
-__version__ = "0.1.0"
+from rknnx._version import __version__
 
 # name -> module that defines it; imported by __getattr__ on first use (PEP 562), so that
 # the pure-Python layers never pay for, or depend on, the compiled extension.

@@ -83,7 +83,7 @@ def error_body(message: str) -> bytes:
     return json.dumps({"error": text}).encode()
 
 
-def _q(value: Any) -> str:
+def quoted(value: Any) -> str:
     """`value` as a message quotes it (its repr), cut to a few dozen characters: a client's
     900 KB input name is not sent back whole."""
     text = repr(value)
@@ -98,7 +98,7 @@ def check_name(name: Any) -> str:
     ValueError otherwise."""
     if not isinstance(name, str) or not name or not all(
             c.isascii() and (c.isalnum() or c in "-_.") for c in name):
-        raise ValueError(f"model name {_q(name)}: use letters, digits, '-', '_', '.'")
+        raise ValueError(f"model name {quoted(name)}: use letters, digits, '-', '_', '.'")
     if name in (".", ".."):
         raise ValueError(f"model name {name!r}: clients rewrite '/v2/models/{name}/...' as a "
                          f"relative path; choose another name")
@@ -191,14 +191,14 @@ def _shape(value, where: str) -> Tuple[int, ...]:
     if not isinstance(value, list) or not all(
             isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value):
         raise ProtocolError(400, f"{where}: 'shape' must be a list of non-negative integers; "
-                                 f"got {_q(value)}")
+                                 f"got {quoted(value)}")
     # shapes numpy cannot build (65 dims, a dim of 2**64) are the client's mistake too
     if len(value) > MAX_DIMS:
         raise ProtocolError(400, f"{where}: 'shape' has {len(value)} dims; RKNN tensors have "
                                  f"at most {MAX_DIMS}")
     if any(d > MAX_DIM for d in value):
         raise ProtocolError(400, f"{where}: 'shape' has a dim larger than {MAX_DIM}; got "
-                                 f"{_q(value)}")
+                                 f"{quoted(value)}")
     return tuple(value)
 
 
@@ -214,7 +214,8 @@ def _params(obj: Mapping, where: str) -> Mapping:
 def _flag(params: Mapping, key: str, where: str, default: bool = False) -> bool:
     v = params.get(key, default)
     if not isinstance(v, bool):
-        raise ProtocolError(400, f"{where}: parameter {key!r} must be true or false; got {_q(v)}")
+        raise ProtocolError(400, f"{where}: parameter {key!r} must be true or false; "
+                                 f"got {quoted(v)}")
     return v
 
 
@@ -231,6 +232,36 @@ def decode_request(body: bytes, header_length: Optional[str], spec: ModelSpec) -
     ProtocolError
         400 with the reason, for every malformed request.
     """
+    doc, binary = _split(body, header_length)
+    req_id = doc.get("id")
+    if req_id is not None and not isinstance(req_id, str):
+        raise ProtocolError(400, f"'id' must be a string; got {quoted(req_id)}")
+    params = _params(doc, "request")
+    raw = _flag(params, "raw", "request")
+    binary_out = _flag(params, "binary_data_output", "request")
+    if "classification" in params:
+        raise ProtocolError(400, "the classification extension is not supported; ask for "
+                                 "the output tensor")
+    items = doc.get("inputs")
+    if not isinstance(items, list) or not items:
+        raise ProtocolError(400, "'inputs' must be a non-empty list of tensors")
+    arrays: Dict[str, np.ndarray] = {}
+    offset = 0
+    for k, item in enumerate(items):
+        name, a, offset = _input(item, f"inputs[{k}]", spec, arrays, binary, offset)
+        arrays[name] = a
+    if offset != len(binary):
+        raise ProtocolError(400, f"{len(binary) - offset} bytes of binary data follow the "
+                                 f"inputs' binary_data_size")
+    missing = [t.name for t in spec.inputs if t.name not in arrays]
+    if missing:
+        raise ProtocolError(400, f"missing input(s) {missing}; model {spec.name!r} has inputs "
+                                 f"{[t.name for t in spec.inputs]}")
+    return InferRequest(req_id, arrays, _outputs(doc.get("outputs"), spec, binary_out), raw)
+
+
+def _split(body: bytes, header_length: Optional[str]):
+    """The request's JSON object and the binary data after it."""
     view = memoryview(body)
     if header_length is not None:
         try:
@@ -253,101 +284,87 @@ def decode_request(body: bytes, header_length: Optional[str], spec: ModelSpec) -
         raise ProtocolError(400, f"the request is not valid JSON ({e}){hint}") from None
     if not isinstance(doc, dict):
         raise ProtocolError(400, "the request must be a JSON object with 'inputs'")
-    req_id = doc.get("id")
-    if req_id is not None and not isinstance(req_id, str):
-        raise ProtocolError(400, f"'id' must be a string; got {_q(req_id)}")
-    params = _params(doc, "request")
-    raw = _flag(params, "raw", "request")
-    binary_out = _flag(params, "binary_data_output", "request")
-    if "classification" in params:
-        raise ProtocolError(400, "the classification extension is not supported; ask for "
-                                 "the output tensor")
-    items = doc.get("inputs")
-    if not isinstance(items, list) or not items:
-        raise ProtocolError(400, "'inputs' must be a non-empty list of tensors")
-    arrays: Dict[str, np.ndarray] = {}
-    offset = 0
-    for k, item in enumerate(items):
-        where = f"inputs[{k}]"
-        if not isinstance(item, dict):
-            raise ProtocolError(400, f"{where} must be an object with name, shape, datatype")
-        name = item.get("name")
-        if not isinstance(name, str):
-            raise ProtocolError(400, f"{where}: 'name' must be a string")
-        where = f"input {_q(name)}"
-        t = spec.input_by_name.get(name)
-        if t is None:
-            raise ProtocolError(400, f"model {spec.name!r} has no input {_q(name)}; its inputs "
-                                     f"are {[t.name for t in spec.inputs]}")
-        if name in arrays:
-            raise ProtocolError(400, f"{where} is given twice")
-        datatype = item.get("datatype")
-        if datatype not in DATATYPES:
-            known = ", ".join(DATATYPES) + ", BYTES"
-            raise ProtocolError(400, f"{where}: datatype {_q(datatype)} is not a KServe v2 "
-                                     f"datatype ({known})"
-                                if datatype != "BYTES" else
-                                f"{where}: BYTES tensors are not accepted; send "
-                                f"{' or '.join(t.accepted)}")
-        if datatype not in t.accepted:
-            raise ProtocolError(400, f"{where}: datatype {datatype} is not accepted; send "
-                                     f"{t.datatype} ({', '.join(t.accepted)} are converted)")
-        dtype = DATATYPES[datatype]
-        shape = _shape(item.get("shape"), where)
-        count = 1
-        for d in shape:
-            count *= d
-        p = _params(item, where)
-        if "binary_data_size" in p:
-            size = p["binary_data_size"]
-            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-                raise ProtocolError(400, f"{where}: binary_data_size must be a non-negative "
-                                         f"integer; got {_q(size)}")
-            if size != count * dtype.itemsize:
-                raise ProtocolError(400, f"{where}: binary_data_size {size} does not match "
-                                         f"shape {list(shape)} of {datatype} "
-                                         f"({count * dtype.itemsize} bytes)")
-            if offset + size > len(binary):
-                raise ProtocolError(400, f"{where}: binary_data_size {size} runs past the "
-                                         f"{len(binary)} bytes of binary data in the body")
-            a = np.frombuffer(binary[offset:offset + size], dtype=dtype).reshape(shape)
-            offset += size
-            if "data" in item:
-                raise ProtocolError(400, f"{where} has both 'data' and binary_data_size")
-        elif "data" in item:
-            a = _from_json(item["data"], dtype, datatype, shape, count, where)
-        else:
-            raise ProtocolError(400, f"{where} has no 'data' (nor binary_data_size)")
-        if not a.flags.aligned or a.dtype.byteorder == ">":
-            a = a.astype(dtype.newbyteorder("="))
-        arrays[name] = a
-    if offset != len(binary):
-        raise ProtocolError(400, f"{len(binary) - offset} bytes of binary data follow the "
-                                 f"inputs' binary_data_size")
-    missing = [t.name for t in spec.inputs if t.name not in arrays]
-    if missing:
-        raise ProtocolError(400, f"missing input(s) {missing}; model {spec.name!r} has inputs "
-                                 f"{[t.name for t in spec.inputs]}")
-    outputs: List[Tuple[int, bool]] = []
-    asked = doc.get("outputs")
-    if asked is None:
-        outputs = [(i, binary_out) for i in range(len(spec.outputs))]
+    return doc, binary
+
+
+def _input(item, where: str, spec: ModelSpec, arrays: dict, binary, offset: int):
+    """One input tensor of the request: ``(name, array, offset)``, `offset` moved past its
+    binary data."""
+    if not isinstance(item, dict):
+        raise ProtocolError(400, f"{where} must be an object with name, shape, datatype")
+    name = item.get("name")
+    if not isinstance(name, str):
+        raise ProtocolError(400, f"{where}: 'name' must be a string")
+    where = f"input {quoted(name)}"
+    t = spec.input_by_name.get(name)
+    if t is None:
+        raise ProtocolError(400, f"model {spec.name!r} has no input {quoted(name)}; its "
+                                 f"inputs are {[t.name for t in spec.inputs]}")
+    if name in arrays:
+        raise ProtocolError(400, f"{where} is given twice")
+    datatype = item.get("datatype")
+    if datatype not in DATATYPES:
+        known = ", ".join(DATATYPES) + ", BYTES"
+        raise ProtocolError(400, f"{where}: datatype {quoted(datatype)} is not a KServe v2 "
+                                 f"datatype ({known})"
+                            if datatype != "BYTES" else
+                            f"{where}: BYTES tensors are not accepted; send "
+                            f"{' or '.join(t.accepted)}")
+    if datatype not in t.accepted:
+        raise ProtocolError(400, f"{where}: datatype {datatype} is not accepted; send "
+                                 f"{t.datatype} ({', '.join(t.accepted)} are converted)")
+    dtype = DATATYPES[datatype]
+    shape = _shape(item.get("shape"), where)
+    count = 1
+    for d in shape:
+        count *= d
+    p = _params(item, where)
+    if "binary_data_size" in p:
+        size = p["binary_data_size"]
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise ProtocolError(400, f"{where}: binary_data_size must be a non-negative "
+                                     f"integer; got {quoted(size)}")
+        if size != count * dtype.itemsize:
+            raise ProtocolError(400, f"{where}: binary_data_size {size} does not match "
+                                     f"shape {list(shape)} of {datatype} "
+                                     f"({count * dtype.itemsize} bytes)")
+        if offset + size > len(binary):
+            raise ProtocolError(400, f"{where}: binary_data_size {size} runs past the "
+                                     f"{len(binary)} bytes of binary data in the body")
+        a = np.frombuffer(binary[offset:offset + size], dtype=dtype).reshape(shape)
+        offset += size
+        if "data" in item:
+            raise ProtocolError(400, f"{where} has both 'data' and binary_data_size")
+    elif "data" in item:
+        a = _from_json(item["data"], dtype, datatype, shape, count, where)
     else:
-        if not isinstance(asked, list):
-            raise ProtocolError(400, "'outputs' must be a list")
-        for k, o in enumerate(asked):
-            if not isinstance(o, dict) or not isinstance(o.get("name"), str):
-                raise ProtocolError(400, f"outputs[{k}] must be an object with a 'name'")
-            i = spec.output_index.get(o["name"])
-            if i is None:
-                raise ProtocolError(400, f"model {spec.name!r} has no output {_q(o['name'])}; "
-                                         f"its outputs are {[t.name for t in spec.outputs]}")
-            op = _params(o, f"output {_q(o['name'])}")
-            if "classification" in op:
-                raise ProtocolError(400, "the classification extension is not supported; "
-                                         "ask for the output tensor")
-            outputs.append((i, _flag(op, "binary_data", f"output {_q(o['name'])}", binary_out)))
-    return InferRequest(req_id, arrays, outputs, raw)
+        raise ProtocolError(400, f"{where} has no 'data' (nor binary_data_size)")
+    if not a.flags.aligned or a.dtype.byteorder == ">":
+        a = a.astype(dtype.newbyteorder("="))
+    return name, a, offset
+
+
+def _outputs(asked, spec: ModelSpec, binary_out: bool) -> List[Tuple[int, bool]]:
+    """The outputs a request asks for (all when it names none): ``(index, binary)``."""
+    if asked is None:
+        return [(i, binary_out) for i in range(len(spec.outputs))]
+    if not isinstance(asked, list):
+        raise ProtocolError(400, "'outputs' must be a list")
+    outputs: List[Tuple[int, bool]] = []
+    for k, o in enumerate(asked):
+        if not isinstance(o, dict) or not isinstance(o.get("name"), str):
+            raise ProtocolError(400, f"outputs[{k}] must be an object with a 'name'")
+        i = spec.output_index.get(o["name"])
+        if i is None:
+            raise ProtocolError(400, f"model {spec.name!r} has no output {quoted(o['name'])}; "
+                                     f"its outputs are {[t.name for t in spec.outputs]}")
+        where = f"output {quoted(o['name'])}"
+        op = _params(o, where)
+        if "classification" in op:
+            raise ProtocolError(400, "the classification extension is not supported; "
+                                     "ask for the output tensor")
+        outputs.append((i, _flag(op, "binary_data", where, binary_out)))
+    return outputs
 
 
 def _from_json(data, dtype: np.dtype, datatype: str, shape, count: int, where: str):

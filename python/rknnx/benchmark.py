@@ -292,21 +292,12 @@ def frame_loop(body: Callable[[], Any], iterations: int, warmup: int,
     CPU (``host_cpu_ns_per_frame``) is the process CPU minus that NPU work: all of it on a
     board, where the NPU's work takes no CPU time."""
     steps, names, npu_of = phases if phases else ((), (), None)
-    names = list(names)
     for _ in range(warmup):
         body()
         for s in steps:
             s()
-    n = max(iterations, 1)
-    samples = [0] * iterations
     delta = _NpuDelta(counters) if counters is not None and counters.counts_npu else None
-    npu = [0] * iterations if delta is not None else None
-    phase_npu = delta if delta is not None else npu_of
-    order = list(dict.fromkeys(names))
-    slot = [order.index(nm) for nm in names]
-    per = [[0] * iterations for _ in order]
-    ri = names.index("run") if "run" in names else -1
-    pnpu = [0] * iterations if ri >= 0 and phase_npu is not None else None
+    t = _Samples(iterations, list(names), delta, npu_of)
     separate_cpu_pass = delta is not None or bool(steps)
     # the CPU passes run in chunks between chunks of the timed frames: a machine that
     # slows down for a while slows both, and the median chunk leaves the while out
@@ -320,43 +311,79 @@ def frame_loop(body: Callable[[], Any], iterations: int, warmup: int,
             delta()
         rss0 = _rss_bytes()
         for c in range(chunks):
-            lo, hi = bounds[c], bounds[c + 1]
-            before = counters.snapshot() if counters is not None else None
-            w0, cpu0 = _clock(), _cpu()
-            for k in range(lo, hi):
-                t0 = _clock()
-                body()
-                samples[k] = _clock() - t0
-                if npu is not None:
-                    npu[k] = delta()
-                for j, s in enumerate(steps):
-                    t0 = _clock()
-                    s()
-                    dt = _clock() - t0
-                    if j == ri and pnpu is not None:
-                        pnpu[k] = min(phase_npu() or 0, dt)
-                        dt -= pnpu[k]
-                    per[slot[j]][k] += dt
-            cpu, wall = _cpu() - cpu0, _clock() - w0
-            if separate_cpu_pass:
-                before = counters.snapshot() if counters is not None else None
-                with counters.npu_cpu_accounting() if counters is not None \
-                        else contextlib.nullcontext():
-                    w0, cpu0 = _clock(), _cpu()
-                    for _ in range(hi - lo):
-                        body()
-                    cpu, wall = _cpu() - cpu0, _clock() - w0
-            after = counters.snapshot() if counters is not None else None
-            if delta is not None:
-                delta()                        # the CPU pass's NPU work is no frame's
-            rows.append((hi - lo, cpu, wall,
-                         after["npu_cpu_ns"] - before["npu_cpu_ns"]
-                         if after is not None and "npu_cpu_ns" in after else None,
-                         (before, after)))
+            rows.append(_chunk(t, body, steps, bounds[c], bounds[c + 1], counters,
+                               separate_cpu_pass))
         rss1 = _rss_bytes()
     finally:
         if gc_was:
             gc.enable()
+    record = _frame_record(t, rows, counters, iterations * (2 if separate_cpu_pass else 1),
+                           rss0, rss1)
+    if steps:
+        _phase_record(t, record)
+    return record
+
+
+class _Samples:
+    """What :func:`frame_loop` records per frame: the frame's time (``samples``), its
+    emulated NPU work (``npu``), and per phase name the time of its steps (``per``, the
+    ``run`` step's NPU work taken out into ``pnpu``)."""
+
+    def __init__(self, iterations: int, names: list, delta, npu_of) -> None:
+        self.iterations = iterations
+        self.samples = [0] * iterations
+        self.delta = delta
+        self.npu = [0] * iterations if delta is not None else None
+        self.phase_npu = delta if delta is not None else npu_of
+        self.order = list(dict.fromkeys(names))
+        self.slot = [self.order.index(nm) for nm in names]
+        self.per = [[0] * iterations for _ in self.order]
+        self.ri = names.index("run") if "run" in names else -1
+        self.pnpu = [0] * iterations if self.ri >= 0 and self.phase_npu is not None else None
+
+
+def _chunk(t: _Samples, body, steps, lo: int, hi: int, counters, separate_cpu_pass: bool):
+    """Frames `lo` to `hi` timed one by one (with their phases), then, with
+    `separate_cpu_pass`, as many frames of `body` alone for the CPU and wall time: the
+    chunk's row ``(frames, cpu, wall, npu_cpu, (counters before, after))``."""
+    samples, npu, delta, per, slot, ri, pnpu, phase_npu = (
+        t.samples, t.npu, t.delta, t.per, t.slot, t.ri, t.pnpu, t.phase_npu)
+    before = counters.snapshot() if counters is not None else None
+    w0, cpu0 = _clock(), _cpu()
+    for k in range(lo, hi):
+        t0 = _clock()
+        body()
+        samples[k] = _clock() - t0
+        if npu is not None:
+            npu[k] = delta()
+        for j, s in enumerate(steps):
+            t0 = _clock()
+            s()
+            dt = _clock() - t0
+            if j == ri and pnpu is not None:
+                pnpu[k] = min(phase_npu() or 0, dt)
+                dt -= pnpu[k]
+            per[slot[j]][k] += dt
+    cpu, wall = _cpu() - cpu0, _clock() - w0
+    if separate_cpu_pass:
+        before = counters.snapshot() if counters is not None else None
+        with counters.npu_cpu_accounting() if counters is not None \
+                else contextlib.nullcontext():
+            w0, cpu0 = _clock(), _cpu()
+            for _ in range(hi - lo):
+                body()
+            cpu, wall = _cpu() - cpu0, _clock() - w0
+    after = counters.snapshot() if counters is not None else None
+    if delta is not None:
+        delta()                        # the CPU pass's NPU work is no frame's
+    return (hi - lo, cpu, wall,
+            after["npu_cpu_ns"] - before["npu_cpu_ns"]
+            if after is not None and "npu_cpu_ns" in after else None,
+            (before, after))
+
+
+def _frame_record(t: _Samples, rows: list, counters, calls: int, rss0, rss1) -> Dict[str, Any]:
+    """frame_loop's record of the frames: their stats and the medians over the chunks."""
     rows = [r for r in rows if r[0] > 0] or [(1, 0, 0, None, (None, None))]
 
     def per_frame(i):
@@ -374,36 +401,40 @@ def frame_loop(body: Callable[[], Any], iterations: int, warmup: int,
             for key in a:
                 total[key] = total.get(key, 0) + a[key] - b[key]
         bytes_pf = Counters.per_frame({k: 0 for k in total}, total, frames_measured)
-    calls = iterations * (2 if separate_cpu_pass else 1)
-    record = {"frame": stats(samples),
-              "npu": stats(npu) if npu is not None else None,
-              "frame_host": stats([f - p for f, p in zip(samples, npu)]) if npu is not None
-              else None,
-              "wall_ns_per_frame": per_frame(2), "cpu_ns_per_frame": cpu_pf,
-              "npu_cpu_ns_per_frame": npu_cpu,
-              "host_cpu_ns_per_frame": host,
-              "bytes_per_frame": bytes_pf,
-              "rss_bytes_per_call": (rss1 - rss0) / max(calls, 1)
-              if rss0 is not None and rss1 is not None else None}
-    if steps:
-        # each step's sample holds the cost of timing it (a clock read and a call, what an
-        # empty step measures): taken out of the step, it stays in the frame's python
-        floor = timing_floor()
-        per = [[max(0.0, v - floor * slot.count(j)) for v in row] for j, row in enumerate(per)]
-        record["phase_stats"] = {nm: stats(per[j]) for j, nm in enumerate(order)}
-        if pnpu is not None:
-            record["phase_stats"]["npu"] = stats(pnpu)
-        own = npu if npu is not None else (pnpu or [0] * iterations)
-        py = [samples[k] - own[k] - sum(per[j][k] for j in range(len(order)))
-              for k in range(iterations)]
-        record["python"] = stats(py)
-        # the standard error of that median (1.2533 sigma / sqrt(n), sigma from the IQR so
-        # that a few preempted frames do not swell it)
-        q = sorted(py)
-        iqr = _percentile(q, 75) - _percentile(q, 25) if q else 0.0
-        record["python"]["se_ns"] = 1.2533 * iqr / 1.349 / max(1, len(q)) ** 0.5
-        record["timing_floor_ns"] = floor
-    return record
+    samples, npu = t.samples, t.npu
+    return {"frame": stats(samples),
+            "npu": stats(npu) if npu is not None else None,
+            "frame_host": stats([f - p for f, p in zip(samples, npu)]) if npu is not None
+            else None,
+            "wall_ns_per_frame": per_frame(2), "cpu_ns_per_frame": cpu_pf,
+            "npu_cpu_ns_per_frame": npu_cpu,
+            "host_cpu_ns_per_frame": host,
+            "bytes_per_frame": bytes_pf,
+            "rss_bytes_per_call": (rss1 - rss0) / max(calls, 1)
+            if rss0 is not None and rss1 is not None else None}
+
+
+def _phase_record(t: _Samples, record: Dict[str, Any]) -> None:
+    """frame_loop's record of the phases: ``phase_stats``, ``python`` (with its standard
+    error) and ``timing_floor_ns``, added to `record`."""
+    # each step's sample holds the cost of timing it (a clock read and a call, what an
+    # empty step measures): taken out of the step, it stays in the frame's python
+    floor = timing_floor()
+    order, slot, samples, iterations = t.order, t.slot, t.samples, t.iterations
+    per = [[max(0.0, v - floor * slot.count(j)) for v in row] for j, row in enumerate(t.per)]
+    record["phase_stats"] = {nm: stats(per[j]) for j, nm in enumerate(order)}
+    if t.pnpu is not None:
+        record["phase_stats"]["npu"] = stats(t.pnpu)
+    own = t.npu if t.npu is not None else (t.pnpu or [0] * iterations)
+    py = [samples[k] - own[k] - sum(per[j][k] for j in range(len(order)))
+          for k in range(iterations)]
+    record["python"] = stats(py)
+    # the standard error of that median (1.2533 sigma / sqrt(n), sigma from the IQR so
+    # that a few preempted frames do not swell it)
+    q = sorted(py)
+    iqr = _percentile(q, 75) - _percentile(q, 25) if q else 0.0
+    record["python"]["se_ns"] = 1.2533 * iqr / 1.349 / max(1, len(q)) ** 0.5
+    record["timing_floor_ns"] = floor
 
 
 def _empty() -> None:

@@ -106,7 +106,7 @@ class RKNNLite:
 
     def __init__(self, verbose: bool = False, verbose_file: Optional[str] = None, *,
                  raise_errors: bool = False):
-        from rknnx import __version__
+        from rknnx._version import __version__
 
         self.verbose = bool(verbose)
         self.verbose_file = os.fspath(verbose_file) if verbose_file is not None else None
@@ -395,7 +395,8 @@ class RKNNLite:
             Only with ``raise_errors=True``: the runtime is not initialized.
         """
         try:
-            from rknnx import __version__, runtime_info
+            from rknnx._version import __version__
+            from rknnx.runtime import runtime_info
 
             model = self._model
             if model is None:

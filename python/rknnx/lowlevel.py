@@ -25,6 +25,7 @@ except ImportError as exc:  # pragma: no cover - depends on how the package was 
 
 from rknnx._core import (  # noqa: E402  (after the check above)
     load_runtime, runtime_info, runtime_chip, emulator_path, api_function_names, FALLBACK_SOURCE,
+    SYSTEM_CANDIDATES,
     Context,
     TensorAttr,
     TensorMem, Input, Output, Outputs, InitFlag, QueryCmd, TensorType, TensorFormat,
@@ -46,6 +47,7 @@ __all__ = [
     "runtime_info",
     "runtime_chip",
     "FALLBACK_SOURCE",
+    "SYSTEM_CANDIDATES",
     "emulator_path",
     "api_function_names",
     "Context",

@@ -709,9 +709,9 @@ class Server:
                 reason = (f"the request body is larger than this server takes "
                           f"({self._limit} bytes)")
             if e.status == 404:
-                reason = f"no such endpoint: {request.method} {_kserve._q(request.path)}"
+                reason = f"no such endpoint: {request.method} {_kserve.quoted(request.path)}"
             if e.status == 405:
-                reason = f"{request.method} is not allowed on {_kserve._q(request.path)}"
+                reason = f"{request.method} is not allowed on {_kserve.quoted(request.path)}"
             return _error(e.status, reason, e.headers)
         except asyncio.CancelledError:
             raise
@@ -726,11 +726,11 @@ class Server:
         name = request.match_info["name"]
         served = self._served.get(name)
         if served is None:
-            raise ProtocolError(404, f"no model {_kserve._q(name)}; this server serves "
+            raise ProtocolError(404, f"no model {_kserve.quoted(name)}; this server serves "
                                      f"{sorted(self._served)}")
         version = request.match_info.get("version")
         if version is not None and version != served.spec.version:
-            raise ProtocolError(404, f"model {name!r} has no version {_kserve._q(version)}; "
+            raise ProtocolError(404, f"model {name!r} has no version {_kserve.quoted(version)}; "
                                      f"its one version is {served.spec.version!r}")
         return served
 
@@ -743,7 +743,7 @@ class Server:
         return web.Response(status=200)
 
     async def _server_metadata(self, request):
-        from rknnx import __version__
+        from rknnx._version import __version__
 
         return web.json_response({"name": "rknnx", "version": __version__,
                                   "extensions": ["binary_tensor_data", "model_repository",
@@ -785,7 +785,7 @@ class Server:
                                      f"{served.name!r} takes ({served.max_bytes} bytes)")
         encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
         if encoding not in _ENCODINGS:
-            raise ProtocolError(415, f"Content-Encoding {_kserve._q(encoding)} is not "
+            raise ProtocolError(415, f"Content-Encoding {_kserve.quoted(encoding)} is not "
                                      f"supported; send identity, gzip or deflate")
         if self._accepting and served.in_flight >= served.limit:
             raise served.busy_error()
@@ -798,7 +798,7 @@ class Server:
         if request.version != HttpVersion11:
             return None
         if request.headers.get("Expect", "").lower() != "100-continue":
-            return _error(417, f"unknown Expect: {_kserve._q(request.headers['Expect'])}",
+            return _error(417, f"unknown Expect: {_kserve.quoted(request.headers['Expect'])}",
                           close=True)
         try:
             self._precheck(request)

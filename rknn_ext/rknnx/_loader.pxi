@@ -28,10 +28,11 @@ cdef Py_ssize_t _live_free_mems = 0          # open ALLOC_NO_CONTEXT mems; block
 # Where boards install the runtime, in order: the system loader (LD_LIBRARY_PATH, the
 # ld.so cache, /lib, /usr/lib), then by path where board images put it: /usr/lib,
 # /usr/lib64, /vendor/lib64 (Android-derived images), and librknn_runtime.so in /usr/lib
-# and /usr/lib64, the other name the vendor's RKNNLite looks for.
-_SYSTEM_CANDIDATES = ("librknnrt.so", "/usr/lib/librknnrt.so", "/usr/lib64/librknnrt.so",
-                      "/vendor/lib64/librknnrt.so", "/usr/lib/librknn_runtime.so",
-                      "/usr/lib64/librknn_runtime.so")
+# and /usr/lib64, the other name the vendor's RKNNLite looks for.  Public (lowlevel):
+# `rknnx --strict` tries them itself, so that it never loads the emulator's fallback.
+SYSTEM_CANDIDATES = ("librknnrt.so", "/usr/lib/librknnrt.so", "/usr/lib64/librknnrt.so",
+                     "/vendor/lib64/librknnrt.so", "/usr/lib/librknn_runtime.so",
+                     "/usr/lib64/librknn_runtime.so")
 
 
 # Fork.  A child of fork() inherits every Context, TensorMem and MatmulContext, but not
@@ -159,7 +160,7 @@ cdef int _load(object path) except -1:
         if env:
             candidates.append((_resolve(env), "RKNNX_RUNTIME"))
         else:
-            for cand in _SYSTEM_CANDIDATES:
+            for cand in SYSTEM_CANDIDATES:
                 candidates.append((cand, "system loader" if "/" not in cand else "vendor path"))
     for cand, source in candidates:
         if _open_library(cand, source, tried):

@@ -32,10 +32,8 @@ def load_runtime(strict: bool = False, quiet: bool = False) -> dict:
         # --strict (a command's first use of the runtime): try the places a board has
         # librknnrt, and never load the emulator that would stand in for it (so no line
         # says it is used before it is refused)
-        from rknnx import _core
-
         tried = []
-        for candidate in _core._SYSTEM_CANDIDATES:
+        for candidate in lowlevel.SYSTEM_CANDIDATES:
             try:
                 lowlevel.load_runtime(candidate)
                 break
