@@ -19,7 +19,7 @@ from rknnx import _guard
 from rknnx import lowlevel as _ll
 from rknnx import platforms as _platforms
 from rknnx._runner import GeneralRunner, SessionRunner, pin
-from rknnx.errors import NotSupportedError, RKNNError
+from rknnx.errors import NotSupportedError, RKNNError, RKNNFailError
 from rknnx.runtime import chip_of, note_fallback
 
 __all__ = ["ContextFamily", "Description", "chip_supports", "open_context"]
@@ -99,6 +99,12 @@ class ContextFamily:
         self.sessions: "weakref.WeakSet" = weakref.WeakSet()   # the user's, not runners'
         self.pools: "weakref.WeakSet" = weakref.WeakSet()
         self.desc: Optional[Description] = None
+        self._file_ops: Optional[dict] = None    # op type -> node names, read when needed
+        # the contexts that borrow the first context's weights (share_weights_with, where
+        # the runtime has no rknn_dup_context): the first refuses to close while one is
+        # open; each maps to who holds it open when the close cannot close it ("": a
+        # member the close closes)
+        self._lent: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         #: the first context: its weights are the family's
         self.ctx = open_context(source, flags, path)
 
@@ -171,6 +177,7 @@ class ContextFamily:
             try:
                 ctx = _ll.Context(self.source, flags | int(_ll.InitFlag.SHARE_WEIGHT_MEM),
                                   share_weights_with=self.ctx)
+                self._lent[ctx] = ""
             except RKNNError:
                 ctx = None               # the runtime refuses to share: weights of its own
         if ctx is None:
@@ -190,7 +197,17 @@ class ContextFamily:
     def new_context(self, flags: int = 0):
         """:meth:`context`, in :meth:`making`."""
         with self.making("new_context"):
-            return self.context(flags)
+            ctx = self.context(flags)
+            if ctx in self._lent:
+                self._lent[ctx] = ("a low-level Context from Model.new_context() is still "
+                                   "open: close it first")
+            return ctx
+
+    def note_left_open(self, ctx, holder: str) -> None:
+        """A member dropped unclosed left `ctx` open: `holder` says what holds it and what
+        to do, for the close's refusal while it borrows the weights."""
+        if ctx in self._lent:
+            self._lent[ctx] = holder
 
     def session(self, internal: bool, options):
         """A ZeroCopySession on a new context (the caller is in :meth:`making`); the
@@ -215,14 +232,16 @@ class ContextFamily:
         W line)."""
         d = self.desc
         if own:
-            return (GeneralRunner(self.ctx, d.inputs, d.shape_sets) if d.general else
+            return (GeneralRunner(self.ctx, d.inputs, d.shape_sets, explain=self.explain_model)
+                    if d.general else
                     SessionRunner(self.runner_session, d.inputs))
         if d.general:
             ctx = self.context()
             try:
                 pinned = mask is not None and pin(ctx, mask, required)
                 # (a runner of a static model asks its output specs now: a query that may fail)
-                return GeneralRunner(ctx, d.inputs, d.shape_sets, mask if pinned else None)
+                return GeneralRunner(ctx, d.inputs, d.shape_sets, mask if pinned else None,
+                                     explain=self.explain_pool)
             except BaseException:
                 ctx.close()
                 raise
@@ -257,11 +276,78 @@ class ContextFamily:
             custom.register(self.ctx, ops)
             self.custom_ops += tuple(ops)
 
+    # -- custom operators a run needs --------------------------------------------------------
+    def file_custom_ops(self) -> dict:
+        """The custom operators the model's file names: op type -> its nodes' names
+        (read once with :mod:`rknnx.modelfile`; empty when the file names none or the
+        reader cannot read it)."""
+        if self._file_ops is None:
+            from rknnx import modelfile
+
+            ops: dict = {}
+            try:
+                for op in modelfile.read(self.source).custom_ops:
+                    ops.setdefault(op.type, []).append(op.name)
+            except (RKNNError, ValueError):  # a file the reader refuses: nothing to say
+                pass
+            self._file_ops = ops
+        return self._file_ops
+
+    def explain_model(self, e: BaseException, ctx) -> BaseException:
+        return self.explain_run_failure(e, ctx, "model")
+
+    def explain_pool(self, e: BaseException, ctx) -> BaseException:
+        return self.explain_run_failure(e, ctx, "pool")
+
+    def unregistered_ops(self, ctx) -> Tuple[str, ...]:
+        """The op types of :meth:`file_custom_ops` with no implementation on `ctx`."""
+        needed = self.file_custom_ops()
+        if not needed:
+            return ()
+        try:
+            have = {o.op_type for o in ctx.custom_ops}
+        except ValueError:               # closed meanwhile
+            return ()
+        return tuple(t for t in needed if t not in have)
+
+    def explain_run_failure(self, e: BaseException, ctx, what: str = "session") -> BaseException:
+        """`e` with its cause when it is ``rknn_run``'s RKNN_ERR_FAIL on `ctx` and the
+        model's file names custom operators `ctx` has no implementation of (the runtime
+        says only -1): a new RKNNFailError naming them and how to register them; else `e`.
+        `what` names the holder of `ctx` when it is not the model's own context."""
+        if not isinstance(e, RKNNFailError) or e.func != "rknn_run":
+            return e
+        missing = self.unregistered_ops(ctx)
+        if not missing:
+            return e
+        needed = self.file_custom_ops()
+        names = ", ".join(f"{t!r} (node{'s' if len(needed[t]) > 1 else ''} "
+                          f"{', '.join(needed[t])})" for t in missing)
+        one = len(missing) == 1
+        registered = {o.op_type for o in self.custom_ops}
+        late = [t for t in missing if t in registered]
+        if late:
+            fix = (f"{', '.join(map(repr, late))} {'was' if len(late) == 1 else 'were'} "
+                   f"registered on the model after this {what} was opened, and only "
+                   f"contexts opened later get them: open the {what} again after "
+                   "model.register_custom_ops(...)")
+        else:
+            fix = (f"implement {'it' if one else 'each'} as a function decorated with "
+                   f"@rknnx.custom_op({missing[0]!r}) and call model.register_custom_ops(op"
+                   f"{'' if one else ', ...'}) before running, or before opening sessions and "
+                   "pools (docs/guide/custom-ops.md; `rknnx info` lists a model's custom "
+                   "operators)")
+        better = RKNNFailError(
+            f"{e.message}: the model uses custom operator{'' if one else 's'} {names}, with "
+            f"no implementation registered on this context: {fix}", e.code, e.func)
+        return better
+
     # -- the close -------------------------------------------------------------------------
     def check_closable(self, own, run_lock) -> list:
         """Raise what :meth:`close` would raise now, closing nothing (a member's refusal:
         RuntimeError from a callback of a session or a worker of a pool, BufferError while
         a view of a session's memory is alive); returns the pools."""
+        self.check_not_lent()
         pools = list(self.pools)
         for p in pools:
             p.check_closable("close the Model")
@@ -270,6 +356,22 @@ class ContextFamily:
         with run_lock("close"):
             own.check_closable()
         return pools
+
+    def check_not_lent(self) -> None:
+        """Refuse, closing nothing, while a context the close does not close borrows the
+        first context's weights (which then cannot close): BufferError naming the view of
+        a dropped session that keeps its context open, RuntimeError for a context of
+        :meth:`new_context` (the runtime's refusal names neither)."""
+        held = [h for c, h in list(self._lent.items()) if h and not c.closed]
+        if not held:
+            return
+        views = [h for h in held if not h.startswith("a low-level Context")]
+        n = len(held)
+        msg = (f"{self.kind}.close: the model's weights are lent to {n} open context"
+               f"{'s' if n > 1 else ''} that this close cannot close (here each session and "
+               f"new_context() borrows them: share_weights_with): {'; '.join(held)}.  "
+               "Nothing was closed")
+        raise (BufferError if views else RuntimeError)(msg)
 
     def close(self, own, run_lock, closing) -> None:
         """Close every member, then the first context, in one order: everything that

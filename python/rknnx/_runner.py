@@ -26,7 +26,7 @@ from rknnx import _guard
 from rknnx import lowlevel as _ll
 from rknnx._facts import perf_of
 from rknnx._tensors import TensorInfo, check_out, set_shapes
-from rknnx.errors import NotSupportedError, RKNNError
+from rknnx.errors import NotSupportedError, RKNNError, RKNNFailError
 from rknnx.runtime import note_fallback
 
 __all__ = ["GeneralRunner", "SessionRunner", "pin", "PASS_THROUGH"]
@@ -59,8 +59,11 @@ class GeneralRunner:
     kind = "general"
 
     def __init__(self, ctx, inputs: Sequence[TensorInfo],
-                 shape_sets: Sequence[Tuple[Tuple[int, ...], ...]], mask=None):
+                 shape_sets: Sequence[Tuple[Tuple[int, ...], ...]], mask=None,
+                 explain: Optional[Callable] = None):
         self.ctx = ctx
+        #: (error, ctx) -> the error with its cause (the family's explain_run_failure)
+        self.explain = explain
         self.mask = mask                     # the core mask the context is pinned to
         self._inputs = tuple(inputs)
         self._sets = shape_sets
@@ -132,7 +135,13 @@ class GeneralRunner:
                  _ll.Input(a, index=t.index, fmt=_ll.TensorFormat[layout])
                  for t, (a, layout) in zip(self._inputs, prepared)]
         arrays = self.out_arrays(shape_set, raw, out)
-        self.ctx.infer(items, arrays, want_float=not raw)
+        try:
+            self.ctx.infer(items, arrays, want_float=not raw)
+        except RKNNFailError as e:
+            better = e if self.explain is None else self.explain(e, self.ctx)
+            if better is e:
+                raise
+            raise better from None
         return arrays
 
     @property

@@ -175,9 +175,10 @@ class RKNNLite:
             if key_path is not None:
                 raise ValueError("encrypted models (key_path) are not supported by rknnx; "
                                  "use an unencrypted .rknn file")
+            from rknnx._facts import check_file
+
             p = os.fspath(path)
-            if not os.path.isfile(p):
-                raise FileNotFoundError(f"model file {p!r} does not exist")
+            check_file(p)                # missing, a directory, /dev/null: saying which
             with open(p, "rb") as f:
                 self._model_data = f.read()
             self._log("D", f"load_rknn: {p} ({len(self._model_data)} bytes)")
@@ -413,8 +414,9 @@ class RKNNLite:
 
     def list_support_target_platform(self, rknn_model=None) -> None:
         """Print the chips this API runs on and, for `rknn_model`, the chip it was built
-        for (read from models written by :mod:`rknnx.emulator`; a vendor ``.rknn`` keeps
-        it where only the vendor's tools read it).  Returns None.
+        for (read from a vendor ``.rknn`` by :mod:`rknnx.modelfile`, or from a model written
+        by :mod:`rknnx.emulator`).  Returns None; a path that is not a model file (missing,
+        a directory, ``/dev/null``) prints an E line saying which and nothing else.
         """
         try:
             from rknnx import platforms
@@ -425,7 +427,7 @@ class RKNNLite:
                      f"  general API:    {' '.join(general)}",
                      f"  zero-copy only: {' '.join(zc_only)} (inference runs through "
                      "zero-copy memory; no inputs_pass_through)"]
-            if rknn_model is not None:
+            if rknn_model is not None:          # (a missing file: an E line, no table)
                 lines.append(f"Target platform of {os.fspath(rknn_model)}: "
                              f"{_model_target(rknn_model)}")
             print("\n".join(lines))
@@ -470,12 +472,26 @@ class RKNNLite:
 
 
 def _model_target(path) -> str:
-    """The target chip written in an emulator model, or a sentence saying it is unknown."""
+    """The chip a model was built for: written in an emulator model, read from a vendor
+    ``.rknn`` by :mod:`rknnx.modelfile`; else a sentence saying why it is unknown.  A path
+    that is not a regular file raises (FileNotFoundError, IsADirectoryError, ValueError),
+    saying what it is."""
+    from rknnx._facts import check_file
+
+    p = os.fspath(path)
+    check_file(p)
+    with open(p, "rb") as f:
+        data = f.read()
+    if data[:4] == b"RKNN":
+        from rknnx import modelfile
+
+        try:
+            return modelfile.read(data).chip
+        except Exception as e:           # a file rknnx's reader refuses: say why
+            return f"unknown (rknnx's reader cannot read it: {e})"
     try:
         from rknnx.emulator import reference
 
-        with open(os.fspath(path), "rb") as f:
-            desc = reference.as_model(f.read())
-        return str(desc.target)
+        return str(reference.as_model(data).target)
     except Exception:
-        return "unknown (not an emulator model; the vendor's toolkit reads it)"
+        return "unknown (neither a vendor .rknn file nor an emulator model)"

@@ -25,12 +25,12 @@ import numpy as np
 
 from rknnx import _guard
 from rknnx import lowlevel as _ll
-from rknnx._facts import Perf, PerfRow, as_core_mask, check_raw
+from rknnx._facts import Perf, PerfRow, as_core_mask, check_file, check_raw
 from rknnx._family import ContextFamily, Description, chip_supports
 from rknnx._lifetime import Closable
 from rknnx._runner import PASS_THROUGH
 from rknnx._tensors import TensorInfo, as_input, default_dtype, describe, shapes_str
-from rknnx.errors import NotSupportedError, RKNNError
+from rknnx.errors import NotSupportedError, RKNNError, RKNNFailError
 
 if TYPE_CHECKING:
     from rknnx.session import ZeroCopySession
@@ -50,8 +50,7 @@ def _source_of(source: ModelSource) -> Tuple[bytes, Optional[str]]:
         if os.path.isdir(path):
             raise IsADirectoryError(f"model path {path!r} is a directory; give the .rknn file "
                                     "in it")
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"model file {path!r} does not exist")
+        check_file(path)                     # missing, /dev/null, a pipe: saying which
         with open(path, "rb") as f:
             data = f.read()
         if not data:
@@ -470,6 +469,11 @@ class Model(Closable):
                 except RuntimeError:
                     self._busy_error(ctx)
                     raise
+                except RKNNFailError as e:
+                    better = self._family.explain_model(e, ctx)   # custom ops not registered
+                    if better is e:
+                        raise
+                    raise better from None
                 except ValueError:
                     # closed (or closing) by a close() in another thread: the Model's words
                     if ctx.closed or self._family.closing:
@@ -538,12 +542,14 @@ class Model(Closable):
         Raises
         ------
         BufferError
-            A numpy view of a session's memory is still alive (delete it first); nothing
-            was closed.
+            A numpy view of a session's memory is still alive (delete it first), or, where
+            sessions borrow the model's weights (RV1106/RV1103), a view of a session
+            dropped unclosed (the message says which); nothing was closed.
         RuntimeError
             Called from code the model is running (a custom op callback of one of its
-            contexts, a worker of one of its pools), or in a child of fork() on a model of
-            the parent.
+            contexts, a worker of one of its pools), in a child of fork() on a model of
+            the parent, or while a :meth:`new_context` context that borrows the weights is
+            open.
         """
         Closable.close(self)
 

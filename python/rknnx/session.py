@@ -18,6 +18,7 @@ and :meth:`sync_outputs` are the user's).
 from __future__ import annotations
 
 import functools
+import sys
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -27,7 +28,7 @@ from rknnx import lowlevel as _ll
 from rknnx._facts import as_core_mask, perf_of
 from rknnx._lifetime import Closable
 from rknnx._tensors import check_out, default_dtype, set_shapes
-from rknnx.errors import NotSupportedError, RKNNError
+from rknnx.errors import NotSupportedError, RKNNError, RKNNFailError
 from rknnx.runtime import note_fallback
 
 __all__ = ["ZeroCopySession"]
@@ -36,6 +37,14 @@ _OUTPUT_KINDS = ("float32", "raw", "native")
 _F = _ll.InitFlag
 _TO, _FROM = _ll.MemSyncMode.TO_DEVICE, _ll.MemSyncMode.FROM_DEVICE
 _F32, _F16 = np.dtype(np.float32), np.dtype(np.float16)
+
+
+def _opened_at() -> str:
+    """Where the user's code opened a session: the first frame outside rknnx."""
+    f = sys._getframe(1)
+    while f is not None and (f.f_globals.get("__name__") or "").partition(".")[0] == "rknnx":
+        f = f.f_back
+    return "" if f is None else f"{f.f_code.co_filename}:{f.f_lineno}"
 
 
 def _check_read_out(out, shape, dtype) -> None:
@@ -167,6 +176,7 @@ class ZeroCopySession(Closable):
         self._lock = _guard.Lock(self)
         self._made_in = self._lock.pid
         self._internal = _internal                    # a Model's own (run() on RV1106, Pool)
+        self._opened_at = "" if _internal else _opened_at()   # for the model's close
         self._in_mems: List[Optional[_ll.TensorMem]] = []
         self._out_mems: List[Optional[_ll.TensorMem]] = []
         self._owned: List[_ll.TensorMem] = []        # mems this session allocated or imported
@@ -315,10 +325,21 @@ class ZeroCopySession(Closable):
             self._sync_in += [self._out_mems[o] for o in set(self._chained.values())
                               if self._cached(self._out_mems[o])]
         # with nothing to sync, run() is the context's own run(): no Python in between
-        if self._sync_in or self._sync_out:
+        # (unless the model needs custom operators the context lacks: a run's failure then
+        # names them, in _run_now)
+        if self._sync_in or self._sync_out or self._unregistered_ops():
             self.__dict__.pop("run", None)
         else:
             self.run = self._ctx.run
+
+    def _family(self):
+        """The ContextFamily of the session's model (None for another kind of model)."""
+        fam = getattr(self._of, "_family", self._of)
+        return fam if hasattr(fam, "explain_run_failure") else None
+
+    def _unregistered_ops(self) -> tuple:
+        fam = self._family()
+        return () if fam is None else fam.unregistered_ops(self._ctx)
 
     def _check_no_views(self, mems=None) -> None:
         """BufferError, changing nothing, if a user view of `mems` (default: all of the
@@ -429,6 +450,12 @@ class ZeroCopySession(Closable):
             if self._closing or self._ctx is None:
                 raise ValueError("run on closed ZeroCopySession") from None
             raise
+        except RKNNFailError as e:
+            fam = self._family()
+            better = e if fam is None else fam.explain_run_failure(e, ctx)
+            if better is e:
+                raise
+            raise better from None
 
     def write(self, index: int, array) -> None:
         """Write `array` into input `index`, checked: the shape in the model's layout or
@@ -808,6 +835,37 @@ class ZeroCopySession(Closable):
             fork() on a session of the parent.
         """
         Closable.close(self)
+
+    def _close_quietly(self) -> None:
+        """The finalizer's close: a view of the session's memory alive keeps it open (with
+        its context); the model is told which, for its close's refusal."""
+        try:
+            self.close()
+        except BufferError:
+            self._note_left_open()
+        except Exception:                # a callback of this thread, a fork, teardown
+            pass
+
+    def _note_left_open(self) -> None:
+        fam, ctx = self._family(), self._ctx
+        if fam is None or ctx is None:
+            return
+        self._inputs = self._outputs = ()    # the session's own views go with it
+        held = []
+        for kind, mems, tensors in (("inputs", self._in_mems, self._of.inputs),
+                                    ("outputs", self._out_mems, self._of.outputs)):
+            for i, m in enumerate(mems):
+                if m is not None and m.exports and not (kind == "inputs" and i in self._chained):
+                    held.append(f"{kind}[{i}] ({tensors[i].name!r})")
+        views = " and ".join(held) if held else "its memory"
+        fam.note_left_open(ctx, (
+            f"a ZeroCopySession (outputs={self.output_kind!r}"
+            f"{', opened at ' + self._opened_at if self._opened_at else ''}) was dropped "
+            f"without close() "
+            f"while a numpy array made from its {views} was alive; that array keeps the "
+            f"session's context open: delete it (or keep a .copy() of what must outlive the "
+            f"session), then close the Model again; close a session before dropping it "
+            f"(`with model.zero_copy() as s:`)"))
 
     def _refusal_checks(self, what: str) -> None:
         self._check_open(what)

@@ -86,11 +86,15 @@ def model_source(args):
 
 
 def check_model_path(path: str) -> None:
-    """UserError unless `path` is a file (saying when it is a directory)."""
+    """UserError unless `path` is a regular file (saying what it is instead)."""
+    from rknnx._facts import check_file
+
     if os.path.isdir(path):
         raise UserError(f"{path!r} is a directory, not a model file")
-    if not os.path.isfile(path):
-        raise UserError(f"model file {path!r} does not exist")
+    try:
+        check_file(path)                 # missing, /dev/null, a pipe: saying which
+    except (OSError, ValueError) as e:
+        raise UserError(str(e)) from None
 
 
 def help_text(doc: str) -> str:
