@@ -27,6 +27,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -36,6 +37,16 @@
 
 #include "runtime.h"
 #include "standin.h"
+
+/* The NPU side of a cacheable buffer: aligned as the DMA memory it plays (EMU_DMA_ALIGN;
+ * malloc gives only 8 bytes on 32-bit ABIs), freed with free(). */
+static void *dev_alloc(uint64_t size)
+{
+    void *p = NULL;
+    if ((uint64_t)(size_t)size != size || posix_memalign(&p, 64, size ? (size_t)size : 1) != 0)
+        return NULL;
+    return p;
+}
 
 /* memfd_create(2) through syscall(2): glibc has the wrapper only from 2.27, and the
  * manylinux_2_17 wheels run on older C libraries too (the kernel call is from Linux 3.17,
@@ -194,9 +205,10 @@ static emu_buf *buf_alloc(uint64_t size, int cacheable)
     b->dev = st.st_dev;
     b->ino = st.st_ino;
     if (cacheable) {
-        b->dev_copy = calloc(1, (size_t)size);
+        b->dev_copy = dev_alloc(size);
         if (!b->dev_copy)
             goto fail;
+        memset(b->dev_copy, 0, (size_t)size);
     }
     pthread_mutex_lock(&g_mem_lock);
     b->phys = g_next_phys;
@@ -417,7 +429,7 @@ rknn_tensor_mem *rknn_create_mem_from_fd(rknn_context ctx, int32_t fd, void *vir
         b->dev = st.st_dev;
         b->ino = st.st_ino;
         b->size = (uint64_t)st.st_size;
-        b->dev_copy = malloc((size_t)b->size);
+        b->dev_copy = dev_alloc(b->size);
         void *tmp = mmap(NULL, (size_t)b->size, PROT_READ, MAP_SHARED, fd, 0);
         if (!b->dev_copy || tmp == MAP_FAILED) {
             EMU_ERR(fn, "fd %d cannot be mapped: %s", fd, strerror(errno));

@@ -170,7 +170,12 @@ def test_quick_suite_runs_and_writes_its_results(runtime, tmp_path):
         assert sum(n.startswith("stand-in of yolo640_rk3588.rknn") for n in names) == 1
     else:
         assert sd["skipped"].startswith("no vendor .rknn"), sd
-    assert len(names) == 11 + ("ratio" in sd)
+    # the vision scenarios' targets, when they ran (letterbox and pipeline need OpenCV)
+    vision = {"letterbox": 3 if "skipped" not in r.get("letterbox", {"skipped": 1}) else 0,
+              "decode": 2 if "ratio" in r.get("decode", {}) else 0,
+              "pipeline": 1 if "ratio" in r.get("pipeline", {}) else 0}
+    assert r["decode"]["same_as_reference"] is True
+    assert len(names) == 11 + ("ratio" in sd) + sum(vision.values()), (names, vision)
     floor = next(t for t in r["targets"] if t["target"].startswith("(an empty Python call"))
     assert 0 < floor["measured"] < r["overhead"]["session_run"]["median_ns"]
     # the cost of model.run's signature alone, below model.run's own
