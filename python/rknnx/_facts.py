@@ -5,8 +5,6 @@ model, its sessions, runners and pools all take them from here without an import
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass
 from typing import List, Optional
 
@@ -14,7 +12,7 @@ import numpy as np
 
 from rknnx import lowlevel as _ll
 
-__all__ = ["Perf", "PerfRow", "as_core_mask", "check_file", "check_raw", "perf_of"]
+__all__ = ["Perf", "PerfRow", "as_core_mask", "check_raw", "perf_of"]
 
 _QUERY = _ll.QueryCmd
 
@@ -25,31 +23,6 @@ def as_core_mask(mask, where: str):
         raise TypeError(f"{where}: a core mask is a rknnx.CoreMask (or its int value); got "
                         f"{mask!r}")
     return _ll.CoreMask(int(mask))
-
-
-_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-          (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"))
-
-
-def check_file(path: str, what: str = "model file") -> None:
-    """Raise, saying which, unless `path` is a regular file (or a link to one):
-    FileNotFoundError when nothing is there (or a symbolic link points nowhere), ValueError
-    for something that is not a regular file (``/dev/null``, a pipe ...).  Callers say
-    "directory" in their own words first."""
-    try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        if os.path.islink(path):
-            raise FileNotFoundError(f"{what} {path!r} is a symbolic link to "
-                                    f"{os.readlink(path)!r}, which does not exist") from None
-        raise FileNotFoundError(f"{what} {path!r} does not exist") from None
-    if stat.S_ISREG(st.st_mode):
-        return
-    if stat.S_ISDIR(st.st_mode):
-        raise IsADirectoryError(f"{what} {path!r} is a directory, not a file")
-    kind = next((k for test, k in _KINDS if test(st.st_mode)), "not a file")
-    raise ValueError(f"{what} {path!r} exists but is not a regular file (it is {kind}): "
-                     "give the path of a .rknn file")
 
 
 def check_raw(raw) -> bool:

@@ -175,7 +175,7 @@ class RKNNLite:
             if key_path is not None:
                 raise ValueError("encrypted models (key_path) are not supported by rknnx; "
                                  "use an unencrypted .rknn file")
-            from rknnx._facts import check_file
+            from rknnx.modelfile import check_file
 
             p = os.fspath(path)
             check_file(p)                # missing, a directory, /dev/null: saying which
@@ -476,7 +476,7 @@ def _model_target(path) -> str:
     ``.rknn`` by :mod:`rknnx.modelfile`; else a sentence saying why it is unknown.  A path
     that is not a regular file raises (FileNotFoundError, IsADirectoryError, ValueError),
     saying what it is."""
-    from rknnx._facts import check_file
+    from rknnx.modelfile import check_file
 
     p = os.fspath(path)
     check_file(p)

@@ -25,7 +25,8 @@ import numpy as np
 
 from rknnx import _guard
 from rknnx import lowlevel as _ll
-from rknnx._facts import Perf, PerfRow, as_core_mask, check_file, check_raw
+from rknnx._facts import Perf, PerfRow, as_core_mask, check_raw
+from rknnx.modelfile import check_file
 from rknnx._family import ContextFamily, Description, chip_supports
 from rknnx._lifetime import Closable
 from rknnx._runner import PASS_THROUGH

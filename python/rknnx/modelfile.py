@@ -19,6 +19,7 @@ own answers and board logs).
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -36,6 +37,7 @@ __all__ = [
     "ENCRYPTED_MAGIC",
     "read",
     "is_vendor_file",
+    "check_file",
     "runtime_support",
     "differences",
     "ModelFileError",
@@ -504,3 +506,28 @@ def _ver(v: int) -> str:
 
 def __dir__():
     return sorted(__all__)
+
+
+_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"))
+
+
+def check_file(path: str, what: str = "model file") -> None:
+    """Raise, saying which, unless `path` is a regular file (or a link to one):
+    FileNotFoundError when nothing is there (or a symbolic link points nowhere), ValueError
+    for something that is not a regular file (``/dev/null``, a pipe ...).  Callers say
+    "directory" in their own words first."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        if os.path.islink(path):
+            raise FileNotFoundError(f"{what} {path!r} is a symbolic link to "
+                                    f"{os.readlink(path)!r}, which does not exist") from None
+        raise FileNotFoundError(f"{what} {path!r} does not exist") from None
+    if stat.S_ISREG(st.st_mode):
+        return
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(f"{what} {path!r} is a directory, not a file")
+    kind = next((k for test, k in _KINDS if test(st.st_mode)), "not a file")
+    raise ValueError(f"{what} {path!r} exists but is not a regular file (it is {kind}): "
+                     "give the path of a .rknn file")

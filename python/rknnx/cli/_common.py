@@ -87,7 +87,7 @@ def model_source(args):
 
 def check_model_path(path: str) -> None:
     """UserError unless `path` is a regular file (saying what it is instead)."""
-    from rknnx._facts import check_file
+    from rknnx.modelfile import check_file
 
     if os.path.isdir(path):
         raise UserError(f"{path!r} is a directory, not a model file")

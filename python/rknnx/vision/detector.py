@@ -124,7 +124,7 @@ class Detector(Closable):
                  classes: Optional[Sequence[int]] = None, swap_rb: bool = True,
                  pad_value=0, workers: int = 1, names: Optional[Sequence[str]] = None,
                  mean=None, std=None, anchors=None):
-        import rknnx
+        from rknnx.model import Model
         from rknnx.platforms import npu_cores
 
         self._closed = True                  # until everything is made
@@ -135,8 +135,8 @@ class Detector(Closable):
         workers = _count(workers, "workers")
         if not (swap_rb is True or swap_rb is False):
             raise TypeError(f"Detector: swap_rb is True or False; got {swap_rb!r}")
-        if not isinstance(model, rknnx.Model):
-            model = self._own_model = rknnx.Model(model)
+        if not isinstance(model, Model):
+            model = self._own_model = Model(model)
         try:
             if model.closed:
                 raise ValueError("Detector on closed Model")
