@@ -20,7 +20,8 @@ import types
 
 import pytest
 
-from helpers import GENERAL_PLATFORMS, PLATFORMS, live, model_bytes, random_input, rss_kib
+from helpers import (GENERAL_PLATFORMS, PLATFORMS, live, model_bytes, random_input, rss_kib,
+                     vendor_models)
 
 def pytest_configure(config):
     config.addinivalue_line(
@@ -28,6 +29,125 @@ def pytest_configure(config):
                    "older runtimes lack (the CI step on emulator-1.5.2 skips it there, saying "
                    "which; the facade's answer to their absence is tested in "
                    "tests/facade/test_runtimes.py)")
+    config.addinivalue_line(
+        "markers", "exhaustive: a sweep beyond what the default run covers (every vendor "
+                   "file through every option, fuzzing under sanitizers); deselected unless "
+                   "-m is given: `pytest -m exhaustive` runs these alone, as CI does")
+
+
+# ---- what the default run leaves to `-m exhaustive` ------------------------------------------
+#: (module path, test function or a fixture it uses, or "*") -> why it is exhaustive.  A
+#: sweep that SWEEPS names keeps its representative cases in the default run: only the cases
+#: beyond those are exhaustive.
+EXHAUSTIVE = {
+    ("tests/emulator/test_emu_fuzz.py", "*"):
+        "hypothesis fuzzing of the emulator's model parser under ASan/UBSan",
+    ("tests/package/test_modelfile_v1004.py", "test_fuzz_under_sanitizers"):
+        "the 0x1004 reader fuzzed under ASan/UBSan, file by file",
+    ("tests/package/test_modelfile_c.py", "test_reader_never_reads_outside_the_file"):
+        "the reader on 1,500 mutations of each vendor file, with and without ASan/UBSan",
+    ("tests/emulator/test_vendor_judge.py", "judged"):
+        "compare.py over every recorded (runtime, vendor file) pair",
+}
+
+#: module path -> the parameter of its tests that sweeps the vendor files: in the default
+#: run only the representative files (representative_files()) are kept
+SWEEPS = {
+    "tests/facade/test_vendor_layouts.py": "path",
+    "tests/package/test_modelfile_v1004.py": "path",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Mark the exhaustive cases; deselect them unless -m is given; and keep the tests of a
+    module that builds something once for all its tests (a fixture of module or session
+    scope defined in the test module: a compiled harness, the judge's run, a server) on
+    one pytest-xdist worker (``--dist loadgroup``), so it is built once."""
+    keep = _representative_names() if SWEEPS else set()
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        name = getattr(item, "originalname", item.name)
+        if (path, name) in EXHAUSTIVE or (path, "*") in EXHAUSTIVE or any(
+                (path, f) in EXHAUSTIVE for f in getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.exhaustive)
+        elif path in SWEEPS and keep is not None:
+            callspec = getattr(item, "callspec", None)
+            value = callspec.params.get(SWEEPS[path]) if callspec else None
+            stem = getattr(value, "stem", None)
+            if stem is not None and stem not in keep:
+                item.add_marker(pytest.mark.exhaustive)
+        if _builds_once(item):
+            item.add_marker(pytest.mark.xdist_group(path))
+    if not config.getoption("markexpr"):
+        chosen = [i for i in items if i.get_closest_marker("exhaustive") is None]
+        if len(chosen) < len(items):
+            config.hook.pytest_deselected(items=[i for i in items
+                                                 if i.get_closest_marker("exhaustive")])
+            items[:] = chosen
+
+
+def _builds_once(item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    for defs in info.name2fixturedefs.values():
+        for d in defs:
+            if d.scope != "function" and d.baseid.endswith(".py"):
+                return True
+    return False
+
+
+def _representative_names():
+    """The stems of representative_files(), or None when they cannot be told apart."""
+    try:
+        return {p.stem for p in representative_files()}
+    except Exception:                    # pragma: no cover - a file no reader reads
+        return None
+
+
+def representative_files():
+    """The vendor files the default run sweeps: for each chip and container version the
+    files that, together, show every tensor type and native layout that chip gives, a
+    dynamic-shape file and one with custom operators (a greedy cover: the file that adds
+    most, the smaller of equals; a file rknnx's reader refuses is kept, as its own case).
+    `-m exhaustive` runs the rest."""
+    from rknnx import modelfile
+
+    files = vendor_models()
+    feats = {}
+    for p in files:
+        try:
+            mf = modelfile.read(p)
+        except Exception:                # the reader refuses it: a case of its own
+            feats[p] = {("file", p.name)}
+            continue
+        c = (mf.chip, mf.container.version)
+        f = {("file",) + c}
+        if mf.dynamic:
+            f.add(("dynamic",) + c)
+        if mf.custom_ops:
+            f.add(("custom",) + c)
+        for role, tensors in (("in", mf.inputs), ("out", mf.outputs)):
+            for t in tensors:
+                f.add((role,) + c + (t.npu_dtype, t.native_layout, len(t.shape)))
+        feats[p] = f
+    left = set().union(*feats.values()) if feats else set()
+    chosen = []
+    while left:
+        best = max(files, key=lambda p: (len(feats[p] & left), -p.stat().st_size, p.name))
+        chosen.append(best)
+        left -= feats[best]
+    return sorted(chosen)
+
+
+def pytest_collection_finish(session):
+    """Freeze what collection made (the modules, their tables, pytest's and hypothesis's
+    objects): the garbage collector no longer walks it, so each gc.collect() of a test
+    (the fixtures' leak checks make thousands) walks only what tests made since.  Garbage
+    is collected first, so nothing collectable is frozen."""
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_runtest_setup(item):
