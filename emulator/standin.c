@@ -723,7 +723,8 @@ int emu_standin_query(emu_ctx *c, int cmd, void *info, uint32_t size)
     case RKNN_QUERY_SDK_VERSION: {
         rknn_sdk_version *r = info;
         memset(r, 0, sizeof *r);
-        snprintf(r->api_version, sizeof r->api_version, "%s (%s)", EMU_API_VERSION, EMU_VERSION_TAG);
+        snprintf(r->api_version, sizeof r->api_version, "%s (%s)", emu_api_version(c),
+                 EMU_VERSION_TAG);
         snprintf(r->drv_version, sizeof r->drv_version, "%s", EMU_DRV_VERSION);
         return RKNN_SUCC;
     }
@@ -789,7 +790,7 @@ void emu_standin_log_init(const emu_ctx *c)
         return;
     }
     emu_log(EMU_LOG_I, NULL, "RKNN Runtime Information%s librknnrt version: %s (%s)", sep,
-            EMU_API_VERSION, EMU_VERSION_TAG);
+            emu_api_version(c), EMU_VERSION_TAG);
     emu_log(EMU_LOG_I, NULL, "RKNN Driver Information%s version: %s", sep, EMU_DRV_VERSION);
     emu_log(EMU_LOG_I, NULL, "RKNN Model Information%s %s", sep, sd->file_info);
 }

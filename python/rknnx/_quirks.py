@@ -1,0 +1,55 @@
+"""Crashes of the vendor's runtimes that rknnx's own call patterns would set off, and what
+the facade does instead (docs/abi-notes.md, "Runtime quirks").
+
+Each quirk is keyed by the runtime's version, as ``RKNN_QUERY_SDK_VERSION`` answers it on
+the context at hand ("1.6.0 (9a7b5d24c@...)"); a runtime that refuses the query, or a
+version not listed, has none.  The emulator plays them (``rknn_emu_set_runtime_version``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional, Tuple
+
+from rknnx.errors import RKNNError
+
+__all__ = ["version_of", "copies_break_custom_ops", "mem_size_breaks_copies"]
+
+Version = Tuple[int, int, int]
+
+_VERSION = re.compile(r"\s*(\d+)\.(\d+)\.(\d+)")
+
+#: librknnrt 1.6.0: once a ``rknn_dup_context`` copy of a context with custom operators
+#: registered is destroyed, the next ``rknn_run`` on that context segfaults
+_CUSTOM_DUP_DESTROY = {(1, 6, 0)}
+#: librknnrt 1.4.0: after ``RKNN_QUERY_MEM_SIZE`` on a context, its second
+#: ``rknn_dup_context`` segfaults
+_MEM_SIZE_DUP = {(1, 4, 0)}
+
+
+def parse(api_version: str) -> Optional[Version]:
+    """(major, minor, patch) of an SDK_VERSION ``api_version`` string, None if it has none."""
+    m = _VERSION.match(api_version or "")
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m else None
+
+
+def version_of(ctx) -> Optional[Version]:
+    """The runtime version context `ctx` answers (None if it refuses the query)."""
+    from rknnx import lowlevel
+
+    try:
+        return parse(ctx.query(lowlevel.QueryCmd.SDK_VERSION).api_version)
+    except (RKNNError, ValueError):
+        return None
+
+
+def copies_break_custom_ops(version: Optional[Version]) -> bool:
+    """A ``rknn_dup_context`` copy of a context with custom operators must not be made:
+    destroying it breaks the source's next run (librknnrt 1.6.0)."""
+    return version in _CUSTOM_DUP_DESTROY
+
+
+def mem_size_breaks_copies(version: Optional[Version]) -> bool:
+    """``RKNN_QUERY_MEM_SIZE`` must not be asked on a context that is copied later: its
+    second copy crashes (librknnrt 1.4.0)."""
+    return version in _MEM_SIZE_DUP
