@@ -85,7 +85,7 @@ class Output(C.Structure):
 
 
 class InitExtend(C.Structure):
-    _fields_ = [("ctx", C.c_uint64), ("real_model_offset", C.c_int32),
+    _fields_ = [("ctx", control.RKNN_CONTEXT), ("real_model_offset", C.c_int32),
                 ("real_model_size", C.c_uint32), ("model_buffer_fd", C.c_int32),
                 ("model_buffer_flags", C.c_uint32), ("reserved", C.c_uint8 * 112)]
 
@@ -133,7 +133,7 @@ class GpuOpContext(C.Structure):
 
 
 class CustomOpContext(C.Structure):
-    _fields_ = [("target", C.c_int), ("internal_ctx", C.c_uint64), ("gpu_ctx", GpuOpContext),
+    _fields_ = [("target", C.c_int), ("internal_ctx", control.RKNN_CONTEXT), ("gpu_ctx", GpuOpContext),
                 ("priv_data", C.c_void_p)]
 
 
@@ -214,10 +214,10 @@ def api():
     if _LIB is not None:
         return _LIB
     lib = C.CDLL(str(library_path()))
-    P, u32, i32, u64, ctx = C.c_void_p, C.c_uint32, C.c_int32, C.c_uint64, C.c_uint64
+    P, u32, i32, u64, ctx = C.c_void_p, C.c_uint32, C.c_int32, C.c_uint64, control.RKNN_CONTEXT
     sigs = {
-        "rknn_init": (C.c_int, [C.POINTER(C.c_uint64), P, u32, u32, C.POINTER(InitExtend)]),
-        "rknn_dup_context": (C.c_int, [C.POINTER(C.c_uint64), C.POINTER(C.c_uint64)]),
+        "rknn_init": (C.c_int, [C.POINTER(ctx), P, u32, u32, C.POINTER(InitExtend)]),
+        "rknn_dup_context": (C.c_int, [C.POINTER(ctx), C.POINTER(ctx)]),
         "rknn_destroy": (C.c_int, [ctx]),
         "rknn_query": (C.c_int, [ctx, C.c_int, P, u32]),
         "rknn_inputs_set": (C.c_int, [ctx, u32, C.POINTER(Input)]),
@@ -288,7 +288,7 @@ class Ctx:
     def __init__(self, model: bytes, flags: int = 0, extend: InitExtend = None):
         self.lib = api()
         self.model = model
-        h = C.c_uint64(0)
+        h = control.RKNN_CONTEXT(0)
         self._buf = C.create_string_buffer(model, len(model))
         check("rknn_init", self.lib.rknn_init(C.byref(h), self._buf, len(model), flags,
                                               C.byref(extend) if extend is not None else None))

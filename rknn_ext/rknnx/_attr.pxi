@@ -154,8 +154,16 @@ cdef int _layout_raw(_Layout* lay, Py_ssize_t nbytes) noexcept nogil:
 cdef extern from *:
     bint _mul_overflow "__builtin_mul_overflow"(Py_ssize_t a, Py_ssize_t b, Py_ssize_t* r) noexcept nogil
 
-# Largest extent a layout may span: rknn sizes are uint32_t.
-cdef Py_ssize_t _LAYOUT_MAX = 0xFFFFFFFF
+# Largest extent a layout may span: rknn sizes are uint32_t, and a buffer export counts
+# in Py_ssize_t, which is 32 bits on armv7l (2**31 - 1 there).
+cdef Py_ssize_t _LAYOUT_MAX = (<Py_ssize_t>0xFFFFFFFF if <uint64_t>PY_SSIZE_T_MAX > 0xFFFFFFFFULL
+                               else PY_SSIZE_T_MAX)
+
+
+cdef inline bint _over_layout_max(uint64_t v) noexcept nogil:
+    """True when a dimension or stride (a vendor u32) is past what a layout can hold: no
+    conversion to Py_ssize_t may wrap (it would on a 32-bit ABI)."""
+    return v > <uint64_t>_LAYOUT_MAX
 
 
 cdef inline bint _mul_into(Py_ssize_t* acc, Py_ssize_t b) noexcept nogil:
@@ -196,7 +204,8 @@ cdef int _layout_of_attr(const rknn_tensor_attr* a, _Layout* lay, int native_typ
     """
     cdef int t = a.type
     cdef uint32_t nd = a.n_dims
-    cdef Py_ssize_t es, ws, hs, cs, i, n_, h_, w_, c_, span, pix, elems
+    cdef Py_ssize_t es, ws, hs, cs, i, n_, h_, w_, c_, span, pix
+    cdef uint64_t elems
     cdef bint ovf = False
     if not _type_known(t) or _FORMAT[t] == NULL:
         raise TypeError(f"tensor {_cstr(a.name, RKNN_MAX_NAME_LEN)!r} has type "
@@ -207,6 +216,11 @@ cdef int _layout_of_attr(const rknn_tensor_attr* a, _Layout* lay, int native_typ
         raise ValueError(f"n_dims is {nd}; expected at most {RKNN_MAX_DIMS}")
     if native_type < 0:
         native_type = t
+    for i in range(nd):
+        if _over_layout_max(a.dims[i]):
+            _too_big(a)
+    if _over_layout_max(a.w_stride) or _over_layout_max(a.h_stride):
+        _too_big(a)
     memset(lay, 0, sizeof(_Layout))
     es = _ITEMSIZE[t]
     lay.ndim = nd
@@ -225,9 +239,9 @@ cdef int _layout_of_attr(const rknn_tensor_attr* a, _Layout* lay, int native_typ
             pix = n_
             if (not _mul_into(&pix, h_) and not _mul_into(&pix, ws) and pix > 0
                     and a.size_with_stride % _ITEMSIZE[native_type] == 0):
-                elems = a.size_with_stride // _ITEMSIZE[native_type]
-                if elems % pix == 0 and elems // pix > c_:
-                    cs = elems // pix
+                elems = a.size_with_stride // <uint64_t>_ITEMSIZE[native_type]
+                if elems % <uint64_t>pix == 0 and elems // <uint64_t>pix > <uint64_t>c_:
+                    cs = <Py_ssize_t>(elems // <uint64_t>pix)   # <= size_with_stride / pix
         if 0 < channels < c_:
             # the padding channels are strides, not data; a converted type has none
             lay.shape[3] = channels
@@ -603,8 +617,8 @@ cdef class TensorAttr:
         and :attr:`size` (what a zero-copy session allocates)."""
         cdef _Layout lay
         _layout_of_attr(&self.c, &lay, self._ntype, -1)
-        return max(<Py_ssize_t>self.c.size_with_stride, <Py_ssize_t>lay.extent,
-                   <Py_ssize_t>self.c.size)
+        return max(<uint64_t>self.c.size_with_stride, <uint64_t>lay.extent,
+                   <uint64_t>self.c.size)
 
     # -- copying, comparing, showing --
     def copy(self):

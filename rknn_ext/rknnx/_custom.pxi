@@ -225,7 +225,10 @@ cdef class CustomOpContext:
         if a.data == NULL or a.n_elems == 0:
             raise KeyError(f"custom op node {self.op.op_type!r} has no attribute {name!r}")
         dt = dtype_of(a.dtype)
-        nbytes = <Py_ssize_t>a.n_elems * dt.itemsize
+        if <uint64_t>a.n_elems * <uint64_t>dt.itemsize > <uint64_t>PY_SSIZE_T_MAX:
+            raise ValueError(f"custom op attribute {name!r}: {a.n_elems} elements of "
+                             f"{dt} do not fit this platform's {PY_SSIZE_T_MAX} bytes")
+        nbytes = <Py_ssize_t>(a.n_elems * dt.itemsize)
         return _np.frombuffer((<char*>a.data)[:nbytes], dtype=dt).copy()
 
     def __repr__(self):

@@ -96,9 +96,10 @@ cdef int _mm_layout(const rknn_matmul_tensor_attr* a, _Layout* lay) except -1:
         lay.dl_code = _DLCODE[t]
     span = lay.itemsize
     for i in range(<Py_ssize_t>nd - 1, -1, -1):
-        lay.shape[i] = a.dims[i]
+        lay.shape[i] = a.dims[i] if not _over_layout_max(a.dims[i]) else 0
         lay.strides[i] = span
-        if _mul_into(&span, a.dims[i]) or span > _LAYOUT_MAX:
+        if (_over_layout_max(a.dims[i]) or _mul_into(&span, a.dims[i])
+                or span > _LAYOUT_MAX):
             raise ValueError(f"matmul tensor {_cstr(a.name, RKNN_MAX_NAME_LEN)!r}: dims "
                              f"{[a.dims[i] for i in range(nd)]} span more than "
                              f"{_LAYOUT_MAX} bytes")
@@ -667,6 +668,7 @@ cdef class MatmulContext(_ContextBase):
 
     cdef Py_ssize_t _scales_wanted(self, int w) except -1:
         cdef rknn_matmul_shape* s = &self._shapes[self._cur]
+        cdef int64_t n
         if w != 1:
             return 1
         if self._info.B_quant_type in (RKNN_QUANT_TYPE_PER_CHANNEL_SYM,
@@ -674,7 +676,12 @@ cdef class MatmulContext(_ContextBase):
             return s.N
         if self._info.B_quant_type in (RKNN_QUANT_TYPE_PER_GROUP_SYM,
                                       RKNN_QUANT_TYPE_PER_GROUP_ASYM):
-            return <Py_ssize_t>s.N * (s.K // self._info.group_size)
+            n = <int64_t>s.N * (s.K // self._info.group_size)
+            if n > PY_SSIZE_T_MAX:
+                raise ValueError(f"N={s.N} x K/group_size={s.K // self._info.group_size} "
+                                 f"scales do not fit this platform's {PY_SSIZE_T_MAX} "
+                                 "elements")
+            return <Py_ssize_t>n
         return 1
 
     def set_quant_params(self, name, scale, zp=None):

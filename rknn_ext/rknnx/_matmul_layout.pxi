@@ -190,9 +190,9 @@ cdef int _check_normal_b(object src, object want_dtype, bint packed, int k, int 
                          int mtype) except -1:
     """B in the normal layout: dtype (packed bytes for INT4), shape, size, contiguity."""
     if packed:
-        want_bytes = (<Py_ssize_t>k * n + 1) // 2
+        want_bytes = (<int64_t>k * n + 1) // 2
     else:
-        want_bytes = <Py_ssize_t>k * n * want_dtype.itemsize
+        want_bytes = <int64_t>k * n * want_dtype.itemsize
     if packed:
         if src.dtype not in (_np.dtype(_np.uint8), _np.dtype(_np.int8)):
             raise TypeError(f"B of an INT4 matmul must be its packed bytes (uint8, "

@@ -23,13 +23,28 @@ import contextlib
 import ctypes
 import functools
 import os
+import sysconfig
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Union
 
 from rknnx.emulator._locate import library_path
 from rknnx.errors import STATUS_NAMES
 
-__all__ = ["EmulatorControl", "find_emulator_library", "STATUS", "COUNTER_NAMES"]
+__all__ = ["EmulatorControl", "find_emulator_library", "STATUS", "COUNTER_NAMES",
+           "RKNN_CONTEXT"]
+
+
+def _is_arm32() -> bool:
+    """True in a 32-bit ARM process (armhf userland, on an armv7l or an arm64 kernel)."""
+    if ctypes.sizeof(ctypes.c_void_p) != 4:
+        return False
+    gnu = sysconfig.get_config_var("HOST_GNU_TYPE") or sysconfig.get_config_var("MULTIARCH") or ""
+    return gnu.startswith("arm") or os.uname().machine.startswith(("arm", "aarch64"))
+
+
+#: the ctypes type of ``rknn_context``: ``uint32_t`` on 32-bit ARM, ``uint64_t`` everywhere
+#: else (i386 included), as the vendor header switches on ``__arm__`` (docs/abi-notes.md)
+RKNN_CONTEXT = ctypes.c_uint32 if _is_arm32() else ctypes.c_uint64
 
 #: vendor status codes by name: the inverse of :data:`rknnx.errors.STATUS_NAMES`, the one table
 STATUS: Dict[str, int] = {"RKNN_SUCC": 0, **{name: code for code, name in STATUS_NAMES.items()}}
@@ -82,7 +97,7 @@ class EmulatorControl:
             ("rknn_emu_get_platform", ctypes.c_char_p, []),
             ("rknn_emu_platform_count", ctypes.c_int, []),
             ("rknn_emu_platform_name", ctypes.c_char_p, [ctypes.c_int]),
-            ("rknn_emu_context_platform", ctypes.c_char_p, [ctypes.c_uint64]),
+            ("rknn_emu_context_platform", ctypes.c_char_p, [RKNN_CONTEXT]),
             ("rknn_emu_set_runtime_version", ctypes.c_int, [ctypes.c_char_p]),
             ("rknn_emu_get_runtime_version", ctypes.c_char_p, []),
             ("rknn_emu_set_npu_time_us", ctypes.c_int, [ctypes.c_int64]),
@@ -96,9 +111,9 @@ class EmulatorControl:
             ("rknn_emu_clear_injections", None, []),
             ("rknn_emu_pending_injections", ctypes.c_int, []),
             ("rknn_emu_read_npu_input", ctypes.c_int,
-             [ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32]),
+             [RKNN_CONTEXT, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32]),
             ("rknn_emu_set_npu_output", ctypes.c_int,
-             [ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32]),
+             [RKNN_CONTEXT, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint32]),
         ]
         for name, res, args in sig:
             f = getattr(lib, name)
