@@ -150,7 +150,8 @@ int emu_npu_memory_short(uint64_t bytes);     /* RKNN_EMU_NPU_MEMORY below bytes
  * SDK_VERSION with that version and has its crashes (an E line, then abort()). */
 enum {
     EMU_QUIRK_MEM_SIZE_DUP = 1,        /* 1.4.0: MEM_SIZE asked, then a second dup */
-    EMU_QUIRK_CUSTOM_DUP_DESTROY = 2   /* 1.6.0: a dup copy with custom ops destroyed, run */
+    EMU_QUIRK_CUSTOM_DUP_DESTROY = 2,  /* 1.6.0: a dup copy destroyed, a run with custom ops */
+    EMU_ANSWER_FLAT_HW = 4             /* 1.4.0: a stand-in's NATIVE_OUTPUT_ATTR [N,C1,1,H*W,C2] */
 };
 typedef struct emu_played {
     const char *version;      /* "1.6.0" */
@@ -356,10 +357,9 @@ typedef struct emu_ctx {
     /* the librknnrt version played (NULL: the library's own) and its quirks' state */
     const emu_played *played;
     rknn_context dup_src;     /* rknn_dup_context: the context copied (0: rknn_init) */
-    int dup_src_custom;       /* it had custom operators registered then */
     int mem_size_asked;       /* 1.4.0: RKNN_QUERY_MEM_SIZE was asked */
     uint32_t dups_since_mem_size;
-    atomic_int copy_destroyed; /* 1.6.0: a copy of it with custom operators was destroyed */
+    atomic_int copy_destroyed; /* 1.6.0: a rknn_dup_context copy of it was destroyed */
 } emu_ctx;
 
 /* Registry: look up a live context and take a reference (NULL if invalid / destroyed). */

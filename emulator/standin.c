@@ -663,6 +663,13 @@ static int q_attr(emu_ctx *c, const emu_standin *sd, int cmd, rknn_tensor_attr *
             *a = *cu;
         a->type = RKNN_TENSOR_UINT8;
     }
+    if (is_out && kind == EMU_ATTR_NATIVE && a->fmt == RKNN_TENSOR_NC1HWC2 && a->n_dims == 5 &&
+        c->played && (c->played->quirks & EMU_ANSWER_FLAT_HW)) {
+        /* librknnrt 1.4.0 flattens H and W: [1,1,1,16384,16] for [1,8,128,128]
+           (tk2_2c2d03d multiple_input_demo RK3588, its recorded answer) */
+        a->dims[3] *= a->dims[2];
+        a->dims[2] = 1;
+    }
     if (cmd == RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR && a->size_with_stride > a->size)
         EMU_WARN(fn, "RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR, output memory need alloc %u",
                  a->size_with_stride);

@@ -264,6 +264,13 @@ NO_VENDOR_DATA = ("the vendor's .rknn files and runtime answers are not here (se
                   "RKNNX_VENDOR_DATA to the folder holding rknn-models/ and real-runtime/)")
 
 
+def path_id(p) -> str:
+    """The test id of a file parameter: its stem.  pytest 7.2 (Debian bookworm's) asks the
+    id of an empty parameter set's placeholder too (no vendor data: no files), which has no
+    stem: its str then (tests/package/test_collection.py)."""
+    return getattr(p, "stem", None) or str(p)
+
+
 def vendor_models():
     """Every vendor .rknn file (sorted paths), or [] without the data."""
     if RKNN_MODELS is None:

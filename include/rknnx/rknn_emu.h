@@ -45,7 +45,8 @@ const char *rknn_emu_context_platform(uint64_t context);
 /* Contexts created from now on play librknnrt `version` ("1.4.0" or "1.6.0"; a dup copy plays
  * its source's): they answer RKNN_QUERY_SDK_VERSION and their init lines with it, and have the
  * crashes of that version that a call pattern sets off (docs/abi-notes.md, "Runtime quirks"),
- * played as one E line and abort().  Nothing else changes.  version "" plays the library's own
+ * played as one E line and abort(), and 1.4.0 answers a vendor file's NATIVE_OUTPUT_ATTR with H
+ * and W flattened ([N,C1,1,H*W,C2]).  Nothing else changes.  version "" plays the library's own
  * version; NULL reverts to env RKNN_EMU_RUNTIME_VERSION (the same words).  Returns 0, or
  * RKNN_ERR_PARAM_INVALID for another version. */
 int rknn_emu_set_runtime_version(const char *version);

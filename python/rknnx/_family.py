@@ -105,6 +105,7 @@ class ContextFamily:
         #: crashes of that version that rknnx's call patterns would set off are avoided
         #: (rknnx._quirks, docs/abi-notes.md "Runtime quirks")
         self.version = _quirks.version_of(self.ctx)
+        self._custom_file: Optional[bool] = None   # the file uses custom ops (asked once)
 
     # -- the description, for sessions (the names of a Model's) ----------------------------
     @property
@@ -160,14 +161,15 @@ class ContextFamily:
         it shares the weights with the first (``rknn_dup_context`` where the chip has it
         and the model is static, else ``rknn_init`` with ``RKNN_FLAG_SHARE_WEIGHT_MEM``,
         else a plain ``rknn_init`` of the model's bytes: one W line says so), and gets
-        the core mask and custom operators.  No copy is made of a context with custom
-        operators on a runtime where destroying the copy breaks the source (librknnrt
-        1.6.0, rknnx._quirks): the weights are shared through ``rknn_init``."""
+        the core mask and custom operators.  No copy is made of the first context of a
+        model with custom operators (its file's, or registered) on a runtime where
+        destroying a copy breaks the source's runs (librknnrt 1.6.0, rknnx._quirks): the
+        weights are shared through ``rknn_init``."""
         flags = self.flags | int(flags)
         dynamic = self.desc.dynamic
         ctx = None
         copy = not dynamic and flags == self.flags and self.desc.supports("rknn_dup_context")
-        if copy and self.custom_ops and _quirks.copies_break_custom_ops(self.version):
+        if copy and _quirks.copies_break_custom_ops(self.version) and self._runs_custom_ops():
             copy = False
         if copy:
             try:
@@ -208,6 +210,15 @@ class ContextFamily:
             return None, f"MEM_SIZE refused: {e}"
         finally:
             ctx.close()
+
+    def _runs_custom_ops(self) -> bool:
+        """Custom operators are registered, or the model's file uses some (True for a
+        file rknnx cannot read)."""
+        if self.custom_ops:
+            return True
+        if self._custom_file is None:
+            self._custom_file = _quirks.declares_custom_ops(self.source)
+        return self._custom_file
 
     def new_context(self, flags: int = 0):
         """:meth:`context`, in :meth:`making`."""

@@ -13,14 +13,16 @@ from typing import Optional, Tuple
 
 from rknnx.errors import RKNNError
 
-__all__ = ["version_of", "copies_break_custom_ops", "mem_size_breaks_copies"]
+__all__ = ["version_of", "copies_break_custom_ops", "declares_custom_ops",
+           "mem_size_breaks_copies"]
 
 Version = Tuple[int, int, int]
 
 _VERSION = re.compile(r"\s*(\d+)\.(\d+)\.(\d+)")
 
-#: librknnrt 1.6.0: once a ``rknn_dup_context`` copy of a context with custom operators
-#: registered is destroyed, the next ``rknn_run`` on that context segfaults
+#: librknnrt 1.6.0: once a ``rknn_dup_context`` copy of a context is destroyed, a
+#: ``rknn_run`` of that context with custom operators registered segfaults (whenever they
+#: were registered, whether the copy ran or not)
 _CUSTOM_DUP_DESTROY = {(1, 6, 0)}
 #: librknnrt 1.4.0: after ``RKNN_QUERY_MEM_SIZE`` on a context, its second
 #: ``rknn_dup_context`` segfaults
@@ -44,9 +46,20 @@ def version_of(ctx) -> Optional[Version]:
 
 
 def copies_break_custom_ops(version: Optional[Version]) -> bool:
-    """A ``rknn_dup_context`` copy of a context with custom operators must not be made:
-    destroying it breaks the source's next run (librknnrt 1.6.0)."""
+    """No ``rknn_dup_context`` copy must be made of a context that runs custom operators:
+    once the copy is destroyed, the source's runs crash (librknnrt 1.6.0)."""
     return version in _CUSTOM_DUP_DESTROY
+
+
+def declares_custom_ops(source: bytes) -> bool:
+    """Whether the model file uses custom operators (:func:`rknnx.modelfile.read`); True
+    for a file rknnx cannot read (it may)."""
+    from rknnx import modelfile
+
+    try:
+        return bool(modelfile.read(source).custom_ops)
+    except Exception:
+        return True
 
 
 def mem_size_breaks_copies(version: Optional[Version]) -> bool:

@@ -184,10 +184,10 @@ class Model(Closable):
             [tuple(r.dyn_range[k] for r in ranges) for k in range(n_sets)] if self.dynamic
             else [])
         self.inputs: Tuple[TensorInfo, ...] = tuple(
-            describe(i, a, self._native(_QUERY.NATIVE_INPUT_ATTR, i))
+            describe(i, a, self._native(_QUERY.NATIVE_INPUT_ATTR, i), "input")
             for i, a in enumerate(ctx.input_attrs))
         self.outputs: Tuple[TensorInfo, ...] = tuple(
-            describe(i, a, self._native(_QUERY.NATIVE_OUTPUT_ATTR, i))
+            describe(i, a, self._native(_QUERY.NATIVE_OUTPUT_ATTR, i), "output")
             for i, a in enumerate(ctx.output_attrs))
         version = self._optional(_QUERY.SDK_VERSION)
         #: the runtime's version string (``rknn_sdk_version.api_version``; "" if refused)

@@ -1,9 +1,10 @@
 """The vendor runtimes' crashes that rknnx's own call patterns would set off, and how the
 facade steps around them (docs/abi-notes.md, "Runtime quirks"):
 
-- librknnrt 1.6.0: once a ``rknn_dup_context`` copy of a context with custom operators is
-  destroyed, the next ``rknn_run`` on that context segfaults; a Model with custom operators
-  makes its sessions and Pool workers with ``RKNN_FLAG_SHARE_WEIGHT_MEM`` there instead;
+- librknnrt 1.6.0: once a ``rknn_dup_context`` copy of a context is destroyed, a
+  ``rknn_run`` of that context with custom operators segfaults, whenever they were
+  registered; a Model whose file uses custom operators (or that registered some) makes its
+  sessions and Pool workers with ``RKNN_FLAG_SHARE_WEIGHT_MEM`` there instead;
 - librknnrt 1.4.0: after ``RKNN_QUERY_MEM_SIZE`` on a context, its second copy segfaults;
   a Model asks MEM_SIZE there at the first use of ``mem_size``, on a context of its own.
 
@@ -94,7 +95,23 @@ def test_1_6_0_a_run_after_a_copy_with_custom_ops_was_destroyed_aborts():
     assert died(p, "1.6.0"), (p.returncode, p.stderr[-2000:])
     assert "copy closed" in p.stdout and "ran" not in p.stdout
     assert "rknn_run: emulated librknnrt 1.6.0 crash: a run of a context with custom " \
-           "operators after a rknn_dup_context copy of it was destroyed" in p.stderr
+           "operators once a rknn_dup_context copy of it was destroyed" in p.stderr
+
+
+def test_1_6_0_a_copy_destroyed_before_the_registration_still_breaks_the_runs():
+    # librknnrt 1.6.0 under the NPU driver's stand-in, dual_residual_custom RK3588: dup,
+    # destroy the copy, register on the source, run: SIGSEGV (and so with the copy made
+    # before the registration, or never run)
+    p = play("1.6.0", """
+a = ll.Context(samples.custom_op_model())
+a.dup().close()
+rknnx.custom.register(a, [sigmoid])
+print("registered", flush=True)
+general(a)
+print("ran", flush=True)
+""")
+    assert died(p, "1.6.0"), (p.returncode, p.stderr[-2000:])
+    assert "registered" in p.stdout and "ran" not in p.stdout
 
 
 @pytest.mark.parametrize("version", ["", "1.4.0"])
@@ -152,6 +169,24 @@ assert np.array_equal(m.run(x)[0], want)
 print("version", m.sdk_version.split()[0], "ok", flush=True)
 m.close()
 """
+
+
+@pytest.mark.parametrize("version", ["1.6.0", ""])
+def test_a_session_opened_before_the_registration_breaks_nothing(version):
+    p = play(version, """
+m = rknnx.Model(samples.custom_op_model())
+with m.zero_copy() as s:
+    pass
+m.register_custom_ops(sigmoid)
+want = m.run(x)[0]
+with rknnx.Pool(m, workers=2) as pool:
+    assert np.array_equal(pool.submit(x).result()[0], want)
+assert np.array_equal(m.run(x)[0], want)
+print("ok", flush=True)
+m.close()
+""")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "ok" in p.stdout
 
 
 @pytest.mark.parametrize("version", ["1.6.0", ""])

@@ -24,7 +24,7 @@ import rknnx
 from rknnx import layout, lowlevel as ll, modelfile
 from rknnx.lowlevel import QueryCmd, TensorFormat, TensorType
 
-from helpers import NO_VENDOR_DATA, live, user_inputs, vendor_models
+from helpers import NO_VENDOR_DATA, live, path_id, user_inputs, vendor_models
 
 FILES = vendor_models()
 if not FILES:
@@ -53,8 +53,7 @@ DYNAMIC = [p for p in RUNNABLE if _READ[p].dynamic]
 GENERAL = [p for p in STATIC if _READ[p].chip not in MINI]
 
 
-def _id(p):
-    return p.stem
+_id = path_id
 
 
 def _named(*stems):
