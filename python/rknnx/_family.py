@@ -27,7 +27,10 @@ __all__ = ["ContextFamily", "Description", "chip_supports", "open_context"]
 
 def open_context(source: bytes, flags: int, path: Optional[str]):
     """``rknn_init`` of the model's bytes; a failure says its cause and fix when rknnx can
-    see it (no NPU device, a model for another chip ...: rknnx._board)."""
+    see it (no NPU device, a model for another chip ...: rknnx._board).  A file with custom
+    operators on a runtime without them is refused before: librknnrt 1.5.2 aborts the
+    process in ``rknn_init`` (rknnx._quirks)."""
+    _quirks.check_custom_ops_supported(source, path)
     try:
         return _ll.Context(source, flags)
     except RKNNError as e:

@@ -14,7 +14,7 @@ from typing import Optional, Tuple
 from rknnx.errors import RKNNError
 
 __all__ = ["version_of", "copies_break_custom_ops", "declares_custom_ops",
-           "mem_size_breaks_copies"]
+           "mem_size_breaks_copies", "check_custom_ops_supported"]
 
 Version = Tuple[int, int, int]
 
@@ -66,3 +66,27 @@ def mem_size_breaks_copies(version: Optional[Version]) -> bool:
     """``RKNN_QUERY_MEM_SIZE`` must not be asked on a context that is copied later: its
     second copy crashes (librknnrt 1.4.0)."""
     return version in _MEM_SIZE_DUP
+
+
+def check_custom_ops_supported(source: bytes, path: Optional[str]) -> None:
+    """NotSupportedError, before ``rknn_init``, for a file with custom operators on a runtime
+    without ``rknn_register_custom_ops`` (custom operators arrived in librknnrt 1.6.0):
+    librknnrt 1.5.2 aborts the process loading one ("unsupport cstDualResidual op in
+    current": the vendor's dual_residual_custom)."""
+    from rknnx import lowlevel, modelfile
+    from rknnx.errors import NotSupportedError
+
+    info = lowlevel.runtime_info()
+    if "rknn_register_custom_ops" not in info["missing"]:
+        return
+    try:
+        ops = sorted({op.type for op in modelfile.read(source).custom_ops})
+    except Exception:            # not a file rknnx reads: the runtime decides
+        return
+    if ops:
+        version = info.get("version") or "(version unknown)"
+        raise NotSupportedError(
+            f"model {path or '(bytes)'} uses custom operators ({', '.join(ops)}), and "
+            f"librknnrt {version} at {info['path']} has none (no rknn_register_custom_ops: "
+            "they arrived in librknnrt 1.6.0; 1.5.2 aborts the process loading such a file): "
+            "use librknnrt 1.6.0 or later", None, "rknn_register_custom_ops")

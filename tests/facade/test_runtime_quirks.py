@@ -241,3 +241,29 @@ def test_mem_size_on_1_4_0_is_the_same_answer_asked_later(emu):
     finally:
         emu.set_runtime_version(None)
     assert lazy == eager
+
+
+def test_a_file_with_custom_ops_on_a_runtime_without_them_is_refused_before_init():
+    # librknnrt 1.5.2 aborts the process in rknn_init of the vendor's dual_residual_custom
+    # ("unsupport cstDualResidual op in current", recorded as a crash): rknnx refuses it
+    # first, on a runtime without rknn_register_custom_ops (the emulator playing 1.5.2)
+    from helpers import NO_VENDOR_DATA, RKNN_MODELS
+
+    path = next(RKNN_MODELS.rglob("*RK3588__dual_residual_custom.rknn"), None) \
+        if RKNN_MODELS is not None else None
+    if path is None:
+        pytest.skip(NO_VENDOR_DATA)
+    p = run_python(f"""
+import rknnx
+from rknnx.emulator.control import EmulatorControl
+rknnx.load_runtime("emulator-1.5.2")
+ctl = EmulatorControl(rknnx.runtime_info()["path"])
+try:
+    rknnx.Model({str(path)!r})
+except rknnx.NotSupportedError as e:
+    print("refused:", e, "| created", ctl.counters()["contexts_created"])
+""", env={"RKNNX_RUNTIME": None, "RKNN_EMU_PLATFORM": "RK3588"})
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "uses custom operators (cstDualResidual)" in p.stdout
+    assert "has none (no rknn_register_custom_ops" in p.stdout
+    assert p.stdout.strip().endswith("| created 0"), p.stdout      # rknn_init never called
