@@ -755,6 +755,8 @@ int emu_ctx_native_attr(emu_ctx *c, int is_out, uint32_t idx, rknn_tensor_attr *
         if (!v)
             return RKNN_ERR_PARAM_INVALID;
         *a = *v;
+        if (is_out)
+            emu_standin_played_native(c, idx, c->shapes_chosen, a);
         return RKNN_SUCC;
     }
     emu_fill_attr(c->plat, d, dims, is_out, EMU_ATTR_NATIVE, idx, a);

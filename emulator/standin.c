@@ -589,6 +589,27 @@ static size_t q_size(int cmd, const char **sname)
 
 static const char g_perf_text[] = "Total Internal Memory Size: 0KB\nTotal Weight Memory Size: 0KB\n";
 
+void emu_standin_played_native(const emu_ctx *c, uint32_t idx, int cur, rknn_tensor_attr *a)
+{
+    if (!c->played || !(c->played->quirks & EMU_ANSWER_FLAT_HW) ||
+        a->fmt != RKNN_TENSOR_NC1HWC2 || a->n_dims != 5 || !a->dims[4] || !a->n_elems)
+        return;
+    const rknn_tensor_attr *v = emu_standin_attr(c->shared->sd, 1, idx, EMU_ATTR_NORMAL, cur,
+                                                 c->shape_set);
+    if (!v || v->n_dims != 4 || (v->fmt != RKNN_TENSOR_NCHW && v->fmt != RKNN_TENSOR_NHWC))
+        return;
+    /* librknnrt 1.4.0: H and W flattened and only the C1 blocks the channels fill,
+       [1,1,1,16384,16] (262,144 bytes) for [1,8,128,128] where 1.6.0 answers [1,2,128,128,16]
+       (tk2_2c2d03d multiple_input_demo RK3588, its recorded answer): the same bytes as
+       [N,C1,H,W,C2] with unpadded rows */
+    uint32_t N, C, H, W, c2 = a->dims[4];
+    emu_nchw_of(v->dims, v->fmt, &N, &C, &H, &W);
+    uint64_t es = a->size / a->n_elems;
+    uint32_t d[5] = {N, (C + c2 - 1) / c2, 1, H * W, c2};
+    set_dims(a, d, 5, RKNN_TENSOR_NC1HWC2, es);
+    a->size_with_stride = a->size;
+}
+
 static int q_attr(emu_ctx *c, const emu_standin *sd, int cmd, rknn_tensor_attr *a)
 {
     static const char fn[] = "rknn_query";
@@ -663,13 +684,8 @@ static int q_attr(emu_ctx *c, const emu_standin *sd, int cmd, rknn_tensor_attr *
             *a = *cu;
         a->type = RKNN_TENSOR_UINT8;
     }
-    if (is_out && kind == EMU_ATTR_NATIVE && a->fmt == RKNN_TENSOR_NC1HWC2 && a->n_dims == 5 &&
-        c->played && (c->played->quirks & EMU_ANSWER_FLAT_HW)) {
-        /* librknnrt 1.4.0 flattens H and W: [1,1,1,16384,16] for [1,8,128,128]
-           (tk2_2c2d03d multiple_input_demo RK3588, its recorded answer) */
-        a->dims[3] *= a->dims[2];
-        a->dims[2] = 1;
-    }
+    if (is_out && kind == EMU_ATTR_NATIVE)
+        emu_standin_played_native(c, idx, cur, a);
     if (cmd == RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR && a->size_with_stride > a->size)
         EMU_WARN(fn, "RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR, output memory need alloc %u",
                  a->size_with_stride);
