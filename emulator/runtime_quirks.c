@@ -14,7 +14,9 @@
  *          registered (before the copy, after it, after its destruction) and whether the
  *          copy ran or not (dual_residual_custom RK3588, the vendor's example);
  *   1.4.0  RKNN_QUERY_MEM_SIZE is asked on a context, then the context is copied twice:
- *          the second rknn_dup_context segfaults.
+ *          the second copy segfaults at its first use (inputs_set, set_io_mem; the rknpu2
+ *          c28b080 multiple_input_demo RK3588); the emulator plays the crash at that
+ *          second rknn_dup_context, earlier and never later.
  *
  * and one answer: 1.4.0 reports a vendor file's NC1HWC2 outputs (NATIVE_OUTPUT_ATTR) with H
  * and W flattened, [1,1,1,16384,16] for [1,8,128,128] (tk2_2c2d03d multiple_input_demo

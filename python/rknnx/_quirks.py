@@ -25,7 +25,7 @@ _VERSION = re.compile(r"\s*(\d+)\.(\d+)\.(\d+)")
 #: were registered, whether the copy ran or not)
 _CUSTOM_DUP_DESTROY = {(1, 6, 0)}
 #: librknnrt 1.4.0: after ``RKNN_QUERY_MEM_SIZE`` on a context, its second
-#: ``rknn_dup_context`` segfaults
+#: ``rknn_dup_context`` copy segfaults at its first use
 _MEM_SIZE_DUP = {(1, 4, 0)}
 
 
