@@ -145,6 +145,26 @@ int emu_npu_cpu_accounting(void);   /* rknn_emu_set_npu_cpu_accounting */
 int emu_env_flag(const char *name);           /* env var set and not "0" */
 int emu_npu_memory_short(uint64_t bytes);     /* RKNN_EMU_NPU_MEMORY below bytes */
 
+/* ---- the librknnrt version a context plays (runtime_quirks.c) --------------------------
+ * rknn_emu_set_runtime_version / RKNN_EMU_RUNTIME_VERSION: a context made meanwhile answers
+ * SDK_VERSION with that version and has its crashes (an E line, then abort()). */
+enum {
+    EMU_QUIRK_MEM_SIZE_DUP = 1,        /* 1.4.0: MEM_SIZE asked, then a second dup */
+    EMU_QUIRK_CUSTOM_DUP_DESTROY = 2,  /* 1.6.0: a dup copy destroyed, a run with custom ops */
+    EMU_ANSWER_FLAT_HW = 4             /* 1.4.0: a stand-in's NATIVE_OUTPUT_ATTR [N,C1,1,H*W,C2] */
+};
+typedef struct emu_played {
+    const char *version;      /* "1.6.0" */
+    unsigned quirks;          /* EMU_QUIRK_* */
+} emu_played;
+const emu_played *emu_played_current(int *env_bad);   /* NULL: the library's own version */
+struct emu_ctx;
+const char *emu_api_version(const struct emu_ctx *c); /* the version c answers */
+void emu_quirk_query(struct emu_ctx *c, int cmd);        /* c locked */
+void emu_quirk_dup(struct emu_ctx *src, struct emu_ctx *copy);  /* src locked; may abort */
+void emu_quirk_destroy(struct emu_ctx *c);               /* unregistered */
+void emu_quirk_run(struct emu_ctx *c);                   /* c locked; may abort */
+
 /* ---- memory ------------------------------------------------------------------------------
  * An emu_buf is one piece of emulated DRAM: its CPU view (a shared mapping of a memfd or of
  * the user's fd; all CPU mappings of one file see the same pages, as CPU caches are shared)
@@ -334,6 +354,12 @@ typedef struct emu_ctx {
        runtime leaves them (emu_npu_pack_input; NULL until the first inputs_set) */
     uint8_t **npu_in;
     uint32_t *npu_in_len;
+    /* the librknnrt version played (NULL: the library's own) and its quirks' state */
+    const emu_played *played;
+    rknn_context dup_src;     /* rknn_dup_context: the context copied (0: rknn_init) */
+    int mem_size_asked;       /* 1.4.0: RKNN_QUERY_MEM_SIZE was asked */
+    uint32_t dups_since_mem_size;
+    atomic_int copy_destroyed; /* 1.6.0: a rknn_dup_context copy of it was destroyed */
 } emu_ctx;
 
 /* Registry: look up a live context and take a reference (NULL if invalid / destroyed). */

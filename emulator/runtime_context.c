@@ -282,7 +282,7 @@ static void log_init_info(const emu_ctx *c)
     const char *layout = !d ? "UNDEFINED" : d->fmt == RKNN_TENSOR_NCHW ? "NCHW"
                          : d->fmt == RKNN_TENSOR_NHWC ? "NHWC" : "UNDEFINED";
     emu_log(EMU_LOG_I, NULL, "RKNN Runtime Information%s librknnrt version: %s (%s)", sep,
-            EMU_API_VERSION, EMU_VERSION_TAG);
+            emu_api_version(c), EMU_VERSION_TAG);
     emu_log(EMU_LOG_I, NULL, "RKNN Driver Information%s version: %s", sep, EMU_DRV_VERSION);
     emu_log(EMU_LOG_I, NULL, "RKNN Model Information%s version: 6, toolkit version: "
             "rknnx-emulator-%s, target: %s, target platform: %s, framework name: rknnx, "
@@ -306,6 +306,12 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
     if (!p) {
         EMU_ERR(fn, "RKNN_EMU_PLATFORM='%s' is not a known chip", getenv("RKNN_EMU_PLATFORM"));
         return RKNN_ERR_DEVICE_UNAVAILABLE;
+    }
+    const emu_played *played = emu_played_current(&env_bad);
+    if (env_bad) {
+        EMU_ERR(fn, "RKNN_EMU_RUNTIME_VERSION='%s': the emulator plays librknnrt 1.4.0 or "
+                "1.6.0 besides its own version", getenv("RKNN_EMU_RUNTIME_VERSION"));
+        return RKNN_ERR_PARAM_INVALID;
     }
 
     if (emu_env_flag("RKNN_EMU_NO_DEVICE")) {
@@ -453,6 +459,7 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
         rc = RKNN_ERR_MALLOC_FAIL;
         goto fail;
     }
+    c->played = played;
     m = NULL;   /* owned by c->shared now */
     c->shared->sd = sd;
     sd = NULL;
@@ -531,6 +538,8 @@ int rknn_dup_context(rknn_context *context_in, rknn_context *context_out)
         c->weight_mem = emu_mem_ref(src->weight_mem);
     c->owns_weights = 0;     /* shared with the source context */
     rc = ctx_setup(c);
+    if (rc == RKNN_SUCC)
+        emu_quirk_dup(src, c);   /* the played version's crash, if this call sets it off */
     emu_ctx_leave(src);
     if (rc == RKNN_SUCC)
         rc = emu_ctx_register(c);
@@ -552,6 +561,7 @@ int rknn_destroy(rknn_context context)
                 (unsigned long long)context);
         return rc;
     }
+    emu_quirk_destroy(c);
     emu_ctx_put(c);   /* frees now, or when the last call still using it returns */
     return RKNN_SUCC;
 }
@@ -745,6 +755,8 @@ int emu_ctx_native_attr(emu_ctx *c, int is_out, uint32_t idx, rknn_tensor_attr *
         if (!v)
             return RKNN_ERR_PARAM_INVALID;
         *a = *v;
+        if (is_out)
+            emu_standin_played_native(c, idx, c->shapes_chosen, a);
         return RKNN_SUCC;
     }
     emu_fill_attr(c->plat, d, dims, is_out, EMU_ATTR_NATIVE, idx, a);
@@ -782,6 +794,7 @@ int rknn_query(rknn_context context, rknn_query_cmd cmd, void *info, uint32_t si
     int rc = emu_ctx_enter(context, fn, &c);
     if (rc)
         return rc;
+    emu_quirk_query(c, (int)cmd);
     if (c->shared && c->shared->sd) {
         rc = emu_standin_query(c, (int)cmd, info, size);
         goto out;
@@ -867,7 +880,7 @@ int rknn_query(rknn_context context, rknn_query_cmd cmd, void *info, uint32_t si
     case RKNN_QUERY_SDK_VERSION: {
         rknn_sdk_version *r = info;
         memset(r, 0, sizeof *r);
-        snprintf(r->api_version, sizeof r->api_version, "%s (%s)", EMU_API_VERSION,
+        snprintf(r->api_version, sizeof r->api_version, "%s (%s)", emu_api_version(c),
                  EMU_VERSION_TAG);
         snprintf(r->drv_version, sizeof r->drv_version, "%s", EMU_DRV_VERSION);
         break;

@@ -284,6 +284,7 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
     int rc = emu_ctx_enter(context, fn, &c);
     if (rc)
         return rc;
+    emu_quirk_run(c);   /* the played version's crash, if this call sets it off */
     const void **ins = NULL;
     void **outs = NULL;
     emu_layout *lay = NULL;      /* per input: the user layout of its mem, the model's */

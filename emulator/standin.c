@@ -589,6 +589,27 @@ static size_t q_size(int cmd, const char **sname)
 
 static const char g_perf_text[] = "Total Internal Memory Size: 0KB\nTotal Weight Memory Size: 0KB\n";
 
+void emu_standin_played_native(const emu_ctx *c, uint32_t idx, int cur, rknn_tensor_attr *a)
+{
+    if (!c->played || !(c->played->quirks & EMU_ANSWER_FLAT_HW) ||
+        a->fmt != RKNN_TENSOR_NC1HWC2 || a->n_dims != 5 || !a->dims[4] || !a->n_elems)
+        return;
+    const rknn_tensor_attr *v = emu_standin_attr(c->shared->sd, 1, idx, EMU_ATTR_NORMAL, cur,
+                                                 c->shape_set);
+    if (!v || v->n_dims != 4 || (v->fmt != RKNN_TENSOR_NCHW && v->fmt != RKNN_TENSOR_NHWC))
+        return;
+    /* librknnrt 1.4.0: H and W flattened and only the C1 blocks the channels fill,
+       [1,1,1,16384,16] (262,144 bytes) for [1,8,128,128] where 1.6.0 answers [1,2,128,128,16]
+       (tk2_2c2d03d multiple_input_demo RK3588, its recorded answer): the same bytes as
+       [N,C1,H,W,C2] with unpadded rows */
+    uint32_t N, C, H, W, c2 = a->dims[4];
+    emu_nchw_of(v->dims, v->fmt, &N, &C, &H, &W);
+    uint64_t es = a->size / a->n_elems;
+    uint32_t d[5] = {N, (C + c2 - 1) / c2, 1, H * W, c2};
+    set_dims(a, d, 5, RKNN_TENSOR_NC1HWC2, es);
+    a->size_with_stride = a->size;
+}
+
 static int q_attr(emu_ctx *c, const emu_standin *sd, int cmd, rknn_tensor_attr *a)
 {
     static const char fn[] = "rknn_query";
@@ -663,6 +684,8 @@ static int q_attr(emu_ctx *c, const emu_standin *sd, int cmd, rknn_tensor_attr *
             *a = *cu;
         a->type = RKNN_TENSOR_UINT8;
     }
+    if (is_out && kind == EMU_ATTR_NATIVE)
+        emu_standin_played_native(c, idx, cur, a);
     if (cmd == RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR && a->size_with_stride > a->size)
         EMU_WARN(fn, "RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR, output memory need alloc %u",
                  a->size_with_stride);
@@ -723,7 +746,8 @@ int emu_standin_query(emu_ctx *c, int cmd, void *info, uint32_t size)
     case RKNN_QUERY_SDK_VERSION: {
         rknn_sdk_version *r = info;
         memset(r, 0, sizeof *r);
-        snprintf(r->api_version, sizeof r->api_version, "%s (%s)", EMU_API_VERSION, EMU_VERSION_TAG);
+        snprintf(r->api_version, sizeof r->api_version, "%s (%s)", emu_api_version(c),
+                 EMU_VERSION_TAG);
         snprintf(r->drv_version, sizeof r->drv_version, "%s", EMU_DRV_VERSION);
         return RKNN_SUCC;
     }
@@ -789,7 +813,7 @@ void emu_standin_log_init(const emu_ctx *c)
         return;
     }
     emu_log(EMU_LOG_I, NULL, "RKNN Runtime Information%s librknnrt version: %s (%s)", sep,
-            EMU_API_VERSION, EMU_VERSION_TAG);
+            emu_api_version(c), EMU_VERSION_TAG);
     emu_log(EMU_LOG_I, NULL, "RKNN Driver Information%s version: %s", sep, EMU_DRV_VERSION);
     emu_log(EMU_LOG_I, NULL, "RKNN Model Information%s %s", sep, sd->file_info);
 }

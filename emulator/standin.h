@@ -59,6 +59,10 @@ void emu_standin_free(emu_standin *sd);
    largest shape; NULL when idx is out of range. */
 const rknn_tensor_attr *emu_standin_attr(const emu_standin *sd, int is_out, uint32_t idx,
                                          int kind, int current, uint32_t set);
+/* The native output attribute `a` (output idx) as the context's played version answers it
+   (librknnrt 1.4.0: H and W flattened); unchanged for other versions. */
+void emu_standin_played_native(const struct emu_ctx *c, uint32_t idx, int cur,
+                               rknn_tensor_attr *a);
 /* rknn_query of a stand-in context (c locked by the caller). */
 int emu_standin_query(emu_ctx *c, int cmd, void *info, uint32_t size);
 /* rknn_run of a stand-in context: RKNN_SUCC, or the vendor's refusal (a custom operator

@@ -20,8 +20,9 @@ import types
 
 import pytest
 
-from helpers import (GENERAL_PLATFORMS, PLATFORMS, live, model_bytes, random_input, rss_kib,
-                     vendor_models)
+from helpers import (EMULATOR_ITSELF, GENERAL_PLATFORMS, NEEDS_EMULATOR, PLATFORMS, live,
+                     model_bytes, random_input, rss_kib, skip_on_vendor_runtime, vendor_models,
+                     vendor_runtime)
 
 def pytest_configure(config):
     config.addinivalue_line(
@@ -64,6 +65,7 @@ def pytest_collection_modifyitems(config, items):
     module that builds something once for all its tests (a fixture of module or session
     scope defined in the test module: a compiled harness, the judge's run, a server) on
     one pytest-xdist worker (``--dist loadgroup``), so it is built once."""
+    _skip_emulator_tests_on_a_vendor_runtime(items)
     keep = _representative_names() if SWEEPS else set()
     for item in items:
         path = item.nodeid.split("::", 1)[0]
@@ -150,6 +152,18 @@ def pytest_collection_finish(session):
     gc.freeze()
 
 
+def _skip_emulator_tests_on_a_vendor_runtime(items):
+    """On a vendor runtime (RKNNX_RUNTIME naming one), the emulator's own tests skip."""
+    path = vendor_runtime()
+    if path is None:
+        return
+    mark = pytest.mark.skip(reason=EMULATOR_ITSELF.format(path))
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "emulator") + os.sep
+    for item in items:
+        if str(item.fspath).startswith(here):
+            item.add_marker(mark)
+
+
 def pytest_runtest_setup(item):
     needs = [f for m in item.iter_markers("needs") for f in m.args]
     if needs:
@@ -164,20 +178,25 @@ def pytest_runtest_setup(item):
 
 @pytest.fixture(scope="session")
 def runtime():
-    """The emulator, loaded through the real loader (rknnx.load_runtime): the runtime
-    version it plays is the one RKNNX_RUNTIME names (``emulator-1.5.2`` in the old-runtime
-    CI step), else its default."""
+    """The runtime RKNNX_RUNTIME names, loaded through the real loader
+    (rknnx.load_runtime): a vendor librknnrt (scripts/test-vendor-runtime), or the emulator
+    playing that version (``emulator-1.5.2`` in the old-runtime CI step); else the
+    emulator."""
     import rknnx
 
     word = os.environ.get("RKNNX_RUNTIME", "")
+    if vendor_runtime() is not None:
+        return rknnx.load_runtime(vendor_runtime())
     return rknnx.load_runtime(word if word.startswith("emulator") else "emulator")
 
 
 @pytest.fixture(scope="session")
 def emu_ctl(runtime):
-    """The emulator's controls (ctypes on the library the binding loaded)."""
+    """The emulator's controls (ctypes on the library the binding loaded); a test using
+    them skips on a vendor runtime, saying so."""
     from rknnx.emulator.control import EmulatorControl
 
+    skip_on_vendor_runtime(NEEDS_EMULATOR)
     return EmulatorControl(runtime["path"])
 
 
@@ -186,6 +205,7 @@ def _reset(ctl):
     ctl.set_npu_time_us(0)
     ctl.clear_injections()
     ctl.set_log_level(None)
+    ctl.set_runtime_version(None)
 
 
 @pytest.fixture

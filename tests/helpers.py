@@ -66,6 +66,45 @@ def run_python(code: str, env=None, timeout=120, cwd=None) -> subprocess.Complet
                           env=full_env, timeout=timeout, cwd=cwd)
 
 
+# ---- which runtime the suite runs on ---------------------------------------------------
+
+_VENDOR_RUNTIME: list = []
+
+
+def vendor_runtime():
+    """The path of the vendor librknnrt the suite runs on: env RKNNX_RUNTIME naming a
+    library that is not the emulator (loaded through rknnx's loader to tell), else None.
+    On it, tests that need the emulator (its controls, its own sample models, its
+    numerics) skip, saying why, and the rest run (scripts/test-vendor-runtime)."""
+    if not _VENDOR_RUNTIME:
+        word = os.environ.get("RKNNX_RUNTIME", "")
+        path = None
+        if word and not word.startswith("emulator"):
+            import rknnx
+
+            info = rknnx.load_runtime(word)
+            path = None if info["is_emulator"] else info["path"]
+        _VENDOR_RUNTIME.append(path)
+    return _VENDOR_RUNTIME[0]
+
+
+#: why a test skips on a vendor runtime
+NEEDS_EMULATOR = "needs the emulator's controls (RKNNX_RUNTIME is a vendor runtime: {})"
+NEEDS_SAMPLES = ("runs the emulator's own sample models, which only the emulator reads "
+                 "(RKNNX_RUNTIME is a vendor runtime: {})")
+EMULATOR_ITSELF = "a test of the emulator library itself (RKNNX_RUNTIME is a vendor runtime: {})"
+
+
+def skip_on_vendor_runtime(why: str) -> None:
+    """pytest.skip(why) when the suite runs on a vendor runtime (`why` a format string of
+    the library's path)."""
+    path = vendor_runtime()
+    if path is not None:
+        import pytest
+
+        pytest.skip(why.format(path))
+
+
 # ---- the binding and facade tests' helpers (fixtures in conftest.py) ------------------
 
 #: personalities the binding tests run on where behaviour differs (Tables 3-1/3-2 columns)
@@ -82,6 +121,7 @@ def model_bytes(name: str, target: str = "RK3588", **kw) -> bytes:
     """A sample model of rknnx.emulator.samples, built once per (name, target)."""
     from rknnx.emulator import samples
 
+    skip_on_vendor_runtime(NEEDS_SAMPLES)
     key = (name, target, tuple(sorted(kw.items())))
     if key not in _MODEL_CACHE:
         _MODEL_CACHE[key] = samples.ALL[name](target=target, **kw)
@@ -237,6 +277,13 @@ REAL_RUNTIME = (VENDOR_DATA / "real-runtime"
 #: the reason tests give when they skip without them
 NO_VENDOR_DATA = ("the vendor's .rknn files and runtime answers are not here (set "
                   "RKNNX_VENDOR_DATA to the folder holding rknn-models/ and real-runtime/)")
+
+
+def path_id(p) -> str:
+    """The test id of a file parameter: its stem.  pytest 7.2 (Debian bookworm's) asks the
+    id of an empty parameter set's placeholder too (no vendor data: no files), which has no
+    stem: its str then (tests/package/test_collection.py)."""
+    return getattr(p, "stem", None) or str(p)
 
 
 def vendor_models():

@@ -9,6 +9,8 @@
  * Environment (read at every rknn_init unless overridden by the matching setter):
  *   RKNN_EMU_PLATFORM     chip personality, e.g. RK3588 (default), RK3576, RK3566, RV1106
  *   RKNN_EMU_NPU_TIME_US  simulated NPU time added to every rknn_run, default 0
+ *   RKNN_EMU_RUNTIME_VERSION  the librknnrt version contexts play (1.4.0, 1.6.0), default
+ *                         the library's own
  *   RKNN_LOG_LEVEL        0 errors, 1 +warnings (default), 2 +info, 3 +debug, 4-5 verbose;
  *                         messages go to stderr as "E RKNN: ...", "W RKNN: ...", ...
  *
@@ -38,6 +40,18 @@ int rknn_emu_platform_count(void);
 const char *rknn_emu_platform_name(int index);
 /* The personality a live context runs as (static string), or NULL for an invalid context. */
 const char *rknn_emu_context_platform(uint64_t context);
+
+/* ---- the librknnrt version played --------------------------------------------------------- */
+/* Contexts created from now on play librknnrt `version` ("1.4.0" or "1.6.0"; a dup copy plays
+ * its source's): they answer RKNN_QUERY_SDK_VERSION and their init lines with it, and have the
+ * crashes of that version that a call pattern sets off (docs/abi-notes.md, "Runtime quirks"),
+ * played as one E line and abort(), and 1.4.0 answers a vendor file's NATIVE_OUTPUT_ATTR with H
+ * and W flattened ([N,C1,1,H*W,C2]).  Nothing else changes.  version "" plays the library's own
+ * version; NULL reverts to env RKNN_EMU_RUNTIME_VERSION (the same words).  Returns 0, or
+ * RKNN_ERR_PARAM_INVALID for another version. */
+int rknn_emu_set_runtime_version(const char *version);
+/* The version the next rknn_init plays (static string). */
+const char *rknn_emu_get_runtime_version(void);
 
 /* ---- simulated NPU time ----------------------------------------------------------------- */
 /* Microseconds every rknn_run sleeps after computing, holding no global lock (runs on

@@ -15,7 +15,7 @@ import contextlib
 import weakref
 from typing import Any, List, Optional, Sequence, Tuple
 
-from rknnx import _guard
+from rknnx import _guard, _quirks
 from rknnx import lowlevel as _ll
 from rknnx import platforms as _platforms
 from rknnx._runner import GeneralRunner, SessionRunner, pin
@@ -27,7 +27,10 @@ __all__ = ["ContextFamily", "Description", "chip_supports", "open_context"]
 
 def open_context(source: bytes, flags: int, path: Optional[str]):
     """``rknn_init`` of the model's bytes; a failure says its cause and fix when rknnx can
-    see it (no NPU device, a model for another chip ...: rknnx._board)."""
+    see it (no NPU device, a model for another chip ...: rknnx._board).  A file with custom
+    operators on a runtime without them is refused before: librknnrt 1.5.2 aborts the
+    process in ``rknn_init`` (rknnx._quirks)."""
+    _quirks.check_custom_ops_supported(source, path)
     try:
         return _ll.Context(source, flags)
     except RKNNError as e:
@@ -107,6 +110,11 @@ class ContextFamily:
         self._lent: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         #: the first context: its weights are the family's
         self.ctx = open_context(source, flags, path)
+        #: the runtime's version as the first context answers it (None if refused): the
+        #: crashes of that version that rknnx's call patterns would set off are avoided
+        #: (rknnx._quirks, docs/abi-notes.md "Runtime quirks")
+        self.version = _quirks.version_of(self.ctx)
+        self._custom_file: Optional[bool] = None   # the file uses custom ops (asked once)
 
     # -- the description, for sessions (the names of a Model's) ----------------------------
     @property
@@ -162,11 +170,17 @@ class ContextFamily:
         it shares the weights with the first (``rknn_dup_context`` where the chip has it
         and the model is static, else ``rknn_init`` with ``RKNN_FLAG_SHARE_WEIGHT_MEM``,
         else a plain ``rknn_init`` of the model's bytes: one W line says so), and gets
-        the core mask and custom operators."""
+        the core mask and custom operators.  No copy is made of the first context of a
+        model with custom operators (its file's, or registered) on a runtime where
+        destroying a copy breaks the source's runs (librknnrt 1.6.0, rknnx._quirks): the
+        weights are shared through ``rknn_init``."""
         flags = self.flags | int(flags)
         dynamic = self.desc.dynamic
         ctx = None
-        if not dynamic and flags == self.flags and self.desc.supports("rknn_dup_context"):
+        copy = not dynamic and flags == self.flags and self.desc.supports("rknn_dup_context")
+        if copy and _quirks.copies_break_custom_ops(self.version) and self._runs_custom_ops():
+            copy = False
+        if copy:
             try:
                 ctx = self.ctx.dup()
             except (NotSupportedError, RKNNError) as e:
@@ -193,6 +207,28 @@ class ContextFamily:
             ctx.close()
             raise
         return ctx
+
+    def mem_size(self):
+        """``RKNN_QUERY_MEM_SIZE`` of the model asked on a context of its own, closed at
+        once, for a runtime whose copies of a context asked it crash (librknnrt 1.4.0,
+        rknnx._quirks): ``(MemSize, None)``, or ``(None, why)`` if refused."""
+        with self.making("mem_size"):
+            ctx = open_context(self.source, self.flags, self.path)
+        try:
+            return ctx.query(_ll.QueryCmd.MEM_SIZE), None
+        except (RKNNError, ValueError) as e:
+            return None, f"MEM_SIZE refused: {e}"
+        finally:
+            ctx.close()
+
+    def _runs_custom_ops(self) -> bool:
+        """Custom operators are registered, or the model's file uses some (True for a
+        file rknnx cannot read)."""
+        if self.custom_ops:
+            return True
+        if self._custom_file is None:
+            self._custom_file = _quirks.declares_custom_ops(self.source)
+        return self._custom_file
 
     def new_context(self, flags: int = 0):
         """:meth:`context`, in :meth:`making`."""

@@ -88,9 +88,39 @@ def _native(attr) -> NativeInfo:
                       int(attr.alloc_size))
 
 
-def describe(index: int, attr, native_attr=None) -> TensorInfo:
-    """A :class:`TensorInfo` of a low-level ``TensorAttr`` (and its native attribute)."""
-    return TensorInfo(index=index, name=attr.name, shape=tuple(attr.dims), dtype=attr.dtype,
+def describe(index: int, attr, native_attr=None, kind: str = "tensor") -> TensorInfo:
+    """A :class:`TensorInfo` of a low-level ``TensorAttr`` (and its native attribute).
+
+    Raises
+    ------
+    NotSupportedError
+        The runtime answers a type without a numpy dtype (librknnrt 1.5.2 answers 10,
+        INT4 in the 2.x header, for the tensors of an int16 dynamic-fixed-point file whose
+        native attributes say INT16): the message says what it answered."""
+    try:
+        dtype = attr.dtype
+    except TypeError:
+        from rknnx.errors import NotSupportedError
+        from rknnx.lowlevel import TensorType
+
+        t = int(attr.type)
+        try:
+            said = f"{t} (RKNN_TENSOR_{TensorType(t).name})"
+        except ValueError:
+            said = str(t)
+        native = ""
+        if native_attr is not None:
+            try:
+                native = (f"; its native attribute says "
+                          f"RKNN_TENSOR_{TensorType(int(native_attr.type)).name}")
+            except ValueError:
+                pass
+        raise NotSupportedError(
+            f"{kind} {index} ({attr.name!r}): the runtime answers type {said} for it, which "
+            f"rknnx cannot hold in a numpy array{native} (librknnrt 1.5.2 answers 10 for "
+            "int16 dynamic-fixed-point tensors; a newer librknnrt answers INT16)",
+            None, "rknn_query") from None
+    return TensorInfo(index=index, name=attr.name, shape=tuple(attr.dims), dtype=dtype,
                       layout=attr.layout, quant=_quant(attr),
                       native=_native(native_attr) if native_attr is not None else None,
                       attr=attr.copy())

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple,
 
 import numpy as np
 
-from rknnx import _guard
+from rknnx import _guard, _quirks
 from rknnx import lowlevel as _ll
 from rknnx._facts import Perf, PerfRow, as_core_mask, check_raw
 from rknnx.modelfile import check_file
@@ -41,6 +41,7 @@ __all__ = ["Model", "Perf", "PerfRow"]
 ModelSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
 
 _QUERY = _ll.QueryCmd
+_LATER = object()                      # a fact asked at its first use
 
 
 def _source_of(source: ModelSource) -> Tuple[bytes, Optional[str]]:
@@ -146,6 +147,7 @@ class Model(Closable):
         # the contexts sharing the model's weights: made, registered and closed there
         family = ContextFamily(source, path, flags, self)
         self._ctx = family.ctx
+        self._family_version = family.version
         try:
             #: the chip the model runs on ("RK3588" ...; None on an unknown board)
             self.chip: Optional[str] = self._ctx.chip     # the binding knows it
@@ -182,18 +184,20 @@ class Model(Closable):
             [tuple(r.dyn_range[k] for r in ranges) for k in range(n_sets)] if self.dynamic
             else [])
         self.inputs: Tuple[TensorInfo, ...] = tuple(
-            describe(i, a, self._native(_QUERY.NATIVE_INPUT_ATTR, i))
+            describe(i, a, self._native(_QUERY.NATIVE_INPUT_ATTR, i), "input")
             for i, a in enumerate(ctx.input_attrs))
         self.outputs: Tuple[TensorInfo, ...] = tuple(
-            describe(i, a, self._native(_QUERY.NATIVE_OUTPUT_ATTR, i))
+            describe(i, a, self._native(_QUERY.NATIVE_OUTPUT_ATTR, i), "output")
             for i, a in enumerate(ctx.output_attrs))
         version = self._optional(_QUERY.SDK_VERSION)
         #: the runtime's version string (``rknn_sdk_version.api_version``; "" if refused)
         self.sdk_version: str = version.api_version if version is not None else ""
         #: the NPU driver's version string ("" if refused)
         self.driver_version: str = version.drv_version if version is not None else ""
-        #: ``MemSize`` of the model: weight, internal and DMA bytes (None if refused)
-        self.mem_size = self._optional(_QUERY.MEM_SIZE)
+        # MEM_SIZE: asked now, or at the first use of mem_size on a runtime whose copies
+        # of a context asked it crash (librknnrt 1.4.0, rknnx._quirks)
+        self._mem_size = (_LATER if _quirks.mem_size_breaks_copies(self._family_version)
+                          else self._optional(_QUERY.MEM_SIZE))
         #: the string the model was converted with (``rknn_custom_string``; "" if refused)
         self.custom_string: str = self._optional(_QUERY.CUSTOM_STRING) or ""
         # run()'s fast path (Context.infer of the arrays as they are): a static model on a
@@ -210,6 +214,16 @@ class Model(Closable):
         # given to one is checked for a 0..1 range once (a common first mistake)
         self._pixel_inputs = [t.index for t in self.inputs
                               if default_dtype(t) == np.uint8 and len(t.shape) == 4]
+
+    @property
+    def mem_size(self):
+        """``MemSize`` of the model: weight, internal and DMA bytes (None if refused)."""
+        if self._mem_size is _LATER:
+            self._check_open("mem_size")
+            self._mem_size, why = self._family.mem_size()
+            if why:
+                self.notes.append(why)
+        return self._mem_size
 
     def supports(self, function: Optional[str] = None, *, query: Optional[str] = None) -> bool:
         """Whether the model's chip has the C function `function` (e.g. "rknn_inputs_set")

@@ -23,11 +23,11 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from rknnx import _guard
+from rknnx import _dequant, _guard
 from rknnx import lowlevel as _ll
 from rknnx._facts import as_core_mask, perf_of
 from rknnx._lifetime import Closable
-from rknnx._tensors import check_out, default_dtype, set_shapes
+from rknnx._tensors import _quant, check_out, default_dtype, set_shapes
 from rknnx.errors import NotSupportedError, RKNNError, RKNNFailError
 from rknnx.runtime import note_fallback
 
@@ -37,6 +37,20 @@ _OUTPUT_KINDS = ("float32", "raw", "native")
 _F = _ll.InitFlag
 _TO, _FROM = _ll.MemSyncMode.TO_DEVICE, _ll.MemSyncMode.FROM_DEVICE
 _F32, _F16 = np.dtype(np.float32), np.dtype(np.float16)
+_I8, _U8 = np.dtype(np.int8), np.dtype(np.uint8)
+
+
+def _real(a: np.ndarray, q) -> np.ndarray:
+    """The values of `a` under quantization `q` where the kernels do not dequantize them:
+    16-bit affine codes ``(q - zp) * scale`` and dynamic fixed point ``q / 2**fl`` in
+    float32; any other integer output (int32, int64: an argmax's indices ...) is not
+    quantized by the toolkit and is returned as it is, whatever its attribute says."""
+    if a.dtype.kind in "iu" and a.dtype.itemsize <= 2:
+        if q.kind == "affine":
+            return (a.astype(np.float32) - np.float32(q.zero_point)) * np.float32(q.scale)
+        if q.kind == "dfp":
+            return a.astype(np.float32) * np.float32(2.0 ** -q.fl)
+    return a
 
 
 def _opened_at() -> str:
@@ -610,7 +624,11 @@ class ZeroCopySession(Closable):
         """Output `index` as a dense float array in `layout` (a copy, or into `out`).
 
         Raw int8/uint8 outputs are dequantized, native NC1HWC2 outputs are unpacked and
-        dequantized in one pass, by the compiled kernels (GIL released).
+        dequantized in one pass, by the compiled kernels (GIL released); the floats are
+        the runtime's own (``rknn_outputs_get(want_float=1)``: on RK3588 and RK3566 it
+        takes another formula for some elements, docs/abi-notes.md "NPU-side bytes").
+        16-bit and dynamic-fixed-point outputs are dequantized too; other integer outputs
+        (an argmax's int64 indices) are not quantized and come as they are.
 
         Parameters
         ----------
@@ -653,13 +671,35 @@ class ZeroCopySession(Closable):
             raise TypeError(f"read gives floats: dtype must be float16, float32 or float64; "
                             f"got {dtype}")
         view, attr = outputs[index], self._out_attrs[index]
-        q = self._of.outputs[index].quant
-        scale = q.scale if q.kind == "affine" and view.dtype.kind in "iu" else None
+        info = self._of.outputs[index]
+        q = _quant(attr)            # the bound attribute's: what the bytes hold
+        # int8/uint8 codes of an affine output: dequantized by the kernels, and where the
+        # runtime's outputs_get(want_float=1) takes its vector formula, by that (_dequant)
+        codes = q.kind == "affine" and view.dtype in (_I8, _U8)
+        logical = info.shape_in("NCHW")
         if attr.layout == "NC1HWC2":
-            channels = self._of.outputs[index].shape[1]
-            n, _, h, w, _ = view.shape
+            n, c1, h, w, c2 = view.shape
+            channels = logical[1] if len(logical) == 4 else c1 * c2
+            if len(logical) == 4 and (h, w) != tuple(logical[2:]) and \
+                    h * w == logical[2] * logical[3]:
+                # librknnrt 1.4.0 answers NATIVE_OUTPUT_ATTR with H and W flattened
+                # ([1,1,1,16384,16] for [1,8,128,128]): the same bytes, the logical H and W
+                h, w = logical[2], logical[3]
+                view = view.reshape(n, c1, h, w, c2)
             shape = (n, channels, h, w) if layout == "NCHW" else (n, h, w, channels)
             _check_read_out(out, shape, dtype)
+            where = _dequant.vector_part(self._of.chip, shape, layout, c2) if codes else None
+            if where is not None:
+                res = _ll.nc1hwc2_to_nchw(view, channels, layout=layout, dtype=_F32,
+                                          out=out if dtype == _F32 else None,
+                                          scale=q.scale, zero_point=q.zero_point)
+                _dequant.apply_vector(res, _ll.nc1hwc2_to_nchw(view, channels, layout=layout),
+                                      q.scale, q.zero_point, where)
+                return res if dtype == _F32 else _into(res, out, dtype)
+            if not codes and view.dtype.kind in "iub":
+                return _into(_real(_ll.nc1hwc2_to_nchw(view, channels, layout=layout), q),
+                             out, dtype)
+            scale = q.scale if codes else None
             # the kernels make float32 and float16 (and convert float16 <-> float32)
             kdt = dtype if dtype in (_F32, _F16) else _F32
             direct = scale is not None or kdt == view.dtype or \
@@ -677,11 +717,21 @@ class ZeroCopySession(Closable):
         if view.ndim == 4 and layout != ("NHWC" if attr.layout == "NHWC" else "NCHW"):
             src = view.transpose((0, 2, 3, 1) if layout == "NHWC" else (0, 3, 1, 2))
         _check_read_out(out, src.shape, dtype)
-        if scale is not None:
-            if dtype in (_F32, _F16) and (out is None or not np.may_share_memory(out, src)):
-                return _ll.dequantize(src, scale, q.zero_point, dtype=dtype, out=out)
-            return _into(_ll.dequantize(src, scale, q.zero_point), out, dtype)
-        return _into(src, out, dtype)
+        if not codes:
+            return _into(_real(src, q), out, dtype)
+        native = info.native
+        c2 = native.shape[4] if native is not None and native.layout == "NC1HWC2" else None
+        where = _dequant.vector_part(self._of.chip, src.shape, layout, c2)
+        kdt = _F32 if where is not None else dtype
+        if kdt in (_F32, _F16) and (out is None or not np.may_share_memory(out, src)):
+            res = _ll.dequantize(src, q.scale, q.zero_point, dtype=kdt,
+                                 out=out if kdt == dtype else None)
+        else:
+            res = _ll.dequantize(src, q.scale, q.zero_point)
+        if where is not None:
+            _dequant.apply_vector(res, src, q.scale, q.zero_point, where)
+        return res if res is out or (out is None and res.dtype == dtype) else \
+            _into(res, out, dtype)
 
     # -- external memory and chaining ------------------------------------------------------
     @_change("bind_input_fd")

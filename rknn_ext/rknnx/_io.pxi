@@ -345,11 +345,15 @@ cdef object _padded_nhwc_output(Context self, long long idx, tuple logical):
 
 
 cdef int _check_io_attr(Context self, TensorMem mem, TensorAttr attr, bint is_out, long long idx,
-                        TensorAttr model_attr, _Layout* lay) except -1:
+                        TensorAttr model_attr, _Layout* lay, int* ntype) except -1:
     """Check what set_io_mem binds: `attr` (type, dims in its fmt, pass_through) against
     the model's attribute of that tensor and the mem's size.  1 when the data is typed
-    (`lay` is then the layout a view exports), 0 when it is not."""
+    (`lay` is then the layout a view exports), 0 when it is not.  `ntype` gets the type
+    the NPU's own layout holds: the native attribute's for NC1HWC2 (an old toolkit's file
+    has a FLOAT32 OUTPUT_ATTR over an INT8 NATIVE_OUTPUT_ATTR: rknpu2 c28b080
+    multiple_input_demo, librknnrt 1.5.2 and 1.6.0), else the model's."""
     cdef Py_ssize_t channels = -1              # an output's own C where its dims pad it
+    ntype[0] = model_attr.c.type
     kind = "output" if is_out else "input"
     if not is_out and attr.c.pass_through and attr.c.type != model_attr.c.type:
         raise ValueError(f"input {idx} ({model_attr.name!r}): pass_through needs the model "
@@ -364,7 +368,9 @@ cdef int _check_io_attr(Context self, TensorMem mem, TensorAttr attr, bint is_ou
         else:
             ncmd = (RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR if self._shapes_set
                     else RKNN_QUERY_NATIVE_INPUT_ATTR)
-        expected = self.query(ncmd, idx).dims
+        native = self.query(ncmd, idx)
+        expected = native.dims
+        ntype[0] = (<TensorAttr>native).c.type
     else:
         expected = _dims_in_fmt(model_attr, attr.c.fmt)
     if (attr.dims != expected and is_out and attr.c.fmt == RKNN_TENSOR_NHWC
@@ -379,15 +385,15 @@ cdef int _check_io_attr(Context self, TensorMem mem, TensorAttr attr, bint is_ou
         raise ValueError(f"{kind} {idx} ({model_attr.name!r}): attr.dims {list(attr.dims)} "
                          f"do not match the model's {list(expected)} ({attr.layout}); "
                          "expected the dims of the queried attribute")
-    if attr.c.fmt == RKNN_TENSOR_NC1HWC2 and attr.c.type != model_attr.c.type:
+    if attr.c.fmt == RKNN_TENSOR_NC1HWC2 and attr.c.type != ntype[0]:
         raise ValueError(f"{kind} {idx} ({model_attr.name!r}): NC1HWC2 is the native layout, "
-                         f"in the model type {_type_name(model_attr.c.type)} only; got "
+                         f"in the native type {_type_name(ntype[0])} only; got "
                          f"{_type_name(attr.c.type)} (use NHWC or NCHW for a converted type)")
     if _FORMAT[<int>attr.c.type] == NULL:
         return 0
     # channel padding exists only in the model's own type (the emulator's rule,
     # emulator/runtime_layout.c); padded dims of an output give a view of its own channels
-    _layout_of_attr(&attr.c, lay, model_attr.c.type, channels)
+    _layout_of_attr(&attr.c, lay, ntype[0], channels)
     if lay.extent > mem.mem.size:
         raise ValueError(f"TensorMem of {mem.mem.size} bytes is too small for {kind} "
                          f"{idx} ({model_attr.name!r}) as {_type_name(attr.c.type)} "
@@ -425,6 +431,7 @@ cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) excep
     cdef int ret
     cdef TensorAttr model_attr
     cdef unsigned long long gen
+    cdef int ntype
     self._check_open(b"set_io_mem")
     mem._check_open("set_io_mem")
     if self._flow == _FLOW_GENERAL:
@@ -434,7 +441,7 @@ cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) excep
     gen = self._attrs_gen                  # the shapes model_attr is of
     model_attr = (self._out_attrs if is_out else self._in_attrs)[idx]
     kind = "output" if is_out else "input"
-    typed = _check_io_attr(self, mem, attr, is_out, idx, model_attr, &lay)
+    typed = _check_io_attr(self, mem, attr, is_out, idx, model_attr, &lay, &ntype)
     self._enter(b"set_io_mem")
     if self._shape_gen != gen:
         self._release()
@@ -460,7 +467,7 @@ cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) excep
     if typed:
         mem._layout = lay
         mem._attr = attr.copy()
-        (<TensorAttr>mem._attr)._ntype = model_attr.c.type
+        (<TensorAttr>mem._attr)._ntype = ntype
         mem._bound = True
     else:
         mem._bound = False

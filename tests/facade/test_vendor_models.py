@@ -15,7 +15,7 @@ import pytest
 import rknnx
 from rknnx import modelfile
 
-from helpers import NO_VENDOR_DATA, live, user_inputs, vendor_models
+from helpers import NO_VENDOR_DATA, live, path_id, user_inputs, vendor_models
 
 FILES = vendor_models()
 if not FILES:
@@ -27,8 +27,7 @@ elif os.environ.get("RKNNX_RUNTIME") == "emulator-1.5.2":
     pytestmark = pytest.mark.skip(reason="the 1.5.2 stand-in is judged by test_vendor_judge")
 
 
-def _id(p):
-    return p.stem
+_id = path_id
 
 
 #: the chips the RV1106 mini runtime serves (the emulator plays it for them)

@@ -98,6 +98,8 @@ class EmulatorControl:
             ("rknn_emu_platform_count", ctypes.c_int, []),
             ("rknn_emu_platform_name", ctypes.c_char_p, [ctypes.c_int]),
             ("rknn_emu_context_platform", ctypes.c_char_p, [RKNN_CONTEXT]),
+            ("rknn_emu_set_runtime_version", ctypes.c_int, [ctypes.c_char_p]),
+            ("rknn_emu_get_runtime_version", ctypes.c_char_p, []),
             ("rknn_emu_set_npu_time_us", ctypes.c_int, [ctypes.c_int64]),
             ("rknn_emu_get_npu_time_us", ctypes.c_int64, []),
             ("rknn_emu_set_npu_cpu_accounting", ctypes.c_int, [ctypes.c_int]),
@@ -151,6 +153,29 @@ class EmulatorControl:
         """The personality of a live context, ``None`` for an invalid one."""
         r = self.lib.rknn_emu_context_platform(context)
         return r.decode() if r else None
+
+    # -- the librknnrt version played --
+    def set_runtime_version(self, version: Optional[str]) -> None:
+        """Contexts created from now on play librknnrt `version` (``"1.4.0"`` or
+        ``"1.6.0"``): its SDK_VERSION answer and the crashes of that version a call pattern
+        sets off, played as an E line and ``abort()`` (docs/abi-notes.md, "Runtime quirks":
+        run code that may set one off in a subprocess).  ``""`` plays the library's own
+        version; ``None`` reverts to ``RKNN_EMU_RUNTIME_VERSION``.
+
+        Raises
+        ------
+        ValueError
+            Another version.
+        """
+        rc = self.lib.rknn_emu_set_runtime_version(None if version is None else version.encode())
+        if rc != 0:
+            raise ValueError(f"the emulator plays librknnrt 1.4.0 or 1.6.0 besides its own "
+                             f"version; got {version!r}")
+
+    @property
+    def runtime_version(self) -> str:
+        """The librknnrt version the next ``rknn_init`` plays."""
+        return self.lib.rknn_emu_get_runtime_version().decode()
 
     # -- simulated NPU time --
     def set_npu_time_us(self, us: Optional[int]) -> None:

@@ -1,0 +1,31 @@
+"""The suite collects under the pytest a board's Debian has (bookworm: 7.2.1), which asks
+the id of an empty parameter set's placeholder: the vendor-file tests' parameters are empty
+where the vendor data is absent (a root built to test a vendor runtime)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from helpers import REPO, path_id
+
+
+def test_path_id_takes_what_pytest_gives_an_empty_parameter_set():
+    assert path_id(REPO / "x" / "cls_img_rk3588.rknn") == "cls_img_rk3588"
+    assert isinstance(path_id(object()), str)
+
+
+def test_an_empty_file_parameter_set_collects_with_the_running_pytest(tmp_path):
+    (tmp_path / "test_empty.py").write_text(
+        "import sys, pytest\n"
+        f"sys.path.insert(0, {str(REPO / 'tests')!r})\n"
+        "from helpers import path_id\n"
+        "@pytest.mark.parametrize('kind', ['a', 'b'])\n"
+        "@pytest.mark.parametrize('path', [], ids=path_id)\n"
+        "def test_x(path, kind):\n"
+        "    pass\n")
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "--rootdir", str(tmp_path), str(tmp_path / "test_empty.py")],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "2 skipped" in p.stdout, p.stdout[-2000:]
