@@ -109,6 +109,16 @@ def from_native(native, info: TensorInfo, *, layout: Optional[str] = None, dtype
     if quantized:
         kw["scale"], kw["zero_point"] = _scale(q, "from_native")
     if nat.layout == "NC1HWC2":
+        if quantized and a.dtype.itemsize > 1:
+            # 16-bit codes (RV1106's int16 pose keypoints): the blocks undone in their own
+            # type, then (q - zp) * scale; the kernels dequantize 8-bit codes only
+            dense = _k.nc1hwc2_to_nchw(a, _channels(info), layout=layout, dtype=a.dtype)
+            val = (dense.astype(np.float32) - np.float32(kw["zero_point"])) \
+                * np.float32(kw["scale"])
+            if out is None:
+                return val.astype(dtype, copy=False)
+            out[...] = val
+            return out
         return _k.nc1hwc2_to_nchw(a, _channels(info), layout=layout, dtype=np.dtype(dtype),
                                    out=out, **kw)
     src = a
