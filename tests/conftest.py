@@ -30,6 +30,10 @@ def pytest_configure(config):
                    "older runtimes lack (the CI step on emulator-1.5.2 skips it there, saying "
                    "which; the facade's answer to their absence is tested in "
                    "tests/facade/test_runtimes.py)")
+    # pytest-xdist registers it; a pytest without xdist (a board's Debian pytest under
+    # scripts/test-wheel-arm) must know it too, since filterwarnings=error
+    config.addinivalue_line(
+        "markers", "xdist_group(name): tests kept on one pytest-xdist worker (--dist loadgroup)")
     config.addinivalue_line(
         "markers", "exhaustive: a sweep beyond what the default run covers (every vendor "
                    "file through every option, fuzzing under sanitizers); deselected unless "
