@@ -1,22 +1,37 @@
 /*
- * rknnx emulator, runtime half: internal declarations shared by runtime_*.c.
+ * rknnx emulator, runtime half: internal declarations shared by its files.
  *
- * The runtime half implements every exported rknn_* function over emu_model.h.  Files:
- *   runtime_core.c     logging, counters, controls (rknn_emu_*), error injection,
- *                      chip personalities, the handle registries (contexts and mems)
- *   runtime_layout.c   tensor attributes (normal / native / NHWC native), buffer layouts
- *                      and the element conversions between user and model forms
- *   runtime_context.c  rknn_init / dup / destroy / core masks / query
- *   runtime_custom.c   custom operators (registration, callbacks, built-in fallbacks)
- *   runtime_io.c       inputs_set, run, wait, outputs_get/release, input shapes
- *   runtime_mem.c      the emulated DMA memory (memfd, phys space, cache emulation),
- *                      create/destroy mem, set_io/weight/internal_mem, mem_sync
- *   runtime_matmul.c   the matmul API
+ * The runtime half implements every exported rknn_* function over emu_model.h, in layers,
+ * bottom first: a file uses functions of the files listed before it (and of the model
+ * half), never of a file listed after it.  Where a lower file must reach upper work it
+ * calls a hook the upper file set: a context's destructor hooks (emu_ctx_on_free), the
+ * kinds of model rknn_init loads (emu_kind_add).  tests/package/test_emulator_layers.py
+ * reads this list and holds the sources to it.
+ *   runtime_core.c      logging, counters, controls (rknn_emu_*), error injection, chip
+ *                       personalities, the simulated NPU cores, the handle registry of
+ *                       contexts, its entry checks and the destructor hooks
+ *   runtime_layout.c    tensor attributes (normal / native / NHWC native) from the layout
+ *                       rules, buffer layouts, the element conversions between user and
+ *                       model forms, the bytes the NPU reads for an input
+ *   runtime_quirks.c    the librknnrt version a context plays, and its crashes
+ *   runtime_answers.c   the answers table of a model and its one reader of attribute
+ *                       queries; an emulator model's table from the layout rules
+ *   runtime_npu.c       a context's tensors at its current shape and as the NPU sees them
+ *                       (native views, bound layouts), rknn_emu_read_npu_input / set_npu_output
+ *   runtime_mem.c       the emulated DMA memory (memfd, phys space, cache emulation),
+ *                       create/destroy mem, set_io/weight/internal_mem, mem_sync
+ *   runtime_context.c   rknn_init (the kinds of model) / dup / destroy / core masks / query
+ *   runtime_custom.c    custom operators (registration, callbacks, built-in fallbacks)
+ *   runtime_io.c        inputs_set, run, wait, outputs_get/release, input shapes
+ *   runtime_matmul.c    the matmul API
+ *   standin.c           a vendor .rknn file as a kind of model: its stand-in model and the
+ *                       answers of the vendor runtime played (docs/standin.md)
  *
- * Global mutable state is limited to: the two handle registries (mutex-guarded), the
- * counters (atomics), the controls and the injection table (mutex-guarded).  Everything
- * else hangs off a context, whose calls are serialized by its own mutex.  No global lock
- * is held while a model runs or data is converted.
+ * Global mutable state is limited to: the handle registries (mutex-guarded), the counters
+ * (atomics), the controls and the injection table (mutex-guarded), and the kinds of model
+ * (added by constructors while the library loads).  Everything else hangs off a context,
+ * whose calls are serialized by its own mutex.  No global lock is held while a model runs
+ * or data is converted.
  */
 #ifndef RKNNX_EMU_RUNTIME_H
 #define RKNNX_EMU_RUNTIME_H
@@ -265,15 +280,126 @@ uint64_t emu_layout_bytes(const emu_layout *l);
 enum { EMU_CONV_RAW = 0, EMU_CONV_TO_MODEL = 1, EMU_CONV_FROM_MODEL = 2 };
 void emu_convert(const emu_io_desc *d, int mode, const void *src, const emu_layout *ls, void *dst,
                  const emu_layout *ld);
+/* Layout of a buffer in the native form na describes, for the tensor (d, dims). */
+void emu_layout_native(const emu_io_desc *d, const uint32_t *dims, const rknn_tensor_attr *na,
+                       emu_layout *l);
+/* Length of the NPU's buffer for an input whose native attribute is na: the vendor's
+   named input buffer, size_with_stride (or size) rounded up to 16 bytes. */
+uint32_t emu_npu_input_len(const rknn_tensor_attr *na);
+/* What rknn_inputs_set leaves in the NPU's input buffer npu (L bytes, holding the previous
+   bytes) for a user buffer (buf, size, t, fmt, pass_through) of input (d, dims) whose native
+   attribute is na (the rules and their evidence: docs/abi-notes.md). */
+void emu_npu_pack_input(const emu_platform *p, const emu_io_desc *d, const uint32_t *dims,
+                        const rknn_tensor_attr *na, const void *buf, uint32_t size,
+                        rknn_tensor_type t, rknn_tensor_format fmt, int pass_through,
+                        uint8_t *npu, uint32_t L);
+
+/* ---- the answers (runtime_answers.c) -----------------------------------------------------
+ * What a model's contexts answer, filled once at rknn_init by the model's kind and shared
+ * by its contexts: the attribute views of every tensor at every shape set, the figures
+ * of MEM_SIZE, the log lines of rknn_init, and the rules (emu_rules) of the runtime
+ * played.  The emulator's own models get theirs from the layout rules (emu_answers_own);
+ * a vendor file gets the vendor runtime's, read from the file (standin.c, docs/standin.md).
+ * The runtime half reads the table one way for every kind: what differs is data. */
+typedef struct emu_attr_views {   /* one tensor's three views at one shape set */
+    rknn_tensor_attr a[3];        /* EMU_ATTR_NORMAL, EMU_ATTR_NATIVE, EMU_ATTR_NATIVE_NHWC */
+} emu_attr_views;
+
+/* How the runtime played answers: the emulator's own rules (emu_rules_own), or a vendor
+   runtime's (standin.c).  Every field names a behaviour; 0 is the emulator's own. */
+typedef struct emu_rules {
+    /* rknn_init's I lines: the library named, whether its version is the one played
+       (emu_api_version) or always the library's own */
+    const char *lib;
+    int version_fixed;
+    /* rknn_set_core_mask: a mask beyond 0..7, or ALL, falls back to AUTO with two lines, -1 */
+    int core_mask_fallback;
+    /* the general API: inputs_set takes fewer inputs (a warning) and skips entries whose
+       index is out of range; rknn_run runs on what an input buffer holds when the input was
+       never set; outputs_get warns on a count that is not the model's, takes none, and gives
+       outputs before any run */
+    int lenient_io;
+    /* the zero-copy flow: a float16 input takes no pass_through, and rknn_run refuses one
+       left without a mem (the mini runtime has no CPU path for float16 inputs) */
+    int fp16_needs_mem;
+    /* rknn_query */
+    uint32_t short_ok;        /* bit cmd: a short buffer is taken (written up to its size) */
+    int info_only_limited;    /* a COLLECT_MODEL_INFO_ONLY context answers MEM_SIZE and
+                                 SDK_VERSION only */
+    const char *perf_text;    /* PERF_DETAIL's fixed text, and PERF_RUN 0 before a run (NULL:
+                                 the per-op table, both refused before a run) */
+    int mem_planned;          /* MEM_SIZE: the planned weight / internal bytes only */
+    int range_static_first;   /* INPUT_DYNAMIC_RANGE of a static model refused before the
+                                 buffer and index checks */
+    const char *range_index;  /* its index refusal: format of (index, input count) */
+    int index_first;          /* attribute queries: the index checked before the shape */
+    int index_by_dir;         /* ... and named INPUT_ATTR / OUTPUT_ATTR, not the command */
+    const char *out_num;      /* ... "output_num" */
+    int refuse_current_static;  /* CURRENT_* on a static model refused (-4 / -7) */
+    int unchosen_status;      /* CURRENT_* before a shape is chosen */
+    const char *unchosen;     /* format of (fn or NULL, command name) */
+    int unchosen_prefixed;
+    int unchosen_as_input;    /* CURRENT_OUTPUT_ATTR named CURRENT_INPUT_ATTR */
+    int nhwc_dynamic_status;  /* NATIVE_NHWC_OUTPUT_ATTR of a dynamic model */
+    const char *nhwc_dynamic;
+    int nhwc_dynamic_prefixed;
+    uint32_t max_native_warned;  /* bit cmd: a dynamic model's max native view warned */
+    const char *max_native;   /* format of (NATIVE_INPUT/OUTPUT_ATTR, "input"/"output") */
+    int nhwc_pad_warned;      /* NATIVE_NHWC_OUTPUT_ATTR warns when it asks for padding */
+    int plain_follows;        /* plain views follow the chosen shape (else the largest) */
+    int native_output_follows;  /* NATIVE_OUTPUT_ATTR follows the chosen shape */
+    int native_follows_uint8; /* an int8 NHWC input set from UINT8 reports UINT8 natively */
+    int max_until_chosen;     /* the NPU's native view is the largest until a shape is set */
+    int played_native;        /* the version played reshapes NATIVE_OUTPUT_ATTR (1.4.0) */
+} emu_rules;
+
+typedef struct emu_answers {
+    const emu_rules *rules;
+    uint32_t queries;         /* bit cmd: the command is answered (Table 3-2) */
+    int neg_cmd_range;        /* a negative command is out of range (-5), not unsupported */
+    uint32_t n_in, n_out;
+    uint32_t n_sets;          /* 0: static */
+    emu_attr_views *sets;     /* max(1, n_sets) rows of n_in inputs then n_out outputs */
+    emu_attr_views *maxv;     /* dynamic: per tensor, each view at its largest shape */
+    uint32_t *ranges;         /* dynamic: n_sets x n_in x RKNN_MAX_DIMS input dims */
+    uint64_t weight_size, internal_size;
+    uint32_t n_custom;        /* custom operator types a run needs registered (at most 16) */
+    char custom[16][RKNN_MAX_NAME_LEN];
+    uint32_t unknown;         /* EMU_SD_UNKNOWN_* bits: what a vendor file did not give */
+    char model_info[1024];    /* the values of rknn_init's "RKNN Model Information" line
+                                 ("": no such line) */
+} emu_answers;
+
+extern const emu_rules emu_rules_own;
+emu_answers *emu_answers_new(uint32_t n_in, uint32_t n_out, uint32_t n_sets);
+void emu_answers_free(emu_answers *an);
+/* The answers of an emulator model m on platform p, from the layout rules; NULL: no memory. */
+emu_answers *emu_answers_own(const emu_platform *p, const emu_model *m);
+/* The stored view (kind EMU_ATTR_*) of input / output idx at shape set `set` when current,
+   else at the largest shape; NULL when idx or set is out of range. */
+const rknn_tensor_attr *emu_answers_attr(const emu_answers *an, int is_out, uint32_t idx,
+                                         int kind, int current, uint32_t set);
 
 /* ---- contexts ------------------------------------------------------------------------------ */
 typedef struct emu_shared {   /* a loaded model shared by dup'd / weight-sharing contexts */
     atomic_long refs;
     emu_model *model;
+    emu_answers *answers;     /* what rknn_query and the calls answer for it */
     uint64_t *max_in_bytes;   /* per input: model-format bytes, max over shape sets */
     uint64_t *max_out_bytes;
-    struct emu_standin *sd;   /* a vendor file's stand-in (standin.h), or NULL */
 } emu_shared;
+
+/* A kind of model rknn_init can load besides the emulator's own format (a vendor .rknn
+   file: standin.c).  A kind adds itself with emu_kind_add from a constructor of its file,
+   so that the context layer, which loads models, never names an upper file. */
+typedef struct emu_kind {
+    const char *name;
+    int (*sniff)(const void *bytes, size_t n);        /* 1: these bytes are of this kind */
+    /* the model and its answers for platform p; else the runtime's status, having logged its
+       lines */
+    int (*open)(const void *bytes, size_t n, const emu_platform *p, emu_model **model,
+                emu_answers **answers);
+} emu_kind;
 
 enum { EMU_FLOW_NONE = 0, EMU_FLOW_GENERAL = 1, EMU_FLOW_ZERO_COPY = 2 };
 
@@ -299,6 +425,8 @@ typedef struct emu_out_buf {  /* runtime-allocated outputs_get buffer */
     struct emu_out_buf *next;
     void *ptr;
 } emu_out_buf;
+
+#define EMU_CTX_DTORS 4
 
 typedef struct emu_ctx {
     rknn_context handle;
@@ -348,8 +476,12 @@ typedef struct emu_ctx {
        from the next run on (NULL: none); runtime_npu.c */
     uint8_t **npu_out;
     uint32_t *npu_out_len;
-    /* a stand-in context: per input, 1 + the type of its last rknn_inputs_set (0: none) */
-    int *sd_in_type;
+    /* per input, 1 + the type of its last rknn_inputs_set (0: none) */
+    int *in_type;
+    /* destructor hooks (emu_ctx_on_free), run last added first when the last reference
+       goes; the first, the context layer's, frees the context */
+    void (*dtor[EMU_CTX_DTORS])(struct emu_ctx *c);
+    uint32_t n_dtor;
     /* per input, the bytes rknn_inputs_set left in the NPU's input buffer, as the vendor
        runtime leaves them (emu_npu_pack_input; NULL until the first inputs_set) */
     uint8_t **npu_in;
@@ -362,63 +494,63 @@ typedef struct emu_ctx {
     atomic_int copy_destroyed; /* 1.6.0: a rknn_dup_context copy of it was destroyed */
 } emu_ctx;
 
-/* Registry: look up a live context and take a reference (NULL if invalid / destroyed). */
+/* ---- the functions on a context, by file, bottom up --------------------------------------
+ * runtime_core.c: the registry, its entry checks, the destructor hooks */
+/* Registry: look up a live context and take a reference (NULL if invalid / destroyed);
+   the last put runs the context's destructor hooks, which free it. */
 emu_ctx *emu_ctx_get(rknn_context h);
 void emu_ctx_put(emu_ctx *c);
 int emu_ctx_register(emu_ctx *c);             /* assigns c->handle */
 int emu_ctx_unregister(rknn_context h, emu_ctx **out);  /* removes; returns the registry's ref */
-void emu_ctx_free(emu_ctx *c);                /* runtime_context.c; called on the last put */
-
+/* Add a destructor hook to c (once: a hook already there is not added again).  A layer that
+   attaches state to a context adds the hook that frees it, so that no lower layer names an
+   upper one; at most EMU_CTX_DTORS (the context layer, custom operators, outputs_get's
+   buffers, a matmul). */
+void emu_ctx_on_free(emu_ctx *c, void (*fn)(emu_ctx *c));
 /* Convenience: get + lock, with logging; returns status. */
 int emu_ctx_enter(rknn_context h, const char *func, emu_ctx **out);
 void emu_ctx_leave(emu_ctx *c);
+/* The context whose custom-op callbacks this thread is running (NULL when none), which
+   emu_ctx_enter refuses (the lock is held by the run); set returns the previous value so
+   nested runs restore it. */
+emu_ctx *emu_ctx_set_calling(emu_ctx *c);
+emu_ctx *emu_ctx_calling(void);
+int emu_ctx_check_flow(emu_ctx *c, int flow, const char *func);
 
-/* model-side sizes */
-uint64_t emu_ctx_in_bytes(const emu_ctx *c, uint32_t i, uint32_t set);
-uint64_t emu_ctx_out_bytes(const emu_ctx *c, uint32_t o, uint32_t set);
+/* runtime_answers.c: reading the answers (the table: "the answers" above) */
+const char *emu_query_name(int cmd);             /* "RKNN_QUERY_INPUT_ATTR" */
+/* An attribute query (RKNN_QUERY_*_ATTR) of c, checks, words and statuses as the answers'
+   rules say; c locked. */
+int emu_answers_query_attr(emu_ctx *c, int cmd, rknn_tensor_attr *a);
+/* NATIVE_OUTPUT_ATTR's view `a` of output idx as the context's played version answers it,
+   where the rules say the version reshapes it (1.4.0: H and W flattened). */
+void emu_answers_played_native(const emu_ctx *c, uint32_t idx, int cur, rknn_tensor_attr *a);
+
+/* runtime_npu.c: a context's tensors at its current shape, and as the NPU sees them */
 const uint32_t *emu_ctx_in_dims(const emu_ctx *c, uint32_t i);
 const uint32_t *emu_ctx_out_dims(const emu_ctx *c, uint32_t o);
-
-int emu_ctx_check_flow(emu_ctx *c, int flow, const char *func);
-int emu_custom_hook(void *user, const emu_model *m, uint32_t op_index, const char *op_type,
-                    emu_tensor_view *inputs, uint32_t n_inputs, emu_tensor_view *outputs,
-                    uint32_t n_outputs);
-void emu_custom_destroy_all(emu_ctx *c);
-void emu_ctx_release_outputs(emu_ctx *c);
-/* Thread-local: the context whose custom-op callbacks this thread is running (NULL when
-   none); set returns the previous value so nested runs restore it. */
-emu_ctx *emu_custom_set_current(emu_ctx *c);
-emu_ctx *emu_custom_current(void);
-/* weights, internal memory and shape set of a run of c (custom_op / op_time left NULL);
-   a base the context does not have yet (memory allocated outside, not set) is NULL */
-void emu_ctx_base_env(const emu_ctx *c, emu_run_env *env);
-void emu_mm_free(struct emu_mm *mm);          /* runtime_matmul.c */
-emu_ctx *emu_ctx_alloc(const emu_platform *p, uint32_t flags);  /* bare context, refs 1 */
-
-/* ---- NPU-side views (runtime_npu.c) ---------------------------------------------------------
- * The native attribute of input / output idx at the context's current shape (the one
+/* The native attribute of input / output idx at the context's current shape (the one
  * RKNN_QUERY_NATIVE_INPUT_ATTR / _OUTPUT_ATTR answer), without logging; 0 or a status. */
 int emu_ctx_native_attr(emu_ctx *c, int is_out, uint32_t idx, rknn_tensor_attr *a);
-/* Layout of a buffer in the native form na describes, for the tensor (d, dims). */
-void emu_layout_native(const emu_io_desc *d, const uint32_t *dims, const rknn_tensor_attr *na,
-                       emu_layout *l);
 /* Layout of a mem bound with rknn_set_io_mem(attr) to input / output idx at the current
  * shape: emu_layout_user's, but NC1HWC2 in the model type takes its blocks from the native
- * attribute (a vendor file's compiler chose them; runtime_context.c).  0 or a status. */
+ * attribute (a vendor file's compiler chose them).  0 or a status. */
 int emu_ctx_layout_bound(emu_ctx *c, int is_out, uint32_t idx, const rknn_tensor_attr *attr,
                          emu_layout *l);
 /* rknn_run, after the graph: outputs with rknn_emu_set_npu_output bytes take them. */
 void emu_npu_apply_outputs(emu_ctx *c);
-/* Length of the NPU's buffer for an input whose native attribute is na: the vendor's
-   named input buffer, size_with_stride (or size) rounded up to 16 bytes. */
-uint32_t emu_npu_input_len(const rknn_tensor_attr *na);
-/* What rknn_inputs_set leaves in the NPU's input buffer npu (L bytes, holding the previous
-   bytes) for a user buffer (buf, size, t, fmt, pass_through) of input (d, dims) whose native
-   attribute is na (runtime_layout.c; the rules and their evidence: docs/abi-notes.md). */
-void emu_npu_pack_input(const emu_platform *p, const emu_io_desc *d, const uint32_t *dims,
-                        const rknn_tensor_attr *na, const void *buf, uint32_t size,
-                        rknn_tensor_type t, rknn_tensor_format fmt, int pass_through,
-                        uint8_t *npu, uint32_t L);
 void emu_npu_free(emu_ctx *c);
+
+/* runtime_context.c: contexts and models */
+emu_ctx *emu_ctx_alloc(const emu_platform *p, uint32_t flags);  /* bare context, refs 1 */
+/* weights, internal memory and shape set of a run of c (custom_op / op_time left NULL);
+   a base the context does not have yet (memory allocated outside, not set) is NULL */
+void emu_ctx_base_env(const emu_ctx *c, emu_run_env *env);
+void emu_kind_add(const emu_kind *k);
+
+/* runtime_custom.c: the graph's callback for custom operators (rknn_run's env.custom_op) */
+int emu_custom_hook(void *user, const emu_model *m, uint32_t op_index, const char *op_type,
+                    emu_tensor_view *inputs, uint32_t n_inputs, emu_tensor_view *outputs,
+                    uint32_t n_outputs);
 
 #endif /* RKNNX_EMU_RUNTIME_H */

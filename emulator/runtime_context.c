@@ -35,7 +35,6 @@
 
 #include "model_internal.h"
 #include "runtime.h"
-#include "standin.h"
 
 /* ---- model-side helpers --------------------------------------------------------------- */
 static uint64_t dims_elems(const uint32_t *d, uint32_t n)
@@ -46,53 +45,19 @@ static uint64_t dims_elems(const uint32_t *d, uint32_t n)
     return p;
 }
 
-const uint32_t *emu_ctx_in_dims(const emu_ctx *c, uint32_t i)
-{
-    return emu_model_input_dims(c->m, c->shape_set, i, NULL);
-}
-
-const uint32_t *emu_ctx_out_dims(const emu_ctx *c, uint32_t o)
-{
-    return emu_model_output_dims(c->m, c->shape_set, o, NULL);
-}
-
-uint64_t emu_ctx_in_bytes(const emu_ctx *c, uint32_t i, uint32_t set)
-{
-    uint32_t n;
-    const uint32_t *d = emu_model_input_dims(c->m, set, i, &n);
-    return d ? dims_elems(d, n) * emu_type_size(emu_model_input(c->m, i)->type) : 0;
-}
-
-uint64_t emu_ctx_out_bytes(const emu_ctx *c, uint32_t o, uint32_t set)
-{
-    uint32_t n;
-    const uint32_t *d = emu_model_output_dims(c->m, set, o, &n);
-    return d ? dims_elems(d, n) * emu_type_size(emu_model_output(c->m, o)->type) : 0;
-}
-
-int emu_ctx_check_flow(emu_ctx *c, int flow, const char *func)
-{
-    if (c->flow == EMU_FLOW_NONE || c->flow == flow)
-        return RKNN_SUCC;
-    EMU_ERR(func, "this context uses the %s API; the general API (rknn_inputs_set / "
-            "rknn_outputs_get) and the zero-copy API (rknn_set_io_mem) cannot be mixed on one "
-            "context (RKNN API 3.5)", c->flow == EMU_FLOW_GENERAL ? "general" : "zero-copy");
-    return RKNN_ERR_FAIL;
-}
-
 /* ---- shared model ---------------------------------------------------------------------- */
 static void shared_put(emu_shared *s)
 {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
         return;
     emu_model_free(s->model);
-    emu_standin_free(s->sd);
+    emu_answers_free(s->answers);
     free(s->max_in_bytes);
     free(s->max_out_bytes);
     free(s);
 }
 
-static emu_shared *shared_new(emu_model *m)
+static emu_shared *shared_new(emu_model *m, emu_answers *an)
 {
     emu_shared *s = calloc(1, sizeof *s);
     uint32_t ni = emu_model_n_inputs(m), no = emu_model_n_outputs(m);
@@ -108,6 +73,7 @@ static emu_shared *shared_new(emu_model *m)
     }
     atomic_store(&s->refs, 1);
     s->model = m;
+    s->answers = an;
     uint32_t sets = emu_model_n_shape_sets(m);
     if (sets == 0)
         sets = 1;
@@ -154,10 +120,11 @@ static uint8_t **alloc_bufs(const uint64_t *sizes, uint32_t n)
     return v;
 }
 
-void emu_ctx_free(emu_ctx *c)
+/* The context layer's destructor hook (the first of every context, so the last to run):
+   the upper layers' hooks have freed what they attached (custom operators, output buffers,
+   a matmul's state). */
+static void ctx_free(emu_ctx *c)
 {
-    emu_custom_destroy_all(c);
-    emu_ctx_release_outputs(c);
     if (c->in_bind)
         for (uint32_t i = 0; i < c->n_in; i++)
             emu_mem_put(c->in_bind[i].mem);
@@ -177,12 +144,8 @@ void emu_ctx_free(emu_ctx *c)
     free(c->in_set);
     free(c->op_time);
     free(c->perf_str);
-    free(c->customs);
-    free(c->nodes);
-    if (c->mm)
-        emu_mm_free(c->mm);
     emu_npu_free(c);
-    free(c->sd_in_type);
+    free(c->in_type);
     shared_put(c->weights_from);
     shared_put(c->shared);
     pthread_mutex_destroy(&c->lock);
@@ -200,7 +163,8 @@ static int ctx_setup(emu_ctx *c)
     c->in_bind = calloc(c->n_in ? c->n_in : 1, sizeof *c->in_bind);
     c->out_bind = calloc(c->n_out ? c->n_out : 1, sizeof *c->out_bind);
     c->in_set = calloc(c->n_in ? c->n_in : 1, sizeof *c->in_set);
-    if (!c->in_bind || !c->out_bind || !c->in_set)
+    c->in_type = calloc(c->n_in ? c->n_in : 1, sizeof *c->in_type);
+    if (!c->in_bind || !c->out_bind || !c->in_set || !c->in_type)
         return RKNN_ERR_MALLOC_FAIL;
     if (c->flags & RKNN_FLAG_COLLECT_MODEL_INFO_ONLY)
         return RKNN_SUCC;   /* a dummy context: nothing to run with */
@@ -235,6 +199,7 @@ emu_ctx *emu_ctx_alloc(const emu_platform *p, uint32_t flags)
     pthread_mutex_init(&c->lock, NULL);
     c->plat = p;
     c->flags = flags;
+    emu_ctx_on_free(c, ctx_free);
     return c;
 }
 
@@ -262,32 +227,86 @@ static int read_file(const char *path, uint8_t **out, size_t *size)
     return rc;
 }
 
-/* The three I lines every rknn_init prints at RKNN_LOG_LEVEL >= 2, in the wording of the
-   runtime version played: "Information:" with colons before 1.6.0, commas after. */
+/* The I lines every rknn_init prints at RKNN_LOG_LEVEL >= 2, in the wording of the runtime
+   version played: "Information:" with colons before 1.6.0, commas after; the model line
+   from the answers (an emulator model's, or the vendor file's). */
 static void log_init_info(const emu_ctx *c)
 {
     if (!emu_log_enabled(EMU_LOG_I))
         return;
+    const emu_answers *an = c->shared->answers;
     const char *sep = EMU_LOG_COLONS ? ":" : ",";
-    const emu_platform *p = c->plat;
-    const char *npu = strcmp(p->npu_group, "RK3566") == 0 ? "RKNPU lite"
-                      : strcmp(p->name, "RK3576") == 0    ? "RKNPU f2"
-                                                          : "RKNPU v2";
-    char plat[16];
-    size_t k = 0;
-    for (; p->name[k] && k + 1 < sizeof plat; k++)
-        plat[k] = (char)tolower((unsigned char)p->name[k]);
-    plat[k] = '\0';
-    const emu_io_desc *d = c->n_in ? emu_model_input(c->m, 0) : NULL;
-    const char *layout = !d ? "UNDEFINED" : d->fmt == RKNN_TENSOR_NCHW ? "NCHW"
-                         : d->fmt == RKNN_TENSOR_NHWC ? "NHWC" : "UNDEFINED";
-    emu_log(EMU_LOG_I, NULL, "RKNN Runtime Information%s librknnrt version: %s (%s)", sep,
-            emu_api_version(c), EMU_VERSION_TAG);
+    emu_log(EMU_LOG_I, NULL, "RKNN Runtime Information%s %s version: %s (%s)", sep,
+            an->rules->lib, an->rules->version_fixed ? EMU_API_VERSION : emu_api_version(c),
+            EMU_VERSION_TAG);
     emu_log(EMU_LOG_I, NULL, "RKNN Driver Information%s version: %s", sep, EMU_DRV_VERSION);
-    emu_log(EMU_LOG_I, NULL, "RKNN Model Information%s version: 6, toolkit version: "
-            "rknnx-emulator-%s, target: %s, target platform: %s, framework name: rknnx, "
-            "framework layout: %s, model inference type: %s", sep, EMU_VERSION_STRING, npu,
-            plat, layout, emu_model_n_shape_sets(c->m) ? "dynamic_shape" : "static_shape");
+    if (an->model_info[0])
+        emu_log(EMU_LOG_I, NULL, "RKNN Model Information%s %s", sep, an->model_info);
+}
+
+/* ---- kinds of model ------------------------------------------------------------------------
+ * Added by constructors of their files before any call (no lock: the library is loading). */
+#define EMU_KINDS 4
+static const emu_kind *g_kinds[EMU_KINDS];
+static int g_n_kinds;
+
+void emu_kind_add(const emu_kind *k)
+{
+    if (g_n_kinds < EMU_KINDS)
+        g_kinds[g_n_kinds++] = k;
+}
+
+/* An emulator model (emulator/FORMAT.md): the model and its answers from the layout rules. */
+static int own_open(const uint8_t *bytes, size_t nbytes, const emu_platform *p, emu_model **out,
+                    emu_answers **answers)
+{
+    static const char fn[] = "rknn_init";
+    emu_model *m = NULL;
+    int rc;
+    int mini = p->family == EMU_FAM_RV1106 || p->family == EMU_FAM_RK2118;
+#ifdef EMU_RUNTIME_1_5
+    mini = 0;
+#endif
+    if (mini && !(nbytes >= 8 && memcmp(bytes, EMU_FMT_MAGIC, 8) == 0)) {
+        /* the mini runtime's words for bytes that are no model */
+        uint64_t magic = 0;
+        for (size_t k = 0; k < 8 && k < nbytes; k++)
+            magic |= (uint64_t)bytes[k] << (8 * k);
+        EMU_ERR(NULL, "invalid rknn model magic: %llx", (unsigned long long)magic);
+        return RKNN_ERR_FAIL;
+    }
+    rc = emu_model_load(bytes, nbytes, &m);
+    if (rc != RKNN_SUCC) {
+        /* the boards' words: a file that is not a model, a model format newer than the
+           runtime, then the load failure itself */
+        if (nbytes < 12 || memcmp(bytes, EMU_FMT_MAGIC, 8) != 0)
+            EMU_ERR(NULL, EMU_LOG_COLONS ? "Invalid RKNN format"
+                                         : "parseRKNN from buffer: Invalid RKNN format!");
+        else if ((bytes[8] | (bytes[9] << 8)) != EMU_FMT_MAJOR ||
+                 (bytes[10] | (bytes[11] << 8)) > EMU_FMT_MINOR)
+            EMU_ERR(NULL, "Invalid RKNN model version %u", bytes[8] | (bytes[9] << 8));
+        else
+            EMU_ERR(fn, "invalid model (%zu bytes): status %d", nbytes, rc);
+        EMU_ERR(fn, "load model failed!");
+        return rc;
+    }
+    const char *target = emu_model_target(m);
+    if (target && *target) {
+        const emu_platform *tp = emu_platform_find(target);
+        if (!tp || strcmp(tp->npu_group, p->npu_group) != 0) {
+            /* the board's words (no function prefix) */
+            EMU_ERR(NULL, "This rknn model is for %s, but current platform is %s",
+                    tp ? tp->name : target, p->name);
+            emu_model_free(m);
+            return RKNN_ERR_TARGET_PLATFORM_UNMATCH;
+        }
+    }
+    if (!(*answers = emu_answers_own(p, m))) {
+        emu_model_free(m);
+        return RKNN_ERR_MALLOC_FAIL;
+    }
+    *out = m;
+    return RKNN_SUCC;
 }
 
 int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
@@ -372,59 +391,16 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
     }
 
     emu_model *m = NULL;
+    emu_answers *an = NULL;
     emu_ctx *c = NULL;
     emu_ctx *wsrc = NULL;
-    emu_standin *sd = NULL;
-    int mini = p->family == EMU_FAM_RV1106 || p->family == EMU_FAM_RK2118;
-#ifdef EMU_RUNTIME_1_5
-    mini = 0;
-#endif
-    if (emu_standin_sniff(bytes, nbytes)) {
-        /* a vendor .rknn file: a stand-in context (standin.c, docs/standin.md) */
-        rc = emu_standin_open(bytes, nbytes, p, &sd, &m);
-        if (rc != RKNN_SUCC)
-            goto fail;
-        static atomic_int said;
-        if (emu_log_enabled(EMU_LOG_W) && !atomic_exchange(&said, 1))
-            fprintf(stderr, "W rknnx: the emulator stands in for vendor .rknn files: it answers "
-                    "as the vendor runtime for the file, but rknn_run computes a digest of the "
-                    "inputs, not the network (docs/standin.md)\n");
-    } else if (mini && !(nbytes >= 8 && memcmp(bytes, EMU_FMT_MAGIC, 8) == 0)) {
-        /* the mini runtime's words for bytes that are no model */
-        uint64_t magic = 0;
-        for (size_t k = 0; k < 8 && k < nbytes; k++)
-            magic |= (uint64_t)bytes[k] << (8 * k);
-        EMU_ERR(NULL, "invalid rknn model magic: %llx", (unsigned long long)magic);
-        rc = RKNN_ERR_FAIL;
+    const emu_kind *kind = NULL;
+    for (int k = 0; k < g_n_kinds && !kind; k++)
+        if (g_kinds[k]->sniff(bytes, nbytes))
+            kind = g_kinds[k];
+    rc = kind ? kind->open(bytes, nbytes, p, &m, &an) : own_open(bytes, nbytes, p, &m, &an);
+    if (rc != RKNN_SUCC)
         goto fail;
-    } else {
-        rc = emu_model_load(bytes, nbytes, &m);
-    }
-    if (rc != RKNN_SUCC) {
-        /* the boards' words: a file that is not a model, a model format newer than the
-           runtime, then the load failure itself */
-        if (nbytes < 12 || memcmp(bytes, EMU_FMT_MAGIC, 8) != 0)
-            EMU_ERR(NULL, EMU_LOG_COLONS ? "Invalid RKNN format"
-                                         : "parseRKNN from buffer: Invalid RKNN format!");
-        else if ((bytes[8] | (bytes[9] << 8)) != EMU_FMT_MAJOR ||
-                 (bytes[10] | (bytes[11] << 8)) > EMU_FMT_MINOR)
-            EMU_ERR(NULL, "Invalid RKNN model version %u", bytes[8] | (bytes[9] << 8));
-        else
-            EMU_ERR(fn, "invalid model (%zu bytes): status %d", nbytes, rc);
-        EMU_ERR(fn, "load model failed!");
-        goto fail;
-    }
-    const char *target = emu_model_target(m);
-    if (!sd && target && *target) {
-        const emu_platform *tp = emu_platform_find(target);
-        if (!tp || strcmp(tp->npu_group, p->npu_group) != 0) {
-            /* the board's words (no function prefix) */
-            EMU_ERR(NULL, "This rknn model is for %s, but current platform is %s",
-                    tp ? tp->name : target, p->name);
-            rc = RKNN_ERR_TARGET_PLATFORM_UNMATCH;
-            goto fail;
-        }
-    }
     if (flag & RKNN_FLAG_SHARE_WEIGHT_MEM) {
         wsrc = extend ? emu_ctx_get(extend->ctx) : NULL;
         if (!wsrc) {
@@ -455,14 +431,13 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
         goto fail;
     }
     c = emu_ctx_alloc(p, flag);
-    if (!c || !(c->shared = shared_new(m))) {
+    if (!c || !(c->shared = shared_new(m, an))) {
         rc = RKNN_ERR_MALLOC_FAIL;
         goto fail;
     }
     c->played = played;
     m = NULL;   /* owned by c->shared now */
-    c->shared->sd = sd;
-    sd = NULL;
+    an = NULL;
     if (wsrc) {
         c->weights_from = wsrc->shared;
         atomic_fetch_add(&wsrc->shared->refs, 1);
@@ -483,20 +458,16 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
     if ((rc = emu_ctx_register(c)) != RKNN_SUCC)
         goto fail;
     *context = c->handle;
-    if (c->shared->sd)
-        emu_standin_log_init(c);
-    else
-        log_init_info(c);
+    log_init_info(c);
     emu_log(EMU_LOG_D, fn, "context 0x%llx on %s, flags 0x%x", (unsigned long long)c->handle,
             p->name, flag);
     rc = RKNN_SUCC;
     c = NULL;
 fail:
-    if (c)
-        emu_ctx_free(c);
+    emu_ctx_put(c);   /* never registered: frees it */
     if (m)
         emu_model_free(m);
-    emu_standin_free(sd);
+    emu_answers_free(an);
     emu_ctx_put(wsrc);
     free(owned);
     if (map)
@@ -544,7 +515,7 @@ int rknn_dup_context(rknn_context *context_in, rknn_context *context_out)
     if (rc == RKNN_SUCC)
         rc = emu_ctx_register(c);
     if (rc != RKNN_SUCC) {
-        emu_ctx_free(c);
+        emu_ctx_put(c);
         return rc;
     }
     *context_out = c->handle;
@@ -575,8 +546,8 @@ int rknn_set_core_mask(rknn_context context, rknn_core_mask core_mask)
     if (rc)
         return rc;
     uint32_t m = (uint32_t)core_mask;
-    if (c->shared && c->shared->sd && (m > RKNN_NPU_CORE_0_1_2 || !emu_core_mask_valid(c->plat, m) ||
-                                       m == RKNN_NPU_CORE_ALL)) {
+    if (c->shared->answers->rules->core_mask_fallback &&
+        (m > RKNN_NPU_CORE_0_1_2 || !emu_core_mask_valid(c->plat, m) || m == RKNN_NPU_CORE_ALL)) {
         /* 1.5.2 / 1.6.0 on RK3588: masks beyond 0..7 (RKNN_NPU_CORE_ALL included) */
         EMU_ERR(NULL, "Not support core mask: %x, fallback to single core auto mode", m);
         EMU_ERR(fn, "failed to set core mask: %x", m);
@@ -612,288 +583,47 @@ int rknn_set_batch_core_num(rknn_context context, int core_num)
     return rc;
 }
 
-/* ---- rknn_query ---------------------------------------------------------------------------- */
+/* ---- rknn_query ----------------------------------------------------------------------------
+ * One reader for every kind of model: the answers table says what is answered and in whose
+ * words (runtime_answers.c), the context what it did (runs, memory, shapes). */
 /* RKNN_QUERY_PERF_DETAIL on a context created without RKNN_FLAG_COLLECT_PERF_MASK */
 static const char emu_perf_not_collected[] =
     "per-layer timing was not collected: create the context with RKNN_FLAG_COLLECT_PERF_MASK "
     "for the operator time table\n";
 
-static const char *const g_query_names[RKNN_QUERY_CMD_MAX] = {
-    "RKNN_QUERY_IN_OUT_NUM", "RKNN_QUERY_INPUT_ATTR", "RKNN_QUERY_OUTPUT_ATTR",
-    "RKNN_QUERY_PERF_DETAIL", "RKNN_QUERY_PERF_RUN", "RKNN_QUERY_SDK_VERSION",
-    "RKNN_QUERY_MEM_SIZE", "RKNN_QUERY_CUSTOM_STRING", "RKNN_QUERY_NATIVE_INPUT_ATTR",
-    "RKNN_QUERY_NATIVE_OUTPUT_ATTR", "RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR",
-    "RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR", "RKNN_QUERY_DEVICE_MEM_INFO",
-    "RKNN_QUERY_INPUT_DYNAMIC_RANGE", "RKNN_QUERY_CURRENT_INPUT_ATTR",
-    "RKNN_QUERY_CURRENT_OUTPUT_ATTR", "RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR",
-    "RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR",
-};
-
-static const char *query_struct(int cmd)
+static size_t query_size(int cmd, const char **sname)
 {
     switch (cmd) {
-    case RKNN_QUERY_IN_OUT_NUM: return "rknn_input_output_num";
-    case RKNN_QUERY_PERF_DETAIL: return "rknn_perf_detail";
-    case RKNN_QUERY_PERF_RUN: return "rknn_perf_run";
-    case RKNN_QUERY_SDK_VERSION: return "rknn_sdk_version";
-    case RKNN_QUERY_MEM_SIZE: return "rknn_mem_size";
-    case RKNN_QUERY_CUSTOM_STRING: return "rknn_custom_string";
-    case RKNN_QUERY_DEVICE_MEM_INFO: return "rknn_tensor_mem";
-    case RKNN_QUERY_INPUT_DYNAMIC_RANGE: return "rknn_input_range";
-    default: return "rknn_tensor_attr";
+    case RKNN_QUERY_IN_OUT_NUM: *sname = "rknn_input_output_num"; return sizeof(rknn_input_output_num);
+    case RKNN_QUERY_PERF_DETAIL: *sname = "rknn_perf_detail"; return sizeof(rknn_perf_detail);
+    case RKNN_QUERY_PERF_RUN: *sname = "rknn_perf_run"; return sizeof(rknn_perf_run);
+    case RKNN_QUERY_SDK_VERSION: *sname = "rknn_sdk_version"; return sizeof(rknn_sdk_version);
+    case RKNN_QUERY_MEM_SIZE: *sname = "rknn_mem_size"; return sizeof(rknn_mem_size);
+    case RKNN_QUERY_CUSTOM_STRING: *sname = "rknn_custom_string"; return sizeof(rknn_custom_string);
+    case RKNN_QUERY_DEVICE_MEM_INFO: *sname = "rknn_tensor_mem"; return sizeof(rknn_tensor_mem);
+    case RKNN_QUERY_INPUT_DYNAMIC_RANGE: *sname = "rknn_input_range"; return sizeof(rknn_input_range);
+    default: *sname = "rknn_tensor_attr"; return sizeof(rknn_tensor_attr);
     }
 }
 
-static size_t query_size(int cmd)
+static void static_range_warning(void)
 {
-    switch (cmd) {
-    case RKNN_QUERY_IN_OUT_NUM: return sizeof(rknn_input_output_num);
-    case RKNN_QUERY_INPUT_ATTR:
-    case RKNN_QUERY_OUTPUT_ATTR:
-    case RKNN_QUERY_NATIVE_INPUT_ATTR:
-    case RKNN_QUERY_NATIVE_OUTPUT_ATTR:
-    case RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR:
-    case RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR:
-    case RKNN_QUERY_CURRENT_INPUT_ATTR:
-    case RKNN_QUERY_CURRENT_OUTPUT_ATTR:
-    case RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR:
-    case RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR: return sizeof(rknn_tensor_attr);
-    case RKNN_QUERY_PERF_DETAIL: return sizeof(rknn_perf_detail);
-    case RKNN_QUERY_PERF_RUN: return sizeof(rknn_perf_run);
-    case RKNN_QUERY_SDK_VERSION: return sizeof(rknn_sdk_version);
-    case RKNN_QUERY_MEM_SIZE: return sizeof(rknn_mem_size);
-    case RKNN_QUERY_CUSTOM_STRING: return sizeof(rknn_custom_string);
-    case RKNN_QUERY_DEVICE_MEM_INFO: return sizeof(rknn_tensor_mem);
-    case RKNN_QUERY_INPUT_DYNAMIC_RANGE: return sizeof(rknn_input_range);
-    default: return 0;
-    }
+    /* boards refuse this query on a static model, with a warning */
+    EMU_WARN(NULL, "query RKNN_QUERY_INPUT_DYNAMIC_RANGE error, rknn model is static shape "
+             "type, please export rknn with dynamic_shapes");
 }
 
-static int query_attr(emu_ctx *c, int cmd, rknn_tensor_attr *a)
+static int query_mem_size(emu_ctx *c, void *info, uint32_t size)
 {
-    static const char fn[] = "rknn_query";
-    int is_out = 0, kind = EMU_ATTR_NORMAL, current = 0;
-    switch (cmd) {
-    case RKNN_QUERY_INPUT_ATTR: break;
-    case RKNN_QUERY_OUTPUT_ATTR: is_out = 1; break;
-    case RKNN_QUERY_NATIVE_INPUT_ATTR: kind = EMU_ATTR_NATIVE; break;
-    case RKNN_QUERY_NATIVE_OUTPUT_ATTR: is_out = 1; kind = EMU_ATTR_NATIVE; break;
-    case RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR: kind = EMU_ATTR_NATIVE_NHWC; break;
-    case RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR: is_out = 1; kind = EMU_ATTR_NATIVE_NHWC; break;
-    case RKNN_QUERY_CURRENT_INPUT_ATTR: current = 1; break;
-    case RKNN_QUERY_CURRENT_OUTPUT_ATTR: current = 1; is_out = 1; break;
-    case RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR: current = 1; kind = EMU_ATTR_NATIVE; break;
-    case RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR: current = 1; is_out = 1; kind = EMU_ATTR_NATIVE; break;
-    }
-    uint32_t idx = a->index, n = is_out ? c->n_out : c->n_in;
-    if (idx >= n) {
-        EMU_ERR(fn, "%s, p_attr->index(%u) >= %s_num(%u)!", g_query_names[cmd], idx,
-                is_out ? "output" : "input", n);
-        return RKNN_ERR_PARAM_INVALID;
-    }
-    const emu_io_desc *d = is_out ? emu_model_output(c->m, idx) : emu_model_input(c->m, idx);
-    uint32_t sets = emu_model_n_shape_sets(c->m);
-    if (sets && current && !c->shapes_chosen) {
-        /* a dynamic-shape model has no current shape until one is set */
-        EMU_ERR(fn, "%s error, please call rknn_set_input_shape first", g_query_names[cmd]);
-        return RKNN_ERR_FAIL;
-    }
-    if (sets && cmd == RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR) {
-        EMU_ERR(fn, "%s command is invalid for dynamic shapes rknn model!", g_query_names[cmd]);
-        return RKNN_ERR_FAIL;
-    }
-    if (sets && !current && kind == EMU_ATTR_NATIVE)
-        EMU_WARN(NULL, "%s: dynamic shape rknn model, it will return max %s native shape!",
-                 g_query_names[cmd], is_out ? "output" : "input");
-    if (current || sets == 0) {
-        uint32_t set = current ? c->shape_set : 0;
-        const uint32_t *dims = is_out ? emu_model_output_dims(c->m, set, idx, NULL)
-                                      : emu_model_input_dims(c->m, set, idx, NULL);
-        if (!d || !dims)
-            return RKNN_ERR_PARAM_INVALID;
-        emu_fill_attr(c->plat, d, dims, is_out, kind, idx, a);
-        return RKNN_SUCC;
-    }
-    /* A dynamic-shape model's plain (and native) attributes describe the largest shape of
-       the tensor, so that memory sized from them (size_with_stride for inputs, size or
-       n_elems for outputs) holds the tensor at every shape set: per tensor, the set whose
-       attribute has the largest size_with_stride, then the largest n_elems; the first such
-       set on a tie.  Each tensor is sized on its own, so on a multi-input model the inputs'
-       dims may come from different sets.  The CURRENT_* queries describe the chosen set. */
-    if (!d)
-        return RKNN_ERR_PARAM_INVALID;
-    int have = 0;
-    rknn_tensor_attr best, t;
-    for (uint32_t s = 0; s < sets; s++) {
-        const uint32_t *dims = is_out ? emu_model_output_dims(c->m, s, idx, NULL)
-                                      : emu_model_input_dims(c->m, s, idx, NULL);
-        if (!dims)
-            return RKNN_ERR_PARAM_INVALID;
-        emu_fill_attr(c->plat, d, dims, is_out, kind, idx, &t);
-        if (!have || t.size_with_stride > best.size_with_stride ||
-            (t.size_with_stride == best.size_with_stride && t.n_elems > best.n_elems)) {
-            best = t;
-            have = 1;
-        }
-    }
-    *a = best;
-    return RKNN_SUCC;
-}
-
-int emu_ctx_native_attr(emu_ctx *c, int is_out, uint32_t idx, rknn_tensor_attr *a)
-{
-    if (!c->m || idx >= (is_out ? c->n_out : c->n_in))
-        return RKNN_ERR_PARAM_INVALID;
-    const emu_io_desc *d = is_out ? emu_model_output(c->m, idx) : emu_model_input(c->m, idx);
-    const uint32_t *dims = is_out ? emu_ctx_out_dims(c, idx) : emu_ctx_in_dims(c, idx);
-    if (!d || !dims)
-        return RKNN_ERR_PARAM_INVALID;
-    if (c->shared && c->shared->sd) {
-        /* the native form at the current shape (CURRENT_NATIVE_*; the static one) */
-        const rknn_tensor_attr *v = emu_standin_attr(c->shared->sd, is_out, idx, EMU_ATTR_NATIVE,
-                                                     c->shapes_chosen, c->shape_set);
-        if (!v)
-            return RKNN_ERR_PARAM_INVALID;
-        *a = *v;
-        if (is_out)
-            emu_standin_played_native(c, idx, c->shapes_chosen, a);
-        return RKNN_SUCC;
-    }
-    emu_fill_attr(c->plat, d, dims, is_out, EMU_ATTR_NATIVE, idx, a);
-    return RKNN_SUCC;
-}
-
-int emu_ctx_layout_bound(emu_ctx *c, int is_out, uint32_t idx, const rknn_tensor_attr *attr,
-                         emu_layout *l)
-{
-    if (!c->m || idx >= (is_out ? c->n_out : c->n_in))
-        return RKNN_ERR_PARAM_INVALID;
-    const emu_io_desc *d = is_out ? emu_model_output(c->m, idx) : emu_model_input(c->m, idx);
-    const uint32_t *dims = is_out ? emu_ctx_out_dims(c, idx) : emu_ctx_in_dims(c, idx);
-    /* an NHWC output holds the channels its attribute's dims say (padded or not) */
-    uint32_t out_c =
-        is_out && attr->n_dims == 4 && attr->fmt == RKNN_TENSOR_NHWC ? attr->dims[3] : 0;
-    int rc = emu_layout_user(c->plat, d, dims, is_out, 1, attr->type, attr->fmt,
-                             is_out ? 0 : attr->pass_through, attr->h_stride, out_c, l);
-    rknn_tensor_attr na;
-    if (rc == RKNN_SUCC && attr->fmt == RKNN_TENSOR_NC1HWC2 && attr->type == d->type &&
-        emu_ctx_native_attr(c, is_out, idx, &na) == RKNN_SUCC && na.fmt == RKNN_TENSOR_NC1HWC2) {
-        /* the NPU's blocks are those of the native attribute: the chip's C2 for the
-           emulator's own models, the file's for a stand-in (fp16_net_rk2118's float16
-           output [1,5,16,16,4], librknnmrt 2.3.2, where the chip table says 8) */
-        emu_layout_native(d, dims, &na, l);
-    }
-    return rc;
-}
-
-int rknn_query(rknn_context context, rknn_query_cmd cmd, void *info, uint32_t size)
-{
-    static const char fn[] = "rknn_query";
-    EMU_INJECT_INT("rknn_query");
-    emu_ctx *c;
-    int rc = emu_ctx_enter(context, fn, &c);
-    if (rc)
-        return rc;
-    emu_quirk_query(c, (int)cmd);
-    if (c->shared && c->shared->sd) {
-        rc = emu_standin_query(c, (int)cmd, info, size);
-        goto out;
-    }
-    size_t want = query_size((int)cmd);
-    if (!info) {
-        EMU_ERR(fn, "info == nullptr!");
-        rc = RKNN_ERR_PARAM_INVALID;
-        goto out;
-    }
-    /* the vendor's order and statuses (1.5.2 / 1.6.0 / 2.3.2 answers, docs/abi-notes.md):
-       past the last command -5; a negative one -1 on the glibc runtimes (-5 on the mini
-       runtime); a command the chip lacks -1 */
-    int mini_rt = c->plat->family == EMU_FAM_RV1106 || c->plat->family == EMU_FAM_RK2118;
-    if ((int)cmd >= RKNN_QUERY_CMD_MAX || ((int)cmd < 0 && mini_rt)) {
-        EMU_ERR(fn, "cmd = %d is not in [0, %d]!", (int)cmd, RKNN_QUERY_CMD_MAX - 1);
-        rc = RKNN_ERR_PARAM_INVALID;
-        goto out;
-    }
-    if ((int)cmd < 0 || want == 0 || !emu_platform_supports_query(c->plat, (int)cmd)) {
-        EMU_ERR(fn, "unsupported cmd(%d)!", (int)cmd);
-        rc = RKNN_ERR_FAIL;
-        goto out;
-    }
-    if (size < want) {
-        /* only a too small buffer is refused; a larger one is written up to the struct */
-        EMU_ERR(fn, "info_len(%u) < sizeof(%s)(%zu)!", size, query_struct((int)cmd), want);
-        rc = RKNN_ERR_PARAM_INVALID;
-        goto out;
-    }
-    if ((c->flags & RKNN_FLAG_COLLECT_MODEL_INFO_ONLY) && cmd != RKNN_QUERY_MEM_SIZE &&
-        cmd != RKNN_QUERY_SDK_VERSION) {
-        EMU_ERR(fn, "a RKNN_FLAG_COLLECT_MODEL_INFO_ONLY context answers only RKNN_QUERY_MEM_SIZE");
-        rc = RKNN_ERR_FAIL;
-        goto out;
-    }
-    rc = RKNN_SUCC;
-    switch (cmd) {
-    case RKNN_QUERY_IN_OUT_NUM: {
-        rknn_input_output_num *r = info;
-        r->n_input = c->n_in;
-        r->n_output = c->n_out;
-        break;
-    }
-    case RKNN_QUERY_INPUT_ATTR:
-    case RKNN_QUERY_OUTPUT_ATTR:
-    case RKNN_QUERY_NATIVE_INPUT_ATTR:
-    case RKNN_QUERY_NATIVE_OUTPUT_ATTR:
-    case RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR:
-    case RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR:
-    case RKNN_QUERY_CURRENT_INPUT_ATTR:
-    case RKNN_QUERY_CURRENT_OUTPUT_ATTR:
-    case RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR:
-    case RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR:
-        rc = query_attr(c, (int)cmd, info);
-        break;
-    case RKNN_QUERY_PERF_DETAIL: {
-        rknn_perf_detail *r = info;
-        if (!(c->flags & RKNN_FLAG_COLLECT_PERF_MASK)) {
-            /* the vendor's custom-op demo makes this query on a context created with flags
-               0 and exits on failure: answer with a string saying why there is no table */
-            r->perf_data = (char *)emu_perf_not_collected;
-            r->data_len = strlen(emu_perf_not_collected);
-        } else if (!c->has_run || !c->perf_str) {
-            EMU_ERR(fn, "RKNN_QUERY_PERF_DETAIL is valid only after rknn_run");
-            rc = RKNN_ERR_FAIL;
-        } else {
-            r->perf_data = c->perf_str;
-            r->data_len = c->perf_len;
-        }
-        break;
-    }
-    case RKNN_QUERY_PERF_RUN: {
-        rknn_perf_run *r = info;
-        if (!c->has_run) {
-            EMU_ERR(fn, "RKNN_QUERY_PERF_RUN is valid only after rknn_run");
-            rc = RKNN_ERR_FAIL;
-        } else {
-            r->run_duration = c->last_run_us;
-        }
-        break;
-    }
-    case RKNN_QUERY_SDK_VERSION: {
-        rknn_sdk_version *r = info;
-        memset(r, 0, sizeof *r);
-        snprintf(r->api_version, sizeof r->api_version, "%s (%s)", emu_api_version(c),
-                 EMU_VERSION_TAG);
-        snprintf(r->drv_version, sizeof r->drv_version, "%s", EMU_DRV_VERSION);
-        break;
-    }
-    case RKNN_QUERY_MEM_SIZE: {
-        rknn_mem_size *r = info;
-        memset(r, 0, sizeof *r);
-        uint64_t w = emu_model_weight_size(c->m), in = emu_model_internal_size(c->m);
-        r->total_weight_size = (uint32_t)w;
-        r->total_internal_size = (uint32_t)in;
-        uint64_t dma = c->owns_weights ? w : 0;
+    const emu_answers *an = c->shared->answers;
+    rknn_mem_size r;
+    memset(&r, 0, sizeof r);
+    r.total_weight_size = (uint32_t)an->weight_size;
+    r.total_internal_size = (uint32_t)an->internal_size;
+    if (!an->rules->mem_planned) {
+        uint64_t dma = c->owns_weights ? an->weight_size : 0;
         if (c->internal)
-            dma += in;
+            dma += an->internal_size;
         if (!(c->flags & RKNN_FLAG_COLLECT_MODEL_INFO_ONLY)) {
             for (uint32_t i = 0; i < c->n_in; i++)
                 dma += c->shared->max_in_bytes[i];
@@ -901,70 +631,156 @@ int rknn_query(rknn_context context, rknn_query_cmd cmd, void *info, uint32_t si
                 dma += c->shared->max_out_bytes[o];
         }
         dma += c->model_bytes;
-        r->total_dma_allocated_size = dma;
+        r.total_dma_allocated_size = dma;
         if (c->plat->sram_size) {
-            r->total_sram_size = c->plat->sram_size;
-            r->free_sram_size = emu_sram_free(c->plat);
+            r.total_sram_size = c->plat->sram_size;
+            r.free_sram_size = emu_sram_free(c->plat);
         }
-        break;
     }
+    memcpy(info, &r, size < sizeof r ? size : sizeof r);
+    return RKNN_SUCC;
+}
+
+static int query_range(emu_ctx *c, void *info, uint32_t size)
+{
+    const emu_answers *an = c->shared->answers;
+    uint32_t idx = ((rknn_input_range *)info)->index;
+    if (idx >= an->n_in) {
+        emu_log(EMU_LOG_E, "rknn_query", an->rules->range_index, idx, an->n_in);
+        return RKNN_ERR_PARAM_INVALID;
+    }
+    if (!an->n_sets) {
+        static_range_warning();
+        return RKNN_ERR_MODEL_INVALID;
+    }
+    const rknn_tensor_attr *a = emu_answers_attr(an, 0, idx, EMU_ATTR_NORMAL, 0, 0);
+    rknn_input_range r;
+    memset(&r, 0, sizeof r);
+    r.index = idx;
+    r.fmt = a->fmt;
+    memcpy(r.name, a->name, sizeof r.name);
+    r.name[sizeof r.name - 1] = '\0';
+    r.n_dims = a->n_dims;
+    r.shape_number = an->n_sets > RKNN_MAX_DYNAMIC_SHAPE_NUM ? RKNN_MAX_DYNAMIC_SHAPE_NUM : an->n_sets;
+    for (uint32_t s = 0; s < r.shape_number; s++)
+        memcpy(r.dyn_range[s], an->ranges + ((uint64_t)s * an->n_in + idx) * RKNN_MAX_DIMS,
+               a->n_dims * sizeof(uint32_t));
+    memcpy(info, &r, size < sizeof r ? size : sizeof r);
+    return RKNN_SUCC;
+}
+
+static int query(emu_ctx *c, int cmd, void *info, uint32_t size)
+{
+    static const char fn[] = "rknn_query";
+    const emu_answers *an = c->shared->answers;
+    const emu_rules *rules = an->rules;
+    if (!info) {
+        EMU_ERR(fn, "info == nullptr!");
+        return RKNN_ERR_PARAM_INVALID;
+    }
+    /* the vendor's order and statuses (1.5.2 / 1.6.0 / 2.3.2 answers, docs/abi-notes.md):
+       past the last command -5; a negative one -1 on the glibc runtimes (-5 on the mini
+       runtime); a command the chip lacks -1 */
+    if (cmd >= RKNN_QUERY_CMD_MAX || (cmd < 0 && an->neg_cmd_range)) {
+        EMU_ERR(fn, "cmd = %d is not in [0, %d]!", cmd, RKNN_QUERY_CMD_MAX - 1);
+        return RKNN_ERR_PARAM_INVALID;
+    }
+    if (cmd < 0 || !(an->queries >> cmd & 1u)) {
+        EMU_ERR(fn, "unsupported cmd(%d)!", cmd);
+        return RKNN_ERR_FAIL;
+    }
+    if (cmd == RKNN_QUERY_INPUT_DYNAMIC_RANGE && !an->n_sets && rules->range_static_first) {
+        static_range_warning();
+        return RKNN_ERR_MODEL_INVALID;
+    }
+    const char *sname;
+    size_t want = query_size(cmd, &sname);
+    if (size < want && !(rules->short_ok >> cmd & 1u)) {
+        /* a larger buffer is written up to the struct */
+        EMU_ERR(fn, "info_len(%u) < sizeof(%s)(%zu)!", size, sname, want);
+        return RKNN_ERR_PARAM_INVALID;
+    }
+    if (rules->info_only_limited && (c->flags & RKNN_FLAG_COLLECT_MODEL_INFO_ONLY) &&
+        cmd != RKNN_QUERY_MEM_SIZE && cmd != RKNN_QUERY_SDK_VERSION) {
+        EMU_ERR(fn, "a RKNN_FLAG_COLLECT_MODEL_INFO_ONLY context answers only RKNN_QUERY_MEM_SIZE");
+        return RKNN_ERR_FAIL;
+    }
+    switch (cmd) {
+    case RKNN_QUERY_IN_OUT_NUM: {
+        rknn_input_output_num *r = info;
+        r->n_input = c->n_in;
+        r->n_output = c->n_out;
+        return RKNN_SUCC;
+    }
+    case RKNN_QUERY_PERF_DETAIL: {
+        rknn_perf_detail *r = info;
+        if (rules->perf_text) {
+            r->perf_data = (char *)rules->perf_text;
+            r->data_len = strlen(rules->perf_text);
+        } else if (!(c->flags & RKNN_FLAG_COLLECT_PERF_MASK)) {
+            /* the vendor's custom-op demo makes this query on a context created with flags
+               0 and exits on failure: answer with a string saying why there is no table */
+            r->perf_data = (char *)emu_perf_not_collected;
+            r->data_len = strlen(emu_perf_not_collected);
+        } else if (!c->has_run || !c->perf_str) {
+            EMU_ERR(fn, "RKNN_QUERY_PERF_DETAIL is valid only after rknn_run");
+            return RKNN_ERR_FAIL;
+        } else {
+            r->perf_data = c->perf_str;
+            r->data_len = c->perf_len;
+        }
+        return RKNN_SUCC;
+    }
+    case RKNN_QUERY_PERF_RUN: {
+        rknn_perf_run *r = info;
+        if (!c->has_run && !rules->perf_text) {
+            EMU_ERR(fn, "RKNN_QUERY_PERF_RUN is valid only after rknn_run");
+            return RKNN_ERR_FAIL;
+        }
+        r->run_duration = c->has_run ? c->last_run_us : 0;
+        return RKNN_SUCC;
+    }
+    case RKNN_QUERY_SDK_VERSION: {
+        rknn_sdk_version *r = info;
+        memset(r, 0, sizeof *r);
+        snprintf(r->api_version, sizeof r->api_version, "%s (%s)", emu_api_version(c),
+                 EMU_VERSION_TAG);
+        snprintf(r->drv_version, sizeof r->drv_version, "%s", EMU_DRV_VERSION);
+        return RKNN_SUCC;
+    }
+    case RKNN_QUERY_MEM_SIZE:
+        return query_mem_size(c, info, size);
     case RKNN_QUERY_CUSTOM_STRING: {
         rknn_custom_string *r = info;
         memset(r, 0, sizeof *r);
         const char *s = emu_model_custom_string(c->m);
         snprintf(r->string, sizeof r->string, "%s", s ? s : "");
-        break;
+        return RKNN_SUCC;
     }
     case RKNN_QUERY_DEVICE_MEM_INFO: {
         rknn_tensor_mem *r = info;
-        if (!c->model_mem) {
-            rc = RKNN_ERR_FAIL;
-            break;
-        }
+        if (!c->model_mem)
+            return RKNN_ERR_FAIL;
         *r = c->model_mem->pub;
         r->priv_data = NULL;
-        break;
+        return RKNN_SUCC;
     }
-    case RKNN_QUERY_INPUT_DYNAMIC_RANGE: {
-        rknn_input_range *r = info;
-        uint32_t idx = r->index;
-        if (idx >= c->n_in) {
-            EMU_ERR(fn, "RKNN_QUERY_INPUT_DYNAMIC_RANGE, p_attr->index(%u) >= input_num(%u)!",
-                    idx, c->n_in);
-            rc = RKNN_ERR_PARAM_INVALID;
-            break;
-        }
-        if (emu_model_n_shape_sets(c->m) == 0) {
-            /* boards refuse this query on a static model, with a warning */
-            EMU_WARN(NULL, "query RKNN_QUERY_INPUT_DYNAMIC_RANGE error, rknn model is static "
-                     "shape type, please export rknn with dynamic_shapes");
-            rc = RKNN_ERR_MODEL_INVALID;
-            break;
-        }
-        const emu_io_desc *d = emu_model_input(c->m, idx);
-        memset(r, 0, sizeof *r);
-        r->index = idx;
-        r->fmt = d->fmt;
-        memcpy(r->name, d->name, sizeof r->name);
-        r->name[sizeof r->name - 1] = '\0';
-        r->n_dims = d->n_dims;
-        uint32_t sets = emu_model_n_shape_sets(c->m);
-        r->shape_number = sets;
-        if (r->shape_number > RKNN_MAX_DYNAMIC_SHAPE_NUM)
-            r->shape_number = RKNN_MAX_DYNAMIC_SHAPE_NUM;
-        for (uint32_t s = 0; s < r->shape_number; s++) {
-            uint32_t nd;
-            const uint32_t *dims = emu_model_input_dims(c->m, s, idx, &nd);
-            if (dims)
-                memcpy(r->dyn_range[s], dims, nd * sizeof(uint32_t));
-        }
-        break;
-    }
+    case RKNN_QUERY_INPUT_DYNAMIC_RANGE:
+        return query_range(c, info, size);
     default:
-        rc = RKNN_ERR_PARAM_INVALID;
-        break;
+        return emu_answers_query_attr(c, cmd, info);
     }
-out:
+}
+
+int rknn_query(rknn_context context, rknn_query_cmd cmd, void *info, uint32_t size)
+{
+    EMU_INJECT_INT("rknn_query");
+    emu_ctx *c;
+    int rc = emu_ctx_enter(context, "rknn_query", &c);
+    if (rc)
+        return rc;
+    emu_quirk_query(c, (int)cmd);
+    rc = query(c, (int)cmd, info, size);
     emu_ctx_leave(c);
     return rc;
 }

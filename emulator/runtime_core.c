@@ -660,10 +660,25 @@ emu_ctx *emu_ctx_get(rknn_context h)
     return c;
 }
 
+/* Destructor hooks: the layers above this one attach state to a context (the context layer
+   its buffers and model, custom operators their callbacks, outputs_get its buffers, a
+   matmul its state) and add a hook that frees it; the last reference runs them, last added
+   first, so the context layer's (the first) frees the context itself. */
+void emu_ctx_on_free(emu_ctx *c, void (*fn)(emu_ctx *c))
+{
+    for (uint32_t i = 0; i < c->n_dtor; i++)
+        if (c->dtor[i] == fn)
+            return;
+    if (c->n_dtor < EMU_CTX_DTORS)
+        c->dtor[c->n_dtor++] = fn;
+}
+
 void emu_ctx_put(emu_ctx *c)
 {
-    if (c && atomic_fetch_sub(&c->refs, 1) == 1)
-        emu_ctx_free(c);
+    if (!c || atomic_fetch_sub(&c->refs, 1) != 1)
+        return;
+    for (uint32_t i = c->n_dtor; i-- > 0;)
+        c->dtor[i](c);   /* dtor[0] frees c: nothing reads it after */
 }
 
 int emu_ctx_unregister(rknn_context h, emu_ctx **out)
@@ -709,6 +724,19 @@ int emu_refuse_func(const emu_platform *p, const char *func)
     return RKNN_ERR_FAIL;
 }
 
+/* The context whose callbacks (custom operators) this thread is running: a call on it from
+   such a callback would wait for the lock its own run holds. */
+static _Thread_local emu_ctx *tl_calling;
+
+emu_ctx *emu_ctx_set_calling(emu_ctx *c)
+{
+    emu_ctx *prev = tl_calling;
+    tl_calling = c;
+    return prev;
+}
+
+emu_ctx *emu_ctx_calling(void) { return tl_calling; }
+
 int emu_ctx_enter(rknn_context h, const char *func, emu_ctx **out)
 {
     emu_ctx *c = emu_ctx_get(h);
@@ -730,7 +758,7 @@ int emu_ctx_enter(rknn_context h, const char *func, emu_ctx **out)
         emu_ctx_put(c);
         return rc;
     }
-    if (emu_custom_current() == c) {
+    if (tl_calling == c) {
         /* a custom-op callback calling back into its own context, which is locked by the
            call running the callback: an error instead of a self-deadlock */
         EMU_ERR(func, "called from a custom-op callback of context 0x%llx, which is busy",
@@ -749,4 +777,14 @@ void emu_ctx_leave(emu_ctx *c)
         return;
     pthread_mutex_unlock(&c->lock);
     emu_ctx_put(c);
+}
+
+int emu_ctx_check_flow(emu_ctx *c, int flow, const char *func)
+{
+    if (c->flow == EMU_FLOW_NONE || c->flow == flow)
+        return RKNN_SUCC;
+    EMU_ERR(func, "this context uses the %s API; the general API (rknn_inputs_set / "
+            "rknn_outputs_get) and the zero-copy API (rknn_set_io_mem) cannot be mixed on one "
+            "context (RKNN API 3.5)", c->flow == EMU_FLOW_GENERAL ? "general" : "zero-copy");
+    return RKNN_ERR_FAIL;
 }

@@ -42,17 +42,6 @@
 #include "numeric.h"
 #include "runtime.h"
 
-static _Thread_local emu_ctx *tl_ctx;
-
-emu_ctx *emu_custom_set_current(emu_ctx *c)
-{
-    emu_ctx *prev = tl_ctx;
-    tl_ctx = c;
-    return prev;
-}
-
-emu_ctx *emu_custom_current(void) { return tl_ctx; }
-
 static uint64_t view_elems(const emu_tensor_view *v)
 {
     uint64_t n = 1;
@@ -418,9 +407,9 @@ static int init_nodes(emu_ctx *c, const char *fn, uint32_t first, uint32_t n)
             rc = RKNN_ERR_MALLOC_FAIL;
             break;
         }
-        emu_ctx *prev = emu_custom_set_current(c);
+        emu_ctx *prev = emu_ctx_set_calling(c);
         int r = op->init(&node->op_ctx, ts, n_in, ts + n_in, n_out);
-        emu_custom_set_current(prev);
+        emu_ctx_set_calling(prev);
         free(ts);
         if (r == RKNN_WARNING_SKIP_CUSTOM_OP_COMPUTE) {
             if (!builtin_find(type)) {
@@ -443,7 +432,7 @@ static int init_nodes(emu_ctx *c, const char *fn, uint32_t first, uint32_t n)
     }
     if (rc != RKNN_SUCC) {
         /* roll back: the nodes of this call that were initialised are destroyed */
-        emu_ctx *prev = emu_custom_set_current(c);
+        emu_ctx *prev = emu_ctx_set_calling(c);
         for (uint32_t i = 0; i < n_ops; i++) {
             emu_node_state *node = &c->nodes[i];
             if (node->reg >= (int)first && node->reg < (int)(first + n)) {
@@ -452,10 +441,12 @@ static int init_nodes(emu_ctx *c, const char *fn, uint32_t first, uint32_t n)
                 node->reg = -1;
             }
         }
-        emu_custom_set_current(prev);
+        emu_ctx_set_calling(prev);
     }
     return rc;
 }
+
+static void custom_free(emu_ctx *c);
 
 int rknn_register_custom_ops(rknn_context ctx, rknn_custom_op *op, uint32_t custom_op_num)
 {
@@ -516,6 +507,7 @@ int rknn_register_custom_ops(rknn_context ctx, rknn_custom_op *op, uint32_t cust
         }
         for (uint32_t i = 0; i < n_ops; i++)
             c->nodes[i].reg = -1;
+        emu_ctx_on_free(c, custom_free);
     }
     emu_custom_reg *n = realloc(c->customs, (c->n_customs + custom_op_num) * sizeof *n);
     if (!n) {
@@ -562,13 +554,13 @@ int emu_custom_hook(void *user, const emu_model *m, uint32_t op_index, const cha
     if (!ts)
         return RKNN_ERR_MALLOC_FAIL;
     rknn_custom_op_tensor *tin = ts, *tout = ts + n_inputs;
-    emu_ctx *prev = emu_custom_set_current(c);
+    emu_ctx *prev = emu_ctx_set_calling(c);
     rc = RKNN_SUCC;
     if (op->prepare)
         rc = op->prepare(&node->op_ctx, tin, n_inputs, tout, n_outputs);
     if (rc >= 0)
         rc = op->compute(&node->op_ctx, tin, n_inputs, tout, n_outputs);
-    emu_custom_set_current(prev);
+    emu_ctx_set_calling(prev);
     free(ts);
     if (rc < 0) {
         EMU_ERR(fn, "custom op '%s' (node %u) returned %d", op_type, op_index, rc);
@@ -577,14 +569,18 @@ int emu_custom_hook(void *user, const emu_model *m, uint32_t op_index, const cha
     return RKNN_SUCC;
 }
 
-void emu_custom_destroy_all(emu_ctx *c)
+/* the context's destructor hook (emu_ctx_on_free): every custom node's destroy, then the
+   registrations */
+static void custom_free(emu_ctx *c)
 {
-    if (!c->nodes)
-        return;
-    emu_ctx *prev = emu_custom_set_current(c);
-    for (uint32_t i = 0; i < emu_model_n_ops(c->m); i++)
-        node_destroy(c, &c->nodes[i], c->n_customs);
-    emu_custom_set_current(prev);
+    if (c->nodes) {
+        emu_ctx *prev = emu_ctx_set_calling(c);
+        for (uint32_t i = 0; i < emu_model_n_ops(c->m); i++)
+            node_destroy(c, &c->nodes[i], c->n_customs);
+        emu_ctx_set_calling(prev);
+    }
+    free(c->customs);
+    free(c->nodes);
 }
 
 void rknn_custom_op_get_op_attr(rknn_custom_op_context *op_ctx, const char *attr_name,
@@ -598,7 +594,7 @@ void rknn_custom_op_get_op_attr(rknn_custom_op_context *op_ctx, const char *attr
     if (!attr_name)
         return;
     snprintf(op_attr->name, sizeof op_attr->name, "%s", attr_name);
-    emu_ctx *c = tl_ctx;
+    emu_ctx *c = emu_ctx_calling();
     if (!op_ctx || !c || !c->nodes) {
         EMU_ERR(fn, "call it from a custom op callback with its op_ctx");
         return;

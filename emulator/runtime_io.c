@@ -17,7 +17,6 @@
 #include <time.h>
 
 #include "runtime.h"
-#include "standin.h"
 
 static int64_t now_ns(clockid_t clock)
 {
@@ -84,7 +83,7 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
         rc = RKNN_ERR_FAIL;
         goto out;
     }
-    int vendor = c->shared && c->shared->sd;   /* a stand-in answers as the vendor runtime */
+    int vendor = c->shared->answers->rules->lenient_io;   /* as a vendor runtime takes them */
     if (vendor && inputs && n_inputs < c->n_in) {
         /* 1.5.2 / 1.6.0: fewer inputs (or none) are taken, with a warning */
         EMU_WARN(fn, "param input num(%u) != model input num(%u)", n_inputs, c->n_in);
@@ -214,12 +213,7 @@ int rknn_inputs_set(rknn_context context, uint32_t n_inputs, rknn_input inputs[]
             emu_convert(d, EMU_CONV_TO_MODEL, in->buf, &ls[k], c->in_buf[in->index], &lm);
         }
         c->in_set[in->index] = 1;
-        if (c->shared->sd) {
-            if (!c->sd_in_type)
-                c->sd_in_type = calloc(c->n_in ? c->n_in : 1, sizeof *c->sd_in_type);
-            if (c->sd_in_type)
-                c->sd_in_type[in->index] = 1 + (int)in->type;
-        }
+        c->in_type[in->index] = 1 + (int)in->type;
         EMU_CTR_ADD(bytes_in, emu_layout_bytes(&lm));
     }
     c->flow = EMU_FLOW_GENERAL;
@@ -276,6 +270,25 @@ static void build_perf(emu_ctx *c, int64_t total_us, int64_t npu_us)
     c->perf_len = len;
 }
 
+/* RKNN_SUCC, or the refusal of a run whose model has a custom operator type (the answers
+   list them: a vendor file's) that no rknn_register_custom_ops gave */
+static int check_customs(const emu_ctx *c)
+{
+    const emu_answers *an = c->shared->answers;
+    for (uint32_t k = 0; k < an->n_custom; k++) {
+        int have = 0;
+        for (uint32_t j = 0; j < c->n_customs && !have; j++)
+            have = strncmp(c->customs[j].op.op_type, an->custom[k], RKNN_MAX_NAME_LEN) == 0;
+        if (!have) {
+            /* 1.6.0 fails such runs with -1 (tk2_77b7109 dual_residual_custom) */
+            EMU_ERR("rknn_run", "custom op '%s' of the model is not registered "
+                    "(rknn_register_custom_ops)", an->custom[k]);
+            return RKNN_ERR_FAIL;
+        }
+    }
+    return RKNN_SUCC;
+}
+
 int rknn_run(rknn_context context, rknn_run_extend *extend)
 {
     static const char fn[] = "rknn_run";
@@ -284,6 +297,7 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
     int rc = emu_ctx_enter(context, fn, &c);
     if (rc)
         return rc;
+    const emu_rules *rules = c->shared->answers->rules;
     emu_quirk_run(c);   /* the played version's crash, if this call sets it off */
     const void **ins = NULL;
     void **outs = NULL;
@@ -339,8 +353,8 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
         const emu_io_desc *d = emu_model_input(c->m, i);
         ins[i] = c->in_buf[i];
         if (!b->mem) {
-            if (c->shared && c->shared->sd && c->shared->sd->mode == EMU_SD_MINI &&
-                d->type == RKNN_TENSOR_FLOAT16 && c->flow == EMU_FLOW_ZERO_COPY) {
+            if (rules->fp16_needs_mem && d->type == RKNN_TENSOR_FLOAT16 &&
+                c->flow == EMU_FLOW_ZERO_COPY) {
                 /* in the zero-copy flow the mini runtime has no CPU path for a float16 input
                    left without a mem (fp16_net_rk2118, librknnmrt 2.3.2: -1 once its outputs
                    were bound and set_io_mem refused the input; the same runs with nothing
@@ -351,8 +365,8 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
                 rc = RKNN_ERR_FAIL;
                 goto out;
             }
-            if ((!c->in_set[i] && !(c->shared && c->shared->sd)) || outside) {
-                /* (a stand-in runs on what its input buffers hold, as the vendor does) */
+            if ((!c->in_set[i] && !rules->lenient_io) || outside) {
+                /* (a vendor runtime runs on what its input buffers hold) */
                 EMU_ERR(fn, "input %u was not set (rknn_inputs_set or rknn_set_io_mem)", i);
                 rc = RKNN_ERR_INPUT_INVALID;
                 goto out;
@@ -496,9 +510,9 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
     if (c->flags & RKNN_FLAG_COLLECT_PERF_MASK)
         build_perf(c, c->last_run_us, npu);
     rc = RKNN_SUCC;
-    /* a stand-in's unregistered custom operator: the NPU part ran, the run fails (1.6.0) */
-    if (c->shared && c->shared->sd)
-        rc = emu_standin_check_run(c);
+    /* a custom operator type the answers list and no rknn_register_custom_ops gave: the NPU
+       part ran, the run fails (1.6.0) */
+    rc = check_customs(c);
 out:
     free(ins);
     free(outs);
@@ -521,7 +535,7 @@ int rknn_wait(rknn_context context, rknn_run_extend *extend)
 }
 
 /* ---- rknn_outputs_get / release ------------------------------------------------------------ */
-void emu_ctx_release_outputs(emu_ctx *c)
+static void release_outputs(emu_ctx *c)
 {
     while (c->out_allocs) {
         emu_out_buf *b = c->out_allocs;
@@ -547,7 +561,7 @@ int rknn_outputs_get(rknn_context context, uint32_t n_outputs, rknn_output outpu
         rc = RKNN_ERR_FAIL;
         goto out;
     }
-    int vendor = c->shared && c->shared->sd;
+    int vendor = c->shared->answers->rules->lenient_io;
     if (vendor && n_outputs != c->n_out)
         EMU_WARN(fn, "param output num(%u) != model output num(%u)", n_outputs, c->n_out);
     if (vendor && n_outputs == 0) {
@@ -616,6 +630,7 @@ int rknn_outputs_get(rknn_context context, uint32_t n_outputs, rknn_output outpu
             b->ptr = p;
             b->next = c->out_allocs;
             c->out_allocs = b;
+            emu_ctx_on_free(c, release_outputs);
             EMU_CTR_ADD(live_output_buffers, 1);
             o->buf = p;
             o->size = (uint32_t)need;

@@ -353,6 +353,57 @@ int emu_layout_user(const emu_platform *p, const emu_io_desc *d, const uint32_t 
 
 uint64_t emu_layout_bytes(const emu_layout *l) { return l->span * emu_type_size(l->type); }
 
+/* the layout of a buffer in the native form na describes (runtime_npu.c's views, a bound
+   mem in the model type) */
+void emu_layout_native(const emu_io_desc *d, const uint32_t *dims, const rknn_tensor_attr *na,
+                       emu_layout *l)
+{
+    memset(l, 0, sizeof *l);
+    l->type = d->type;
+    l->is4d = emu_desc_is_image(d->n_dims, d->fmt);
+    if (!l->is4d) {
+        uint64_t n = 1;
+        for (uint32_t k = 0; k < d->n_dims; k++)
+            n *= dims[k];
+        l->n_elems = n;
+        l->span = n;
+        return;
+    }
+    emu_nchw_of(dims, d->fmt, &l->N, &l->C, &l->H, &l->W);
+    l->n_elems = (uint64_t)l->N * l->C * l->H * l->W;
+    if (na->fmt == RKNN_TENSOR_NC1HWC2 && na->n_dims == 5 && na->dims[4]) {
+        uint64_t c2 = na->dims[4], c1 = na->dims[1];
+        if (c1 * c2 < l->C)
+            c1 = (l->C + c2 - 1) / c2;
+        l->C2 = (uint32_t)c2;
+        l->sC2 = 1;
+        l->sW = c2;
+        l->sH = (uint64_t)l->W * c2;
+        l->sC1 = (uint64_t)l->H * l->W * c2;
+        l->sN = c1 * l->sC1;
+    } else if (na->fmt == RKNN_TENSOR_NHWC && na->n_dims == 4) {
+        uint64_t ws = na->w_stride > l->W ? na->w_stride : l->W;
+        uint64_t cs = na->dims[3] > l->C ? na->dims[3] : l->C;
+        uint64_t es = emu_type_size(d->type);
+        /* an input's channel stride is what its size_with_stride holds per pixel */
+        if (es && ws && l->N && l->H && na->size_with_stride % (l->N * l->H * ws * es) == 0) {
+            uint64_t per = na->size_with_stride / (l->N * l->H * ws * es);
+            if (per >= l->C)
+                cs = per;
+        }
+        l->C2 = l->C ? l->C : 1;
+        l->sC1 = 0;
+        l->sC2 = 1;
+        l->sW = cs;
+        l->sH = ws * cs;
+        l->sN = l->H * ws * cs;
+    } else {
+        emu_layout_model(d, dims, l);
+        return;
+    }
+    l->span = (uint64_t)l->N * l->sN;
+}
+
 /* ---- element conversions ------------------------------------------------------------------ */
 static float rd_real(rknn_tensor_type t, const uint8_t *p)
 {

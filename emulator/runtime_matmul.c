@@ -404,6 +404,8 @@ static int check_shape(const char *fn, const emu_platform *p, const rknn_matmul_
     return RKNN_SUCC;
 }
 
+static void mm_free(emu_ctx *c);
+
 static int mm_create(const char *fn, rknn_matmul_ctx *ctx, rknn_matmul_info *info, int n,
                      const rknn_matmul_shape *shapes, rknn_matmul_io_attr *io)
 {
@@ -428,8 +430,7 @@ static int mm_create(const char *fn, rknn_matmul_ctx *ctx, rknn_matmul_info *inf
     if (!c || !mm || !sh) {
         free(mm);
         free(sh);
-        if (c)
-            emu_ctx_free(c);
+        emu_ctx_put(c);
         return RKNN_ERR_MALLOC_FAIL;
     }
     memcpy(sh, shapes, (size_t)n * sizeof *sh);
@@ -437,8 +438,9 @@ static int mm_create(const char *fn, rknn_matmul_ctx *ctx, rknn_matmul_info *inf
     mm->shapes = sh;
     mm->n_shapes = n;
     c->mm = mm;
+    emu_ctx_on_free(c, mm_free);
     if ((rc = emu_ctx_register(c)) != RKNN_SUCC) {
-        emu_ctx_free(c);
+        emu_ctx_put(c);
         return rc;
     }
     for (int i = 0; i < n; i++)
@@ -476,8 +478,10 @@ int rknn_matmul_create_dynamic_shape(rknn_matmul_ctx *ctx, rknn_matmul_info *inf
     return mm_create(fn, ctx, info, shape_num, dynamic_shapes, io_attrs);
 }
 
-void emu_mm_free(emu_mm *mm)
+/* the context's destructor hook (emu_ctx_on_free) */
+static void mm_free(emu_ctx *c)
 {
+    emu_mm *mm = c->mm;
     for (int i = 0; i < 3; i++) {
         emu_mem_put(mm->mem[i]);
         free(mm->q[i].scale);

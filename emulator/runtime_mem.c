@@ -36,7 +36,6 @@
 #include <unistd.h>
 
 #include "runtime.h"
-#include "standin.h"
 
 /* The NPU side of a cacheable buffer: aligned as the DMA memory it plays (EMU_DMA_ALIGN;
  * malloc gives only 8 bytes on 32-bit ABIs), freed with free(). */
@@ -740,8 +739,8 @@ int rknn_set_io_mem(rknn_context ctx, rknn_tensor_mem *pub, rknn_tensor_attr *at
     if ((rc = emu_ctx_check_flow(c, EMU_FLOW_ZERO_COPY, fn)))
         goto out;
     const emu_io_desc *d = is_out ? emu_model_output(c->m, idx) : emu_model_input(c->m, idx);
-    if (!is_out && attr->pass_through && d->type == RKNN_TENSOR_FLOAT16 && c->shared &&
-        c->shared->sd && c->shared->sd->mode == EMU_SD_MINI) {
+    if (!is_out && attr->pass_through && d->type == RKNN_TENSOR_FLOAT16 &&
+        c->shared->answers->rules->fp16_needs_mem) {
         /* the mini runtime takes no float16 input as it is (fp16_net_rk2118, librknnmrt 2.3.2:
            -5 and this line); the input stays unbound, and rknn_run then fails */
         emu_log(EMU_LOG_E, NULL, "rknn_set_io_mem, input(%s) tensor type : FP16 not supported in "

@@ -25,53 +25,60 @@ static uint64_t attr_bytes(const rknn_tensor_attr *a)
     return a->size_with_stride > a->size ? a->size_with_stride : a->size;
 }
 
-void emu_layout_native(const emu_io_desc *d, const uint32_t *dims, const rknn_tensor_attr *na,
-                       emu_layout *l)
+/* ---- a context's tensors at its current shape ------------------------------------------- */
+const uint32_t *emu_ctx_in_dims(const emu_ctx *c, uint32_t i)
 {
-    memset(l, 0, sizeof *l);
-    l->type = d->type;
-    l->is4d = emu_desc_is_image(d->n_dims, d->fmt);
-    if (!l->is4d) {
-        uint64_t n = 1;
-        for (uint32_t k = 0; k < d->n_dims; k++)
-            n *= dims[k];
-        l->n_elems = n;
-        l->span = n;
-        return;
+    return emu_model_input_dims(c->m, c->shape_set, i, NULL);
+}
+
+const uint32_t *emu_ctx_out_dims(const emu_ctx *c, uint32_t o)
+{
+    return emu_model_output_dims(c->m, c->shape_set, o, NULL);
+}
+
+int emu_ctx_native_attr(emu_ctx *c, int is_out, uint32_t idx, rknn_tensor_attr *a)
+{
+    if (!c->m || idx >= (is_out ? c->n_out : c->n_in))
+        return RKNN_ERR_PARAM_INVALID;
+    const emu_io_desc *d = is_out ? emu_model_output(c->m, idx) : emu_model_input(c->m, idx);
+    const uint32_t *dims = is_out ? emu_ctx_out_dims(c, idx) : emu_ctx_in_dims(c, idx);
+    if (!d || !dims)
+        return RKNN_ERR_PARAM_INVALID;
+    /* the native form at the current shape (CURRENT_NATIVE_*; the static one), or, where the
+       runtime played says so, the largest until a shape is chosen */
+    const emu_answers *an = c->shared->answers;
+    int cur = c->shapes_chosen || !an->rules->max_until_chosen;
+    const rknn_tensor_attr *v = emu_answers_attr(an, is_out, idx, EMU_ATTR_NATIVE, cur,
+                                                 c->shape_set);
+    if (!v)
+        return RKNN_ERR_PARAM_INVALID;
+    *a = *v;
+    if (is_out)
+        emu_answers_played_native(c, idx, cur, a);
+    return RKNN_SUCC;
+}
+
+int emu_ctx_layout_bound(emu_ctx *c, int is_out, uint32_t idx, const rknn_tensor_attr *attr,
+                         emu_layout *l)
+{
+    if (!c->m || idx >= (is_out ? c->n_out : c->n_in))
+        return RKNN_ERR_PARAM_INVALID;
+    const emu_io_desc *d = is_out ? emu_model_output(c->m, idx) : emu_model_input(c->m, idx);
+    const uint32_t *dims = is_out ? emu_ctx_out_dims(c, idx) : emu_ctx_in_dims(c, idx);
+    /* an NHWC output holds the channels its attribute's dims say (padded or not) */
+    uint32_t out_c =
+        is_out && attr->n_dims == 4 && attr->fmt == RKNN_TENSOR_NHWC ? attr->dims[3] : 0;
+    int rc = emu_layout_user(c->plat, d, dims, is_out, 1, attr->type, attr->fmt,
+                             is_out ? 0 : attr->pass_through, attr->h_stride, out_c, l);
+    rknn_tensor_attr na;
+    if (rc == RKNN_SUCC && attr->fmt == RKNN_TENSOR_NC1HWC2 && attr->type == d->type &&
+        emu_ctx_native_attr(c, is_out, idx, &na) == RKNN_SUCC && na.fmt == RKNN_TENSOR_NC1HWC2) {
+        /* the NPU's blocks are those of the native attribute: the chip's C2 for the
+           emulator's own models, the file's for a stand-in (fp16_net_rk2118's float16
+           output [1,5,16,16,4], librknnmrt 2.3.2, where the chip table says 8) */
+        emu_layout_native(d, dims, &na, l);
     }
-    emu_nchw_of(dims, d->fmt, &l->N, &l->C, &l->H, &l->W);
-    l->n_elems = (uint64_t)l->N * l->C * l->H * l->W;
-    if (na->fmt == RKNN_TENSOR_NC1HWC2 && na->n_dims == 5 && na->dims[4]) {
-        uint64_t c2 = na->dims[4], c1 = na->dims[1];
-        if (c1 * c2 < l->C)
-            c1 = (l->C + c2 - 1) / c2;
-        l->C2 = (uint32_t)c2;
-        l->sC2 = 1;
-        l->sW = c2;
-        l->sH = (uint64_t)l->W * c2;
-        l->sC1 = (uint64_t)l->H * l->W * c2;
-        l->sN = c1 * l->sC1;
-    } else if (na->fmt == RKNN_TENSOR_NHWC && na->n_dims == 4) {
-        uint64_t ws = na->w_stride > l->W ? na->w_stride : l->W;
-        uint64_t cs = na->dims[3] > l->C ? na->dims[3] : l->C;
-        uint64_t es = emu_type_size(d->type);
-        /* an input's channel stride is what its size_with_stride holds per pixel */
-        if (es && ws && l->N && l->H && na->size_with_stride % (l->N * l->H * ws * es) == 0) {
-            uint64_t per = na->size_with_stride / (l->N * l->H * ws * es);
-            if (per >= l->C)
-                cs = per;
-        }
-        l->C2 = l->C ? l->C : 1;
-        l->sC1 = 0;
-        l->sC2 = 1;
-        l->sW = cs;
-        l->sH = ws * cs;
-        l->sN = l->H * ws * cs;
-    } else {
-        emu_layout_model(d, dims, l);
-        return;
-    }
-    l->span = (uint64_t)l->N * l->sN;
+    return rc;
 }
 
 static const emu_io_desc *io_desc(emu_ctx *c, int is_out, uint32_t idx)

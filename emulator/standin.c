@@ -1,7 +1,16 @@
 /*
- * rknnx emulator, runtime half: a context standing in for a vendor .rknn file
- * (standin.h; docs/standin.md states the rules below with the file and runtime each one
- * was read from).
+ * rknnx emulator, runtime half: a vendor .rknn file as a kind of model (docs/standin.md
+ * states the rules below with the file and runtime each one was read from).
+ *
+ * rknn_init on a file that starts "RKNN" reads it with the project's reader (rknnfile/, API
+ * include/rknnx/rknn_file.h) and builds two things: a stand-in model (emu_model.h,
+ * model_standin.c), through which the general and zero-copy flows work as for the
+ * emulator's own models, and the answers table (runtime.h) of the vendor runtime the
+ * library plays for the file: every attribute view per shape set, the memory sizes, the
+ * init lines, and the rules of its words and statuses (g_rules_glibc, g_rules_mini).  The
+ * runtime played is the library's (1.5.2 for librknnrt-1.5.2.so, else 2.x) and, on the
+ * RV1106 family and RK2118, the mini runtime.  This file adds the kind at load
+ * (emu_kind_add); nothing else in the runtime half names it.
  *
  * What the file holds (rknn_file.h): names, the INPUT_ATTR / OUTPUT_ATTR view (dims, fmt,
  * type, quantization), the compiler's native shape (NC1HWC2 for most outputs), the inputs'
@@ -31,7 +40,102 @@
 #include <string.h>
 
 #include "rknn_file.h"
-#include "standin.h"
+#include "runtime.h"
+
+enum emu_sd_mode {
+    EMU_SD_1_5 = 0,   /* librknnrt 1.5.2 (glibc) */
+    EMU_SD_2X = 1,    /* librknnrt 2.x on RK35xx, judged by 1.6.0 */
+    EMU_SD_MINI = 2   /* librknnmrt, the RV1106 / RV1103 / RK2118 mini runtime */
+};
+
+#define EMU_SD_UNKNOWN_QNT 1u
+#define EMU_SD_UNKNOWN_NATIVE 2u
+
+static const char g_perf_text[] = "Total Internal Memory Size: 0KB\nTotal Weight Memory Size: 0KB\n";
+
+/* How the glibc runtimes (1.5.2, 1.6.0) answer for a file (their recorded answers) */
+static const emu_rules g_rules_glibc = {
+    .lib = "librknnrt",
+    /* 1.5.2 / 1.6.0 on RK3588: masks beyond 0..7 (RKNN_NPU_CORE_ALL included) */
+    .core_mask_fallback = 1,
+    /* 1.5.2 / 1.6.0: fewer inputs (or none) are taken with a warning, an entry whose index
+       is out of range ignored; outputs_get with no outputs taken (1.6.0 crashes:
+       docs/standin.md) */
+    .lenient_io = 1,
+    /* MEM_SIZE and a dynamic model's INPUT_DYNAMIC_RANGE take a short buffer (the vendor
+       answers them with status 0; MEM_SIZE then leaves total_dma_allocated_size 0) */
+    .short_ok = 1u << RKNN_QUERY_MEM_SIZE | 1u << RKNN_QUERY_INPUT_DYNAMIC_RANGE,
+    .perf_text = g_perf_text,
+    .mem_planned = 1,
+    .range_static_first = 1,
+    .range_index = "RKNN_QUERY_INPUT_DYNAMIC_RANGE, rknn_input_range->index(%u) >= model "
+                   "dynamic shape number(%u)!",
+    .index_by_dir = 1,
+    .out_num = "ouput_num",
+    .refuse_current_static = 1,
+    .unchosen_status = RKNN_ERR_CTX_INVALID,
+    .unchosen = "query %s error, please call rknn_set_input_shape first",
+    .unchosen_as_input = 1,
+    .nhwc_dynamic_status = RKNN_ERR_PARAM_INVALID,
+    .nhwc_dynamic = "query %s failed, command is invalid for dynamic shapes rknn model!",
+    .max_native_warned = 1u << RKNN_QUERY_NATIVE_INPUT_ATTR |
+                         1u << RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR |
+                         1u << RKNN_QUERY_NATIVE_OUTPUT_ATTR,
+    .max_native = "query %s, it will return max %s native shape!",
+    .nhwc_pad_warned = 1,
+    /* plain views follow the chosen shape once there is one; NATIVE_* stay the largest
+       but for NATIVE_OUTPUT_ATTR (dynamic_nogap_rk3566, _rk3588) */
+    .plain_follows = 1,
+    .native_output_follows = 1,
+    .native_follows_uint8 = 1,
+    .max_until_chosen = 1,
+    .played_native = 1,
+};
+
+/* ... and the mini runtime (librknnmrt 2.3.2) */
+static const emu_rules g_rules_mini = {
+    .lib = "librknnmrt",
+    .version_fixed = 1,
+    .core_mask_fallback = 1,
+    .lenient_io = 1,
+    .fp16_needs_mem = 1,
+    .short_ok = 1u << RKNN_QUERY_MEM_SIZE | 1u << RKNN_QUERY_INPUT_DYNAMIC_RANGE,
+    .perf_text = g_perf_text,
+    .mem_planned = 1,
+    .range_static_first = 1,
+    .range_index = "RKNN_QUERY_INPUT_DYNAMIC_RANGE, rknn_input_range->index(%u) >= model "
+                   "dynamic shape number(%u)!",
+    .out_num = "output_num",
+    .refuse_current_static = 1,
+    .unchosen_status = RKNN_ERR_CTX_INVALID,
+    .unchosen = "query %s error, please call rknn_set_input_shape first",
+    .unchosen_as_input = 1,
+    .nhwc_dynamic_status = RKNN_ERR_PARAM_INVALID,
+    .nhwc_dynamic = "query %s failed, command is invalid for dynamic shapes rknn model!",
+    .max_native_warned = 1u << RKNN_QUERY_NATIVE_INPUT_ATTR |
+                         1u << RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR |
+                         1u << RKNN_QUERY_NATIVE_OUTPUT_ATTR,
+    .max_native = "query %s, it will return max %s native shape!",
+    .nhwc_pad_warned = 1,
+    .plain_follows = 1,
+    .max_until_chosen = 1,
+    .played_native = 1,
+};
+
+/* the commands a runtime answers: the mini runtime no PERF_* and nothing past
+   DEVICE_MEM_INFO, the glibc runtimes all but DEVICE_MEM_INFO */
+static uint32_t queries_of(int mode)
+{
+    uint32_t q = 0;
+    for (int cmd = 0; cmd < RKNN_QUERY_CMD_MAX; cmd++) {
+        int no = mode == EMU_SD_MINI ? (cmd == RKNN_QUERY_PERF_DETAIL || cmd == RKNN_QUERY_PERF_RUN ||
+                                        cmd >= RKNN_QUERY_INPUT_DYNAMIC_RANGE)
+                                     : cmd == RKNN_QUERY_DEVICE_MEM_INFO;
+        if (!no)
+            q |= 1u << cmd;
+    }
+    return q;
+}
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return a ? (v + a - 1) / a * a : v; }
 
@@ -43,7 +147,7 @@ static uint64_t prod(const uint32_t *d, uint32_t n)
     return p;
 }
 
-int emu_standin_sniff(const void *bytes, size_t n) { return rknnx_file_sniff(bytes, n) != 0; }
+static int standin_sniff(const void *bytes, size_t n) { return rknnx_file_sniff(bytes, n) != 0; }
 
 static int sd_mode(const emu_platform *p)
 {
@@ -60,18 +164,6 @@ static const char *vendor_platform_name(const emu_platform *p)
 {
     return strcmp(p->npu_group, "RK3566") == 0 ? "RK3566/RK3568" : p->name;
 }
-
-static void free_sd(emu_standin *sd)
-{
-    if (!sd)
-        return;
-    free(sd->sets);
-    free(sd->maxv);
-    free(sd->ranges);
-    free(sd);
-}
-
-void emu_standin_free(emu_standin *sd) { free_sd(sd); }
 
 /* ---- the three attribute views of one tensor at one set ---------------------------------- */
 typedef struct sd_tensor {
@@ -113,7 +205,7 @@ static void set_dims(rknn_tensor_attr *a, const uint32_t *d, uint32_t n, int32_t
 }
 
 static void fill_views(int mode, const emu_platform *p, const sd_tensor *x, uint32_t idx,
-                       emu_sd_attrs *v)
+                       emu_attr_views *v)
 {
     rknn_tensor_type ty = (rknn_tensor_type)x->t->type;
     size_t es = emu_type_size(ty);
@@ -229,7 +321,7 @@ static void view_of(const rknnx_file_tensor *t, int is_out, uint32_t *n, uint32_
     }
 }
 
-static void desc_of(const emu_sd_attrs *v, emu_io_desc *d)
+static void desc_of(const emu_attr_views *v, emu_io_desc *d)
 {
     const rknn_tensor_attr *a = &v->a[EMU_ATTR_NORMAL];
     memset(d, 0, sizeof *d);
@@ -295,8 +387,9 @@ static int refuse(int mode, int status_glibc, const char *line)
     return RKNN_ERR_FAIL;
 }
 
-int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, emu_standin **out,
-                     emu_model **model)
+/* the kind's open (emu_kind): the stand-in model and the answers of the runtime played */
+static int standin_open(const void *bytes, size_t nbytes, const emu_platform *p, emu_model **model,
+                        emu_answers **out)
 {
     *out = NULL;
     *model = NULL;
@@ -326,7 +419,7 @@ int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, em
         return rc == RKNNX_FILE_E_NOMEM ? RKNN_ERR_MALLOC_FAIL
                                          : (mode == EMU_SD_MINI ? RKNN_ERR_FAIL : RKNN_ERR_MODEL_INVALID);
     }
-    emu_standin *sd = NULL;
+    emu_answers *sd = NULL;
     emu_io_desc *ins = NULL, *outs = NULL;
     uint32_t *in_dims = NULL, *out_dims = NULL;
     uint64_t cv = f->container_version;
@@ -395,17 +488,15 @@ int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, em
         if (!dup)
             snprintf(sd->custom[sd->n_custom++], RKNN_MAX_NAME_LEN, "%s", f->custom_ops[k].type);
     }
-    sd->mode = mode;
+    sd->rules = mode == EMU_SD_MINI ? &g_rules_mini : &g_rules_glibc;
+    sd->queries = queries_of(mode);
+    sd->neg_cmd_range = mode == EMU_SD_MINI;
     /* MEM_SIZE's weight and internal bytes as the file plans them (the Model table's memory
        plan: docs/rknn-file-format.md); 0 where the file has none */
     if (f->has_mem_sizes) {
         sd->weight_size = f->weight_size;
         sd->internal_size = f->internal_size;
     }
-    sd->native_follows = mode != EMU_SD_MINI;
-    /* 1.5.2 and 1.6.0 (dynamic_nogap_rk3566, _rk3588): NATIVE_OUTPUT_ATTR follows the
-       chosen shape once there is one */
-    sd->native_output_follows = mode != EMU_SD_MINI;
     sd->n_in = f->n_inputs;
     sd->n_out = f->n_outputs;
     sd->n_sets = f->dynamic && f->n_shape_sets ? f->n_shape_sets : 0;
@@ -499,7 +590,7 @@ int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, em
                     memcpy(x.native_dims, x.dims, 4 * sizeof(uint32_t));
                 }
             }
-            emu_sd_attrs *v = &sd->sets[(uint64_t)s * nio + k];
+            emu_attr_views *v = &sd->sets[(uint64_t)s * nio + k];
             fill_views(mode, p, &x, idx, v);
             if (s == (sd->n_sets ? big : 0))
                 sd->maxv[k] = *v;
@@ -527,17 +618,24 @@ int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, em
                                out_dims, model);
     if (rc != RKNN_SUCC)
         goto done;
-    snprintf(sd->file_info, sizeof sd->file_info,
+    snprintf(sd->model_info, sizeof sd->model_info,
              "version: %u, toolkit version: %s, target: %s, target platform: %s, framework "
              "name: %s, framework layout: NCHW, model inference type: %s",
              f->format_version ? f->format_version : 6, f->toolkit_version,
              f->npu_family[0] ? f->npu_family : fp->name, f->target_platform,
              f->framework[0] ? f->framework : "ONNX", sd->n_sets ? "dynamic_shape" : "static_shape");
+    if (mode == EMU_SD_MINI)
+        sd->model_info[0] = '\0';   /* the mini runtime logs no model line */
     *out = sd;
     sd = NULL;
     rc = RKNN_SUCC;
+    static atomic_int said;
+    if (emu_log_enabled(EMU_LOG_W) && !atomic_exchange(&said, 1))
+        fprintf(stderr, "W rknnx: the emulator stands in for vendor .rknn files: it answers "
+                "as the vendor runtime for the file, but rknn_run computes a digest of the "
+                "inputs, not the network (docs/standin.md)\n");
 done:
-    free_sd(sd);
+    emu_answers_free(sd);
     free(ins);
     free(outs);
     free(in_dims);
@@ -546,291 +644,6 @@ done:
     return rc;
 }
 
-const rknn_tensor_attr *emu_standin_attr(const emu_standin *sd, int is_out, uint32_t idx,
-                                         int kind, int current, uint32_t set)
-{
-    uint32_t n = is_out ? sd->n_out : sd->n_in;
-    if (idx >= n || kind < 0 || kind > 2)
-        return NULL;
-    uint32_t k = is_out ? sd->n_in + idx : idx;
-    if (!sd->n_sets || !current)
-        return sd->n_sets ? &sd->maxv[k].a[kind] : &sd->sets[k].a[kind];
-    if (set >= sd->n_sets)
-        return NULL;
-    return &sd->sets[(uint64_t)set * (sd->n_in + sd->n_out) + k].a[kind];
-}
+static const emu_kind g_vendor_kind = {"vendor .rknn file", standin_sniff, standin_open};
 
-/* ---- rknn_query as the vendor runtimes answer it ------------------------------------------- */
-static const char *const g_qnames[18] = {
-    "RKNN_QUERY_IN_OUT_NUM", "RKNN_QUERY_INPUT_ATTR", "RKNN_QUERY_OUTPUT_ATTR",
-    "RKNN_QUERY_PERF_DETAIL", "RKNN_QUERY_PERF_RUN", "RKNN_QUERY_SDK_VERSION",
-    "RKNN_QUERY_MEM_SIZE", "RKNN_QUERY_CUSTOM_STRING", "RKNN_QUERY_NATIVE_INPUT_ATTR",
-    "RKNN_QUERY_NATIVE_OUTPUT_ATTR", "RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR",
-    "RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR", "RKNN_QUERY_DEVICE_MEM_INFO",
-    "RKNN_QUERY_INPUT_DYNAMIC_RANGE", "RKNN_QUERY_CURRENT_INPUT_ATTR",
-    "RKNN_QUERY_CURRENT_OUTPUT_ATTR", "RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR",
-    "RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR",
-};
-
-static size_t q_size(int cmd, const char **sname)
-{
-    switch (cmd) {
-    case RKNN_QUERY_IN_OUT_NUM: *sname = "rknn_input_output_num"; return sizeof(rknn_input_output_num);
-    case RKNN_QUERY_PERF_DETAIL: *sname = "rknn_perf_detail"; return sizeof(rknn_perf_detail);
-    case RKNN_QUERY_PERF_RUN: *sname = "rknn_perf_run"; return sizeof(rknn_perf_run);
-    case RKNN_QUERY_SDK_VERSION: *sname = "rknn_sdk_version"; return sizeof(rknn_sdk_version);
-    case RKNN_QUERY_MEM_SIZE: *sname = "rknn_mem_size"; return sizeof(rknn_mem_size);
-    case RKNN_QUERY_CUSTOM_STRING: *sname = "rknn_custom_string"; return sizeof(rknn_custom_string);
-    case RKNN_QUERY_DEVICE_MEM_INFO: *sname = "rknn_tensor_mem"; return sizeof(rknn_tensor_mem);
-    case RKNN_QUERY_INPUT_DYNAMIC_RANGE: *sname = "rknn_input_range"; return sizeof(rknn_input_range);
-    default: *sname = "rknn_tensor_attr"; return sizeof(rknn_tensor_attr);
-    }
-}
-
-static const char g_perf_text[] = "Total Internal Memory Size: 0KB\nTotal Weight Memory Size: 0KB\n";
-
-void emu_standin_played_native(const emu_ctx *c, uint32_t idx, int cur, rknn_tensor_attr *a)
-{
-    if (!c->played || !(c->played->quirks & EMU_ANSWER_FLAT_HW) ||
-        a->fmt != RKNN_TENSOR_NC1HWC2 || a->n_dims != 5 || !a->dims[4] || !a->n_elems)
-        return;
-    const rknn_tensor_attr *v = emu_standin_attr(c->shared->sd, 1, idx, EMU_ATTR_NORMAL, cur,
-                                                 c->shape_set);
-    if (!v || v->n_dims != 4 || (v->fmt != RKNN_TENSOR_NCHW && v->fmt != RKNN_TENSOR_NHWC))
-        return;
-    /* librknnrt 1.4.0: H and W flattened and only the C1 blocks the channels fill,
-       [1,1,1,16384,16] (262,144 bytes) for [1,8,128,128] where 1.6.0 answers [1,2,128,128,16]
-       (tk2_2c2d03d multiple_input_demo RK3588, its recorded answer): the same bytes as
-       [N,C1,H,W,C2] with unpadded rows */
-    uint32_t N, C, H, W, c2 = a->dims[4];
-    emu_nchw_of(v->dims, v->fmt, &N, &C, &H, &W);
-    uint64_t es = a->size / a->n_elems;
-    uint32_t d[5] = {N, (C + c2 - 1) / c2, 1, H * W, c2};
-    set_dims(a, d, 5, RKNN_TENSOR_NC1HWC2, es);
-    a->size_with_stride = a->size;
-}
-
-static int q_attr(emu_ctx *c, const emu_standin *sd, int cmd, rknn_tensor_attr *a)
-{
-    static const char fn[] = "rknn_query";
-    int is_out = 0, kind = EMU_ATTR_NORMAL, current = 0;
-    switch (cmd) {
-    case RKNN_QUERY_OUTPUT_ATTR: is_out = 1; break;
-    case RKNN_QUERY_NATIVE_INPUT_ATTR: kind = EMU_ATTR_NATIVE; break;
-    case RKNN_QUERY_NATIVE_OUTPUT_ATTR: is_out = 1; kind = EMU_ATTR_NATIVE; break;
-    case RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR: kind = EMU_ATTR_NATIVE_NHWC; break;
-    case RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR: is_out = 1; kind = EMU_ATTR_NATIVE_NHWC; break;
-    case RKNN_QUERY_CURRENT_INPUT_ATTR: current = 1; break;
-    case RKNN_QUERY_CURRENT_OUTPUT_ATTR: current = 1; is_out = 1; break;
-    case RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR: current = 1; kind = EMU_ATTR_NATIVE; break;
-    case RKNN_QUERY_CURRENT_NATIVE_OUTPUT_ATTR: current = 1; is_out = 1; kind = EMU_ATTR_NATIVE; break;
-    default: break;
-    }
-    int mini = sd->mode == EMU_SD_MINI;
-    if (current && !sd->n_sets) {
-        /* the glibc runtimes' words on a static model (1.5.2 and 1.6.0 alike) */
-        if (cmd == RKNN_QUERY_CURRENT_INPUT_ATTR || cmd == RKNN_QUERY_CURRENT_OUTPUT_ATTR) {
-            EMU_ERR(NULL, "query RKNN_QUERY_INPUT_DYNAMIC_RANGE error, rknn model is static shape "
-                    "type, please export rknn with dynamic_shapes");
-            return RKNN_ERR_MODEL_INVALID;
-        }
-        if (cmd == RKNN_QUERY_CURRENT_NATIVE_INPUT_ATTR)
-            EMU_ERR(NULL, "query %s error, rknn model is static shape type, please export rknn "
-                    "with dynamic_shapes", g_qnames[cmd]);
-        EMU_ERR(NULL, "query %s error, please call rknn_set_input_shape first", g_qnames[cmd]);
-        return RKNN_ERR_CTX_INVALID;   /* -7, as 1.5.2 and 1.6.0 return it */
-    }
-    if (current && !c->shapes_chosen) {
-        EMU_ERR(NULL, "query %s error, please call rknn_set_input_shape first",
-                cmd == RKNN_QUERY_CURRENT_OUTPUT_ATTR ? g_qnames[RKNN_QUERY_CURRENT_INPUT_ATTR]
-                                                      : g_qnames[cmd]);
-        return RKNN_ERR_CTX_INVALID;
-    }
-    if (sd->n_sets && cmd == RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR) {
-        EMU_ERR(NULL, "query %s failed, command is invalid for dynamic shapes rknn model!",
-                g_qnames[cmd]);
-        return RKNN_ERR_PARAM_INVALID;
-    }
-    if (sd->n_sets && (cmd == RKNN_QUERY_NATIVE_INPUT_ATTR || cmd == RKNN_QUERY_NATIVE_NHWC_INPUT_ATTR))
-        EMU_WARN(NULL, "query RKNN_QUERY_NATIVE_INPUT_ATTR, it will return max input native shape!");
-    if (sd->n_sets && cmd == RKNN_QUERY_NATIVE_OUTPUT_ATTR)
-        EMU_WARN(NULL, "query RKNN_QUERY_NATIVE_OUTPUT_ATTR, it will return max output native shape!");
-    uint32_t idx = a->index, n = is_out ? sd->n_out : sd->n_in;
-    if (idx >= n) {
-        if (mini)
-            EMU_ERR(fn, "%s, p_attr->index(%u) >= %s_num(%u)!", g_qnames[cmd], idx,
-                    is_out ? "output" : "input", n);
-        else
-            EMU_ERR(fn, "%s, p_attr->index(%u) >= %s(%u)!",
-                    is_out ? "RKNN_QUERY_OUTPUT_ATTR" : "RKNN_QUERY_INPUT_ATTR", idx,
-                    is_out ? "ouput_num" : "input_num", n);
-        return RKNN_ERR_PARAM_INVALID;
-    }
-    /* plain views follow the chosen shape once there is one; NATIVE_* stay the largest */
-    int cur = current || (c->shapes_chosen && kind == EMU_ATTR_NORMAL) ||
-              (c->shapes_chosen && is_out && sd->native_output_follows);
-    const rknn_tensor_attr *v = emu_standin_attr(sd, is_out, idx, kind, cur, c->shape_set);
-    if (!v)
-        return RKNN_ERR_PARAM_INVALID;
-    *a = *v;
-    if (!is_out && kind != EMU_ATTR_NORMAL && sd->native_follows && c->sd_in_type &&
-        c->sd_in_type[idx] == 1 + RKNN_TENSOR_UINT8 && v->type == RKNN_TENSOR_INT8 &&
-        v->n_dims == 4 && v->fmt == RKNN_TENSOR_NHWC) {
-        /* 1.5.2 and 1.6.0, every chip: once an int8 image input was set from UINT8 data (the
-           NPU then takes the uint8 bytes), its native views report UINT8 at the current
-           shape */
-        const rknn_tensor_attr *cu = emu_standin_attr(sd, 0, idx, kind, sd->n_sets != 0, c->shape_set);
-        if (cu)
-            *a = *cu;
-        a->type = RKNN_TENSOR_UINT8;
-    }
-    if (is_out && kind == EMU_ATTR_NATIVE)
-        emu_standin_played_native(c, idx, cur, a);
-    if (cmd == RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR && a->size_with_stride > a->size)
-        EMU_WARN(fn, "RKNN_QUERY_NATIVE_NHWC_OUTPUT_ATTR, output memory need alloc %u",
-                 a->size_with_stride);
-    return RKNN_SUCC;
-}
-
-int emu_standin_query(emu_ctx *c, int cmd, void *info, uint32_t size)
-{
-    static const char fn[] = "rknn_query";
-    const emu_standin *sd = c->shared->sd;
-    int mini = sd->mode == EMU_SD_MINI;
-    if (!info) {
-        EMU_ERR(fn, "info == nullptr!");
-        return RKNN_ERR_PARAM_INVALID;
-    }
-    if (cmd >= RKNN_QUERY_CMD_MAX || (cmd < 0 && mini)) {
-        EMU_ERR(fn, "cmd = %d is not in [0, %d]!", cmd, RKNN_QUERY_CMD_MAX - 1);
-        return RKNN_ERR_PARAM_INVALID;
-    }
-    if (cmd < 0 || (!mini && cmd == RKNN_QUERY_DEVICE_MEM_INFO) ||
-        (mini && (cmd == RKNN_QUERY_PERF_DETAIL || cmd == RKNN_QUERY_PERF_RUN ||
-                  cmd >= RKNN_QUERY_INPUT_DYNAMIC_RANGE))) {
-        EMU_ERR(fn, "unsupported cmd(%d)!", cmd);
-        return RKNN_ERR_FAIL;
-    }
-    if (cmd == RKNN_QUERY_INPUT_DYNAMIC_RANGE && !sd->n_sets) {
-        EMU_WARN(NULL, "query RKNN_QUERY_INPUT_DYNAMIC_RANGE error, rknn model is static shape "
-                 "type, please export rknn with dynamic_shapes");
-        return RKNN_ERR_MODEL_INVALID;
-    }
-    const char *sname;
-    size_t want = q_size(cmd, &sname);
-    /* MEM_SIZE and a dynamic model's INPUT_DYNAMIC_RANGE take a short buffer (the vendor
-       answers them with status 0; MEM_SIZE then leaves total_dma_allocated_size 0) */
-    int short_ok = cmd == RKNN_QUERY_MEM_SIZE || cmd == RKNN_QUERY_INPUT_DYNAMIC_RANGE;
-    if (size < want && !short_ok) {
-        EMU_ERR(fn, "info_len(%u) < sizeof(%s)(%zu)!", size, sname, want);
-        return RKNN_ERR_PARAM_INVALID;
-    }
-    switch (cmd) {
-    case RKNN_QUERY_IN_OUT_NUM: {
-        rknn_input_output_num *r = info;
-        r->n_input = sd->n_in;
-        r->n_output = sd->n_out;
-        return RKNN_SUCC;
-    }
-    case RKNN_QUERY_PERF_DETAIL: {
-        rknn_perf_detail *r = info;
-        r->perf_data = (char *)g_perf_text;
-        r->data_len = sizeof g_perf_text - 1;
-        return RKNN_SUCC;
-    }
-    case RKNN_QUERY_PERF_RUN: {
-        rknn_perf_run *r = info;
-        r->run_duration = c->has_run ? c->last_run_us : 0;
-        return RKNN_SUCC;
-    }
-    case RKNN_QUERY_SDK_VERSION: {
-        rknn_sdk_version *r = info;
-        memset(r, 0, sizeof *r);
-        snprintf(r->api_version, sizeof r->api_version, "%s (%s)", emu_api_version(c),
-                 EMU_VERSION_TAG);
-        snprintf(r->drv_version, sizeof r->drv_version, "%s", EMU_DRV_VERSION);
-        return RKNN_SUCC;
-    }
-    case RKNN_QUERY_MEM_SIZE: {
-        rknn_mem_size m;
-        memset(&m, 0, sizeof m);
-        m.total_weight_size = (uint32_t)sd->weight_size;
-        m.total_internal_size = (uint32_t)sd->internal_size;
-        if (size >= sizeof m)
-            m.total_dma_allocated_size = 0;
-        memcpy(info, &m, size < sizeof m ? size : sizeof m);
-        return RKNN_SUCC;
-    }
-    case RKNN_QUERY_CUSTOM_STRING: {
-        rknn_custom_string *r = info;
-        memset(r, 0, sizeof *r);
-        return RKNN_SUCC;
-    }
-    case RKNN_QUERY_DEVICE_MEM_INFO: {
-        rknn_tensor_mem *r = info;
-        if (!c->model_mem)
-            return RKNN_ERR_FAIL;
-        *r = c->model_mem->pub;
-        r->priv_data = NULL;
-        return RKNN_SUCC;
-    }
-    case RKNN_QUERY_INPUT_DYNAMIC_RANGE: {
-        rknn_input_range r;
-        uint32_t idx = ((rknn_input_range *)info)->index;
-        if (idx >= sd->n_in) {
-            EMU_ERR(fn, "RKNN_QUERY_INPUT_DYNAMIC_RANGE, rknn_input_range->index(%u) >= model "
-                    "dynamic shape number(%u)!", idx, sd->n_in);
-            return RKNN_ERR_PARAM_INVALID;
-        }
-        const rknn_tensor_attr *a = emu_standin_attr(sd, 0, idx, EMU_ATTR_NORMAL, 0, 0);
-        memset(&r, 0, sizeof r);
-        r.index = idx;
-        r.fmt = a->fmt;
-        memcpy(r.name, a->name, sizeof r.name);
-        r.n_dims = a->n_dims;
-        r.shape_number = sd->n_sets > RKNN_MAX_DYNAMIC_SHAPE_NUM ? RKNN_MAX_DYNAMIC_SHAPE_NUM : sd->n_sets;
-        for (uint32_t s = 0; s < r.shape_number; s++)
-            memcpy(r.dyn_range[s], sd->ranges + ((uint64_t)s * sd->n_in + idx) * RKNN_MAX_DIMS,
-                   a->n_dims * sizeof(uint32_t));
-        memcpy(info, &r, size < sizeof r ? size : sizeof r);
-        return RKNN_SUCC;
-    }
-    default:
-        return q_attr(c, sd, cmd, info);
-    }
-}
-
-void emu_standin_log_init(const emu_ctx *c)
-{
-    const emu_standin *sd = c->shared->sd;
-    if (!emu_log_enabled(EMU_LOG_I))
-        return;
-    const char *sep = EMU_LOG_COLONS ? ":" : ",";
-    if (sd->mode == EMU_SD_MINI) {
-        emu_log(EMU_LOG_I, NULL, "RKNN Runtime Information%s librknnmrt version: %s (%s)", sep,
-                EMU_API_VERSION, EMU_VERSION_TAG);
-        emu_log(EMU_LOG_I, NULL, "RKNN Driver Information%s version: %s", sep, EMU_DRV_VERSION);
-        return;
-    }
-    emu_log(EMU_LOG_I, NULL, "RKNN Runtime Information%s librknnrt version: %s (%s)", sep,
-            emu_api_version(c), EMU_VERSION_TAG);
-    emu_log(EMU_LOG_I, NULL, "RKNN Driver Information%s version: %s", sep, EMU_DRV_VERSION);
-    emu_log(EMU_LOG_I, NULL, "RKNN Model Information%s %s", sep, sd->file_info);
-}
-
-int emu_standin_check_run(const emu_ctx *c)
-{
-    const emu_standin *sd = c->shared->sd;
-    for (uint32_t k = 0; k < sd->n_custom; k++) {
-        int have = 0;
-        for (uint32_t j = 0; j < c->n_customs && !have; j++)
-            have = strncmp(c->customs[j].op.op_type, sd->custom[k], RKNN_MAX_NAME_LEN) == 0;
-        if (!have) {
-            /* 1.6.0 fails such runs with -1 (tk2_77b7109 dual_residual_custom) */
-            EMU_ERR("rknn_run", "custom op '%s' of the model is not registered "
-                    "(rknn_register_custom_ops)", sd->custom[k]);
-            return RKNN_ERR_FAIL;
-        }
-    }
-    return RKNN_SUCC;
-}
+__attribute__((constructor)) static void standin_add_kind(void) { emu_kind_add(&g_vendor_kind); }
