@@ -36,6 +36,32 @@ def abi_flags() -> list:
     return []
 
 
+#: how the C checks (tests/c/*_check.c) build under ASan/UBSan
+SANITIZE = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=all"]
+_SANITIZERS: list = []
+
+
+def check_build_flags(mode: str, tmp: Path) -> list:
+    """The flags of a C check's build `mode`: "O2", or "asan-ubsan" (SANITIZE), which
+    skips the test, saying why, where the compiler cannot build and run a sanitized
+    program (asked once per process)."""
+    if mode == "O2":
+        return ["-O2"]
+    if not _SANITIZERS:
+        probe = tmp / "probe.c"
+        probe.write_text("int main(void) { return 0; }\n")
+        r = subprocess.run([cc(), *SANITIZE, str(probe), "-o", str(tmp / "probe")],
+                           capture_output=True)
+        _SANITIZERS.append(r.returncode == 0
+                           and subprocess.run([str(tmp / "probe")]).returncode == 0)
+    if not _SANITIZERS[0]:
+        import pytest
+
+        pytest.skip("the C compiler cannot build and run -fsanitize=address,undefined here")
+    return list(SANITIZE)
+
+
 def compile_c(sources, out: Path, *, shared=False, flags=(), libs=()) -> Path:
     """Compile C sources into an executable (or shared library) at `out`.
 

@@ -12,31 +12,16 @@ import subprocess
 import numpy as np
 import pytest
 
-from helpers import REPO, cc, compile_c
+from helpers import REPO, check_build_flags, compile_c
 
 SOURCES = [REPO / "tests" / "c" / "kernels_check.c", REPO / "rknn_ext" / "kernels" / "kernels.c"]
 FLAGS = ["-ffp-contract=off", f"-I{REPO / 'rknn_ext' / 'kernels'}", f"-I{REPO / 'emulator'}"]
-SANITIZE = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
-            "-fno-sanitize-recover=all"]
-
-
-def _sanitizers_work(tmp):
-    probe = tmp / "probe.c"
-    probe.write_text("int main(void) { return 0; }\n")
-    r = subprocess.run([cc(), *SANITIZE, str(probe), "-o", str(tmp / "probe")],
-                       capture_output=True)
-    return r.returncode == 0 and subprocess.run([str(tmp / "probe")]).returncode == 0
 
 
 @pytest.fixture(scope="module", params=["O2", "asan-ubsan"])
 def program(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(f"kernels_c_{request.param}")
-    if request.param == "O2":
-        flags = ["-O2"]
-    elif _sanitizers_work(tmp):
-        flags = SANITIZE
-    else:
-        pytest.skip("the C compiler cannot build and run -fsanitize=address,undefined here")
+    flags = check_build_flags(request.param, tmp)
     return compile_c(SOURCES, tmp / "kernels_check", flags=FLAGS + flags)
 
 

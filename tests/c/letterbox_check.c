@@ -16,17 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "kernels.h"
 #include "letterbox.h"
-
-static long checks, failed;
-
-static void check(int ok, const char *what, long a, long b)
-{
-    checks++;
-    if (!ok && failed++ < 20)
-        fprintf(stderr, "FAIL %s (%ld, %ld)\n", what, a, b);
-}
 
 static uint64_t rng_state = 88172645463325252ull;
 
@@ -36,16 +28,6 @@ static uint32_t rnd(uint32_t n)
     rng_state ^= rng_state >> 7;
     rng_state ^= rng_state << 17;
     return (uint32_t)(rng_state >> 16) % n;
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(3);
-    }
-    return p;
 }
 
 static void one(int fmt)

@@ -18,27 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "kernels.h"
 #include "yolo.h"
-
-static long checks, failed;
-
-static void check(int ok, const char *what, long a, long b)
-{
-    checks++;
-    if (!ok && failed++ < 20)
-        fprintf(stderr, "FAIL %s (%ld, %ld)\n", what, a, b);
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(3);
-    }
-    return p;
-}
 
 enum { H = 20, W = 24, NC = 12, NB = 64, NOBJ = 5 };
 

@@ -406,6 +406,25 @@ def test_run_says_when_it_resizes_and_letterboxes(tmp_path):
             "padding top 18 bottom 19 left 0 right 0 (gray 114)") in proc.stdout
 
 
+def test_run_and_detect_pad_with_the_gray_asked(tmp_path):
+    from PIL import Image
+
+    from rknnx.emulator import samples
+
+    model = tmp_path / "classifier.rknn"
+    model.write_bytes(samples.classifier())
+    Image.fromarray(np.full((100, 120, 3), 200, np.uint8)).save(tmp_path / "cat.png")
+    proc = cli("run", str(model), "-i", str(tmp_path / "cat.png"), "--letterbox", "--pad", "0")
+    assert proc.returncode == 0, proc.stderr
+    assert "padding top 18 bottom 19 left 0 right 0 (gray 0)" in proc.stdout
+    for command in (("run", str(model), "--letterbox"),
+                    ("detect", "--sample", "detector", "-o", str(tmp_path / "o.png"))):
+        for bad, said in (("256", "256"), ("grey", "'grey'")):
+            proc = cli(*command, "-i", str(tmp_path / "cat.png"), "--pad", bad)
+            assert proc.returncode == 2
+            assert f"--pad: expected a gray level 0-255, got {said}" in proc.stderr
+
+
 def test_letterbox_keeps_the_aspect_ratio_and_pads_with_114():
     from PIL import Image
 

@@ -8,31 +8,16 @@ import subprocess
 
 import pytest
 
-from helpers import REPO, cc, compile_c
+from helpers import REPO, check_build_flags, compile_c
 
 SOURCES = [REPO / "tests" / "c" / "yolo_check.c", REPO / "rknn_ext" / "kernels" / "yolo.c",
            REPO / "rknn_ext" / "kernels" / "kernels.c"]
 FLAGS = ["-ffp-contract=off", f"-I{REPO / 'rknn_ext' / 'kernels'}"]
-SANITIZE = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
-            "-fno-sanitize-recover=all"]
-
-
-def _sanitizers_work(tmp):
-    probe = tmp / "probe.c"
-    probe.write_text("int main(void) { return 0; }\n")
-    r = subprocess.run([cc(), *SANITIZE, str(probe), "-o", str(tmp / "probe")],
-                       capture_output=True)
-    return r.returncode == 0 and subprocess.run([str(tmp / "probe")]).returncode == 0
 
 
 @pytest.mark.parametrize("mode", ["O2", "asan-ubsan"])
 def test_yolo_c(mode, tmp_path):
-    if mode == "O2":
-        flags = ["-O2"]
-    elif _sanitizers_work(tmp_path):
-        flags = SANITIZE
-    else:
-        pytest.skip("the C compiler cannot build and run -fsanitize=address,undefined here")
+    flags = check_build_flags(mode, tmp_path)
     program = compile_c(SOURCES, tmp_path / "yolo_check", flags=FLAGS + flags, libs=["-lm"])
     r = subprocess.run([str(program)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and ", 0 failed" in r.stdout, (r.stdout, r.stderr[-4000:])

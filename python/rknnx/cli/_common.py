@@ -3,6 +3,7 @@ from a file or a sample, and the one-line error users see."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from typing import Optional
@@ -123,3 +124,14 @@ def human_bytes(n: Optional[int]) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return str(n)
+
+
+def gray_level(text: str) -> int:
+    """An argparse type: a gray level, an integer 0-255 (--pad)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a gray level 0-255, got {text!r}") from None
+    if not 0 <= value <= 255:
+        raise argparse.ArgumentTypeError(f"expected a gray level 0-255, got {value}")
+    return value

@@ -14,7 +14,8 @@ import os
 
 import numpy as np
 
-from rknnx.cli._common import UserError, add_model_arguments, help_text, load_runtime
+from rknnx.cli._common import (UserError, add_model_arguments, gray_level, help_text,
+                               load_runtime)
 
 #: box colours, by class, in turn
 _COLOURS = ((255, 56, 56), (72, 249, 10), (0, 194, 255), (255, 157, 151), (255, 178, 29),
@@ -140,7 +141,7 @@ def detect(args) -> int:
         family = args.family
         try:
             det = Detector(model, family, conf=args.conf, iou=args.iou, names=names,
-                           swap_rb=False)
+                           swap_rb=False, pad_value=args.pad)
         except ValueError as exc:
             raise UserError(str(exc)) from exc
         with det:
@@ -176,4 +177,7 @@ def add_parser(sub) -> None:
     p.add_argument("--iou", type=float, default=0.45,
                    help="NMS: drop a box overlapping a better one by more (default 0.45)")
     p.add_argument("--names", metavar="FILE", help="class names, one a line")
+    p.add_argument("--pad", type=gray_level, default=0, metavar="GRAY",
+                   help="the gray (0-255) the letterbox pads with (default: 0, as the model "
+                        "zoo's examples; Ultralytics pads with 114)")
     p.set_defaults(func=detect)

@@ -3,8 +3,9 @@ summary of each output (shape, dtype, range; top-5 of a score vector); --out DIR
 outputs as .npy files.
 
 An image whose size differs from the input's is resized to it (stretched, which says so);
---letterbox keeps its aspect ratio instead and pads with gray 114, the way detection models
-(YOLO) expect their input, and prints the scale and the padding to map boxes back.
+--letterbox keeps its aspect ratio instead and pads with gray 114 (--pad chooses), the way
+detection models (YOLO) expect their input, and prints the scale and the padding to map boxes
+back.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import time
 
 import numpy as np
 
-from rknnx.cli._common import (UserError, add_model_arguments, fmt_shape, help_text,
-                               load_runtime, open_model)
+from rknnx.cli._common import (UserError, add_model_arguments, fmt_shape, gray_level,
+                               help_text, load_runtime, open_model)
 
 _IMAGE_EXT = (".png", ".jpg", ".jpeg", ".bmp", ".ppm", ".pgm")
 
@@ -33,10 +34,10 @@ def letterbox(img, width: int, height: int, fill: int = 114):
     return arr, box.scale, (top, height - nh - top, left, width - nw - left)
 
 
-def read_input(path: str, info, fit: str = "resize", say=print) -> np.ndarray:
+def read_input(path: str, info, fit: str = "resize", say=print, pad: int = 114) -> np.ndarray:
     """A .npy array, or an image as uint8 HWC (RGB) brought to the input's size when it
-    differs: stretched (`fit` ``"resize"``) or letterboxed (``"letterbox"``); `say` is told
-    which, with the scale and padding."""
+    differs: stretched (`fit` ``"resize"``) or letterboxed (``"letterbox"``, padded with
+    the gray `pad`); `say` is told which, with the scale and padding."""
     if os.path.isdir(path):
         raise UserError(f"input {path!r} is a directory, not a file")
     if not os.path.isfile(path):
@@ -72,12 +73,12 @@ def read_input(path: str, info, fit: str = "resize", say=print) -> np.ndarray:
                 name = os.path.basename(path)
                 if fit == "letterbox":
                     try:
-                        arr, scale, (top, bottom, left, right) = letterbox(img, w, h)
+                        arr, scale, (top, bottom, left, right) = letterbox(img, w, h, pad)
                     except ValueError as exc:        # a 1-pixel-wide image
                         raise UserError(f"{path!r}: {exc}") from None
                     say(f"input {info.name!r}: {name} {w0}x{h0} letterboxed to {w}x{h}: scale "
                         f"{scale:.4g} (to {round(w0 * scale)}x{round(h0 * scale)}), padding "
-                        f"top {top} bottom {bottom} left {left} right {right} (gray 114); "
+                        f"top {top} bottom {bottom} left {left} right {right} (gray {pad}); "
                         f"a box maps back as ((x - {left}) / {scale:.4g}, "
                         f"(y - {top}) / {scale:.4g})")
                     return arr
@@ -109,7 +110,7 @@ def run(args) -> int:
                             f"({', '.join(t.name for t in model.inputs)}); got "
                             f"{len(args.input)} --input")
         fit = "letterbox" if args.letterbox else "resize"
-        arrays = [read_input(p, t, fit) for p, t in zip(args.input, model.inputs)]
+        arrays = [read_input(p, t, fit, pad=args.pad) for p, t in zip(args.input, model.inputs)]
         t0 = time.perf_counter()
         if args.flow == "general":
             outputs = model.run(*arrays, raw=args.raw)
@@ -154,6 +155,9 @@ def add_parser(sub) -> None:
                    help="fit an image of another size by scaling it with its aspect ratio "
                         "kept and padding with gray 114 (as YOLO-style detectors expect); "
                         "default: stretch it to the input's size")
+    p.add_argument("--pad", type=gray_level, default=114, metavar="GRAY",
+                   help="the gray (0-255) --letterbox pads with (default: 114, as Ultralytics; "
+                        "the model zoo's examples pad with 0)")
     p.add_argument("--out", metavar="DIR",
                    help="save each output as DIR/output<i>_<name>.npy (default: save nothing, "
                         "print the summary only)")
