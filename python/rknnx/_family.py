@@ -1,12 +1,16 @@
 """The contexts of one model: made in one place, registered in one place, closed in one
 order (docs/architecture.md, "Lifetimes").
 
-A :class:`ContextFamily` owns what the contexts sharing a model's weights have in common:
-the model's bytes and flags, the first context (whose weights the others share), the core
-mask and custom operators every new context gets, the registry of the sessions and pools
-made from it, and the lock that orders their making against the close.  A
-:class:`rknnx.Model` holds one and describes and runs; a session holds the family, never
-the Model; a Pool takes its workers' runners from it.
+A :class:`ContextFamily` owns every context of a model and every lifetime that hangs on
+them: the first context (whose weights the others share) and the owner's runner on it,
+the lock that stands for "the family is changing" (members being made, the close, the
+owner's runs on its runner), the core mask and custom operators every new context gets,
+and the registry of the sessions and pools made from it.  It makes each member, registers
+it, and closes its members and then itself from its own state, calling nothing back in
+the object that holds it.  A :class:`rknnx.Model` describes the model (the
+:class:`Description` it builds before the family) and holds the family; a session holds
+the family, never the Model; a Pool finds the family of its model with
+:meth:`ContextFamily.of`.
 """
 
 from __future__ import annotations
@@ -18,11 +22,14 @@ from typing import Any, List, Optional, Sequence, Tuple
 from rknnx import _guard, _quirks
 from rknnx import lowlevel as _ll
 from rknnx import platforms as _platforms
-from rknnx._runner import GeneralRunner, SessionRunner, pin
+from rknnx._runner import GeneralRunner, Runner, SessionRunner, pin
 from rknnx.errors import NotSupportedError, RKNNError, RKNNFailError
 from rknnx.runtime import chip_of, note_fallback
 
 __all__ = ["ContextFamily", "Description", "chip_supports", "open_context"]
+
+#: owner (a Model) -> its family; weak: an entry goes with its owner
+_FAMILIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def open_context(source: bytes, flags: int, path: Optional[str]):
@@ -47,13 +54,15 @@ def open_context(source: bytes, flags: int, path: Optional[str]):
 
 class Description:
     """What every context of a model shares and a session needs to know: the chip, the
-    tensors (``rknnx.TensorInfo``), the shape sets.  Immutable once made."""
+    tensors (``rknnx.TensorInfo``), the shape sets, the runtime's version as the first
+    context answers it (None if refused).  Immutable once made."""
 
-    __slots__ = ("chip", "general", "inputs", "outputs", "dynamic", "shape_sets")
+    __slots__ = ("chip", "general", "inputs", "outputs", "dynamic", "shape_sets", "version")
 
     def __init__(self, chip: Optional[str], inputs, outputs,
-                 shape_sets: List[Tuple[Tuple[int, ...], ...]]):
+                 shape_sets: List[Tuple[Tuple[int, ...], ...]], version=None):
         self.chip = chip
+        self.version = version
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
         self.shape_sets = shape_sets
@@ -78,21 +87,34 @@ def chip_supports(chip: Optional[str], function: Optional[str] = None,
         return True
 
 
+def _gone():
+    """A dead weak reference's answer."""
+    return None
+
+
 class ContextFamily:
     """The contexts sharing one model's weights (see the module's docstring).
 
-    `owner` names the Model in the lock's messages.  :attr:`lock` orders the making of
-    contexts against :meth:`close`: every new context is made with it held, after checking
-    that no close has begun, so no context outlives the family's or borrows its weights
-    after the close listed its members.
+    `ctx` is the model's first context, `desc` what was read from it; the family owns both
+    from now on.  `owner` (the Model) names the family in the messages and finds it again
+    (:meth:`of`); the family keeps no reference to it.
+
+    :attr:`lock` stands for "the family is changing": every member is made with it held,
+    after checking that no close has begun, so no context outlives the family or borrows
+    its weights after the close has listed the members; the owner's runs on :attr:`own`
+    hold it (a dynamic model's shape set then its run, the copies of a session runner).
+    It is held only for the family's own changes, never while waiting for a member (a
+    session's lock, a pool's workers), so a member's call in another thread that needs
+    the family never waits for a thread that waits for it.
     """
 
-    def __init__(self, source: bytes, path: Optional[str], flags: int, owner: Any):
+    def __init__(self, ctx, desc: Description, source: bytes, path: Optional[str],
+                 flags: int, owner: Any):
         self.source = source
         self.path = path
         self.flags = flags
-        self.lock = _guard.Lock(owner)
         self.kind = type(owner).__name__
+        self.lock = _guard.Lock(self.kind)
         self.core_mask = None            # set on every context made from now on
         self.custom_ops: tuple = ()      # registered on every context made from now on
         self.closing = False             # close() has begun: no new context
@@ -101,7 +123,6 @@ class ContextFamily:
         self.close_when_collected = False
         self.sessions: "weakref.WeakSet" = weakref.WeakSet()   # the user's, not runners'
         self.pools: "weakref.WeakSet" = weakref.WeakSet()
-        self.desc: Optional[Description] = None
         self._file_ops: Optional[dict] = None    # op type -> node names, read when needed
         # the contexts that borrow the first context's weights (share_weights_with, where
         # the runtime has no rknn_dup_context): the first refuses to close while one is
@@ -109,12 +130,25 @@ class ContextFamily:
         # member the close closes)
         self._lent: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         #: the first context: its weights are the family's
-        self.ctx = open_context(source, flags, path)
+        self.ctx = ctx
+        self.desc = desc
         #: the runtime's version as the first context answers it (None if refused): the
         #: crashes of that version that rknnx's call patterns would set off are avoided
         #: (rknnx._quirks, docs/abi-notes.md "Runtime quirks")
-        self.version = _quirks.version_of(self.ctx)
+        self.version = desc.version
         self._custom_file: Optional[bool] = None   # the file uses custom ops (asked once)
+        #: the frame id of the owner's runner when the close closed it
+        self.frame_id_closed = 0
+        self._own = _gone                # the owner's runner, weakly (own_runner())
+        _FAMILIES[owner] = self
+
+    @staticmethod
+    def of(owner) -> "ContextFamily":
+        """The family of `owner` (a :class:`rknnx.Model`)."""
+        family = _FAMILIES.get(owner)
+        if family is None:
+            raise TypeError(f"an rknnx.Model was expected; got {type(owner).__name__}")
+        return family
 
     # -- the description, for sessions (the names of a Model's) ----------------------------
     @property
@@ -141,10 +175,12 @@ class ContextFamily:
         return self.desc.supports(function, query=query)
 
     # -- making contexts -------------------------------------------------------------------
-    def check_not_in_call(self, what: str) -> None:
-        """RuntimeError inside a call on the first context (a custom op callback): a new
-        context is made from that context, which a thread making one waits for."""
-        if self.ctx.busy_in_this_thread:
+    def check_not_in_call(self, what: str, running: bool = False) -> None:
+        """RuntimeError inside a call on the first context (a custom op callback), or with
+        `running` inside one of the owner's runs (:attr:`lock` held by this thread): a new
+        context is made from that context, and a close waits for the run it is called
+        from."""
+        if (running and self.lock.held_here()) or self.ctx.busy_in_this_thread:
             raise RuntimeError(f"{what}: the Model is busy in this thread (a call on it is "
                                "running a custom op callback, which is where this was called "
                                "from); such code cannot call back into the Model")
@@ -245,32 +281,49 @@ class ContextFamily:
         if ctx in self._lent:
             self._lent[ctx] = holder
 
+    def own_runner(self) -> Runner:
+        """The owner's runner, run with :attr:`lock` held: a GeneralRunner on the first
+        context, or (chips without the general API) a SessionRunner whose session is
+        opened at the first run.  The owner holds it; the family keeps it weakly, as its
+        members (a runner refers to the family: a strong reference back would be a
+        cycle), and closes it last."""
+        d = self.desc
+        runner = (GeneralRunner(self.ctx, d.inputs, d.shape_sets, explain=self.explain_model)
+                  if d.general else SessionRunner(self._own_session, d.inputs))
+        self._own = weakref.ref(runner)
+        return runner
+
+    def register(self, member, pool: bool = False) -> None:
+        """Register `member`, a session or (`pool`) a Pool made in :meth:`making`: the
+        family closes it with itself (weakly held: a member nobody holds is collected)."""
+        (self.pools if pool else self.sessions).add(member)
+
     def session(self, internal: bool, options):
         """A ZeroCopySession on a new context (the caller is in :meth:`making`); the
         user's are registered (closed with the family), a runner's belong to the runner."""
         from rknnx.session import ZeroCopySession
 
-        session = ZeroCopySession(self, _internal=internal, _context=self.context, **options)
+        session = ZeroCopySession(self, _internal=internal, **options)
         if not internal:
-            self.sessions.add(session)
+            self.register(session)
         return session
 
     def runner_session(self, **options):
-        """What a session runner opens its sessions with."""
+        """What a pool worker's session runner opens its sessions with."""
         with self.making("run"):         # "run on closed Model"
             return self.session(True, options)
 
-    def runner(self, mask=None, required: bool = False, *, own: bool = False):
-        """A runner (the caller is in :meth:`making`, unless `own`: the model's, on the
-        first context or, on chips without the general API, a session opened at its first
-        run): a GeneralRunner on a new context, or a SessionRunner; pinned to `mask` (a
-        mask the pool chose, not `required`, that the runtime refuses is dropped with one
-        W line)."""
+    def _own_session(self, **options):
+        """What the owner's session runner opens its sessions with: its run holds the
+        lock already."""
+        self.check_not_closing("run")
+        return self.session(True, options)
+
+    def runner(self, mask=None, required: bool = False) -> Runner:
+        """A pool worker's runner (the caller is in :meth:`making`): a GeneralRunner on a
+        new context, or a SessionRunner; pinned to `mask` (a mask the pool chose, not
+        `required`, that the runtime refuses is dropped with one W line)."""
         d = self.desc
-        if own:
-            return (GeneralRunner(self.ctx, d.inputs, d.shape_sets, explain=self.explain_model)
-                    if d.general else
-                    SessionRunner(self.runner_session, d.inputs))
         if d.general:
             ctx = self.context()
             try:
@@ -379,19 +432,36 @@ class ContextFamily:
         return better
 
     # -- the close -------------------------------------------------------------------------
-    def check_closable(self, own, run_lock) -> list:
-        """Raise what :meth:`close` would raise now, closing nothing (a member's refusal:
-        RuntimeError from a callback of a session or a worker of a pool, BufferError while
-        a view of a session's memory is alive); returns the pools."""
-        self.check_not_lent()
-        pools = list(self.pools)
-        for p in pools:
-            p.check_closable("close the Model")
-        for s in [s for s in list(self.sessions) if not s.closed]:
-            s.check_closable("close")
-        with run_lock("close"):
-            own.check_closable()
-        return pools
+    def check_closable(self, what: str = "close", closing: bool = False) -> tuple:
+        """Raise what :meth:`close` would raise now, closing nothing; returns the pools and
+        the open sessions.  Each refusal is asked once: a child of fork, a call of this
+        thread on the family (a custom op callback, the owner's run), the owner's runner
+        (BufferError while a view of its session's memory is alive), a context the close
+        cannot close that borrows the weights, and each member's own refusal (RuntimeError
+        from a worker of a pool or a callback of a session, BufferError while a view of a
+        session's memory is alive).  With `closing`, the family is marked closing in the
+        same hold of the lock that asks the runner: no member is made from then on, so
+        the members listed are all there are; a refusal takes the mark back."""
+        _guard.check_process(self.kind, self.lock.pid)
+        self.check_not_in_call(what, running=True)
+        with self.lock(what):
+            own = self._own()
+            if own is not None:
+                own.check_closable()
+            self.closing = self.closing or closing
+        try:
+            self.check_not_lent()
+            pools = list(self.pools)
+            for p in pools:
+                p.check_closable("close the Model")
+            sessions = [s for s in list(self.sessions) if not s.closed]
+            for s in sessions:
+                s.check_closable(what)
+        except BaseException:
+            if closing:
+                self.closing = False
+            raise
+        return pools, sessions
 
     def check_not_lent(self) -> None:
         """Refuse, closing nothing, while a context the close does not close borrows the
@@ -409,28 +479,30 @@ class ContextFamily:
                "Nothing was closed")
         raise (BufferError if views else RuntimeError)(msg)
 
-    def close(self, own, run_lock, closing) -> None:
-        """Close every member, then the first context, in one order: everything that
-        would refuse is asked first, so a refusal closes nothing (RuntimeError from a
-        callback of a session or a worker of a pool, BufferError while a view of a
-        session's memory is alive); then the pools are shut down (their queued frames
-        cancelled), the sessions, the owner's runner `own` and the first context closed.
-
-        `run_lock` is the owner's lock of its runs (a run in flight uses its runner's
-        views); `closing()` is called under it just before its runner closes.
-        """
-        with self.lock("close"):
-            self.closing = True          # members being made are made by now
+    def close(self) -> None:
+        """Close every member, then the owner's runner and the first context, in one
+        order; a second call does nothing.  Everything that would refuse is asked first,
+        once (:meth:`check_closable`), so a refusal closes nothing; then the pools are
+        shut down (their queued frames cancelled), the sessions closed (each counts its
+        views again under the lock it frees under), and, with the lock held (a run of the
+        owner's in flight ends first), the owner's session runner and the first context
+        closed."""
+        if self.ctx.closed:
+            return
+        pools, sessions = self.check_closable("close", closing=True)
         try:
-            pools = self.check_closable(own, run_lock)
             for p in pools:
                 p.shutdown(wait=True, cancel_pending=True)
-            with run_lock("close"):
-                for s in list(self.sessions):
-                    s.close()
-                closing()
-                own.close()
-                self.ctx.close()
+            for s in sessions:
+                s.close()
+            with self.lock("close"):
+                if not self.ctx.closed:  # (not closed meanwhile by another thread)
+                    own = self._own()
+                    if own is not None:
+                        self.frame_id_closed = own.frame_id
+                        if own.ctx is not self.ctx:
+                            own.close()  # a session runner (the general one runs on ctx)
+                    self.ctx.close()
         except BaseException:
             if not self.ctx.closed:
                 self.closing = False     # still open: may make members again

@@ -17,6 +17,7 @@ more than a plain lock.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from typing import Any, Optional
@@ -90,21 +91,25 @@ class Role:
 
 
 class Lock:
-    """A lock of one facade object (`owner`, for the messages): RuntimeError instead of a
-    wait that cannot end (re-entry from the holding thread, a lock inherited across fork).
+    """A lock of one facade object (`owner`, an object or a class name, for the messages):
+    RuntimeError instead of a wait that cannot end (re-entry from the holding thread, a
+    lock inherited across fork).
 
-    ``with lock(what):`` checks, then holds ``lock.mutex``: a ``threading.RLock`` used only
-    for its C-level ``with`` (an exception such as KeyboardInterrupt cannot leave it held)
-    and its ``_is_owned()`` (the re-entry check, done before it could recurse).  `pid` is
-    the process that made it.
+    ``with lock(what):`` checks, then holds ``lock.mutex`` (a ``threading.Lock``, taken by
+    its C-level ``with``) and records the holding thread's id inside that ``with`` and
+    clears it before leaving: an exception such as KeyboardInterrupt cannot leave the lock
+    held, and the record names only a thread that holds the lock now (a thread id kept
+    after the release could name a later thread: ids are reused).  `pid` is the process
+    that made it.
     """
 
-    __slots__ = ("mutex", "pid", "owner", "__weakref__")
+    __slots__ = ("mutex", "pid", "owner", "holder", "__weakref__")
 
     def __init__(self, owner: Any):
-        self.mutex = threading.RLock()
+        self.mutex = threading.Lock()
         self.pid = pid                   # the module's: the process that made the lock
-        self.owner = type(owner).__name__
+        self.owner = owner if isinstance(owner, str) else type(owner).__name__
+        self.holder: Optional[int] = None    # the id of the thread holding it, while held
 
     def check(self, what: str) -> None:
         """Raise if waiting for the lock could never end: it was inherited across fork, or
@@ -114,20 +119,26 @@ class Lock:
                 f"{what}: this {self.owner} was created in process {self.pid}; it cannot be "
                 f"used in process {pid} (a child of fork(): the runtime's threads, locks "
                 f"and state do not survive fork); create it after fork, in the child")
-        if self.held_here():
+        if self.holder == threading.get_ident():
             raise busy_error(self.owner, what)
 
     def held_here(self) -> bool:
-        """Whether the calling thread holds the lock.  ``RLock._is_owned`` is what
-        ``threading.Condition`` asks of its lock (CPython's C and Python RLocks both have
-        it); the RLock is used for its C-level ``with``, which no exception can leave
-        half-done, and a thread-local mark beside it could be (module docstring)."""
-        return self.mutex._is_owned()
+        """Whether the calling thread holds the lock."""
+        return self.holder == threading.get_ident()
 
     def __call__(self, what: str):
         """The lock to hold with ``with`` (after the checks of :meth:`check`)."""
         self.check(what)
-        return self.mutex
+        return self._hold()
+
+    @contextlib.contextmanager
+    def _hold(self):
+        with self.mutex:
+            try:
+                self.holder = threading.get_ident()
+                yield self
+            finally:
+                self.holder = None
 
 
 def busy_error(owner: str, what: str) -> RuntimeError:

@@ -1,17 +1,19 @@
-"""One lifetime protocol for the facade's objects that own contexts: :class:`rknnx.Model`,
-:class:`rknnx.ZeroCopySession` and :class:`rknnx.Pool` (docs/architecture.md, "Lifetimes").
+"""One lifetime protocol for the facade's closable objects: :class:`rknnx.Model`,
+:class:`rknnx.ZeroCopySession`, :class:`rknnx.Pool` (and :class:`rknnx.vision.Detector`)
+(docs/architecture.md, "Lifetimes").
 
-:class:`Closable` writes ``close`` / ``with`` / the finalizer once, as the binding's
-``_close`` template does for its objects; each class gives the hooks:
+:class:`Closable` writes ``check_closable`` / ``with`` / the finalizer once, as the
+binding's ``_close`` template does for its objects; each class gives the hooks:
 
 - ``closed``: whether it is closed (a failed ``__init__`` counts as closed);
+- ``close()``: its own (Model: its family's close; a session: the views counted and the
+  memory freed under one hold of its lock; Pool: ``shutdown(wait=True)``), or
+  :meth:`Closable.close`, which runs ``_refusal_checks("close")`` then ``_close_now()``;
 - ``_refusal_checks(what)``: raise what ``close()`` would refuse now, closing nothing (a
   call of its own running in this thread, a live view of its memory, a child of fork);
-- ``_close_now()``: close, once the checks passed (it may still refuse, changing nothing);
 - ``_made_in``: the process that made it (finalizers of a parent's object do nothing);
 - ``_collected()``: what must happen when it is collected unclosed, before the warning
-  (a pool tells its workers to stop); ``_warns_when_collected()`` and
-  ``_unclosed_message()``: whether it warns then, and the warning's text;
+  (a pool tells its workers to stop); returns the warning's text, or None for none;
 - ``_close_quietly()``: the finalizer's close, which never raises.
 
 The rules, each written here once:
@@ -32,7 +34,7 @@ import warnings
 
 from rknnx import _guard
 
-__all__ = ["Closable", "add_note"]
+__all__ = ["Closable", "add_note", "unclosed"]
 
 
 class Closable:
@@ -51,21 +53,9 @@ class Closable:
     def _refusal_checks(self, what: str) -> None:
         _guard.check_process(self, self._made_in)
 
-    def _close_now(self) -> None:        # pragma: no cover - every subclass has its own
-        raise NotImplementedError
-
-    def _collected(self) -> None:
-        """Nothing by default."""
-
-    def _warns_when_collected(self) -> bool:
-        return not self._close_when_collected
-
-    def _unclosed_message(self) -> str:
-        try:
-            what = repr(self)
-        except Exception:                # interpreter teardown: no generators, no imports
-            what = f"rknnx.{self._kind}"
-        return f"unclosed {what}"
+    def _collected(self):
+        """The warning, unless a `with` block could not close it."""
+        return None if self._close_when_collected else unclosed(self)
 
     def _close_quietly(self) -> None:
         try:
@@ -112,14 +102,23 @@ class Closable:
                 return
         except AttributeError:           # __init__ failed before its state was set
             return
-        self._collected()
+        message = self._collected()
         if getattr(self, "_made_in", None) != _pid.pid:
             return                       # the parent's (after fork): nothing to do here
-        if self._warns_when_collected():
-            _warn(self._unclosed_message(), ResourceWarning, source=self)
+        if message is not None:
+            _warn(message, ResourceWarning, source=self)
         if _sys.is_finalizing():
             return
         self._close_quietly()
+
+
+def unclosed(obj: "Closable") -> str:
+    """The ResourceWarning's text for `obj` collected unclosed."""
+    try:
+        what = repr(obj)
+    except Exception:                    # interpreter teardown: no generators, no imports
+        what = f"rknnx.{type(obj).__name__}"
+    return f"unclosed {what}"
 
 
 def add_note(exc: BaseException, note: str) -> None:

@@ -9,10 +9,12 @@ returns the outputs: copy in, run, read out.  There are two kinds, one per flow:
 - :class:`SessionRunner` holds a zero-copy session (chips without the general API,
   RV1106/RV1103/RK2118): the inputs are copied into its views, the outputs out of them.
 
-``Model.run`` runs on the model's own runner; each :class:`rknnx.Pool` worker owns one
-(made by the model's family: ``rknnx._family.ContextFamily.runners``); the CLI's and the benchmark's general flows use the same
-calls.  A runner is not thread-safe: its owner serializes its calls (the model's lock, a
-pool worker's thread).  See docs/architecture.md, "One path".
+Both keep one protocol, :class:`Runner`.  ``Model.run`` runs on the model's own runner
+(``ContextFamily.own_runner``, run with the family's lock held); each :class:`rknnx.Pool` worker
+owns one (made by the model's family: ``rknnx._family.ContextFamily.runners``); the CLI's
+and the benchmark's general flows use the same calls.  A runner is not thread-safe: its
+owner serializes its calls (the family's lock, a pool worker's thread).  See
+docs/architecture.md, "One path".
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from rknnx._tensors import TensorInfo, check_out, set_shapes
 from rknnx.errors import NotSupportedError, RKNNError, RKNNFailError
 from rknnx.runtime import note_fallback
 
-__all__ = ["GeneralRunner", "SessionRunner", "pin", "PASS_THROUGH"]
+__all__ = ["Runner", "GeneralRunner", "SessionRunner", "pin", "PASS_THROUGH"]
 
 #: the layout tag of an input handed to the runtime as it is (``pass_through``)
 PASS_THROUGH = "pass_through"
@@ -52,7 +54,28 @@ def pin(ctx_or_session, mask, required: bool) -> bool:
     return True
 
 
-class GeneralRunner:
+class Runner:
+    """The protocol of the runners: prepared inputs in, outputs out, on what the runner
+    owns (a context, or a session).
+
+    - ``kind``: "general" or "zero-copy"; ``ctx``: the context it runs on (None for a
+      session runner, whose context is its session's); ``mask``: the core mask it is
+      pinned to (None: the runtime's choice); ``closed``;
+    - ``run(prepared, shape_set, raw, out=None)``: the outputs (``Model.run``'s);
+    - ``frame_id``, ``perf()``: of its last run; ``set_core_mask(mask)``;
+    - ``check_closable()``: raise what ``close()`` would raise now, closing nothing;
+    - ``close()``: close what it owns (waits for a run in another thread).
+    """
+
+    kind = ""
+    ctx = None
+    mask = None
+
+    def check_closable(self) -> None:
+        """Nothing to check by default: a context refuses to close under a view itself."""
+
+
+class GeneralRunner(Runner):
     """One context in the general flow (``rknn_inputs_set``, ``rknn_run``,
     ``rknn_outputs_get``, fused in ``Context.infer``)."""
 
@@ -155,17 +178,11 @@ class GeneralRunner:
         self.ctx.set_core_mask(mask)
         self.mask = mask
 
-    def check_closable(self) -> None:
-        """Nothing to check: a context refuses to close under a view itself."""
-
     def close(self) -> None:
         self.ctx.close()
 
-    def close_quietly(self) -> None:
-        """Nothing: a context needs no finalizer's help (it goes with its last reference)."""
 
-
-class SessionRunner:
+class SessionRunner(Runner):
     """A zero-copy session standing in for the general flow: copy in, run, copy out.  The
     session is opened at the first run (or given), and opened again when a run needs other
     input types or output kind; `mask` pins each session it opens."""
@@ -258,12 +275,3 @@ class SessionRunner:
         s = self.session
         if s is not None:
             s.close()
-
-    def close_quietly(self) -> None:
-        """close() if nothing prevents it (for finalizers: never raises)."""
-        s = self.session
-        if s is not None:
-            try:
-                s.close()
-            except Exception:            # a view alive, a call of this thread, a fork
-                pass

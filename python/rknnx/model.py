@@ -27,7 +27,7 @@ from rknnx import _guard, _quirks
 from rknnx import lowlevel as _ll
 from rknnx._facts import Perf, PerfRow, as_core_mask, check_raw
 from rknnx.modelfile import check_file
-from rknnx._family import ContextFamily, Description, chip_supports
+from rknnx._family import ContextFamily, Description, chip_supports, open_context
 from rknnx._lifetime import Closable
 from rknnx._runner import PASS_THROUGH
 from rknnx._tensors import TensorInfo, as_input, default_dtype, describe, shapes_str
@@ -131,7 +131,6 @@ class Model(Closable):
     """
 
     _kind = "Model"
-    _frame_id_closed = 0               # frame_id once the last run's runner is closed
     _family = None
 
     def __init__(self, source: ModelSource, *, core_mask=None, flags: int = 0,
@@ -141,23 +140,25 @@ class Model(Closable):
         #: the file the model was read from (None for bytes)
         self.path: Optional[str] = path
         flags = int(flags) | (int(_ll.InitFlag.COLLECT_PERF_MASK) if perf else 0)
-        self._lock = _guard.Lock(self)   # refuses re-entry and fork instead of hanging
-        self._made_in = self._lock.pid
+        self._made_in = _guard.pid
         self._last = None              # the runner of the last run (perf, frame id)
-        # the contexts sharing the model's weights: made, registered and closed there
-        family = ContextFamily(source, path, flags, self)
-        self._ctx = family.ctx
-        self._family_version = family.version
+        self._ctx = open_context(source, flags, path)
         try:
             #: the chip the model runs on ("RK3588" ...; None on an unknown board)
             self.chip: Optional[str] = self._ctx.chip     # the binding knows it
             self._general = self.supports("rknn_inputs_set")
+            #: the runtime's version as the first context answers it (rknnx._quirks)
+            self._version = _quirks.version_of(self._ctx)
             self._describe()
-            family.desc = Description(self.chip, self.inputs, self.outputs, self.shape_sets)
-            self._family = family
-            # what run() runs on: the model's context, or (chips without the general API)
-            # a zero-copy session opened at the first run
-            self._own = family.runner(own=True)
+            # the family owns every context of the model from now on, the first one and
+            # the runner of run() on it included: made, registered and closed there
+            family = self._family = ContextFamily(
+                self._ctx, Description(self.chip, self.inputs, self.outputs, self.shape_sets,
+                                       self._version), source, path, flags, self)
+            # what run() runs on (with the family's lock held): the model's context, or
+            # (chips without the general API) a zero-copy session opened at the first run
+            self._own = family.own_runner()
+            self._lock = family.lock   # refuses re-entry and fork instead of hanging
             # run()'s fast path: the output specs of the runner (one cache)
             self._fast_out = self._own.static_specs if self._fast else None
             if core_mask is not None:
@@ -196,7 +197,7 @@ class Model(Closable):
         self.driver_version: str = version.drv_version if version is not None else ""
         # MEM_SIZE: asked now, or at the first use of mem_size on a runtime whose copies
         # of a context asked it crash (librknnrt 1.4.0, rknnx._quirks)
-        self._mem_size = (_LATER if _quirks.mem_size_breaks_copies(self._family_version)
+        self._mem_size = (_LATER if _quirks.mem_size_breaks_copies(self._version)
                           else self._optional(_QUERY.MEM_SIZE))
         #: the string the model was converted with (``rknn_custom_string``; "" if refused)
         self.custom_string: str = self._optional(_QUERY.CUSTOM_STRING) or ""
@@ -249,7 +250,7 @@ class Model(Closable):
         return self._ctx is None or self._ctx.closed
 
     def _check_open(self, what: str) -> None:
-        _guard.check_process(self, self._lock.pid)
+        _guard.check_process(self, self._made_in)
         if self.closed:
             raise ValueError(f"{what} on closed Model")
 
@@ -265,7 +266,9 @@ class Model(Closable):
         ``rknn_output_extend.frame_id``: runs count from 1; with ``InitFlag.ASYNC_MASK``
         the outputs, and so the id, are those of the run before; 0 before any)."""
         last = self._last
-        return self._frame_id_closed if last is None or last.closed else last.frame_id
+        if last is None:
+            return 0
+        return self._family.frame_id_closed if self.closed else last.frame_id
 
     @property
     def perf(self) -> Perf:
@@ -531,16 +534,6 @@ class Model(Closable):
         with self._family.making("zero_copy") as family:
             return family.session(False, options)
 
-    def _check_not_in_call(self, what: str, *, running: bool = False) -> None:
-        """RuntimeError inside a call on the model's context (a custom op callback), or with
-        `running` inside one of its runs: close() would wait for the run it is called
-        from."""
-        if running and self._lock.held_here():
-            raise RuntimeError(f"{what}: the Model is busy in this thread (a call on it is "
-                               "running a custom op callback, which is where this was called "
-                               "from); such code cannot call back into the Model")
-        self._family.check_not_in_call(what)
-
     # -- custom operators ------------------------------------------------------------------
     def register_custom_ops(self, *ops) -> None:
         """Register custom operators (``rknnx.custom_op`` functions or low-level
@@ -566,30 +559,22 @@ class Model(Closable):
             the parent, or while a :meth:`new_context` context that borrows the weights is
             open.
         """
-        Closable.close(self)
+        if self._family is not None:     # (None: __init__ failed, the context closed)
+            self._family.close()
 
     def _refusal_checks(self, what: str) -> None:
-        _guard.check_process(self, self._made_in)
-        self._check_not_in_call(what, running=True)
-        # its members' refusals (for check_closable(); the close asks them again once
-        # no member can be made meanwhile)
-        self._family.check_closable(self._own, self._lock)
-
-    def _close_now(self) -> None:
-        self._family.close(self._own, self._lock, self._closing)
-
-    def _closing(self) -> None:
-        """Under the run lock, just before the model's runner closes."""
-        self._frame_id_closed = self.frame_id
-        self._last = None
+        self._family.check_closable(what)
 
     def _close_quietly(self) -> None:
         # a session runner's memory is bound to its context (a reference cycle in the
         # binding): close it now rather than at the next garbage collection; the model's
         # own context goes with the model
         runner = getattr(self, "_own", None)
-        if runner is not None:
-            runner.close_quietly()
+        if runner is not None and runner.ctx is None:
+            try:
+                runner.close()
+            except Exception:            # a view alive, a call of this thread, a fork
+                pass
 
     def __exit__(self, exc_type, exc, tb) -> None:
         Closable.__exit__(self, exc_type, exc, tb)

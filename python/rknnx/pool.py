@@ -23,6 +23,7 @@ import numpy as np
 from rknnx import _guard
 from rknnx import lowlevel as _ll
 from rknnx._facts import as_core_mask
+from rknnx._family import ContextFamily
 from rknnx._lifetime import Closable
 from rknnx.errors import NotSupportedError
 from rknnx.platforms import npu_cores
@@ -149,13 +150,13 @@ class Pool(Closable):
         masks = self._masks(model, workers, core_masks)
         self._runners: List[Any] = []
         self._threads: List[threading.Thread] = []
-        family = model._family           # seam: the contexts of the model are its family's
+        family = ContextFamily.of(model)  # the contexts of the model are its family's
         try:
             # the workers start with the family's lock held: a Model.close() that begins
             # meanwhile waits, then finds this pool among the family's and shuts it down
             with family.making("Pool"):
                 self._start(family.runners(masks, core_masks is not None))
-                family.pools.add(self)
+                family.register(self, pool=True)
         except BaseException:
             self._state.gone = "the Pool failed to start"
             for r in self._runners:
@@ -202,16 +203,14 @@ class Pool(Closable):
         return [_ONE_CORE[k % cores] for k in range(workers)]
 
     # -- feeding ---------------------------------------------------------------------------
-    def _check_not_worker(self, what: str) -> None:
-        """RuntimeError in one of the pool's own workers (a custom op callback of a frame),
-        which would wait for itself."""
+    def _refusal_checks(self, what: str) -> None:
+        """RuntimeError in a child of fork (the workers do not exist there), or in one of
+        the pool's own workers (a custom op callback of a frame), which would wait for
+        itself: what refuses submit, map, shutdown and close."""
+        _guard.check_process(self, self._made_in)
         if self._state.worker.played_here():
             raise RuntimeError(f"{what}: called from a worker of the Pool (a custom op "
                                "callback of one of its frames), which would wait for itself")
-
-    def _check_usable(self, what: str) -> None:
-        _guard.check_process(self, self._submit_lock.pid)
-        self._check_not_worker(what)
 
     def submit(self, *inputs, raw: bool = False, data_format: Optional[str] = None) -> Future:
         """Queue one frame (the arguments of :meth:`rknnx.Model.run`); returns a Future of
@@ -231,7 +230,7 @@ class Pool(Closable):
         TypeError
             `raw` is not True or False.
         """
-        self._check_usable("submit")
+        self._refusal_checks("submit")
         if self._closed:                 # (the model's close shuts its pools down)
             raise RuntimeError("submit on a Pool that is shut down")
         if not (raw is True or raw is False):
@@ -272,7 +271,7 @@ class Pool(Closable):
         RuntimeError
             As :meth:`submit` (at once, not at the first result).
         """
-        self._check_usable("map")
+        self._refusal_checks("map")
         if self._closed:
             raise RuntimeError("map on a Pool that is shut down")
         if not (raw is True or raw is False):
@@ -322,7 +321,7 @@ class Pool(Closable):
             Called from one of the pool's own workers (a custom op callback), or in a
             child of fork() on a pool of the parent.
         """
-        self._check_usable("shutdown")
+        self._refusal_checks("shutdown")
         with self._submit_lock("shutdown"):
             first = not self._closed
             self._closed = True
@@ -355,14 +354,11 @@ class Pool(Closable):
         if wait:
             for t in self._threads:
                 t.join()
-            self._close_runners()
-
-    def _close_runners(self) -> None:
-        # every caller closes every runner (a close waits for one in progress in another
-        # thread): a Model.close() racing the pool's own shutdown returns only once the
-        # contexts borrowing the model's weights are closed
-        for r in list(self._runners):
-            r.close()
+            # every caller closes every runner (a close waits for one in progress in
+            # another thread): a Model.close() racing the pool's own shutdown returns only
+            # once the contexts borrowing the model's weights are closed
+            for r in list(self._runners):
+                r.close()
 
     # -- the lifetime protocol (rknnx._lifetime) -----------------------------------------
     @property
@@ -381,20 +377,14 @@ class Pool(Closable):
         """
         self.shutdown(wait=True)
 
-    def _refusal_checks(self, what: str) -> None:
-        self._check_usable(what)
-
-    def _close_now(self) -> None:
-        self.shutdown(wait=True)
-
-    def _collected(self) -> None:
+    def _collected(self) -> Optional[str]:
         self._closed = True
         # the workers see it and stop: they fail the frames still queued, and take no more
         # (the queue is not touched here: a finalizer may run inside one of its methods)
         self._state.gone = ("the Pool was collected (nothing held it, and it was not shut "
                             "down) before this frame ran; use `with` or shutdown()")
-
-    def _unclosed_message(self) -> str:
+        if self._close_when_collected:
+            return None
         return (f"unclosed rknnx.Pool of {len(getattr(self, '_threads', ()))} workers: "
                 "use shutdown() or `with`")
 

@@ -18,7 +18,7 @@ and :meth:`sync_outputs` are the user's).
 from __future__ import annotations
 
 import functools
-import sys
+import inspect
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -26,7 +26,7 @@ import numpy as np
 from rknnx import _dequant, _guard
 from rknnx import lowlevel as _ll
 from rknnx._facts import as_core_mask, perf_of
-from rknnx._lifetime import Closable
+from rknnx._lifetime import Closable, unclosed
 from rknnx._tensors import _quant, check_out, default_dtype, set_shapes
 from rknnx.errors import NotSupportedError, RKNNError, RKNNFailError
 from rknnx.runtime import note_fallback
@@ -54,11 +54,16 @@ def _real(a: np.ndarray, q) -> np.ndarray:
 
 
 def _opened_at() -> str:
-    """Where the user's code opened a session: the first frame outside rknnx."""
-    f = sys._getframe(1)
-    while f is not None and (f.f_globals.get("__name__") or "").partition(".")[0] == "rknnx":
-        f = f.f_back
-    return "" if f is None else f"{f.f_code.co_filename}:{f.f_lineno}"
+    """Where the user's code opened a session: the first frame outside rknnx ("" where
+    the interpreter keeps no frames)."""
+    f = inspect.currentframe()
+    try:
+        while f is not None and \
+                (f.f_globals.get("__name__") or "").partition(".")[0] == "rknnx":
+            f = f.f_back
+        return "" if f is None else f"{f.f_code.co_filename}:{f.f_lineno}"
+    finally:
+        del f                            # no frame kept alive by a cycle
 
 
 def _check_read_out(out, shape, dtype) -> None:
@@ -145,6 +150,10 @@ class ZeroCopySession(Closable):
     inputs, outputs : tuple of numpy.ndarray
         Views of the NPU memory bound to each input and output (made anew by a shape-set
         switch or a rebind: take them again).
+    input_infos, output_infos : tuple of rknnx.TensorInfo
+        The model's description of each input and output (``Model.inputs`` and
+        ``Model.outputs``: name, shape and layout, dtype, quantization), read-only; what
+        the views hold is in ``input_attrs`` / ``output_attrs``.
     output_kind, input_kind : str
         What the views hold (the `outputs` and `inputs` options).
     closed : bool
@@ -163,9 +172,12 @@ class ZeroCopySession(Closable):
     _kind = "ZeroCopySession"
     _closing = False                     # _release() is closing its memory and context
 
-    def __init__(self, model, *, outputs: str = "float32", input_dtypes=None,
+    def __init__(self, family, *, outputs: str = "float32", input_dtypes=None,
                  cacheable: bool = True, flags: int = 0, sync: bool = True,
-                 inputs: str = "logical", _internal: bool = False, _context=None):
+                 inputs: str = "logical", _internal: bool = False):
+        if not hasattr(family, "explain_run_failure"):
+            raise TypeError("a ZeroCopySession is opened by Model.zero_copy(...); got "
+                            f"{type(family).__name__}")
         if outputs not in _OUTPUT_KINDS:
             raise ValueError(f"outputs must be one of {_OUTPUT_KINDS}; got {outputs!r}")
         if inputs not in ("logical", "native"):
@@ -182,11 +194,11 @@ class ZeroCopySession(Closable):
         self.input_kind = inputs
         self._ctx = None
         # what the session knows of its model: the tensors, shape sets, chip (its family's
-        # description, or a Model's own attributes of the same names); never the Model
-        self._of = model
+        # description); never the Model
+        self._of = family
         self.output_kind = outputs
         self._cacheable = bool(cacheable)
-        self._in_dtypes = self._input_dtypes(model, input_dtypes)
+        self._in_dtypes = self._input_dtypes(family, input_dtypes)
         self._lock = _guard.Lock(self)
         self._made_in = self._lock.pid
         self._internal = _internal                    # a Model's own (run() on RV1106, Pool)
@@ -199,8 +211,8 @@ class ZeroCopySession(Closable):
         self._inputs: Tuple[np.ndarray, ...] = ()
         self._outputs: Tuple[np.ndarray, ...] = ()
         # a context of the model: weights shared, its core mask and custom ops applied (the
-        # model hands its own maker in, as it holds the lock new_context() takes)
-        self._ctx = (_context or model.new_context)(flags)
+        # family makes it: the caller holds its lock)
+        self._ctx = family.context(flags)
         try:
             ctx_flags = int(self._ctx.flags)
             self._session_syncs_in = bool(sync) and bool(ctx_flags & _F.DISABLE_FLUSH_INPUT_MEM_CACHE)
@@ -215,7 +227,7 @@ class ZeroCopySession(Closable):
                         f"{info.get('version') or ''} at {info['path']} lacks it: open the "
                         f"session without those flags (the runtime then syncs itself)",
                         None, "rknn_mem_sync")
-            if model.shape_sets:
+            if family.shape_sets:
                 # start from an explicit shape set: before one is chosen the attributes
                 # describe the largest shapes while the runtime computes at the first set
                 self.set_shape_set(0)
@@ -346,14 +358,8 @@ class ZeroCopySession(Closable):
         else:
             self.run = self._ctx.run
 
-    def _family(self):
-        """The ContextFamily of the session's model (None for another kind of model)."""
-        fam = getattr(self._of, "_family", self._of)
-        return fam if hasattr(fam, "explain_run_failure") else None
-
     def _unregistered_ops(self) -> tuple:
-        fam = self._family()
-        return () if fam is None else fam.unregistered_ops(self._ctx)
+        return self._of.unregistered_ops(self._ctx)
 
     def _check_no_views(self, mems=None) -> None:
         """BufferError, changing nothing, if a user view of `mems` (default: all of the
@@ -416,6 +422,24 @@ class ZeroCopySession(Closable):
             return self._inputs, self._outputs
 
     @property
+    def input_infos(self):
+        """The model's :class:`rknnx.TensorInfo` of each input (``Model.inputs``):
+        name, shape and layout, dtype, quantization; read-only.
+
+        .. versionadded:: 0.1.0
+        """
+        return self._of.inputs
+
+    @property
+    def output_infos(self):
+        """The model's :class:`rknnx.TensorInfo` of each output (``Model.outputs``);
+        read-only.
+
+        .. versionadded:: 0.1.0
+        """
+        return self._of.outputs
+
+    @property
     def input_attrs(self):
         """The low-level ``TensorAttr`` each input is bound with."""
         return tuple(a.copy() for a in self._in_attrs)
@@ -465,8 +489,7 @@ class ZeroCopySession(Closable):
                 raise ValueError("run on closed ZeroCopySession") from None
             raise
         except RKNNFailError as e:
-            fam = self._family()
-            better = e if fam is None else fam.explain_run_failure(e, ctx)
+            better = self._of.explain_run_failure(e, ctx)
             if better is e:
                 raise
             raise better from None
@@ -884,7 +907,8 @@ class ZeroCopySession(Closable):
             Called from a custom op callback of the session's own run, or in a child of
             fork() on a session of the parent.
         """
-        Closable.close(self)
+        if self._ctx is not None:
+            self._refusal_checks("close", release=True)
 
     def _close_quietly(self) -> None:
         """The finalizer's close: a view of the session's memory alive keeps it open (with
@@ -897,8 +921,8 @@ class ZeroCopySession(Closable):
             pass
 
     def _note_left_open(self) -> None:
-        fam, ctx = self._family(), self._ctx
-        if fam is None or ctx is None:
+        fam, ctx = self._of, self._ctx
+        if ctx is None:
             return
         self._inputs = self._outputs = ()    # the session's own views go with it
         held = []
@@ -917,18 +941,19 @@ class ZeroCopySession(Closable):
             f"session), then close the Model again; close a session before dropping it "
             f"(`with model.zero_copy() as s:`)"))
 
-    def _refusal_checks(self, what: str) -> None:
-        self._check_open(what)
+    def _refusal_checks(self, what: str, release: bool = False) -> None:
+        """Raise what close() would refuse now (a child of fork, a callback of the
+        session's own run, a view of its memory alive), closing nothing; with `release`,
+        close in the same hold of the lock that counted the views (a view taken meanwhile
+        in another thread is counted: nothing is freed under it)."""
+        _guard.check_process(self, self._made_in)
         self._check_not_busy(what)
         with self._lock(what):
-            self._check_no_views()
-
-    def _close_now(self) -> None:
-        with self._lock("close"):
             if self._ctx is None:
-                return
-            self._check_no_views()         # BufferError, the session intact, while one lives
-            self._release()
+                return                   # closed meanwhile by another thread
+            self._check_no_views()       # BufferError, the session intact, while one lives
+            if release:
+                self._release()
 
     def _release(self) -> None:
         self._closing = True             # a run meeting the closed memory says so
@@ -952,11 +977,12 @@ class ZeroCopySession(Closable):
         outs = ", ".join(f"{v.shape}:{v.dtype}" for v in self._outputs)
         return f"<rknnx.ZeroCopySession outputs={self.output_kind} in=[{ins}] out=[{outs}]>"
 
-    def _warns_when_collected(self) -> bool:
+    def _collected(self):
         # a runner's own session, or one whose Model could not be closed by its `with`
         # block, is closed when collected without a warning
-        return not (self._internal or self._close_when_collected or
-                    getattr(self._of, "close_when_collected", False))
+        if self._internal or self._close_when_collected or self._of.close_when_collected:
+            return None
+        return unclosed(self)
 
     # when collected (Closable.__del__): its memory is bound to its context, a reference
     # cycle in the binding that only the garbage collector would break, so it is freed then

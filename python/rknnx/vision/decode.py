@@ -330,15 +330,14 @@ def _input_size(input_size, grids, family):
 
 def _session_parts(session):
     """Arrays, infos, layouts and input size of a zero-copy session's outputs."""
-    model = session._of
     arrays = list(session.outputs)
     layouts = [a.layout if len(a.dims) == 4 else None for a in session.output_attrs]
     size = None
-    ins = getattr(model, "inputs", ())
+    ins = session.input_infos
     if ins and len(ins[0].shape) == 4:
         s = ins[0].shape_in("NHWC") if ins[0].layout in ("NHWC", "NCHW") else ins[0].shape
         size = (s[2], s[1])
-    return arrays, list(model.outputs), layouts, size
+    return arrays, list(session.output_infos), layouts, size
 
 
 def infer_family(outputs, infos=None) -> List[str]:

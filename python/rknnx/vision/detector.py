@@ -454,7 +454,9 @@ class Detector(Closable):
             except Exception:
                 pass
 
-    def _unclosed_message(self) -> str:
+    def _collected(self):
+        if self._close_when_collected:
+            return None
         return f"unclosed <rknnx.vision.Detector {self.family} of {self.workers} workers>"
 
     def __repr__(self) -> str:
