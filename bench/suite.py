@@ -62,6 +62,9 @@ Usage::
     python bench/suite.py --quick         # a smoke run, well under a minute (results into
                                           # $TMPDIR/rknnx-bench-quick, not bench/results)
     python bench/suite.py --only overhead,pool --workers 4
+    python bench/suite.py --only letterbox,decode,masks,pipeline --update
+                                          # these scenarios re-measured into the tracked
+                                          # suite.json, the others kept
 """
 
 from __future__ import annotations
@@ -1354,6 +1357,10 @@ def main(argv=None) -> int:
     parser.add_argument("--npu-time-us", type=int, default=None,
                         help="simulated NPU time per run in the pool scenario (emulator)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--update", action="store_true",
+                        help="keep the other scenarios of the suite.json already in the "
+                             "results directory (each scenario then says which run "
+                             "measured it, under \"runs\"); the targets are recomputed")
     parser.add_argument("--standin-model", default=None,
                         help="the vendor .rknn of the standin scenario (default: "
                              "yolo640_rk3588.rknn of the vendor data, when it is here)")
@@ -1395,10 +1402,20 @@ def main(argv=None) -> int:
                 result[name] = RUNNERS[name](st, tmp, c, counters, bar.step)
     finally:
         bar.close()
-    result["targets"] = targets(result)
     result["seconds"] = round(time.perf_counter() - t_start, 1)
-    print(report(result))
     path = out / "suite.json"
+    if args.update and path.is_file():
+        old = json.loads(path.read_text())
+        runs = old.get("runs") or {k: {"command": old.get("command"), "quick": old.get("quick")}
+                                   for k in SCENARIOS if k in old}
+        for name in chosen:
+            runs[name] = {"command": result["command"], "quick": st.quick}
+        merged = {k: v for k, v in old.items() if k != "targets"}
+        merged.update({k: v for k, v in result.items()})
+        merged["runs"] = runs
+        result = merged
+    result["targets"] = targets(result)
+    print(report(result))
     path.write_text(json.dumps(result, indent=1))
     print(f"\nwrote {path}", end="")
     if not args.no_plots:

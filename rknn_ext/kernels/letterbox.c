@@ -6,10 +6,11 @@
  * when the row's weight is 0 or 1: a source row itself), then resampled horizontally,
  * swapped, looked up and stored; the pad around the region is written per row.
  *
- * The vertical blend has a 128-bit path (GCC/Clang vector extensions: SSE2 on x86-64,
- * NEON on aarch64) and an AVX2 path (x86-64, the processor asked at run time), chosen
- * as the kernels' dispatch says (kernels.h: rknnx_k_path, rknnx_k_have_avx2); both are
- * exact integer arithmetic, the same numbers as the plain loop.
+ * The vertical blend and the NV12 -> BGR conversion have a 128-bit path (GCC/Clang
+ * vector extensions: SSE2 on x86-64, NEON on aarch64) and an AVX2 path (x86-64, the
+ * processor asked at run time), chosen as the kernels' dispatch says (kernels.h:
+ * rknnx_k_path, rknnx_k_have_avx2); all are exact integer arithmetic, the same numbers
+ * as the plain loops.
  */
 #include <stddef.h>
 #include <stdint.h>
