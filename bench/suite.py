@@ -22,7 +22,8 @@ Scenarios (``--only`` picks some, by name):
                  ``rknnx.vision.letterbox`` (one pass) against OpenCV's resize +
                  copyMakeBorder + cvtColor + a copy into the view (its default threads, and
                  one thread), timed in alternating chunks; NV12 against cvtColor first
-                 (skipped with a note without opencv-python-headless, the bench extra)
+                 (both thread counts; skipped with a note without opencv-python-headless,
+                 the bench extra)
 - ``decode``     decode + NMS of one yolov8n 640 int8 frame (the zoo's 9 outputs: box, class
                  scores, score_sum per scale; 20 planted objects) by ``rknnx.vision.decode``
                  from NCHW int8 and from the NPU's native NC1HWC2 int8, against the numpy
@@ -595,6 +596,8 @@ def scenario_letterbox(st: Settings, tmp: Path, c: CBaseline, counters, say) -> 
             "rknnx letterbox, NV12": lambda: letterbox(nv12, out=view, fmt="nv12",
                                                        swap_rb=True, pad_value=114),
             "opencv, NV12": lambda: cv_bgr(cv2.cvtColor(nv12, cv2.COLOR_YUV2BGR_NV12)),
+            "opencv, NV12, 1 thread": lambda: cv_bgr(cv2.cvtColor(nv12,
+                                                                  cv2.COLOR_YUV2BGR_NV12)),
         }
         times: Dict[str, List[float]] = {k: [] for k in bodies}
         chunk = 10
@@ -604,7 +607,7 @@ def scenario_letterbox(st: Settings, tmp: Path, c: CBaseline, counters, say) -> 
         try:
             for _ in range(max(1, st.letterbox_iters // chunk)):
                 for k, body in bodies.items():
-                    cv2.setNumThreads(1 if k == "opencv, 1 thread" else threads)
+                    cv2.setNumThreads(1 if k.endswith("1 thread") else threads)
                     for _ in range(chunk):
                         t0 = time.perf_counter_ns()
                         body()
@@ -1080,6 +1083,11 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
                                                       1.0)
         add("(the same from NV12: OpenCV's cvtColor first)", round(ratio, 2), "(info)", True,
             "x")
+        if "opencv, NV12, 1 thread" in lb:
+            ratio = lb["opencv, NV12, 1 thread"]["median_ns"] / max(
+                lb["rknnx letterbox, NV12"]["median_ns"], 1.0)
+            add("(the same from NV12, OpenCV on one thread)", round(ratio, 2), "(info)", True,
+                "x")
     pl = r.get("pipeline")
     if pl and "ratio" in pl:
         add("camera frame 1920x1080 -> boxes, host CPU per frame: RKNNLite + cv2 letterbox + "
