@@ -80,7 +80,8 @@ class ZooYolov8:
         if not cc:
             raise RuntimeError("a C compiler is needed for the zoo's C baseline (set CC)")
         so = Path(tmp) / "libzoo_yolov8.so"
-        subprocess.run([cc, *flags, "-std=c11", "-ffp-contract=off", "-shared", "-fPIC",
+        subprocess.run([cc, *flags, "-std=c11", "-Wall", "-Wextra", "-ffp-contract=off",
+                        "-shared", "-fPIC",
                         str(SOURCE), "-o", str(so), "-lm"], check=True)
         self._lib = ctypes.CDLL(str(so))
         args = (ctypes.POINTER(_Tensor), ctypes.c_int, ctypes.c_int, ctypes.c_int,

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.xdist_group("zoo_c_port")
 @pytest.fixture(scope="module")
 def port(tmp_path_factory):
     try:
-        return zoo_c.ZooYolov8(tmp_path_factory.mktemp("zoo_c"))
+        return zoo_c.ZooYolov8(tmp_path_factory.mktemp("zoo_c"), flags=("-O2", "-Werror"))
     except RuntimeError as exc:          # no C compiler
         pytest.skip(str(exc))
 
