@@ -22,12 +22,20 @@ Scenarios (``--only`` picks some, by name):
                  ``rknnx.vision.letterbox`` (one pass) against OpenCV's resize +
                  copyMakeBorder + cvtColor + a copy into the view (its default threads, and
                  one thread), timed in alternating chunks; NV12 against cvtColor first
-                 (skipped with a note without opencv-python-headless, the bench extra)
+                 (both thread counts; skipped with a note without opencv-python-headless,
+                 the bench extra)
 - ``decode``     decode + NMS of one yolov8n 640 int8 frame (the zoo's 9 outputs: box, class
                  scores, score_sum per scale; 20 planted objects) by ``rknnx.vision.decode``
                  from NCHW int8 and from the NPU's native NC1HWC2 int8, against the numpy
                  reference of the zoo's Python post-processing (tests/vision/zoo_reference.py:
-                 every cell's DFL, threshold, NMS per class) on the float32 outputs
+                 every cell's DFL, threshold, NMS per class) on the float32 outputs, and
+                 the native one against a C port of the zoo's C post-processing
+                 (bench/c/zoo_yolov8.c: the NC1HWC2 -> NCHW conversion of its zero-copy
+                 demo, then its int8 thresholds, DFL and NMS), the C timed in C
+- ``masks``      yolov8-seg 640 int8 (13 native outputs), 20 boxes of 64-160 px: the masks
+                 of ``rknnx.vision.decode`` (computed inside each box) against the zoo's
+                 Python path (coefficients x the whole proto, sigmoid, upsampling of whole
+                 masks to 640x640 with cv2.resize, crop, > 0.5)
 - ``pipeline``   host CPU per frame from a 1920x1080 BGR camera frame to boxes (a yolov8n
                  signature: the ``detector`` sample with 80 classes and score_sum, 9 int8
                  outputs): ``rknnx.vision.Detector`` against ``rknnx.lite.RKNNLite`` + cv2's
@@ -55,6 +63,9 @@ Usage::
     python bench/suite.py --quick         # a smoke run, well under a minute (results into
                                           # $TMPDIR/rknnx-bench-quick, not bench/results)
     python bench/suite.py --only overhead,pool --workers 4
+    python bench/suite.py --only letterbox,decode,masks,pipeline --update
+                                          # these scenarios re-measured into the tracked
+                                          # suite.json, the others kept
 """
 
 from __future__ import annotations
@@ -81,7 +92,7 @@ from rknnx import benchmark as B
 HERE = Path(__file__).resolve().parent
 INCLUDE = HERE.parent / "include" / "rknnx"
 SCENARIOS = ("overhead", "sizes", "chain", "rknnlite", "detector", "letterbox", "decode",
-             "pipeline", "pool", "standin")
+             "masks", "pipeline", "pool", "standin")
 SIZES = {"224x224x3": (224, 224), "640x640x3": (640, 640), "1920x1080x3": (1080, 1920)}
 CAMERA = (1080, 1920)          # the camera frame the pre-processing starts from (H, W)
 
@@ -585,6 +596,8 @@ def scenario_letterbox(st: Settings, tmp: Path, c: CBaseline, counters, say) -> 
             "rknnx letterbox, NV12": lambda: letterbox(nv12, out=view, fmt="nv12",
                                                        swap_rb=True, pad_value=114),
             "opencv, NV12": lambda: cv_bgr(cv2.cvtColor(nv12, cv2.COLOR_YUV2BGR_NV12)),
+            "opencv, NV12, 1 thread": lambda: cv_bgr(cv2.cvtColor(nv12,
+                                                                  cv2.COLOR_YUV2BGR_NV12)),
         }
         times: Dict[str, List[float]] = {k: [] for k in bodies}
         chunk = 10
@@ -594,7 +607,7 @@ def scenario_letterbox(st: Settings, tmp: Path, c: CBaseline, counters, say) -> 
         try:
             for _ in range(max(1, st.letterbox_iters // chunk)):
                 for k, body in bodies.items():
-                    cv2.setNumThreads(1 if k == "opencv, 1 thread" else threads)
+                    cv2.setNumThreads(1 if k.endswith("1 thread") else threads)
                     for _ in range(chunk):
                         t0 = time.perf_counter_ns()
                         body()
@@ -605,6 +618,9 @@ def scenario_letterbox(st: Settings, tmp: Path, c: CBaseline, counters, say) -> 
     for k, v in times.items():
         res[k] = B.stats(v)
     say("letterbox")
+    return res
+
+
 def _median_ns(fn, iters: int) -> float:
     times = []
     for _ in range(iters):
@@ -612,14 +628,6 @@ def _median_ns(fn, iters: int) -> float:
         fn()
         times.append(time.perf_counter_ns() - t0)
     return float(statistics.median(times))
-
-
-def _nc1hwc2(a: np.ndarray, c2: int) -> np.ndarray:
-    n, C, H, W = a.shape
-    c1 = -(-C // c2)
-    p = np.zeros((n, c1 * c2, H, W), a.dtype)
-    p[:, :C] = a
-    return np.ascontiguousarray(p.reshape(n, c1, c2, H, W).transpose(0, 1, 3, 4, 2))
 
 
 def scenario_decode(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict[str, Any]:
@@ -634,24 +642,13 @@ def scenario_decode(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dic
         import zoo_reference as Z
     finally:
         sys.path.remove(str(ref_dir))
-    from rknnx._tensors import QuantInfo, TensorInfo
     from rknnx.vision import decode
 
-    rng = np.random.default_rng(0)
-    boxes, clss, _ = Z.planted_v8(rng, nc=80, n_obj=20)
-    quant = {"box": (0.0215, 1), "cls": (1 / 255, -128), "sum": (1 / 255, -128)}
-    codes, values, infos = [], [], []
-    for s_ in range(3):
-        for kind, x in (("box", boxes[s_]), ("cls", clss[s_]), ("sum", None)):
-            if x is None:     # the NPU's score_sum: the sum of its own class values
-                x = np.clip(values[-1].sum(axis=1, keepdims=True), 0, 1)
-            sc, zp = quant[kind]
-            q = Z.quantize(x, sc, zp)
-            codes.append(q)
-            values.append(Z.dequantize(q, sc, zp))
-            infos.append(TensorInfo(len(infos), kind, q.shape, np.dtype(np.int8), "NCHW",
-                                    QuantInfo("affine", sc, zp)))
-    native = [_nc1hwc2(q, 16) for q in codes]
+    if str(HERE) not in sys.path:         # bench/ (the suite run as a script has it)
+        sys.path.insert(0, str(HERE))
+    from zoo_c import ZooYolov8, yolov8_frame
+
+    codes, native, values, infos = yolov8_frame(Z)
     fast = 50 if st.quick else 500
     slow = 5 if st.quick else 30
     ref = Z.yolov8(values)
@@ -666,11 +663,162 @@ def scenario_decode(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dic
         decode("yolov8", codes, infos, layout="NCHW")
     res["rknnx_nchw_ns"] = _median_ns(lambda: decode("yolov8", codes, infos, layout="NCHW"),
                                       fast)
-    res["rknnx_native_ns"] = _median_ns(lambda: decode("yolov8", native, infos), fast)
     res["zoo_python_ns"] = _median_ns(lambda: Z.yolov8(values), slow)
     res["ratio"] = res["zoo_python_ns"] / max(res["rknnx_nchw_ns"], 1.0)
+    # the zoo's C post-processing (bench/c/zoo_yolov8.c) with the NC1HWC2 -> NCHW
+    # conversion its zero-copy demo does first, against decode reading the same native
+    # memory in place: chunks of each alternate, so that a shared machine's fast and slow
+    # spells fall on both
+    zoo_c = ZooYolov8(tmp)
+    kept_c = zoo_c.frame(native, infos)
+    res["zoo_c_kept"] = int(len(kept_c["classes"]))
+    res["zoo_c_same_kept_set"] = bool(
+        len(kept_c["classes"]) == len(det_n) and
+        np.array_equal(kept_c["classes"], det_n.classes) and
+        np.allclose(kept_c["boxes"], det_n.boxes, rtol=1e-4, atol=1e-3))
+    chunk = 10
+    t_native: List[float] = []
+    t_zoo_c: List[float] = []
+    zoo_c.loop(native, infos, chunk)
+    for _ in range(max(1, fast // chunk)):
+        for _ in range(chunk):
+            t0 = time.perf_counter_ns()
+            decode("yolov8", native, infos)
+            t_native.append(time.perf_counter_ns() - t0)
+        t_zoo_c += zoo_c.loop(native, infos, chunk)
+    res["rknnx_native_ns"] = float(statistics.median(t_native))
+    res["zoo_c_ns"] = float(statistics.median(t_zoo_c))
     res["ratio_native"] = res["zoo_python_ns"] / max(res["rknnx_native_ns"], 1.0)
+    res["ratio_zoo_c"] = res["zoo_c_ns"] / max(res["rknnx_native_ns"], 1.0)
     say("decode")
+    return res
+
+
+def _planted_seg(Z, rng, n_obj: int = 20, nm: int = 32):
+    """Float outputs of a yolov8-seg 640 (the zoo's 13: box, class scores, score_sum, mask
+    coefficients per scale, then the proto [1, nm, 160, 160]) with n_obj objects of 64-160
+    px, one cell each, on distinct cells."""
+    boxes, clss, coefs = Z.planted_v8(rng, nc=80, n_obj=0, nm=nm)
+    taken = set()
+    while len(taken) < n_obj:
+        s = int(rng.integers(0, 3))
+        stride = (8, 16, 32)[s]
+        gh, gw = clss[s].shape[2:]
+        y, x = int(rng.integers(0, gh)), int(rng.integers(0, gw))
+        if (s, y, x) in taken:
+            continue
+        taken.add((s, y, x))
+        clss[s][0, int(rng.integers(0, 80)), y, x] = float(rng.uniform(0.5, 0.95))
+        w, h = rng.uniform(64, 160, 2)
+        for k, d in enumerate((w / 2, h / 2, w / 2, h / 2)):
+            boxes[s][0, k * 16:(k + 1) * 16, y, x] = Z._dfl_logits(rng, d / stride)
+    proto = rng.normal(0, 1.0, (1, nm, 160, 160)).astype(np.float32)
+    outs = []
+    for s_ in range(3):
+        outs += [boxes[s_], clss[s_], None, coefs[s_]]
+    return outs, proto
+
+
+def zoo_masks_python(cv2, coefs: np.ndarray, proto: np.ndarray, boxes: np.ndarray,
+                     size=(640, 640)) -> np.ndarray:
+    """The zoo's Python masks (examples/yolov8_seg/python): the coefficients times the
+    whole proto, sigmoid, bilinear upsampling of the whole mask to the input size (the zoo
+    calls torch's interpolate, align_corners=False; cv2.resize INTER_LINEAR follows the
+    same half-pixel rule), zero outside each box, > 0.5.  bool [N, H, W]."""
+    W, H = size
+    nm, ph, pw = proto.shape[1:]
+    m = np.matmul(coefs, proto.reshape(nm, -1))
+    m = 1 / (1 + np.exp(-m))
+    m = m.reshape(-1, ph, pw)
+    up = cv2.resize(np.ascontiguousarray(m.transpose(1, 2, 0)), (W, H),
+                    interpolation=cv2.INTER_LINEAR).reshape(H, W, -1)
+    x1, y1, x2, y2 = (boxes[:, k][None, None, :] for k in range(4))
+    r = np.arange(W, dtype=boxes.dtype)[None, :, None]
+    c = np.arange(H, dtype=boxes.dtype)[:, None, None]
+    cropped = up * ((r >= x1) * (r < x2) * (c >= y1) * (c < y2))
+    return (cropped > 0.5).transpose(2, 0, 1)
+
+
+def scenario_masks(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict[str, Any]:
+    """yolov8-seg 640 int8 (13 native NC1HWC2 outputs), 20 boxes of 64-160 px: the masks of
+    rknnx.vision.decode (inside each box only) against the zoo's Python full-proto path."""
+    try:
+        import cv2
+    except ImportError as exc:
+        note = f"skipped: OpenCV is not installed ({exc}; the bench extra has it)"
+        say(f"masks: {note}")
+        return {"skipped": note}
+    Z = _zoo_reference()
+    if Z is None:
+        say("masks")
+        return {"skipped": "tests/vision/zoo_reference.py is not here (a source checkout has it)"}
+    from rknnx._tensors import QuantInfo, TensorInfo
+    from rknnx.vision import decode
+
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    from zoo_c import nc1hwc2
+
+    outs, proto = _planted_seg(Z, np.random.default_rng(5))
+    # the box codes' range (+-12.8) holds the DFL logits of boxes up to 160 px
+    quant = {"box": (0.1, 0), "cls": (1 / 255, -128), "sum": (1 / 255, -128),
+             "coef": (0.03, 0), "proto": (0.03, 0)}
+    kinds = ["box", "cls", "sum", "coef"] * 3 + ["proto"]
+    codes, values, infos = [], [], []
+    for kind, x in zip(kinds, outs + [proto]):
+        if x is None:
+            x = np.clip(values[-1].sum(axis=1, keepdims=True), 0, 1)
+        sc, zp = quant[kind]
+        q = Z.quantize(x, sc, zp)
+        codes.append(q)
+        values.append(Z.dequantize(q, sc, zp).astype(np.float32))
+        infos.append(TensorInfo(len(infos), kind, q.shape, np.dtype(np.int8), "NCHW",
+                                QuantInfo("affine", sc, zp)))
+    native = [nc1hwc2(q, 16) for q in codes]
+    heads = [i for i, k in enumerate(kinds) if k in ("box", "cls", "sum")]
+    n9, i9 = [native[i] for i in heads], [infos[i] for i in heads]
+    seg = decode("yolov8-seg", native, infos)
+    det = decode("yolov8", n9, i9)
+    # the zoo's inputs: the kept boxes' float coefficients (gathered outside the timing)
+    # and the float proto
+    cells = np.concatenate([v[0].reshape(v.shape[1], -1).T for v in values[3:12:4]])
+    ref = Z.yolov8_seg([values[i] for i in range(13)])
+    kcoef = cells[ref["index"]].astype(np.float32)
+    kboxes = np.asarray(ref["boxes"], np.float32)
+    pf = values[12]
+    zoo = zoo_masks_python(cv2, kcoef, pf, kboxes)
+    res: Dict[str, Any] = {"boxes": len(seg), "box_px": [
+        int(np.min(seg.boxes[:, 2:] - seg.boxes[:, :2])) if len(seg) else 0,
+        int(np.max(seg.boxes[:, 2:] - seg.boxes[:, :2])) if len(seg) else 0],
+        "same_kept_as_reference": bool(np.array_equal(seg.classes, ref["classes"])),
+        "mask_pixels_agree": float(np.mean(zoo == seg.masks)) if len(seg) else 1.0}
+    iters = 5 if st.quick else 40
+    t_seg: List[float] = []
+    t_det: List[float] = []
+    t_zoo: List[float] = []
+    for _ in range(2):
+        decode("yolov8-seg", native, infos)
+        zoo_masks_python(cv2, kcoef, pf, kboxes)
+    for _ in range(iters):              # one of each in turn
+        t0 = time.perf_counter_ns()
+        decode("yolov8-seg", native, infos)
+        t1 = time.perf_counter_ns()
+        decode("yolov8", n9, i9)
+        t2 = time.perf_counter_ns()
+        zoo_masks_python(cv2, kcoef, pf, kboxes)
+        t3 = time.perf_counter_ns()
+        t_seg.append(t1 - t0)
+        t_det.append(t2 - t1)
+        t_zoo.append(t3 - t2)
+    res["rknnx_seg_ns"] = float(statistics.median(t_seg))
+    res["rknnx_det_ns"] = float(statistics.median(t_det))
+    res["zoo_masks_ns"] = float(statistics.median(t_zoo))
+    res["rknnx_masks_ns"] = max(res["rknnx_seg_ns"] - res["rknnx_det_ns"], 1.0)
+    res["ratio"] = res["zoo_masks_ns"] / res["rknnx_masks_ns"]
+    res["ratio_with_decode"] = (res["rknnx_det_ns"] + res["zoo_masks_ns"]) / \
+        max(res["rknnx_seg_ns"], 1.0)
+    del det
+    say("masks")
     return res
 
 
@@ -866,9 +1014,10 @@ def scenario_standin(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Di
 RUNNERS = {"overhead": scenario_overhead, "sizes": scenario_sizes, "chain": scenario_chain,
            "rknnlite": scenario_rknnlite, "detector": scenario_detector,
            "letterbox": scenario_letterbox, "decode": scenario_decode,
-           "pipeline": scenario_pipeline, "pool": scenario_pool, "standin": scenario_standin}
+           "masks": scenario_masks, "pipeline": scenario_pipeline, "pool": scenario_pool,
+           "standin": scenario_standin}
 STEPS = {"overhead": 2, "sizes": None, "chain": 1, "rknnlite": 1, "detector": 1, "letterbox": 1,
-         "decode": 1, "pipeline": 1, "pool": None, "standin": 1}
+         "decode": 1, "masks": 1, "pipeline": 1, "pool": None, "standin": 1}
 
 
 # -- the targets ----------------------------------------------------------------------------------
@@ -934,6 +1083,11 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
                                                       1.0)
         add("(the same from NV12: OpenCV's cvtColor first)", round(ratio, 2), "(info)", True,
             "x")
+        if "opencv, NV12, 1 thread" in lb:
+            ratio = lb["opencv, NV12, 1 thread"]["median_ns"] / max(
+                lb["rknnx letterbox, NV12"]["median_ns"], 1.0)
+            add("(the same from NV12, OpenCV on one thread)", round(ratio, 2), "(info)", True,
+                "x")
     pl = r.get("pipeline")
     if pl and "ratio" in pl:
         add("camera frame 1920x1080 -> boxes, host CPU per frame: RKNNLite + cv2 letterbox + "
@@ -945,6 +1099,18 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
             "rknnx.vision.decode", round(dc["ratio"], 1), ">= 50x", dc["ratio"] >= 50, "x")
         add("(the same from native NC1HWC2 outputs)", round(dc["ratio_native"], 1), "(info)",
             True, "x")
+        if "ratio_zoo_c" in dc:
+            add("decode + NMS, the same frame: the zoo's C (NC1HWC2 -> NCHW, then "
+                "postprocess.cc; bench/c/zoo_yolov8.c) / rknnx.vision.decode reading the "
+                "native outputs in place", round(dc["ratio_zoo_c"], 2), ">= 1x",
+                dc["ratio_zoo_c"] >= 1, "x")
+    mk = r.get("masks")
+    if mk and "ratio" in mk:
+        add("yolov8-seg masks, 20 boxes of 64-160 px: the zoo's Python (whole proto, "
+            "upsample, crop) / rknnx.vision.decode's masks", round(mk["ratio"], 1), ">= 4x",
+            mk["ratio"] >= 4, "x")
+        add("(the same with the decode on both sides)", round(mk["ratio_with_decode"], 1),
+            "(info)", True, "x")
     sd = r.get("standin")
     if sd and "ratio" in sd:
         add(f"stand-in of {sd['model']}: its run / the general flow's conversions (set + get)",
@@ -1053,6 +1219,32 @@ def report(r: Dict[str, Any]) -> str:
                      f"x{dc['ratio']:.1f}"],
                     ["rknnx.vision.decode, native NC1HWC2 int8", B._ns(dc["rknnx_native_ns"]),
                      f"x{dc['ratio_native']:.1f}"]]
+            if "zoo_c_ns" in dc:
+                rows.append(["the zoo's C: NC1HWC2 -> NCHW + postprocess.cc",
+                             B._ns(dc["zoo_c_ns"]),
+                             f"x{dc['zoo_python_ns'] / max(dc['zoo_c_ns'], 1.0):.1f}"])
+            out.append(_row_table(rows))
+            if "zoo_c_ns" in dc:
+                out.append(f"the zoo's C / rknnx (native): x{dc['ratio_zoo_c']:.2f}; its kept "
+                           f"set ({dc['zoo_c_kept']} boxes) the same as rknnx's: "
+                           f"{'yes' if dc['zoo_c_same_kept_set'] else 'NO'}")
+    mk = r.get("masks")
+    if mk:
+        if "skipped" in mk:
+            out.append(f"== masks: {mk['skipped']} ==")
+        else:
+            out.append(f"== yolov8-seg masks, {mk['boxes']} boxes of {mk['box_px'][0]}-"
+                       f"{mk['box_px'][1]} px (pixels agreeing with the zoo's: "
+                       f"{100 * mk['mask_pixels_agree']:.3f}%) ==")
+            rows = [["", "median", "zoo / this"],
+                    ["the zoo's Python masks (whole proto, upsample, crop)",
+                     B._ns(mk["zoo_masks_ns"]), "1.00"],
+                    ["rknnx.vision.decode yolov8-seg (decode + masks)",
+                     B._ns(mk["rknnx_seg_ns"]), f"x{mk['ratio_with_decode']:.1f} (+decode)"],
+                    ["rknnx.vision.decode yolov8 (the same heads, no masks)",
+                     B._ns(mk["rknnx_det_ns"]), ""],
+                    ["rknnx masks (the difference)", B._ns(mk["rknnx_masks_ns"]),
+                     f"x{mk['ratio']:.1f}"]]
             out.append(_row_table(rows))
     pl = r.get("pipeline")
     if pl:
@@ -1173,6 +1365,10 @@ def main(argv=None) -> int:
     parser.add_argument("--npu-time-us", type=int, default=None,
                         help="simulated NPU time per run in the pool scenario (emulator)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--update", action="store_true",
+                        help="keep the other scenarios of the suite.json already in the "
+                             "results directory (each scenario then says which run "
+                             "measured it, under \"runs\"); the targets are recomputed")
     parser.add_argument("--standin-model", default=None,
                         help="the vendor .rknn of the standin scenario (default: "
                              "yolo640_rk3588.rknn of the vendor data, when it is here)")
@@ -1214,10 +1410,20 @@ def main(argv=None) -> int:
                 result[name] = RUNNERS[name](st, tmp, c, counters, bar.step)
     finally:
         bar.close()
-    result["targets"] = targets(result)
     result["seconds"] = round(time.perf_counter() - t_start, 1)
-    print(report(result))
     path = out / "suite.json"
+    if args.update and path.is_file():
+        old = json.loads(path.read_text())
+        runs = old.get("runs") or {k: {"command": old.get("command"), "quick": old.get("quick")}
+                                   for k in SCENARIOS if k in old}
+        for name in chosen:
+            runs[name] = {"command": result["command"], "quick": st.quick}
+        merged = {k: v for k, v in old.items() if k != "targets"}
+        merged.update({k: v for k, v in result.items()})
+        merged["runs"] = runs
+        result = merged
+    result["targets"] = targets(result)
+    print(report(result))
     path.write_text(json.dumps(result, indent=1))
     print(f"\nwrote {path}", end="")
     if not args.no_plots:

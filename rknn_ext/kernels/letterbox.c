@@ -6,10 +6,11 @@
  * when the row's weight is 0 or 1: a source row itself), then resampled horizontally,
  * swapped, looked up and stored; the pad around the region is written per row.
  *
- * The vertical blend has a 128-bit path (GCC/Clang vector extensions: SSE2 on x86-64,
- * NEON on aarch64) and an AVX2 path (x86-64, the processor asked at run time), chosen
- * as the kernels' dispatch says (kernels.h: rknnx_k_path, rknnx_k_have_avx2); both are
- * exact integer arithmetic, the same numbers as the plain loop.
+ * The vertical blend and the NV12 -> BGR conversion have a 128-bit path (GCC/Clang
+ * vector extensions: SSE2 on x86-64, NEON on aarch64) and an AVX2 path (x86-64, the
+ * processor asked at run time), chosen as the kernels' dispatch says (kernels.h:
+ * rknnx_k_path, rknnx_k_have_avx2); all are exact integer arithmetic, the same numbers
+ * as the plain loops.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -144,6 +145,68 @@ static inline unsigned char rknnx_lb_sat(int32_t v)
     return (unsigned char)v;
 }
 
+/* ---- NV12 -> BGR in vectors ---------------------------------------------------------
+   The same Q20 sums as the tables, lane by lane in 32-bit integers, over a run of pixel
+   pairs: the Y bytes and the UV bytes read as 16-bit lanes (little-endian: the low byte
+   is the even pixel's Y, the U) split into the even and the odd pixels, one chroma term
+   per pair.  Each pixel leaves as a 32-bit word B | G << 8 | R << 16 stored at d + 3x,
+   its fourth byte overwritten by the next pixel; the last pixel of a step stores 3. */
+#if RKNNX_K_VQ && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define RKNNX_LB_VYUV 1
+#else
+#define RKNNX_LB_VYUV 0
+#endif
+
+#define RKNNX_LB_YUV_STEP(NAME, VI, VH, N, ATTR)                                         \
+    ATTR static ptrdiff_t NAME(const unsigned char *restrict Y,                            \
+                               const unsigned char *restrict UV, unsigned char *restrict d, \
+                               ptrdiff_t x, ptrdiff_t end)                                   \
+    {                                                                                      \
+        for (; x + 2 * (N) <= end; x += 2 * (N)) {                                         \
+            VH wy, wc;                                                                     \
+            memcpy(&wy, Y + x, sizeof wy);                                                 \
+            memcpy(&wc, UV + x, sizeof wc);                                                \
+            VI ye = __builtin_convertvector(wy & 0xff, VI) - 16;                           \
+            VI yo = __builtin_convertvector(wy >> 8, VI) - 16;                             \
+            VI u = __builtin_convertvector(wc & 0xff, VI) - 128;                           \
+            VI v = __builtin_convertvector(wc >> 8, VI) - 128;                             \
+            ye = (ye & ~(ye >> 31)) * 1220542 + (1 << 19);                                 \
+            yo = (yo & ~(yo >> 31)) * 1220542 + (1 << 19);                                 \
+            const VI cb = u * 2116026, cg = v * -852492 + u * -409993, cr = v * 1673527;   \
+            VI px[2];                                                                      \
+            for (int k = 0; k < 2; k++) {                                                  \
+                const VI yy = k ? yo : ye;                                                 \
+                VI b = (yy + cb) >> 20, g = (yy + cg) >> 20, r = (yy + cr) >> 20;          \
+                b = (b & ~(b >> 31)) | ((255 - b) >> 31);                                  \
+                g = (g & ~(g >> 31)) | ((255 - g) >> 31);                                  \
+                r = (r & ~(r >> 31)) | ((255 - r) >> 31);                                  \
+                px[k] = (b & 255) | ((g & 255) << 8) | ((r & 255) << 16);                  \
+            }                                                                              \
+            int32_t e[N], o[N];                                                            \
+            memcpy(e, &px[0], sizeof e);                                                   \
+            memcpy(o, &px[1], sizeof o);                                                   \
+            unsigned char *q = d + 3 * x;                                                  \
+            for (int k = 0; k < (N) - 1; k++) {                                            \
+                memcpy(q + 6 * k, &e[k], 4);                                               \
+                memcpy(q + 6 * k + 3, &o[k], 4);                                           \
+            }                                                                              \
+            memcpy(q + 6 * ((N) - 1), &e[(N) - 1], 4);                                     \
+            memcpy(q + 6 * ((N) - 1) + 3, &o[(N) - 1], 3);                                 \
+        }                                                                                  \
+        return x;                                                                          \
+    }
+
+#if RKNNX_LB_VYUV
+typedef int32_t rknnx_lb_v4i __attribute__((vector_size(16)));
+typedef uint16_t rknnx_lb_v4h __attribute__((vector_size(8)));
+RKNNX_LB_YUV_STEP(rknnx_lb_yuv_v128, rknnx_lb_v4i, rknnx_lb_v4h, 4, )
+#endif
+#if RKNNX_LB_VYUV && RKNNX_K_AVX2
+typedef int32_t rknnx_lb_v8i __attribute__((vector_size(32)));
+RKNNX_LB_YUV_STEP(rknnx_lb_yuv_avx2, rknnx_lb_v8i, rknnx_lb_v8h, 8,
+                  __attribute__((target("avx2"))))
+#endif
+
 typedef struct rknnx_lb_rows {
     ptrdiff_t y[2];             /* the rows held by buf[0], buf[1] (-1: none) */
     unsigned char *buf[2];
@@ -169,7 +232,22 @@ static void rknnx_lb_convert(const rknnx_lb_params *p, const rknnx_lb_rows *rs, 
         const unsigned char *restrict Y = p->src + y * p->src_row;
         const unsigned char *restrict UV = p->uv + (y >> 1) * p->uv_row;
         const rknnx_lb_yuv *restrict t = rs->yuv;
-        for (ptrdiff_t j = 0; j < n; j++) {
+        ptrdiff_t j = 0;
+#if RKNNX_LB_VYUV
+        if (rknnx_k_path() >= 1 && n > 0) {
+            /* every pixel pair of the columns' span, vectors; the rest as listed */
+            const ptrdiff_t x0 = cols[0] & ~(ptrdiff_t)1, end = cols[n - 1] + 1;
+            ptrdiff_t x = x0;
+#if RKNNX_K_AVX2
+            if (rknnx_k_path() >= 2 && rknnx_k_have_avx2())
+                x = rknnx_lb_yuv_avx2(Y, UV, d, x, end);
+#endif
+            x = rknnx_lb_yuv_v128(Y, UV, d, x, end);
+            while (j < n && cols[j] < x)
+                j++;
+        }
+#endif
+        for (; j < n; j++) {
             const ptrdiff_t x = cols[j], c = x & ~(ptrdiff_t)1;
             const int32_t yy = t->y[Y[x]], u = UV[c], v = UV[c + 1];
             d[3 * x] = rknnx_lb_sat(yy + t->bu[u]);

@@ -171,11 +171,18 @@ def test_quick_suite_runs_and_writes_its_results(runtime, tmp_path):
     else:
         assert sd["skipped"].startswith("no vendor .rknn"), sd
     # the vision scenarios' targets, when they ran (letterbox and pipeline need OpenCV)
-    lb, dc, pl = (r.get(k) or {} for k in ("letterbox", "decode", "pipeline"))
-    vision = {"letterbox": 3 if lb and "skipped" not in lb else 0,
-              "decode": 2 if "ratio" in dc else 0, "pipeline": 1 if "ratio" in pl else 0}
+    lb, dc, mk, pl = (r.get(k) or {} for k in ("letterbox", "decode", "masks", "pipeline"))
+    vision = {"letterbox": 4 if lb and "skipped" not in lb else 0,
+              "decode": 3 if "ratio" in dc else 0, "masks": 2 if "ratio" in mk else 0,
+              "pipeline": 1 if "ratio" in pl else 0}
     if "ratio" in dc:
         assert dc["same_as_reference"] is True, dc
+        # the zoo's C port (bench/c/zoo_yolov8.c) keeps what decode keeps on this frame
+        assert dc["zoo_c_same_kept_set"] is True and dc["zoo_c_kept"] == dc["kept"], dc
+        assert dc["zoo_c_ns"] > 0 and dc["ratio_zoo_c"] > 0
+    if "ratio" in mk:
+        assert mk["boxes"] == 20 and 64 <= mk["box_px"][0] <= mk["box_px"][1] <= 160, mk
+        assert mk["same_kept_as_reference"] is True and mk["mask_pixels_agree"] == 1.0, mk
     assert len(names) == 11 + ("ratio" in sd) + sum(vision.values()), (names, vision)
     floor = next(t for t in r["targets"] if t["target"].startswith("(an empty Python call"))
     assert 0 < floor["measured"] < r["overhead"]["session_run"]["median_ns"]
@@ -188,6 +195,30 @@ def test_quick_suite_runs_and_writes_its_results(runtime, tmp_path):
     if "no plots" not in proc.stdout:
         assert (tmp_path / "phases.png").stat().st_size > 0
         assert (tmp_path / "throughput.png").stat().st_size > 0
+
+
+@pytest.mark.skipif(not (os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")),
+                    reason="the suite's C baselines need a C compiler")
+def test_update_keeps_the_other_scenarios(runtime, tmp_path):
+    env = {**os.environ, "RKNNX_RUNTIME": "emulator"}
+
+    def suite(*args):
+        proc = subprocess.run([sys.executable, str(SUITE), "--quick", "--no-plots", "--out",
+                               str(tmp_path), *args], capture_output=True, text=True,
+                              env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads((tmp_path / "suite.json").read_text())
+
+    first = suite("--only", "chain")
+    assert "runs" not in first and "chain" in first
+    r = suite("--only", "decode", "--update")
+    assert r["chain"] == first["chain"] and "ratio" in r["decode"]
+    assert r["runs"]["chain"]["command"] == first["command"]
+    assert r["runs"]["decode"]["command"].endswith("--only decode --update")
+    names = [t["target"] for t in r["targets"]]
+    assert any(n.startswith("decode + NMS, the same frame: the zoo's C") for n in names)
+    # without --update a run writes its own scenarios only
+    assert "chain" not in suite("--only", "decode")
 
 
 # ---- issue 18: the NPU's work apart from the host's ----------------------------------------------
