@@ -202,7 +202,7 @@ def _three(v, what: str) -> Tuple[float, float, float]:
 
 def _quant_of(info) -> Optional[Tuple[float, int]]:
     """(scale, zero_point) of a tensor description: rknnx.TensorInfo, a low-level
-    TensorAttr, a rknnx.modelfile TensorInfo; None when it says nothing."""
+    TensorAttr, a rknnx.modelfile.FileTensor; None when it says nothing."""
     if info is None:
         return None
     q = getattr(info, "quant", None)
@@ -219,7 +219,7 @@ def _quant_of(info) -> Optional[Tuple[float, int]]:
         if int(kind) != int(QntType.AFFINE_ASYMMETRIC):
             return None
         return float(info.scale), int(info.zp)
-    if kind in ("affine", "dfp"):            # a modelfile TensorInfo
+    if kind in ("affine", "dfp"):            # a modelfile FileTensor
         if kind == "dfp":
             return 2.0 ** -int(info.raw.get("fl", 0)), 0
         return float(info.scale), int(info.zero_point)
@@ -316,10 +316,11 @@ def letterbox(frame, size: Optional[Tuple[int, int]] = None, *, out=None,
         Swap channels 0 and 2 (BGR <-> RGB).
     pad_value : int or 3 ints
         The pixel value around the resized frame (per channel of the written image).
-    info : TensorInfo or TensorAttr, optional
-        What `out` is (``model.inputs[i]``, ``session.input_attrs[i]``, a
-        :mod:`rknnx.modelfile` tensor): its layout settles an ambiguous shape, its
-        quantization (and a modelfile tensor's mean/std) the codes of an int8 `out`.
+    info : TensorInfo, TensorAttr or FileTensor, optional
+        What `out` is (``model.inputs[i]``, ``session.input_attrs[i]``,
+        ``ModelFile.inputs[i]``, or ``ModelFile.file_inputs[i]`` of :mod:`rknnx.modelfile`):
+        its layout settles an ambiguous shape, its quantization (and a file tensor's
+        mean/std) the codes of an int8 `out`.
     mean, std : float or 3 floats, optional
         The model's normalization (per channel of the written image), needed for an int8
         `out` (a pass-through input: ``model.zero_copy(inputs="native")``) unless `info`
