@@ -134,7 +134,7 @@ def representative_files():
             f.add(("dynamic",) + c)
         if mf.custom_ops:
             f.add(("custom",) + c)
-        for role, tensors in (("in", mf.inputs), ("out", mf.outputs)):
+        for role, tensors in (("in", mf.file_inputs), ("out", mf.file_outputs)):
             for t in tensors:
                 f.add((role,) + c + (t.npu_dtype, t.native_layout, len(t.shape)))
         feats[p] = f

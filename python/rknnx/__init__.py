@@ -36,9 +36,9 @@ _LAZY = {
     "PerfRow": "rknnx.model",
     "ZeroCopySession": "rknnx.session",
     "Pool": "rknnx.pool",
-    "TensorInfo": "rknnx._tensors",
-    "QuantInfo": "rknnx._tensors",
-    "NativeInfo": "rknnx._tensors",
+    "TensorInfo": "rknnx._tensorinfo",
+    "QuantInfo": "rknnx._tensorinfo",
+    "NativeInfo": "rknnx._tensorinfo",
     "CoreMask": "rknnx.lowlevel",
     "InitFlag": "rknnx.lowlevel",
     "lowlevel": "rknnx.lowlevel",
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     # what type checkers and IDEs see: the names __getattr__ resolves on first use (it
     # keeps `import rknnx.errors` free of the compiled extension at run time)
     from rknnx import custom, emulator, layout, linalg, lite, lowlevel, platforms, runtime
-    from rknnx._tensors import NativeInfo, QuantInfo, TensorInfo
+    from rknnx._tensorinfo import NativeInfo, QuantInfo, TensorInfo
     from rknnx.custom import CustomOperator, custom_op
     from rknnx.linalg import Matmul, matmul
     from rknnx.lowlevel import CoreMask, InitFlag

@@ -8,8 +8,14 @@ librknnrt is never needed.  The format, and the evidence for each fact used, is 
 
 >>> from rknnx import modelfile
 >>> mf = modelfile.read("yolov5s.rknn")                      # doctest: +SKIP
->>> mf.chip, mf.toolkit_version, [t.dims for t in mf.inputs]  # doctest: +SKIP
+>>> mf.chip, mf.toolkit_version, [t.shape for t in mf.inputs]  # doctest: +SKIP
 ('RK3588', '2.5.0', [(1, 640, 640, 3)])
+
+``ModelFile.inputs``/``outputs`` are :class:`rknnx.TensorInfo`, the type ``Model.inputs``
+holds, so code written against a model takes the file's tensors; everything the file says
+of each tensor (logical shape, native dims, per-channel parameters, mean/std, what was
+decoded) is beside them in ``ModelFile.file_inputs``/``file_outputs``
+(:class:`FileTensor`).
 
 Which runtimes can load a file is :func:`runtime_support` over one table of facts,
 :data:`RUNTIME_FACTS` (container version against runtime version, from the vendor runtimes'
@@ -23,12 +29,15 @@ import stat
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
+import numpy as np
+
+from rknnx._tensorinfo import QuantInfo as _QuantInfo, TensorInfo as _TensorInfo
 from rknnx.errors import ModelFileError
 
 __all__ = [
     "ModelFile",
     "Container",
-    "TensorInfo",
+    "FileTensor",
     "CustomOp",
     "RuntimeFacts",
     "Support",
@@ -82,8 +91,10 @@ class Container:
 
 
 @dataclass(frozen=True)
-class TensorInfo:
-    """One input or output, in the runtime's order, as the file gives it.
+class FileTensor:
+    """One input or output, in the runtime's order, as the file gives it
+    (``ModelFile.file_inputs``/``file_outputs``; ``ModelFile.inputs`` holds the same
+    tensor as a :class:`rknnx.TensorInfo`, built by :meth:`info`).
 
     Three views of the shape: ``shape`` (logical, the framework's order, e.g. NCHW),
     ``dims`` with ``layout`` (what the runtime's INPUT_ATTR / OUTPUT_ATTR report), and
@@ -168,6 +179,25 @@ class TensorInfo:
     known: frozenset
     raw: dict = field(repr=False, compare=False)
 
+    def info(self) -> _TensorInfo:
+        """This tensor as a :class:`rknnx.TensorInfo`, as ``Model.inputs`` describes it on
+        a runtime: the attr view (``shape`` = :attr:`dims`, ``layout``), the element type
+        (None when the file's has no numpy dtype or was not decoded) and the quantization
+        (kind ``"none"`` when not decoded).  ``native`` is None: the native view's strides
+        and type are the runtime's answers (:attr:`native_dims`, :attr:`native_layout`,
+        :attr:`native_size` hold what the file says)."""
+        try:
+            dtype = np.dtype(self.dtype) if self.dtype is not None else None
+        except TypeError:                       # int4, bfloat16: no numpy dtype
+            dtype = None
+        if self.qnt_type in ("affine", "dfp"):
+            quant = _QuantInfo(self.qnt_type, float(self.scale), int(self.zero_point),
+                              int(self.raw.get("fl", 0) or 0))
+        else:
+            quant = _QuantInfo("none")
+        return _TensorInfo(index=self.index, name=self.name, shape=tuple(self.dims),
+                          dtype=dtype, layout=self.layout or "UNDEFINED", quant=quant)
+
 
 @dataclass(frozen=True)
 class CustomOp:
@@ -202,7 +232,10 @@ class ModelFile:
         ``"ONNX"``, ...
     dynamic : bool
         Whether the model has several input shape sets.
-    inputs, outputs : tuple of TensorInfo
+    inputs, outputs : tuple of rknnx.TensorInfo
+        Each tensor as ``Model.inputs``/``Model.outputs`` describe it (the attr view).
+    file_inputs, file_outputs : tuple of FileTensor
+        The same tensors with everything the file says of them.
     shape_sets : tuple
         For a dynamic model, each set's input dims (the attr view, the runtime's order).
     custom_ops : tuple of CustomOp
@@ -225,6 +258,8 @@ class ModelFile:
     dynamic: bool
     inputs: tuple
     outputs: tuple
+    file_inputs: tuple
+    file_outputs: tuple
     shape_sets: tuple
     custom_ops: tuple
     weight_size: Optional[int] = None
@@ -235,8 +270,8 @@ class ModelFile:
         return runtime_support(self)
 
 
-def _tensor(d: dict) -> TensorInfo:
-    return TensorInfo(
+def _tensor(d: dict) -> FileTensor:
+    return FileTensor(
         index=d["index"], role=d["role"], name=d["name"], shape=tuple(d["shape"]),
         logical_layout=d["layout"], dims=tuple(d["dims"]),
         layout=_LAYOUTS.get(d["fmt"]) if d["fmt"] is not None else None,
@@ -291,6 +326,8 @@ def read(source: Union[str, os.PathLike, bytes, bytearray, memoryview]) -> Model
         exc.path = path
         raise
     c = d["container"]
+    file_inputs = tuple(_tensor(t) for t in d["inputs"])
+    file_outputs = tuple(_tensor(t) for t in d["outputs"])
     return ModelFile(
         path=path,
         container=Container(**c),
@@ -299,8 +336,9 @@ def read(source: Union[str, os.PathLike, bytes, bytearray, memoryview]) -> Model
         compiler_version=d["compiler_version"],
         compiler_version_int=d["compiler_version_int"], framework=d["framework"],
         dynamic=d["dynamic"],
-        inputs=tuple(_tensor(t) for t in d["inputs"]),
-        outputs=tuple(_tensor(t) for t in d["outputs"]),
+        inputs=tuple(t.info() for t in file_inputs),
+        outputs=tuple(t.info() for t in file_outputs),
+        file_inputs=file_inputs, file_outputs=file_outputs,
         shape_sets=tuple(tuple(tuple(s) for s in ss) for ss in d["shape_sets"]),
         custom_ops=tuple(CustomOp(**o) for o in d["custom_ops"]),
         weight_size=d["weight_size"], internal_size=d["internal_size"])
@@ -470,7 +508,7 @@ def differences(model: ModelFile, answers: dict) -> tuple:
                                                           len(model.outputs)):
         out.append(f"inputs/outputs: file {len(model.inputs)}/{len(model.outputs)}, runtime "
                    f"{n['n_input']}/{n['n_output']}")
-    for t in model.inputs + model.outputs:
+    for t in model.file_inputs + model.file_outputs:
         role = t.role.upper()
         where = f"{t.role} {t.index} {t.name!r}"
         a = answers.get((f"{role}_ATTR", t.index))
@@ -506,6 +544,15 @@ def _ver(v: int) -> str:
 
 def __dir__():
     return sorted(__all__)
+
+
+def __getattr__(name):
+    if name == "TensorInfo":
+        raise AttributeError(
+            "rknnx.modelfile.TensorInfo is now FileTensor (ModelFile.file_inputs / "
+            "file_outputs); ModelFile.inputs / outputs hold rknnx.TensorInfo, the type "
+            "Model.inputs holds")
+    raise AttributeError(f"module 'rknnx.modelfile' has no attribute {name!r}")
 
 
 _KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),

@@ -204,9 +204,33 @@ cdef int _layout_of_attr(const rknn_tensor_attr* a, _Layout* lay, int native_typ
     """
     cdef int t = a.type
     cdef uint32_t nd = a.n_dims
-    cdef Py_ssize_t es, ws, hs, cs, i, n_, h_, w_, c_, span, pix
-    cdef uint64_t elems
-    cdef bint ovf = False
+    cdef Py_ssize_t i
+    cdef bint ovf
+    _check_viewable(a)
+    if native_type < 0:
+        native_type = t
+    memset(lay, 0, sizeof(_Layout))
+    lay.ndim = nd
+    lay.itemsize = _ITEMSIZE[t]
+    lay.format = _FORMAT[t]
+    lay.dl_code = _DLCODE[t]
+    for i in range(nd):
+        lay.shape[i] = a.dims[i]
+    if nd == 4 and a.fmt == RKNN_TENSOR_NHWC:
+        ovf = _nhwc_strides(a, lay, native_type, channels)
+    elif nd == 5 and a.fmt == RKNN_TENSOR_NC1HWC2:
+        ovf = _nc1hwc2_strides(a, lay)
+    else:
+        ovf = _packed_strides(a, lay)
+    _layout_extent(a, lay, ovf)
+    return 0
+
+
+cdef int _check_viewable(const rknn_tensor_attr* a) except -1:
+    """_layout_of_attr's refusals before any arithmetic: a type numpy cannot view, too
+    many dims, a dimension or row/batch stride past what a layout can hold."""
+    cdef int t = a.type
+    cdef uint32_t i, nd = a.n_dims
     if not _type_known(t) or _FORMAT[t] == NULL:
         raise TypeError(f"tensor {_cstr(a.name, RKNN_MAX_NAME_LEN)!r} has type "
                         f"{_type_name(t)}, which numpy cannot view; expected one of "
@@ -214,69 +238,96 @@ cdef int _layout_of_attr(const rknn_tensor_attr* a, _Layout* lay, int native_typ
                         "(use the plain byte view)")
     if nd > RKNN_MAX_DIMS:
         raise ValueError(f"n_dims is {nd}; expected at most {RKNN_MAX_DIMS}")
-    if native_type < 0:
-        native_type = t
     for i in range(nd):
         if _over_layout_max(a.dims[i]):
             _too_big(a)
     if _over_layout_max(a.w_stride) or _over_layout_max(a.h_stride):
         _too_big(a)
-    memset(lay, 0, sizeof(_Layout))
-    es = _ITEMSIZE[t]
-    lay.ndim = nd
-    lay.itemsize = es
-    lay.format = _FORMAT[t]
-    lay.dl_code = _DLCODE[t]
-    for i in range(nd):
-        lay.shape[i] = a.dims[i]
-    if nd == 4 and a.fmt == RKNN_TENSOR_NHWC:
-        n_, h_, w_, c_ = a.dims[0], a.dims[1], a.dims[2], a.dims[3]
-        ws = a.w_stride if a.w_stride > w_ else w_
-        hs = a.h_stride if a.h_stride > h_ else h_
-        cs = c_
-        if t == native_type and a.w_stride and a.size_with_stride and _ITEMSIZE[native_type]:
-            # padded channels: size_with_stride counts Cs channels per pixel of its rows
-            pix = n_
-            if (not _mul_into(&pix, h_) and not _mul_into(&pix, ws) and pix > 0
-                    and a.size_with_stride % _ITEMSIZE[native_type] == 0):
-                elems = a.size_with_stride // <uint64_t>_ITEMSIZE[native_type]
-                if elems % <uint64_t>pix == 0 and elems // <uint64_t>pix > <uint64_t>c_:
-                    cs = <Py_ssize_t>(elems // <uint64_t>pix)   # <= size_with_stride / pix
-        if 0 < channels < c_:
-            # the padding channels are strides, not data; a converted type has none
-            lay.shape[3] = channels
-            if t != native_type:
-                cs = channels
-        span = es
-        lay.strides[3] = span
-        ovf |= _mul_into(&span, cs)
-        lay.strides[2] = span
-        ovf |= _mul_into(&span, ws)
-        lay.strides[1] = span
-        ovf |= _mul_into(&span, hs)
-        lay.strides[0] = span
-    elif nd == 5 and a.fmt == RKNN_TENSOR_NC1HWC2:
-        ws = a.w_stride if a.w_stride > a.dims[3] else a.dims[3]
-        span = es
-        lay.strides[4] = span
-        ovf |= _mul_into(&span, a.dims[4])
-        lay.strides[3] = span
-        ovf |= _mul_into(&span, ws)
-        lay.strides[2] = span
-        ovf |= _mul_into(&span, a.dims[2])
-        lay.strides[1] = span
-        ovf |= _mul_into(&span, a.dims[1])
-        lay.strides[0] = span
-    else:
-        span = es
-        for i in range(<Py_ssize_t>nd - 1, -1, -1):
-            lay.strides[i] = span
-            if i > 0:
-                ovf |= _mul_into(&span, a.dims[i])
+    return 0
+
+
+cdef Py_ssize_t _nhwc_pixel_stride(const rknn_tensor_attr* a, int native_type) noexcept nogil:
+    """Elements between two pixels of an NHWC tensor: ``dims[3]``, or the channels per
+    pixel ``size_with_stride`` counts when the tensor is in its native type and has a row
+    stride (padded channels)."""
+    cdef Py_ssize_t n_ = a.dims[0], h_ = a.dims[1], w_ = a.dims[2], c_ = a.dims[3], pix
+    cdef Py_ssize_t ws = a.w_stride if a.w_stride > w_ else w_
+    cdef uint64_t elems
+    if a.type == native_type and a.w_stride and a.size_with_stride and _ITEMSIZE[native_type]:
+        # padded channels: size_with_stride counts Cs channels per pixel of its rows
+        pix = n_
+        if (not _mul_into(&pix, h_) and not _mul_into(&pix, ws) and pix > 0
+                and a.size_with_stride % _ITEMSIZE[native_type] == 0):
+            elems = a.size_with_stride // <uint64_t>_ITEMSIZE[native_type]
+            if elems % <uint64_t>pix == 0 and elems // <uint64_t>pix > <uint64_t>c_:
+                return <Py_ssize_t>(elems // <uint64_t>pix)   # <= size_with_stride / pix
+    return c_
+
+
+cdef bint _nhwc_strides(const rknn_tensor_attr* a, _Layout* lay, int native_type,
+                        Py_ssize_t channels) noexcept nogil:
+    """The strides of a 4-D NHWC tensor (rows ``w_stride`` pixels apart, batches
+    ``h_stride`` rows apart, pixels :func:`_nhwc_pixel_stride` elements apart) and its
+    view's channels; True on overflow."""
+    cdef Py_ssize_t h_ = a.dims[1], w_ = a.dims[2], c_ = a.dims[3]
+    cdef Py_ssize_t ws = a.w_stride if a.w_stride > w_ else w_
+    cdef Py_ssize_t hs = a.h_stride if a.h_stride > h_ else h_
+    cdef Py_ssize_t cs = _nhwc_pixel_stride(a, native_type)
+    cdef Py_ssize_t span = lay.itemsize
+    cdef bint ovf = False
+    if 0 < channels < c_:
+        # the padding channels are strides, not data; a converted type has none
+        lay.shape[3] = channels
+        if a.type != native_type:
+            cs = channels
+    lay.strides[3] = span
+    ovf |= _mul_into(&span, cs)
+    lay.strides[2] = span
+    ovf |= _mul_into(&span, ws)
+    lay.strides[1] = span
+    ovf |= _mul_into(&span, hs)
+    lay.strides[0] = span
+    return ovf
+
+
+cdef bint _nc1hwc2_strides(const rknn_tensor_attr* a, _Layout* lay) noexcept nogil:
+    """The strides of a 5-D NC1HWC2 tensor: blocked, rows ``w_stride`` pixels apart;
+    True on overflow."""
+    cdef Py_ssize_t ws = a.w_stride if a.w_stride > a.dims[3] else a.dims[3]
+    cdef Py_ssize_t span = lay.itemsize
+    cdef bint ovf = False
+    lay.strides[4] = span
+    ovf |= _mul_into(&span, a.dims[4])
+    lay.strides[3] = span
+    ovf |= _mul_into(&span, ws)
+    lay.strides[2] = span
+    ovf |= _mul_into(&span, a.dims[2])
+    lay.strides[1] = span
+    ovf |= _mul_into(&span, a.dims[1])
+    lay.strides[0] = span
+    return ovf
+
+
+cdef bint _packed_strides(const rknn_tensor_attr* a, _Layout* lay) noexcept nogil:
+    """The strides of any other tensor: packed in the order of ``dims``; True on
+    overflow."""
+    cdef Py_ssize_t i, span = lay.itemsize
+    cdef bint ovf = False
+    for i in range(<Py_ssize_t>a.n_dims - 1, -1, -1):
+        lay.strides[i] = span
+        if i > 0:
+            ovf |= _mul_into(&span, a.dims[i])
+    return ovf
+
+
+cdef int _layout_extent(const rknn_tensor_attr* a, _Layout* lay, bint ovf) except -1:
+    """The bytes of the view's elements and the extent its strides span (ValueError when
+    either, or a product on the way, is past what a layout can hold)."""
+    cdef Py_ssize_t i, es = lay.itemsize
     lay.nbytes = es
-    for i in range(nd):
+    for i in range(lay.ndim):
         ovf |= _mul_into(&lay.nbytes, lay.shape[i])
-    if nd == 0:
+    if lay.ndim == 0:
         lay.extent = es
     elif lay.nbytes == 0 and not ovf:
         lay.extent = 0

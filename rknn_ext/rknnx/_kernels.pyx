@@ -816,6 +816,84 @@ cdef inline void _k_nchw_strides(const Py_buffer* vd, bint nchw, Py_ssize_t* ps)
     ps[3] = vd.strides[3] if nchw else vd.strides[2]
 
 
+cdef Py_ssize_t _k_blocked_channels(object a, object channels, str what) except -1:
+    """nc1hwc2_to_nchw's source checked (5-D, aligned) and its real channel count C."""
+    if a.ndim != 5:
+        raise ValueError(f"{what}: src must be 5-D (N, C1, H, W, C2), got shape {a.shape}")
+    if not a.flags.aligned:
+        raise ValueError(f"{what}: src is not aligned to its {a.dtype} elements")
+    cdef Py_ssize_t C, C1C2 = a.shape[1] * a.shape[4]
+    try:
+        C = _operator_index(channels)
+    except TypeError:
+        raise TypeError(f"{what}: channels must be an int, got {type(channels).__name__}") from None
+    if not 0 < C <= C1C2:
+        raise ValueError(f"{what}: channels must be in 1..C1*C2 = {C1C2}, got {C}")
+    return C
+
+
+cdef tuple _k_blocked_dequant(_kparams* p, object a, object scale, object zero_point,
+                              object dtype, Py_ssize_t C, float* l32, uint16_t* l16,
+                              str what):
+    """nc1hwc2_to_nchw with scale: the result's dtype, and the table `p` reads (one scale:
+    `l32`/`l16` filled, with the scalar fast path's scale and zero point; one per channel:
+    a (C, 256) table, returned so that the caller keeps it alive while `p` points into
+    it, else None)."""
+    cdef const float[:, ::1] t32
+    cdef const uint16_t[:, ::1] t16
+    cdef float sf, zf
+    if a.dtype not in (_K_INT8, _K_UINT8):
+        raise TypeError(f"{what}: src must be int8 or uint8 to dequantize, got {a.dtype}")
+    dt = _k_dtype(_K_F32 if dtype is None else dtype, what, (_K_F32, _K_F16))
+    if not (_k_ndim(scale) or _k_ndim(zero_point)):
+        _k_scalar_table(scale, zero_point, a.dtype == _K_INT8, l32,
+                        l16 if dt == _K_F16 else NULL, &sf, &zf, what)
+        p.kind = _K_LUT_F32 if dt == _K_F32 else _K_LUT_F16
+        p.lut32 = l32
+        p.lut16 = l16
+        if dt == _K_F32:
+            p.tile_mode = 0 if a.dtype == _K_INT8 else 1
+            p.dsc = sf
+            p.dzp = zf
+        return dt, None
+    sc, zpf = _k_lut(scale, zero_point, dt, C, what)
+    table = _k_table(sc, zpf, a.dtype == _K_INT8, dt)
+    if dt == _K_F32:
+        t32 = table
+        p.kind = _K_LUT_F32
+        p.lut32 = &t32[0, 0]
+    else:
+        t16 = table
+        p.kind = _K_LUT_F16
+        p.lut16 = &t16[0, 0]
+    return dt, table
+
+
+cdef int _k_blocked_run(const _kparams* p, bint per_channel, object a, object o, bint nchw,
+                        Py_ssize_t C) except -1:
+    """The blocks of `a` (N, C1, H, W, C2) undone into `o` as `p` converts, the GIL
+    released: rows along whichever of C2 / W is the closer in the result."""
+    cdef Py_buffer vs, vd
+    cdef Py_ssize_t ps[4]
+    cdef bint row_c
+    cdef Py_ssize_t N = a.shape[0], C1 = a.shape[1], H = a.shape[2], W = a.shape[3]
+    cdef Py_ssize_t C2 = a.shape[4]
+    _k_get(a, &vs, False)
+    try:
+        _k_get(o, &vd, True)
+        try:
+            _k_nchw_strides(&vd, nchw, ps)
+            row_c = not per_channel and abs(ps[1]) < abs(ps[3])
+            with nogil:
+                _blocked_to_plain(p, per_channel, row_c, N, C1, H, W, C2, C, vs.strides, ps,
+                                  <const char*>vs.buf, <char*>vd.buf)
+        finally:
+            PyBuffer_Release(&vd)
+    finally:
+        PyBuffer_Release(&vs)
+    return 0
+
+
 def nc1hwc2_to_nchw(src, channels, *, layout="NCHW", scale=None, zero_point=0, dtype=None,
                     out=None):
     """The native NC1HWC2 layout to NCHW (or NHWC), optionally dequantized in the same pass.
@@ -841,38 +919,16 @@ def nc1hwc2_to_nchw(src, channels, *, layout="NCHW", scale=None, zero_point=0, d
     """
     what = "nc1hwc2_to_nchw"
     a = src if type(src) is _np.ndarray else _np.asarray(src)
-    if a.ndim != 5:
-        raise ValueError(f"{what}: src must be 5-D (N, C1, H, W, C2), got shape {a.shape}")
-    if not a.flags.aligned:
-        raise ValueError(f"{what}: src is not aligned to its {a.dtype} elements")
-    cdef Py_ssize_t N = a.shape[0], C1 = a.shape[1], H = a.shape[2], W = a.shape[3]
-    cdef Py_ssize_t C2 = a.shape[4], C
-    try:
-        C = _operator_index(channels)
-    except TypeError:
-        raise TypeError(f"{what}: channels must be an int, got {type(channels).__name__}") from None
-    if not 0 < C <= C1 * C2:
-        raise ValueError(f"{what}: channels must be in 1..C1*C2 = {C1 * C2}, got {C}")
+    cdef Py_ssize_t C = _k_blocked_channels(a, channels, what)
     _k_layout(layout, what)
     cdef _kparams p
-    cdef const float[:, ::1] t32
-    cdef const uint16_t[:, ::1] t16
-    cdef bint per_channel = False
     cdef float l32[256]
     cdef uint16_t l16[256]
-    cdef float sf, zf
     memset(&p, 0, sizeof(p))
     p.tile_mode = -1
+    table = None
     if scale is not None:
-        if a.dtype not in (_K_INT8, _K_UINT8):
-            raise TypeError(f"{what}: src must be int8 or uint8 to dequantize, got {a.dtype}")
-        dt = _k_dtype(_K_F32 if dtype is None else dtype, what, (_K_F32, _K_F16))
-        per_channel = bool(_k_ndim(scale) or _k_ndim(zero_point))
-        if per_channel:
-            sc, zpf = _k_lut(scale, zero_point, dt, C, what)
-        else:
-            _k_scalar_table(scale, zero_point, a.dtype == _K_INT8, l32,
-                            l16 if dt == _K_F16 else NULL, &sf, &zf, what)
+        dt, table = _k_blocked_dequant(&p, a, scale, zero_point, dtype, C, l32, l16, what)
     else:
         if _k_ndim(zero_point) or zero_point != 0:
             raise ValueError(f"{what}: zero_point needs scale")
@@ -880,45 +936,12 @@ def nc1hwc2_to_nchw(src, channels, *, layout="NCHW", scale=None, zero_point=0, d
             raise TypeError(f"{what}: src must be a numeric array, got dtype object")
         dt = a.dtype if dtype is None else _np.dtype(dtype)
         _k_blocked_convert(&p, a.dtype, dt, what)
-    shape = (N, C, H, W) if layout == "NCHW" else (N, H, W, C)
+    shape = (a.shape[0], C, a.shape[2], a.shape[3]) if layout == "NCHW" else \
+        (a.shape[0], a.shape[2], a.shape[3], C)
     o = _k_out(out, a, shape, dt, what)
-    if scale is not None and not per_channel:
-        p.kind = _K_LUT_F32 if dt == _K_F32 else _K_LUT_F16
-        p.lut32 = l32
-        p.lut16 = l16
-        if dt == _K_F32:
-            p.tile_mode = 0 if a.dtype == _K_INT8 else 1
-            p.dsc = sf
-            p.dzp = zf
-    elif scale is not None:
-        table = _k_table(sc, zpf, a.dtype == _K_INT8, dt)
-        if dt == _K_F32:
-            t32 = table
-            p.kind = _K_LUT_F32
-            p.lut32 = &t32[0, 0]
-        else:
-            t16 = table
-            p.kind = _K_LUT_F16
-            p.lut16 = &t16[0, 0]
     if a.size == 0 or o.size == 0:
         return o
-    cdef Py_buffer vs, vd
-    cdef Py_ssize_t ps[4]
-    cdef bint row_c
-    _k_get(a, &vs, False)
-    try:
-        _k_get(o, &vd, True)
-        try:
-            _k_nchw_strides(&vd, layout == "NCHW", ps)
-            # rows along whichever of C2 / W is the closer in the result
-            row_c = not per_channel and abs(ps[1]) < abs(ps[3])
-            with nogil:
-                _blocked_to_plain(&p, per_channel, row_c, N, C1, H, W, C2, C, vs.strides, ps,
-                                  <const char*>vs.buf, <char*>vd.buf)
-        finally:
-            PyBuffer_Release(&vd)
-    finally:
-        PyBuffer_Release(&vs)
+    _k_blocked_run(&p, table is not None, a, o, layout == "NCHW", C)
     return o
 
 

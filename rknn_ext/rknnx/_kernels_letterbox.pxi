@@ -71,12 +71,13 @@ cdef int _lb_inside(long long c0, long long c1, const long long* ch, long long l
     return 0
 
 
-def _letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t src_row,
-                   Py_ssize_t src_px, Py_ssize_t src_ch, Py_ssize_t uv_row,
-                   Py_ssize_t W, Py_ssize_t H, Py_ssize_t dst_row, Py_ssize_t dst_px,
-                   tuple dst_ch, Py_ssize_t nw, Py_ssize_t nh, Py_ssize_t left,
-                   Py_ssize_t top, bint swap_rb, lut, bytes pad):
-    """Private: rknnx.vision.letterbox's call of the C pass.  Byte strides and offsets are
+def letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t src_row,
+                  Py_ssize_t src_px, Py_ssize_t src_ch, Py_ssize_t uv_row,
+                  Py_ssize_t W, Py_ssize_t H, Py_ssize_t dst_row, Py_ssize_t dst_px,
+                  tuple dst_ch, Py_ssize_t nw, Py_ssize_t nh, Py_ssize_t left,
+                  Py_ssize_t top, bint swap_rb, lut, bytes pad):
+    """The C pass rknnx.vision.letterbox calls (rknnx.vision.letterbox is the API for
+    people: it checks the user's arguments and works out these numbers).  Byte strides and offsets are
     relative to each array's first element (``a.ctypes.data``); `lut` is None or 768
     bytes, `pad` 3 bytes."""
     cdef rknnx_lb_params p

@@ -1,7 +1,9 @@
 # The YOLO decoders' C (rknn_ext/kernels/yolo.c) for rknnx.vision.decode: the tensors come
 # in as (array, description) tuples that rknnx.vision.decode builds from the arrays' own
 # strides; every pointer the C reads is checked here against the array's extent before
-# the GIL is released.  Private: rknnx.vision is the API.  (Included at the end of
+# the GIL is released.  rknnx.vision.decode calls ``yolo_decode`` and ``yolo_masks``
+# (public names of this private module: the contract vision calls; rknnx.vision is the
+# API for people).  (Included at the end of
 # _kernels.pyx, whose cimports it uses.)
 
 from libc.stdint cimport int32_t
@@ -94,9 +96,9 @@ cdef int _y_tensor(object desc, rknnx_y_tensor* t, Py_buffer* buf, list keep) ex
     return 0
 
 
-def _yolo_decode(int family, list scales, Py_ssize_t nc, Py_ssize_t reg_max, bint sigmoid,
-                 float conf, float iou, Py_ssize_t max_det, Py_ssize_t max_nms,
-                 bint agnostic, class_ok):
+def yolo_decode(int family, list scales, Py_ssize_t nc, Py_ssize_t reg_max, bint sigmoid,
+                float conf, float iou, Py_ssize_t max_det, Py_ssize_t max_nms,
+                bint agnostic, class_ok):
     """rknnx_y_decode on `scales`: each (box, cls, sum or None, box_off, cls_off, obj_off,
     group, na, anchors, sx, sy, qthr, qobj, qsum, fsum, score_lut or None), tensors as
     _y_tensor takes them.  Returns (boxes [n,4], scores [n], classes [n], index [n])."""
@@ -180,7 +182,7 @@ def _yolo_decode(int family, list scales, Py_ssize_t nc, Py_ssize_t reg_max, bin
     return boxes[:n], scores[:n], classes[:n], index[:n]
 
 
-def _yolo_masks(proto, coef, boxes, Py_ssize_t H, Py_ssize_t W):
+def yolo_masks(proto, coef, boxes, Py_ssize_t H, Py_ssize_t W):
     """rknnx_y_masks: bool [n, H, W] masks of `boxes` (float32 [n,4]) with coefficients
     `coef` (float32 [n, nm]) over `proto` (a tensor as _y_tensor takes it)."""
     cdef rknnx_y_tensor t

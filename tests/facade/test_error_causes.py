@@ -110,7 +110,7 @@ def test_rknnlite_prints_the_cause_and_returns_none(emu, capfd):
     try:
         assert lite.load_rknn(str(path)) == 0 and lite.init_runtime() == 0
         capfd.readouterr()
-        frame = [np.zeros(t.shape, np.float32) for t in mf.inputs]
+        frame = [np.zeros(t.shape, np.float32) for t in mf.file_inputs]
         assert lite.inference(inputs=frame, data_format="nchw") is None   # the vendor's None
         err = capfd.readouterr().err.splitlines()
         mine = [line for line in err if line.startswith("E inference: ")]

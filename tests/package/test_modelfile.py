@@ -63,10 +63,10 @@ def test_every_vendor_file_is_read(path):
     # the file ends exactly at the JSON tail (every file seen)
     assert c.json_offset + c.json_size == c.file_size == path.stat().st_size
     assert c.payload_offset == c.header_size and c.json_offset == c.header_size + c.payload_size + 8
-    assert mf.inputs and mf.outputs and mf.chip and mf.toolkit_version
-    assert [t.index for t in mf.inputs] == list(range(len(mf.inputs)))
-    assert {t.role for t in mf.inputs} == {"input"} and {t.role for t in mf.outputs} == {"output"}
-    for t in mf.inputs + mf.outputs:
+    assert mf.file_inputs and mf.file_outputs and mf.chip and mf.toolkit_version
+    assert [t.index for t in mf.file_inputs] == list(range(len(mf.file_inputs)))
+    assert {t.role for t in mf.file_inputs} == {"input"} and {t.role for t in mf.file_outputs} == {"output"}
+    for t in mf.file_inputs + mf.file_outputs:
         assert t.name and t.shape and "shape" in t.known
         if c.version != 0x1004:
             # containers 1-6: everything decoded from the FlatBuffer (and an input's mean/std
@@ -87,7 +87,7 @@ def test_every_vendor_file_is_read(path):
         assert c.version == entry["hdr_version"]
         assert mf.npu_family == entry["format"] and mf.target_platform == entry["runtime"]
         assert f"{mf.toolkit_version}(compiler version: {mf.compiler_version})" == entry["compiler"]
-        assert (len(mf.inputs), len(mf.outputs)) == (entry["n_in"], entry["n_out"])
+        assert (len(mf.file_inputs), len(mf.file_outputs)) == (entry["n_in"], entry["n_out"])
     elif kind == "toolkit":   # what the toolkit 2.5.0 said when it built the file
         assert mf.toolkit_version == entry["toolkit_version"]
         assert mf.target_platform == entry["target"]
@@ -166,7 +166,7 @@ def test_mean_and_std_are_the_generators(path):
     mf = modelfile.read(path)
     gen = _generator(path.read_bytes())
     attrs = ast.literal_eval(gen).get("attrs", {}) if gen and gen.startswith("{") else {}
-    for t in mf.inputs:
+    for t in mf.file_inputs:
         a = attrs.get(t.name, {})
         if "mean" in a and "std" in a:
             assert (t.mean, t.std) == (_f32(a["mean"]), _f32(a["std"])), t.name
@@ -175,23 +175,23 @@ def test_mean_and_std_are_the_generators(path):
                 assert {len(t.mean), len(t.std)} <= {1, t.dims[-1]}, t.name
         else:
             assert t.mean is None and t.std is None and "norm" not in t.known, t.name
-    for t in mf.outputs:
+    for t in mf.file_outputs:
         assert t.mean is None and t.std is None and "norm" not in t.known
     if mf.container.version == 0x1004 or mf.format_version < 6:
-        assert all(t.mean is None for t in mf.inputs)
+        assert all(t.mean is None for t in mf.file_inputs)
 
 
 @NO_DATA
 def test_mean_and_std_of_the_toolkits_files():
     # fp16_net (toolkit 2.5.0): images mean [0], std [255, 255, 255], kept as listed (one mean
     # for every channel, one std per channel); multi_io's vec [1, 10]: [0] and [1]
-    t = modelfile.read(_model("fp16_net_rk3588.rknn")).inputs[0]
+    t = modelfile.read(_model("fp16_net_rk3588.rknn")).file_inputs[0]
     assert (t.name, t.mean, t.std) == ("images", (0.0,), (255.0, 255.0, 255.0))
-    vec = modelfile.read(_model("multi_io_rk3588.rknn")).inputs[1]
+    vec = modelfile.read(_model("multi_io_rk3588.rknn")).file_inputs[1]
     assert (vec.name, vec.mean, vec.std) == ("vec", (0.0,), (1.0,))
     # a dynamic model's too; a 0x1004 file's payload is not read for them
-    assert modelfile.read(_model("dynamic_nogap_rk3588.rknn")).inputs[0].std == (255.0,) * 3
-    assert modelfile.read(_model("fp16_net_rk2118.rknn")).inputs[0].mean is None
+    assert modelfile.read(_model("dynamic_nogap_rk3588.rknn")).file_inputs[0].std == (255.0,) * 3
+    assert modelfile.read(_model("fp16_net_rk2118.rknn")).file_inputs[0].mean is None
 
 
 GOOD_ATTRS = "{'attrs': {'x': {'idx': 0, 'mean': [123.675, 116.28, 103.53], 'std': [58.395]}}"
@@ -199,18 +199,54 @@ GOOD_ATTRS = "{'attrs': {'x': {'idx': 0, 'mean': [123.675, 116.28, 103.53], 'std
 
 def test_mean_and_std_of_a_synthetic_file():
     mf = modelfile.read(synthetic_rknn(GOOD_ATTRS + ", 'quant_tab': {}}"))
-    t = mf.inputs[0]
+    t = mf.file_inputs[0]
     assert (t.mean, t.std) == (_f32([123.675, 116.28, 103.53]), _f32([58.395]))
-    assert "norm" in t.known and mf.outputs[0].mean is None
+    assert "norm" in t.known and mf.file_outputs[0].mean is None
     # the bound: 64 entries are kept, 65 are not
     ok = modelfile.read(synthetic_rknn("{'attrs': {'x': {'mean': [%s], 'std': (1,)}}}"
-                                       % ", ".join(["0.5"] * 64))).inputs[0]
+                                       % ", ".join(["0.5"] * 64))).file_inputs[0]
     assert ok.mean == (0.5,) * 64 and ok.std == (1.0,)
     # nesting within the parser's depth elsewhere in the generator does not hide them (the
     # refused case, 100 levels: test_a_static_generator_the_parser_refuses_...)
     deep = modelfile.read(synthetic_rknn(GOOD_ATTRS + ", 'quant_tab': " + "[" * 60 + "]" * 60
-                                         + "}")).inputs[0]
+                                         + "}")).file_inputs[0]
     assert deep.std == _f32([58.395])
+
+
+def test_inputs_are_the_tensor_info_a_model_gives():
+    # ModelFile.inputs/outputs hold rknnx.TensorInfo (Model.inputs' type): the attr view,
+    # numpy's dtype, the quantization; the file's own fields are in file_inputs/outputs
+    import rknnx
+
+    mf = modelfile.read(synthetic_rknn(GOOD_ATTRS + "}"))
+    assert len(mf.inputs) == len(mf.file_inputs) and len(mf.outputs) == len(mf.file_outputs)
+    for info, ft in zip(mf.inputs + mf.outputs, mf.file_inputs + mf.file_outputs):
+        assert type(info) is rknnx.TensorInfo and type(ft) is modelfile.FileTensor
+        assert info == ft.info()
+        assert (info.index, info.name, info.shape, info.layout) == \
+            (ft.index, ft.name, ft.dims, ft.layout)
+        assert info.dtype == np.dtype(ft.dtype) and info.native is None
+        assert (info.quant.kind, info.quant.scale, info.quant.zero_point) == \
+            (ft.qnt_type, ft.scale, ft.zero_point)
+    assert mf.file_inputs[0].mean == _f32([123.675, 116.28, 103.53])
+    assert not hasattr(mf.inputs[0], "mean")
+    # the old name says where its fields went
+    with pytest.raises(AttributeError, match=r"modelfile.TensorInfo is now FileTensor "
+                                             r"\(ModelFile.file_inputs"):
+        modelfile.TensorInfo
+    assert "TensorInfo" not in dir(modelfile) and "FileTensor" in modelfile.__all__
+
+
+def test_a_file_tensor_without_a_numpy_type_or_quantization_says_none():
+    ft = modelfile.read(synthetic_rknn(GOOD_ATTRS + "}")).file_inputs[0]
+    for dtype, qnt, want in (("bfloat16", "none", None), (None, None, None),
+                             ("int4", "dfp", None)):
+        raw = dict(ft.raw, fl=3)
+        info = dataclasses.replace(ft, dtype=dtype, qnt_type=qnt, raw=raw).info()
+        assert info.dtype is want
+        assert info.quant.kind == (qnt if qnt in ("affine", "dfp") else "none")
+        if qnt == "dfp":
+            assert info.quant.fl == 3
 
 
 @pytest.mark.parametrize("generator", [
@@ -226,12 +262,12 @@ def test_mean_and_std_of_a_synthetic_file():
 def test_a_static_generator_the_parser_refuses_leaves_mean_and_std_unknown(generator):
     good = modelfile.read(synthetic_rknn(GOOD_ATTRS + "}"))
     mf = modelfile.read(synthetic_rknn(generator))
-    t = mf.inputs[0]
+    t = mf.file_inputs[0]
     assert t.mean is None and t.std is None and "norm" not in t.known
     # everything else reads as it does with a good generator
-    assert dataclasses.replace(t, mean=good.inputs[0].mean, std=good.inputs[0].std,
-                               known=good.inputs[0].known) == good.inputs[0]
-    assert mf.outputs == good.outputs and not mf.dynamic
+    assert dataclasses.replace(t, mean=good.file_inputs[0].mean, std=good.file_inputs[0].std,
+                               known=good.file_inputs[0].known) == good.file_inputs[0]
+    assert mf.file_outputs == good.file_outputs and not mf.dynamic
 
 
 @pytest.mark.parametrize("norm", [
@@ -252,8 +288,8 @@ def test_a_list_that_is_no_list_of_numbers_leaves_mean_and_std_unknown(norm, dyn
     sets = ", 'dynamic_shapes': {'x': [[1, 3, 4, 6], [1, 3, 2, 2]]}" if dynamic else ""
     mf = modelfile.read(synthetic_rknn("{'attrs': {'x': {%s}}%s}" % (norm, sets),
                                        dynamic=dynamic))
-    assert mf.inputs[0].mean is None and mf.inputs[0].std is None
-    assert "norm" not in mf.inputs[0].known
+    assert mf.file_inputs[0].mean is None and mf.file_inputs[0].std is None
+    assert "norm" not in mf.file_inputs[0].known
     assert mf.dynamic == dynamic and len(mf.shape_sets) == (2 if dynamic else 0)
 
 
@@ -264,7 +300,7 @@ def test_a_dynamic_models_generator_is_still_needed():
     good = bad.replace("np.float32(0)", "[0]").replace(
         "{}}", "{'x': [[1, 3, 4, 6]]}}")
     mf = modelfile.read(synthetic_rknn(good, dynamic=True))
-    assert mf.shape_sets == (((1, 4, 6, 3),),) and mf.inputs[0].mean == (0.0,)
+    assert mf.shape_sets == (((1, 4, 6, 3),),) and mf.file_inputs[0].mean == (0.0,)
 
 
 # ---- the vendor runtime's answers are the truth -------------------------------------------
@@ -287,9 +323,9 @@ def test_signature_equals_the_vendor_runtime_answers(runtime, model, answer):
     mf = modelfile.read(_model(model))
     q = _queries(json.loads((REAL_RUNTIME / "answers" / answer).read_text()))
     n = q[("IN_OUT_NUM", 0)]
-    assert (len(mf.inputs), len(mf.outputs)) == (n["n_input"], n["n_output"])
+    assert (len(mf.file_inputs), len(mf.file_outputs)) == (n["n_input"], n["n_output"])
     checked = 0
-    for role, tensors in (("INPUT", mf.inputs), ("OUTPUT", mf.outputs)):
+    for role, tensors in (("INPUT", mf.file_inputs), ("OUTPUT", mf.file_outputs)):
         for t in tensors:
             a = q[(f"{role}_ATTR", t.index)]
             assert t.name == a["name"]          # the runtime's order
@@ -303,6 +339,14 @@ def test_signature_equals_the_vendor_runtime_answers(runtime, model, answer):
                 assert t.zero_point == a["zp"]
                 assert t.scale == pytest.approx(a["scale"], rel=1e-6, abs=0)
                 checked += 1
+            info = (mf.inputs if role == "INPUT" else mf.outputs)[t.index]
+            if "attr" in t.known and "qnt" in t.known and t.dtype is not None:
+                # ModelFile.inputs: the same answers as the rknnx.TensorInfo Model gives
+                assert (info.name, info.shape, info.layout, info.dtype.name) == \
+                    (a["name"], tuple(a["dims"]), FMT[a["fmt"]], TYPE[a["type"]])
+                assert (info.quant.kind, info.quant.zero_point) == \
+                    ({0: "none", 1: "dfp", 2: "affine"}[a["qnt_type"]], a["zp"])
+                assert info.quant.scale == pytest.approx(a["scale"], rel=1e-6, abs=0)
             nat = q.get((f"NATIVE_{role}_ATTR", t.index))
             if "native" in t.known and nat is not None:
                 if runtime.startswith("librknnrt-1.4.0") and nat["fmt"] == 2:
@@ -315,7 +359,7 @@ def test_signature_equals_the_vendor_runtime_answers(runtime, model, answer):
                                                             FMT[nat["fmt"]])
                 assert t.native_size == nat["size"]
     if mf.container.version != 0x1004:
-        assert checked == len(mf.inputs) + len(mf.outputs)
+        assert checked == len(mf.file_inputs) + len(mf.file_outputs)
     mem = q.get(("MEM_SIZE", 0))
     if mf.weight_size is not None and (runtime.startswith("librknnrt-1.6.0") or
                                        runtime.startswith("librknnmrt")):
@@ -524,7 +568,7 @@ def test_flatbuffer_and_generator_errors_name_the_check():
     # a static model does not need its generator: an unknown literal there is no error
     st_start = data.index(b"{'attrs'")
     st_gen = data[st_start:data.index(b"\0", st_start)]
-    assert modelfile.read(_patch_string(data, st_gen, b"{'a': np.float32(0.5)}")).inputs
+    assert modelfile.read(_patch_string(data, st_gen, b"{'a': np.float32(0.5)}")).file_inputs
     # the I/O JSON of the inputs
     io = b'{"images": {"dtype": "int8", "layout": "NHWC"}}'
     assert _check(_patch_string(data, io, b'{"images": {"dtype": }}')).check == \
@@ -602,7 +646,7 @@ def test_mutated_files_never_crash():
         except ModelFileError as exc:
             assert exc.check and exc.message
         else:
-            assert mf.inputs and mf.outputs
+            assert mf.file_inputs and mf.file_outputs
 
     one()
 
@@ -690,7 +734,7 @@ def test_info_json_stays_json_when_the_file_lists_nan_or_inf(tmp_path):
     # still be JSON a strict parser reads (RFC 8259 has no NaN or Infinity)
     path = tmp_path / "nan.rknn"
     path.write_bytes(synthetic_rknn("{'attrs': {'x': {'mean': [nan, -inf], 'std': [1e999]}}}"))
-    t = modelfile.read(path).inputs[0]
+    t = modelfile.read(path).file_inputs[0]
     assert np.isnan(t.mean[0]) and t.mean[1] == -np.inf and t.std == (np.inf,)
     proc = _info("info", str(path), "--json")
     assert proc.returncode == 0, proc.stderr

@@ -457,14 +457,14 @@ def _modelfile():
 
 @pytest.mark.parametrize("path", V1004_PARAMS, ids=V1004_IDS)
 def test_the_modelfile_says_what_the_runtime_says(path):
-    """rknnx.modelfile's TensorInfo of every input and output against librknnmrt 2.3.2's
+    """rknnx.modelfile's FileTensor of every input and output against librknnmrt 2.3.2's
     (NATIVE_)INPUT_ATTR / OUTPUT_ATTR of the same file."""
     _need_data(path)
     mf = _modelfile().read(path)
     qs = _queries(_answer(path))
     fmt = {0: "NCHW", 1: "NHWC", 2: "NC1HWC2", 3: "UNDEFINED"}
     assert (mf.format_version, mf.compiler_version_int) == (6, 20500)
-    for kind, tensors in (("INPUT", mf.inputs), ("OUTPUT", mf.outputs)):
+    for kind, tensors in (("INPUT", mf.file_inputs), ("OUTPUT", mf.file_outputs)):
         for t in tensors:
             a = _first(qs, f"{kind}_ATTR", t.index)
             nat = _first(qs, f"NATIVE_{kind}_ATTR", t.index)
@@ -481,7 +481,7 @@ def test_the_modelfile_says_what_the_runtime_says(path):
 def test_the_reader_reads_a_synthetic_0x1004_file():
     mf = _modelfile().read(_container(_synthetic_payload(), _tail(SYNTH_IO)))
     assert mf.chip == "RV1106" and mf.npu_family == "RKNPU t3"
-    i0, o0, o1 = mf.inputs[0], mf.outputs[0], mf.outputs[1]
+    i0, o0, o1 = mf.file_inputs[0], mf.file_outputs[0], mf.file_outputs[1]
     assert (i0.dims, i0.layout, i0.scale, i0.zero_point) == ((1, 4, 6, 3), "NHWC", 0.5, -3)
     assert (o0.native_dims, o0.native_layout, o0.native_size) == ((1, 2, 4, 6, 16), "NC1HWC2",
                                                                    768)

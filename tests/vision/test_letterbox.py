@@ -317,12 +317,12 @@ def test_bad_input_is_refused_before_c():
 
 
 def test_the_binding_refuses_geometry_outside_its_arrays():
-    # the private C entry checks extents itself: no call of it reads or writes outside
+    # the C entry checks extents itself: no call of it reads or writes outside
     f = _frame(10, 10)
     out = np.empty((8, 8, 3), np.uint8)
     ok = (f, None, out, 0, 10, 10, 30, 3, 1, 0, 8, 8, 24, 3, (0, 1, 2), 8, 8, 0, 0,
           False, None, b"\0\0\0")
-    _kernels._letterbox_run(*ok)
+    _kernels.letterbox_run(*ok)
     for k, v, msg in ((4, 11, "frame geometry"), (6, 31, "frame geometry"),
                       (12, 25, "output geometry"), (14, (0, 1, 3), "output geometry"),
                       (15, 9, "outside the output"), (20, b"\0" * 10, "3 x 256"),
@@ -330,4 +330,4 @@ def test_the_binding_refuses_geometry_outside_its_arrays():
         args = list(ok)
         args[k] = v
         with pytest.raises(ValueError, match=msg):
-            _kernels._letterbox_run(*args)
+            _kernels.letterbox_run(*args)

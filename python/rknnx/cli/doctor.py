@@ -57,6 +57,33 @@ def run(args) -> int:
     chip = runtime.chip_of()               # the binding's: the personality, else the board's
     nodes = device_nodes()
     print(f"rknnx {rknnx.__version__}")
+    _print_runtime(info, fallback, chip, board_chip, nodes)
+    _print_chip(chip)
+    cma = _cma()
+    if cma and not info["is_emulator"]:
+        print(f"NPU memory: {cma[0] // 1024} MiB free of {cma[1] // 1024} MiB (CMA)")
+    status = 0
+    if isinstance(opened, rknnx.Model) and args.model is None:
+        opened.close()                   # a sample, opened for the versions only
+    elif isinstance(opened, rknnx.Model):
+        _print_model(opened, model)
+    elif opened is not None:
+        print(f"model:     cannot be opened: {opened}")
+        status = 1
+    if args.model is not None:
+        for line in file_lines(model, info.get("sdk_version") or info.get("version"), chip):
+            print(line)
+    for line in _advice(info, nodes, fallback):
+        print(f"-> {line}")
+    if model is None:
+        print("(pass --model FILE.rknn to check that the model opens here, and to read the "
+              "runtime and driver versions)")
+    return status
+
+
+def _print_runtime(info: dict, fallback, chip, board_chip, nodes: list) -> None:
+    """The runtime loaded, why, its entry points and versions; the chip and the NPU's
+    device nodes."""
     if fallback:
         print("no NPU runtime on this machine, which cannot be a board -> the library uses "
               "the bundled CPU emulator (set RKNNX_RUNTIME to choose a library)")
@@ -76,53 +103,57 @@ def run(args) -> int:
     if info["is_emulator"] and board_chip:
         print(f"board:     {board_chip} (device tree)")
     print(f"NPU nodes: {', '.join(nodes) if nodes else 'none'}")
-    if chip:
-        try:
-            lacks = sorted(platforms.unsupported_functions(chip))
-        except ValueError:
-            lacks = []
-        if lacks:
-            print(f"{chip} lacks: {', '.join(lacks)}")
-            if "rknn_inputs_set" in lacks:
-                print("  (zero-copy flow only: rknnx.Model.run goes through NPU memory)")
-        else:
-            print(f"{chip} supports every function of the API")
-    cma = _cma()
-    if cma and not info["is_emulator"]:
-        print(f"NPU memory: {cma[0] // 1024} MiB free of {cma[1] // 1024} MiB (CMA)")
-    status = 0
-    if isinstance(opened, rknnx.Model) and args.model is None:
-        opened.close()                   # a sample, opened for the versions only
-    elif isinstance(opened, rknnx.Model):
-        if isinstance(model, bytes):
-            target = _board.model_target(model)
-        else:
-            with open(model, "rb") as f:
-                target = _board.model_target(f.read())
-        ins = ", ".join(f"{t.name}{list(t.shape)}:{t.dtype}" for t in opened.inputs)
-        outs = ", ".join(f"{t.name}{list(t.shape)}:{t.dtype}" for t in opened.outputs)
-        kind = "dynamic shapes" if opened.dynamic else "static shapes"
-        built = f"built for {target}" if target else "the file names no chip"
-        print(f"model:     opens here ({kind}; {built}; inputs {ins})")
-        print(f"           outputs {outs}")
-        ms = opened.mem_size
-        if ms is not None and ms.total_dma_allocated_size:
-            print(f"           NPU memory it takes: {_size(ms.total_dma_allocated_size)}")
-        elif ms is not None:
-            # the emulator's stand-in for a vendor file knows the file's plan only: the
-            # runtime's own buffers come on top on a board (docs/standin.md)
-            print(f"           NPU memory it plans: weights {_size(ms.total_weight_size)} + "
-                  f"internal {_size(ms.total_internal_size)} (the runtime's own buffers "
-                  "come on top)")
-        for note in opened.notes:
-            print(f"           {note}")
-        opened.close()
-    elif opened is not None:
-        print(f"model:     cannot be opened: {opened}")
-        status = 1
-    if args.model is not None:
-        for line in file_lines(model, info.get("sdk_version") or info.get("version"), chip):
-            print(line)
+
+
+def _print_chip(chip) -> None:
+    """What the chip lacks of the API (rknnx.platforms' table)."""
+    from rknnx import platforms
+
+    if not chip:
+        return
+    try:
+        lacks = sorted(platforms.unsupported_functions(chip))
+    except ValueError:
+        lacks = []
+    if lacks:
+        print(f"{chip} lacks: {', '.join(lacks)}")
+        if "rknn_inputs_set" in lacks:
+            print("  (zero-copy flow only: rknnx.Model.run goes through NPU memory)")
+    else:
+        print(f"{chip} supports every function of the API")
+
+
+def _print_model(opened, model) -> None:
+    """The model given with --model, opened here: its target, shapes, NPU memory and
+    notes; then closed."""
+    if isinstance(model, bytes):
+        target = _board.model_target(model)
+    else:
+        with open(model, "rb") as f:
+            target = _board.model_target(f.read())
+    ins = ", ".join(f"{t.name}{list(t.shape)}:{t.dtype}" for t in opened.inputs)
+    outs = ", ".join(f"{t.name}{list(t.shape)}:{t.dtype}" for t in opened.outputs)
+    kind = "dynamic shapes" if opened.dynamic else "static shapes"
+    built = f"built for {target}" if target else "the file names no chip"
+    print(f"model:     opens here ({kind}; {built}; inputs {ins})")
+    print(f"           outputs {outs}")
+    ms = opened.mem_size
+    if ms is not None and ms.total_dma_allocated_size:
+        print(f"           NPU memory it takes: {_size(ms.total_dma_allocated_size)}")
+    elif ms is not None:
+        # the emulator's stand-in for a vendor file knows the file's plan only: the
+        # runtime's own buffers come on top on a board (docs/standin.md)
+        print(f"           NPU memory it plans: weights {_size(ms.total_weight_size)} + "
+              f"internal {_size(ms.total_internal_size)} (the runtime's own buffers "
+              "come on top)")
+    for note in opened.notes:
+        print(f"           {note}")
+    opened.close()
+
+
+def _advice(info: dict, nodes: list, fallback) -> list:
+    """What to do about what is missing: the NPU's device nodes, a runtime to install, an
+    emulator chosen on a machine with an NPU."""
     advice = []
     problem = None if info["is_emulator"] and not os.environ.get("RKNN_EMU_NO_DEVICE") \
         else _board.npu_device_problem()
@@ -135,12 +166,7 @@ def run(args) -> int:
     if info["is_emulator"] and nodes:
         advice.append("this machine has an NPU but rknnx uses the emulator: install "
                       "librknnrt.so or unset RKNNX_RUNTIME")
-    for line in advice:
-        print(f"-> {line}")
-    if model is None:
-        print("(pass --model FILE.rknn to check that the model opens here, and to read the "
-              "runtime and driver versions)")
-    return status
+    return advice
 
 
 def file_lines(path, runtime_version, chip=None) -> list:

@@ -148,8 +148,8 @@ def describe_file(mf) -> dict:
         "shape_sets": [[list(s) for s in shapes] for shapes in mf.shape_sets],
         "custom_ops": [{"name": o.name, "type": o.type} for o in mf.custom_ops],
         "mem_size": {"weight": mf.weight_size, "internal": mf.internal_size},
-        "inputs": [tensor(t) for t in mf.inputs],
-        "outputs": [tensor(t) for t in mf.outputs],
+        "inputs": [tensor(t) for t in mf.file_inputs],
+        "outputs": [tensor(t) for t in mf.file_outputs],
         "runtimes": [{"runtime": s.runtime, "verdict": s.verdict, "reason": s.reason}
                      for s in mf.runtime_support()],
     }

@@ -101,6 +101,29 @@ def _nhwc(shape):
 
 def _tensor(i, arr, info, layout) -> _T:
     """Describe output i (an array) from its own shape and strides and its info."""
+    arr = _array(i, arr)
+    t = _T()
+    t.arr, t.code, t.index = arr, _CODES[arr.dtype], i
+    if layout is not None:
+        layout = str(layout).upper()
+        if layout not in _LAYOUTS:
+            raise ValueError(f"output {i}: layout must be one of {_LAYOUTS}; got {layout!r}")
+    if arr.ndim == 5 or layout == "NC1HWC2":
+        _blocked_geometry(t, info)
+    elif arr.ndim == 4:
+        _plain_geometry(t, info, layout)
+    elif arr.ndim == 3:
+        _ncl_geometry(t, info)
+    else:
+        raise ValueError(f"output {i}: a {arr.ndim}-D array (shape {tuple(arr.shape)}); "
+                         f"expected 3-D [1, C, N], 4-D NCHW/NHWC or 5-D NC1HWC2")
+    _quantization(t, info)
+    return t
+
+
+def _array(i, arr) -> np.ndarray:
+    """Output i as an array of a decoded type (float64 read as float32), not empty, with no
+    negative stride (such a view is copied)."""
     if not isinstance(arr, np.ndarray):
         arr = np.asarray(arr)
     if arr.dtype == np.float64:
@@ -112,101 +135,115 @@ def _tensor(i, arr, info, layout) -> _T:
         raise ValueError(f"output {i}: an empty array (shape {arr.shape})")
     if any(s < 0 for s in arr.strides):
         arr = np.ascontiguousarray(arr)
-    t = _T()
-    t.arr, t.code, t.index = arr, _CODES[arr.dtype], i
-    st = arr.strides
+    return arr
+
+
+def _blocked_geometry(t: _T, info) -> None:
+    """An NC1HWC2 array [1, C1, H, W, C2] holding the model's C channels (the info's; a
+    3-D tensor [N, C, L] is blocked as [N, C1, L, 1, C2] or [N, C1, 1, L, C2])."""
+    i, arr = t.index, t.arr
     shape = tuple(arr.shape)
     ishape = tuple(info.shape) if info is not None else None
-    if layout is not None:
-        layout = str(layout).upper()
-        if layout not in _LAYOUTS:
-            raise ValueError(f"output {i}: layout must be one of {_LAYOUTS}; got {layout!r}")
-    if arr.ndim == 5 or layout == "NC1HWC2":
-        if arr.ndim != 5:
-            raise ValueError(f"output {i}: an NC1HWC2 array is 5-D [N, C1, H, W, C2]; got "
-                             f"shape {shape}")
-        n, c1, h, w, c2 = shape
-        if ishape is not None and len(ishape) == 4:
-            C = info.shape_in("NCHW")[1] if info.layout in ("NHWC", "NCHW") else ishape[1]
-        elif ishape is not None and len(ishape) >= 2:
-            C = ishape[1]
-        else:
-            C = c1 * c2
-        if ishape is not None and len(ishape) == 3:
-            # a 3-D tensor [N, C, L] blocked as [N, C1, L, 1, C2] or [N, C1, 1, L, C2]
-            if h * w != ishape[2]:
-                raise ValueError(f"output {i}: NC1HWC2 shape {shape} does not hold the "
-                                 f"model's {ishape}")
-        elif ishape is not None and len(ishape) == 4 and \
-                (h, w) != tuple(info.shape_in("NCHW")[2:] if info.layout in ("NHWC", "NCHW")
-                                else ishape[2:]):
-            raise ValueError(f"output {i}: NC1HWC2 shape {shape} does not hold the model's "
-                             f"{ishape} ({info.layout})")
-        if c1 * c2 < C or n != 1:
-            raise ValueError(f"output {i}: NC1HWC2 shape {shape} does not hold {C} channels "
-                             f"of a batch of 1")
-        t.C, t.H, t.W, t.C2 = C, h, w, c2
-        t.strides = (st[1], st[4], st[2], st[3])
-        t.layout = "NC1HWC2"
-    elif arr.ndim == 4:
-        if layout is None:
-            if ishape is None:
-                layout = "NCHW"
-            else:
-                as_info = shape == ishape
-                as_nhwc = len(ishape) == 4 and shape == _nhwc(ishape) and \
-                    info.layout != "NHWC"
-                if as_info and as_nhwc:
-                    raise ValueError(
-                        f"output {i}: shape {shape} reads as NCHW and as NHWC ({info.name!r}); "
-                        f"say which with layout='NCHW' or layout='NHWC'")
-                if as_info:
-                    layout = info.layout if info.layout in ("NCHW", "NHWC") else "NCHW"
-                elif as_nhwc:
-                    layout = "NHWC"
-                else:
-                    raise ValueError(f"output {i}: shape {shape} is not the model's {ishape} "
-                                     f"({info.layout}) nor its NHWC form")
-        if layout == "NHWC":
-            n, h, w, C = shape
-            t.strides = (0, st[3], st[1], st[2])
-        else:
-            n, C, h, w = shape
-            t.strides = (0, st[1], st[2], st[3])
-        if n != 1:
-            raise ValueError(f"output {i}: a batch of {n}; decode takes one frame")
-        t.C, t.H, t.W, t.C2 = C, h, w, C
-        t.layout = layout
-    elif arr.ndim == 3:
-        if ishape is not None and shape != ishape:
-            raise ValueError(f"output {i}: shape {shape} is not the model's {ishape}")
-        n, C, L = shape
-        if n != 1:
-            raise ValueError(f"output {i}: a batch of {n}; decode takes one frame")
-        t.C, t.H, t.W, t.C2 = C, 1, L, C
-        t.strides = (0, st[1], 0, st[2])
-        t.layout = "NCL"
+    if arr.ndim != 5:
+        raise ValueError(f"output {i}: an NC1HWC2 array is 5-D [N, C1, H, W, C2]; got "
+                         f"shape {shape}")
+    n, c1, h, w, c2 = shape
+    plain = ishape is not None and len(ishape) == 4 and info.layout in ("NHWC", "NCHW")
+    if ishape is not None and len(ishape) == 4:
+        C = info.shape_in("NCHW")[1] if plain else ishape[1]
+    elif ishape is not None and len(ishape) >= 2:
+        C = ishape[1]
     else:
-        raise ValueError(f"output {i}: a {arr.ndim}-D array (shape {shape}); expected 3-D "
-                         f"[1, C, N], 4-D NCHW/NHWC or 5-D NC1HWC2")
+        C = c1 * c2
+    if ishape is not None and len(ishape) == 3:
+        if h * w != ishape[2]:
+            raise ValueError(f"output {i}: NC1HWC2 shape {shape} does not hold the "
+                             f"model's {ishape}")
+    elif ishape is not None and len(ishape) == 4 and \
+            (h, w) != tuple(info.shape_in("NCHW")[2:] if plain else ishape[2:]):
+        raise ValueError(f"output {i}: NC1HWC2 shape {shape} does not hold the model's "
+                         f"{ishape} ({info.layout})")
+    if c1 * c2 < C or n != 1:
+        raise ValueError(f"output {i}: NC1HWC2 shape {shape} does not hold {C} channels "
+                         f"of a batch of 1")
+    st = arr.strides
+    t.C, t.H, t.W, t.C2 = C, h, w, c2
+    t.strides = (st[1], st[4], st[2], st[3])
+    t.layout = "NC1HWC2"
+
+
+def _plain_layout(i, shape, info) -> str:
+    """The layout of a 4-D array not said: the info's when the array has its shape, NHWC
+    when it has the NHWC form of it (an error when both, or neither)."""
+    if info is None:
+        return "NCHW"
+    ishape = tuple(info.shape)
+    as_info = shape == ishape
+    as_nhwc = len(ishape) == 4 and shape == _nhwc(ishape) and info.layout != "NHWC"
+    if as_info and as_nhwc:
+        raise ValueError(
+            f"output {i}: shape {shape} reads as NCHW and as NHWC ({info.name!r}); "
+            f"say which with layout='NCHW' or layout='NHWC'")
+    if as_info:
+        return info.layout if info.layout in ("NCHW", "NHWC") else "NCHW"
+    if as_nhwc:
+        return "NHWC"
+    raise ValueError(f"output {i}: shape {shape} is not the model's {ishape} "
+                     f"({info.layout}) nor its NHWC form")
+
+
+def _plain_geometry(t: _T, info, layout) -> None:
+    """A 4-D NCHW or NHWC array of one frame."""
+    shape, st = tuple(t.arr.shape), t.arr.strides
+    if layout is None:
+        layout = _plain_layout(t.index, shape, info)
+    if layout == "NHWC":
+        n, h, w, C = shape
+        t.strides = (0, st[3], st[1], st[2])
+    else:
+        n, C, h, w = shape
+        t.strides = (0, st[1], st[2], st[3])
+    if n != 1:
+        raise ValueError(f"output {t.index}: a batch of {n}; decode takes one frame")
+    t.C, t.H, t.W, t.C2 = C, h, w, C
+    t.layout = layout
+
+
+def _ncl_geometry(t: _T, info) -> None:
+    """A 3-D [1, C, L] array: one row of L cells."""
+    shape, st = tuple(t.arr.shape), t.arr.strides
+    if info is not None and shape != tuple(info.shape):
+        raise ValueError(f"output {t.index}: shape {shape} is not the model's "
+                         f"{tuple(info.shape)}")
+    n, C, L = shape
+    if n != 1:
+        raise ValueError(f"output {t.index}: a batch of {n}; decode takes one frame")
+    t.C, t.H, t.W, t.C2 = C, 1, L, C
+    t.strides = (0, st[1], 0, st[2])
+    t.layout = "NCL"
+
+
+def _quantization(t: _T, info) -> None:
+    """The scale, zero point and (8-bit codes) value table of integer codes, from the
+    model's info; float values need none."""
+    i, dtype = t.index, t.arr.dtype
     t.scale, t.zp, t.lut = 1.0, 0.0, None
-    if t.code <= 2:
-        q = _info_quant(info) if info is not None else None
-        if q is None:
-            raise ValueError(
-                f"output {i}: {arr.dtype} codes need the model's quantization: pass "
-                f"infos=model.outputs" if info is None else
-                f"output {i}: {arr.dtype} codes, but the model's output is not quantized "
-                f"({info.dtype}); pass the float values")
-        if info.dtype != arr.dtype:
-            raise ValueError(f"output {i}: {arr.dtype} codes, but the model writes "
-                             f"{info.dtype}")
-        t.scale, t.zp = q
-        if t.scale <= 0 or not np.isfinite(t.scale):
-            raise ValueError(f"output {i}: quantization scale {t.scale} is not positive")
-        if t.code <= 1:
-            t.lut = _lut(arr.dtype, t.scale, t.zp)
-    return t
+    if t.code > 2:
+        return
+    q = _info_quant(info) if info is not None else None
+    if q is None:
+        raise ValueError(
+            f"output {i}: {dtype} codes need the model's quantization: pass "
+            f"infos=model.outputs" if info is None else
+            f"output {i}: {dtype} codes, but the model's output is not quantized "
+            f"({info.dtype}); pass the float values")
+    if info.dtype != dtype:
+        raise ValueError(f"output {i}: {dtype} codes, but the model writes {info.dtype}")
+    t.scale, t.zp = q
+    if t.scale <= 0 or not np.isfinite(t.scale):
+        raise ValueError(f"output {i}: quantization scale {t.scale} is not positive")
+    if t.code <= 1:
+        t.lut = _lut(dtype, t.scale, t.zp)
 
 
 def _ordered(lut, dtype_code):
@@ -396,7 +433,7 @@ def decode(family, outputs, infos=None, *, conf: float = 0.25, iou: float = 0.45
     kw = dict(conf=conf, iou=iou, max_det=max_det, classes=classes, agnostic=agnostic,
               max_nms=max_nms, anchors=anchors, layout=layout, input_size=input_size,
               names=names)
-    if not (hasattr(outputs, "output_attrs") and hasattr(outputs, "_of")):
+    if not (hasattr(outputs, "output_attrs") and hasattr(outputs, "output_infos")):
         return _decode(family, outputs, infos, **kw)
     try:
         return _decode(family, outputs, infos, **kw)
@@ -458,9 +495,37 @@ def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnosti
     if family is not None and (not isinstance(family, str) or
                                family.lower() not in FAMILIES):
         raise ValueError(f"decode: family must be one of {FAMILIES}; got {family!r}")
-    # -- the outputs ----------------------------------------------------------------------
+    arrays, infos, layouts, input_size = _outputs(outputs, infos, layout, input_size)
+    ts = [_tensor(i, a, infos[i] if infos is not None else None,
+                  layouts[i] if layouts is not None else None)
+          for i, a in enumerate(arrays)]
+    family = _family_of(family, ts)
+    _check_parameters(conf, iou, max_det, max_nms, agnostic)
+    head = _head(family, ts, anchors)
+    scales = head.scales
+    W_in, H_in = _place(scales, head.kind, input_size, family)
+    for sc in scales:
+        _thresholds(sc, head.nc, float(conf), head.kind, head.sigmoid)
+    class_ok = _class_flags(classes, head.nc)
+
+    boxes, scores, cls_, index = _kernels.yolo_decode(
+        head.kind, [s.desc() for s in scales], head.nc, head.reg_max, head.sigmoid,
+        float(conf), float(iou), int(max_det), int(max_nms), bool(agnostic), class_ok)
+
+    masks = keypoints = None
+    if family == "yolov8-seg":
+        masks = _masks(scales, head.coefs, head.extra, index, boxes, H_in, W_in)
+    elif family == "yolov8-pose":
+        keypoints = _keypoints(head.extra, index)
+    return Detections(boxes, scores, cls_, masks=masks, keypoints=keypoints, names=names)
+
+
+def _outputs(outputs, infos, layout, input_size):
+    """(arrays, infos, layouts, input_size) of decode's `outputs`: a zero-copy session (its
+    views, its model's infos, its attributes' layouts and input size, where not given), one
+    array or a sequence of them; `layout` (one for all, or one per output) overrides."""
     layouts = None
-    if hasattr(outputs, "output_attrs") and hasattr(outputs, "_of"):
+    if hasattr(outputs, "output_attrs") and hasattr(outputs, "output_infos"):
         arrays, sinfos, layouts, ssize = _session_parts(outputs)
         infos = sinfos if infos is None else infos
         if input_size is None:
@@ -488,9 +553,12 @@ def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnosti
             if len(layouts) != len(arrays):
                 raise ValueError(f"decode: layout= gives {len(layouts)} layouts for "
                                  f"{len(arrays)} outputs")
-    ts = [_tensor(i, a, infos[i] if infos is not None else None,
-                  layouts[i] if layouts is not None else None)
-          for i, a in enumerate(arrays)]
+    return arrays, infos, layouts, input_size
+
+
+def _family_of(family, ts: List[_T]) -> str:
+    """The family decoded: the one given (``yolo11`` is ``yolov8``), else the only one the
+    outputs' signature fits."""
     if family is None:
         cands = _infer([(1, t.C, t.W) if t.layout == "NCL" else (1, t.C, t.H, t.W)
                         for t in ts])
@@ -499,10 +567,10 @@ def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnosti
                              f"{'none of ' + str(FAMILIES) if not cands else cands}: pass it")
         family = cands[0]
     family = family.lower()
-    if family == "yolo11":
-        family = "yolov8"
+    return "yolov8" if family == "yolo11" else family
 
-    # -- the parameters -----------------------------------------------------------------
+
+def _check_parameters(conf, iou, max_det, max_nms, agnostic) -> None:
     for name, v in (("conf", conf), ("iou", iou)):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) \
                 or not np.isfinite(v):
@@ -513,161 +581,210 @@ def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnosti
     if not (agnostic is True or agnostic is False):
         raise TypeError(f"decode: agnostic must be True or False; got {agnostic!r}")
 
-    # -- the family's scales --------------------------------------------------------------
-    kind, sigmoid, reg_max = _DFL, False, 16
-    scales: List[_Scale] = []
-    extra = None
-    coefs = None
+
+class _Head:
+    """A family's reading of the outputs: the box rule (`kind`), whether class scores are
+    logits (`sigmoid`), DFL bins per side, the class count, the scales the C decodes, and
+    the proto (seg) or keypoints (pose) output with seg's mask coefficients per scale."""
+
+    __slots__ = ("kind", "sigmoid", "reg_max", "nc", "scales", "extra", "coefs")
+
+    def __init__(self, kind, nc, scales, *, sigmoid=False, reg_max=16, extra=None,
+                 coefs=None):
+        self.kind, self.nc, self.scales, self.sigmoid = kind, nc, scales, sigmoid
+        self.reg_max, self.extra, self.coefs = reg_max, extra, coefs
+
+
+def _head(family: str, ts: List[_T], anchors) -> _Head:
     if family == "yolov8" and len(ts) == 1:
-        t = ts[0]
-        if t.layout != "NCL" and t.H != 1:
-            raise ValueError(f"yolov8 fused output must be [1, 4+nc, N]; got {_shapes(ts)}")
-        if t.C < 5:
-            raise ValueError(f"yolov8 fused output [1, {t.C}, {t.W}] has no class scores "
-                             f"(expected 4 box rows + nc)")
-        kind, nc = _CXCYWH, t.C - 4
+        return _fused_head(ts[0])
+    if family in ("yolov8", "yolov8-seg"):
+        return _split_head(family, ts)
+    if family == "yolov8-pose":
+        return _pose_head(ts)
+    return _grid_head(family, ts, anchors)
+
+
+def _fused_head(t: _T) -> _Head:
+    """Ultralytics' fused yolov8 output [1, 4+nc, N]: cx, cy, w, h rows, then the classes."""
+    if t.layout != "NCL" and t.H != 1:
+        raise ValueError(f"yolov8 fused output must be [1, 4+nc, N]; got {_shapes([t])}")
+    if t.C < 5:
+        raise ValueError(f"yolov8 fused output [1, {t.C}, {t.W}] has no class scores "
+                         f"(expected 4 box rows + nc)")
+    sc = _Scale(t, t)
+    sc.cls_off = 4
+    if t.code <= 1 and t.scale * 16 > 1.0:
+        key = (t.C, t.W, t.scale, t.zp)
+        if key not in _warned:
+            _warned.add(key)
+            warnings.warn(
+                f"yolov8 fused int8 output [1, {t.C}, {t.W}]: its boxes and class scores "
+                f"share one scale ({t.scale:.4g}), so a class score in 0..1 spans "
+                f"{1 / t.scale:.1f} codes and most scores read as 0: export the zoo's "
+                f"split heads (6 or 9 outputs) or keep this output float", DecodeWarning,
+                stacklevel=5)          # _fused_head, _head, _decode, decode: the caller
+    return _Head(_CXCYWH, t.C - 4, [sc])
+
+
+def _split_head(family: str, ts: List[_T]) -> _Head:
+    """The zoo's split yolov8 heads (box, class scores[, score_sum][, mask coefficients]
+    per scale, then seg's proto): DFL boxes."""
+    groups, extra = _group_split(family, ts)
+    nc = groups[0][1].C
+    scales = []
+    reg_max = 16
+    for box, cls, ssum, coef in groups:
+        if box.C % 4 or box.C // 4 > 64 or box.C < 4:
+            raise ValueError(f"{family}: a box output has 4 x reg_max channels (the "
+                             f"zoo's 64); output {box.index} has {box.C} "
+                             f"(outputs: {_shapes(ts)})")
+        reg_max = box.C // 4
+        if cls.C != nc or (box.H, box.W) != (cls.H, cls.W):
+            raise ValueError(f"{family}: the class outputs must all have {nc} channels "
+                             f"on their scale's grid; got {_shapes(ts)}")
+        if ssum is not None and (ssum.C != 1 or (ssum.H, ssum.W) != (cls.H, cls.W)):
+            raise ValueError(f"{family}: output {ssum.index} should be score_sum "
+                             f"[1, 1, {cls.H}, {cls.W}]; got {_shapes([ssum])}")
+        if coef is not None and (coef.H, coef.W) != (cls.H, cls.W):
+            raise ValueError(f"{family}: output {coef.index} (mask coefficients) is not "
+                             f"on its scale's grid")
+        scales.append(_Scale(box, cls, ssum))
+    coefs = None
+    if family == "yolov8-seg":
+        coefs = [g[3] for g in groups]
+        if extra.C != coefs[0].C or any(c.C != extra.C for c in coefs):
+            raise ValueError(f"yolov8-seg: {coefs[0].C} mask coefficients for a proto "
+                             f"of {extra.C} channels")
+    return _Head(_DFL, nc, scales, reg_max=reg_max, extra=extra, coefs=coefs)
+
+
+def _pose_head(ts: List[_T]) -> _Head:
+    """The zoo's yolov8-pose: 3 heads [1, 64+nc, H, W] (DFL box, class logits), then the
+    keypoints [1, K, 3, N] of every cell."""
+    if len(ts) != 4:
+        raise ValueError(f"yolov8-pose takes the zoo's 4 outputs (3 heads [1, 64+nc, H, "
+                         f"W], keypoints [1, K, 3, N]); got {len(ts)}")
+    extra = ts[3]
+    nc = ts[0].C - 64
+    if nc < 1 or any(t.C != ts[0].C for t in ts[:3]):
+        raise ValueError(f"yolov8-pose: heads of 64 + nc channels; got {_shapes(ts[:3])}")
+    ncell = sum(t.H * t.W for t in ts[:3])
+    if extra.W != ncell or extra.H not in (2, 3):
+        raise ValueError(f"yolov8-pose: keypoints [1, K, 3, {ncell}] expected; got "
+                         f"{_shapes([extra])}")
+    scales = []
+    for t in ts[:3]:
         sc = _Scale(t, t)
-        sc.cls_off = 4
+        sc.cls_off = 64
         scales.append(sc)
-        if t.code <= 1 and t.scale * 16 > 1.0:
-            key = (t.C, t.W, t.scale, t.zp)
-            if key not in _warned:
-                _warned.add(key)
-                warnings.warn(
-                    f"yolov8 fused int8 output [1, {t.C}, {t.W}]: its boxes and class scores "
-                    f"share one scale ({t.scale:.4g}), so a class score in 0..1 spans "
-                    f"{1 / t.scale:.1f} codes and most scores read as 0: export the zoo's "
-                    f"split heads (6 or 9 outputs) or keep this output float", DecodeWarning,
-                    stacklevel=3)
-    elif family in ("yolov8", "yolov8-seg"):
-        groups, extra = _group_split(family, ts)
-        nc = groups[0][1].C
-        for box, cls, ssum, coef in groups:
-            if box.C % 4 or box.C // 4 > 64 or box.C < 4:
-                raise ValueError(f"{family}: a box output has 4 x reg_max channels (the "
-                                 f"zoo's 64); output {box.index} has {box.C} "
-                                 f"(outputs: {_shapes(ts)})")
-            reg_max = box.C // 4
-            if cls.C != nc or (box.H, box.W) != (cls.H, cls.W):
-                raise ValueError(f"{family}: the class outputs must all have {nc} channels "
-                                 f"on their scale's grid; got {_shapes(ts)}")
-            if ssum is not None and (ssum.C != 1 or (ssum.H, ssum.W) != (cls.H, cls.W)):
-                raise ValueError(f"{family}: output {ssum.index} should be score_sum "
-                                 f"[1, 1, {cls.H}, {cls.W}]; got {_shapes([ssum])}")
-            if coef is not None and (coef.H, coef.W) != (cls.H, cls.W):
-                raise ValueError(f"{family}: output {coef.index} (mask coefficients) is not "
-                                 f"on its scale's grid")
-            scales.append(_Scale(box, cls, ssum))
-        if family == "yolov8-seg":
-            coefs = [g[3] for g in groups]
-            if extra.C != coefs[0].C or any(c.C != extra.C for c in coefs):
-                raise ValueError(f"yolov8-seg: {coefs[0].C} mask coefficients for a proto "
-                                 f"of {extra.C} channels")
-    elif family == "yolov8-pose":
-        if len(ts) != 4:
-            raise ValueError(f"yolov8-pose takes the zoo's 4 outputs (3 heads [1, 64+nc, H, "
-                             f"W], keypoints [1, K, 3, N]); got {len(ts)}")
-        extra = ts[3]
-        nc = ts[0].C - 64
-        if nc < 1 or any(t.C != ts[0].C for t in ts[:3]):
-            raise ValueError(f"yolov8-pose: heads of 64 + nc channels; got {_shapes(ts[:3])}")
-        ncell = sum(t.H * t.W for t in ts[:3])
-        if extra.W != ncell or extra.H not in (2, 3):
-            raise ValueError(f"yolov8-pose: keypoints [1, K, 3, {ncell}] expected; got "
-                             f"{_shapes([extra])}")
-        sigmoid = True
-        for t in ts[:3]:
-            sc = _Scale(t, t)
-            sc.cls_off = 64
-            scales.append(sc)
-    else:   # yolov5, yolox
-        if len(ts) < 1 or len(ts) > 8:
-            raise ValueError(f"{family} takes one output per scale; got {len(ts)}")
-        if family == "yolov5":
-            anc = ZOO_ANCHORS if anchors is None else anchors
-            try:
-                anc = [tuple(float(v) for v in np.asarray(a, float).reshape(-1)) for a in anc]
-            except (TypeError, ValueError):
-                raise ValueError("anchors: one flat (w, h, w, h, ...) sequence per scale") \
-                    from None
-            if len(anc) != len(ts):
-                raise ValueError(f"yolov5: {len(anc)} scales of anchors for {len(ts)} "
-                                 f"outputs")
-            kind = _ANCHOR
-        else:
-            anc = [(1.0, 1.0)] * len(ts)
-            kind = _YOLOX
-        nc = None
-        for t, a in zip(ts, anc):
-            na = len(a) // 2
-            if na < 1 or len(a) % 2 or na > 8 or t.C % na or t.C // na < 6:
-                raise ValueError(f"{family}: output {t.index} has {t.C} channels; expected "
-                                 f"{'anchors x ' if kind == _ANCHOR else ''}(5 + nc) "
-                                 f"(outputs: {_shapes(ts)})")
-            g = t.C // na
-            if nc is not None and g - 5 != nc:
-                raise ValueError(f"{family}: the outputs disagree on the class count: "
-                                 f"{_shapes(ts)}")
-            nc = g - 5
-            sc = _Scale(t, t)
-            sc.na, sc.group, sc.obj_off, sc.cls_off = na, g, 4, 5
-            sc.anchors = a if kind == _ANCHOR else ()
-            scales.append(sc)
-    grids = [(s.cls.H, s.cls.W) for s in scales]
-    if kind != _CXCYWH:
-        W_in, H_in = _input_size(input_size, grids, family)
-        for sc in scales:
-            sc.sx, sc.sy = W_in / sc.cls.W, H_in / sc.cls.H
+    return _Head(_DFL, nc, scales, sigmoid=True, extra=extra)
+
+
+def _grid_head(family: str, ts: List[_T], anchors) -> _Head:
+    """yolov5 (anchors x (5 + nc) channels per scale) and yolox (5 + nc): box, objectness
+    and class scores of each cell in one output per scale."""
+    if len(ts) < 1 or len(ts) > 8:
+        raise ValueError(f"{family} takes one output per scale; got {len(ts)}")
+    if family == "yolov5":
+        anc = _anchors(anchors, len(ts))
+        kind = _ANCHOR
     else:
-        W_in, H_in = input_size if input_size is not None else (0, 0)
+        anc = [(1.0, 1.0)] * len(ts)
+        kind = _YOLOX
+    nc = None
+    scales = []
+    for t, a in zip(ts, anc):
+        na = len(a) // 2
+        if na < 1 or len(a) % 2 or na > 8 or t.C % na or t.C // na < 6:
+            raise ValueError(f"{family}: output {t.index} has {t.C} channels; expected "
+                             f"{'anchors x ' if kind == _ANCHOR else ''}(5 + nc) "
+                             f"(outputs: {_shapes(ts)})")
+        g = t.C // na
+        if nc is not None and g - 5 != nc:
+            raise ValueError(f"{family}: the outputs disagree on the class count: "
+                             f"{_shapes(ts)}")
+        nc = g - 5
+        sc = _Scale(t, t)
+        sc.na, sc.group, sc.obj_off, sc.cls_off = na, g, 4, 5
+        sc.anchors = a if kind == _ANCHOR else ()
+        scales.append(sc)
+    return _Head(kind, nc, scales)
+
+
+def _anchors(anchors, n: int) -> list:
+    """yolov5's anchors, one flat (w, h, ...) tuple per scale (the zoo's by default)."""
+    anc = ZOO_ANCHORS if anchors is None else anchors
+    try:
+        anc = [tuple(float(v) for v in np.asarray(a, float).reshape(-1)) for a in anc]
+    except (TypeError, ValueError):
+        raise ValueError("anchors: one flat (w, h, w, h, ...) sequence per scale") \
+            from None
+    if len(anc) != n:
+        raise ValueError(f"yolov5: {len(anc)} scales of anchors for {n} outputs")
+    return anc
+
+
+def _place(scales: List[_Scale], kind: int, input_size, family: str) -> Tuple[int, int]:
+    """The input size (W, H) boxes are in, each scale's cell size in it set; the fused
+    output's boxes are already in pixels ((0, 0) when no size is known)."""
+    if kind == _CXCYWH:
+        return input_size if input_size is not None else (0, 0)
+    W_in, H_in = _input_size(input_size, [(s.cls.H, s.cls.W) for s in scales], family)
     for sc in scales:
-        _thresholds(sc, nc, float(conf), kind, sigmoid)
+        sc.sx, sc.sy = W_in / sc.cls.W, H_in / sc.cls.H
+    return W_in, H_in
 
-    class_ok = None
-    if classes is not None:
-        class_ok = np.zeros(nc, np.uint8)
-        for c in np.asarray(list(classes)).reshape(-1):
-            if not isinstance(c, (int, np.integer)) or not 0 <= c < nc:
-                raise ValueError(f"decode: classes: {c!r} is not a class of this model "
-                                 f"({nc} classes)")
-            class_ok[int(c)] = 1
 
-    boxes, scores, cls_, index = _kernels._yolo_decode(
-        kind, [s.desc() for s in scales], nc, reg_max, sigmoid, float(conf), float(iou),
-        int(max_det), int(max_nms), bool(agnostic), class_ok)
+def _class_flags(classes, nc: int) -> Optional[np.ndarray]:
+    """One uint8 flag per class kept (None: every class)."""
+    if classes is None:
+        return None
+    class_ok = np.zeros(nc, np.uint8)
+    for c in np.asarray(list(classes)).reshape(-1):
+        if not isinstance(c, (int, np.integer)) or not 0 <= c < nc:
+            raise ValueError(f"decode: classes: {c!r} is not a class of this model "
+                             f"({nc} classes)")
+        class_ok[int(c)] = 1
+    return class_ok
 
-    masks = keypoints = None
-    if family in ("yolov8-seg", "yolov8-pose"):
-        cells = [s.cls.H * s.cls.W for s in scales]
-        offs = np.cumsum([0] + cells)
-        sidx = np.searchsorted(offs, index, side="right") - 1
-        local = index - offs[sidx]
-        if family == "yolov8-seg":
-            nm = extra.C
-            k = np.zeros((len(index), nm), np.float32)
-            for s in range(3):
-                sel = np.nonzero(sidx == s)[0]
-                if sel.size:
-                    w = scales[s].cls.W
-                    k[sel] = coefs[s].gather(np.arange(nm), local[sel] // w, local[sel] % w)
-            masks = _kernels._yolo_masks(extra.desc(), k, np.ascontiguousarray(boxes),
-                                      H_in, W_in)
-        else:
-            K, J = extra.C, extra.H
-            n = len(index)
-            kp = np.zeros((n, K, 3), np.float32)
-            if n:
-                ch = np.repeat(np.arange(K), J)
-                js = np.tile(np.arange(J), K)
-                c1 = (extra.C + extra.C2 - 1) // extra.C2
-                v = np.lib.stride_tricks.as_strided(extra.arr, (c1, extra.C2, extra.H,
-                                                                extra.W),
-                                                    extra.strides, writeable=False)
-                raw = v[ch[None, :] // extra.C2, ch[None, :] % extra.C2, js[None, :],
-                        np.asarray(index)[:, None]]
-                kp[:, :, :J] = extra.values(raw).reshape(n, K, J)
-            keypoints = kp
-    return Detections(boxes, scores, cls_, masks=masks, keypoints=keypoints, names=names)
+
+def _masks(scales: List[_Scale], coefs: List[_T], proto: _T, index, boxes, H_in: int,
+           W_in: int) -> np.ndarray:
+    """yolov8-seg: each kept box's mask over the input, from its cell's coefficients (the
+    kernel's `index` counts the cells of every scale in turn) and the proto."""
+    from rknnx import _kernels
+
+    cells = [s.cls.H * s.cls.W for s in scales]
+    offs = np.cumsum([0] + cells)
+    sidx = np.searchsorted(offs, index, side="right") - 1
+    local = index - offs[sidx]
+    nm = proto.C
+    k = np.zeros((len(index), nm), np.float32)
+    for s in range(3):
+        sel = np.nonzero(sidx == s)[0]
+        if sel.size:
+            w = scales[s].cls.W
+            k[sel] = coefs[s].gather(np.arange(nm), local[sel] // w, local[sel] % w)
+    return _kernels.yolo_masks(proto.desc(), k, np.ascontiguousarray(boxes), H_in, W_in)
+
+
+def _keypoints(kpt: _T, index) -> np.ndarray:
+    """yolov8-pose: the K keypoints (x, y[, visibility]) of each kept box's cell, float32
+    [n, K, 3] (a third value of 0 when the model gives two)."""
+    K, J = kpt.C, kpt.H
+    n = len(index)
+    kp = np.zeros((n, K, 3), np.float32)
+    if n:
+        ch = np.repeat(np.arange(K), J)
+        js = np.tile(np.arange(J), K)
+        c1 = (kpt.C + kpt.C2 - 1) // kpt.C2
+        v = np.lib.stride_tricks.as_strided(kpt.arr, (c1, kpt.C2, kpt.H, kpt.W),
+                                            kpt.strides, writeable=False)
+        raw = v[ch[None, :] // kpt.C2, ch[None, :] % kpt.C2, js[None, :],
+                np.asarray(index)[:, None]]
+        kp[:, :, :J] = kpt.values(raw).reshape(n, K, J)
+    return kp
 
 
 decode.__doc__ = _decode.__doc__

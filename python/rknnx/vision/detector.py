@@ -50,7 +50,7 @@ def _normalization(model):
     try:
         if not modelfile.is_vendor_file(path):
             return None, None
-        t = modelfile.read(path).inputs[0]
+        t = modelfile.read(path).file_inputs[0]
     except Exception:                    # an unreadable file: the caller refuses clearly
         return None, None
     if t.mean is None or t.std is None:

@@ -202,7 +202,7 @@ def _three(v, what: str) -> Tuple[float, float, float]:
 
 def _quant_of(info) -> Optional[Tuple[float, int]]:
     """(scale, zero_point) of a tensor description: rknnx.TensorInfo, a low-level
-    TensorAttr, a rknnx.modelfile TensorInfo; None when it says nothing."""
+    TensorAttr, a rknnx.modelfile.FileTensor; None when it says nothing."""
     if info is None:
         return None
     q = getattr(info, "quant", None)
@@ -219,7 +219,7 @@ def _quant_of(info) -> Optional[Tuple[float, int]]:
         if int(kind) != int(QntType.AFFINE_ASYMMETRIC):
             return None
         return float(info.scale), int(info.zp)
-    if kind in ("affine", "dfp"):            # a modelfile TensorInfo
+    if kind in ("affine", "dfp"):            # a modelfile FileTensor
         if kind == "dfp":
             return 2.0 ** -int(info.raw.get("fl", 0)), 0
         return float(info.scale), int(info.zero_point)
@@ -316,10 +316,11 @@ def letterbox(frame, size: Optional[Tuple[int, int]] = None, *, out=None,
         Swap channels 0 and 2 (BGR <-> RGB).
     pad_value : int or 3 ints
         The pixel value around the resized frame (per channel of the written image).
-    info : TensorInfo or TensorAttr, optional
-        What `out` is (``model.inputs[i]``, ``session.input_attrs[i]``, a
-        :mod:`rknnx.modelfile` tensor): its layout settles an ambiguous shape, its
-        quantization (and a modelfile tensor's mean/std) the codes of an int8 `out`.
+    info : TensorInfo, TensorAttr or FileTensor, optional
+        What `out` is (``model.inputs[i]``, ``session.input_attrs[i]``,
+        ``ModelFile.inputs[i]``, or ``ModelFile.file_inputs[i]`` of :mod:`rknnx.modelfile`):
+        its layout settles an ambiguous shape, its quantization (and a file tensor's
+        mean/std) the codes of an int8 `out`.
     mean, std : float or 3 floats, optional
         The model's normalization (per channel of the written image), needed for an int8
         `out` (a pass-through input: ``model.zero_copy(inputs="native")``) unless `info`
@@ -361,67 +362,88 @@ def letterbox(frame, size: Optional[Tuple[int, int]] = None, *, out=None,
     if not (swap_rb is True or swap_rb is False):
         raise TypeError(f"letterbox: swap_rb is True or False; got {swap_rb!r}")
     code, src, uv, w, h, (s_row, s_px, s_ch), uv_row, flipped = _frame(frame, fmt)
+    arr, info, (W, H, d_row, d_px, d_ch) = _output(out, info, size, src, uv)
+    lut = _codes(arr.dtype, info, mean, std)
+    pad = _pad_bytes(pad_value, lut)
+    box = geometry((w, h), (W, H))
+    nw, nh = box.resized
+    _kernels.letterbox_run(src, uv, arr, code, w, h, s_row, s_px, s_ch, uv_row, W, H, d_row,
+                           d_px, d_ch, nw, nh, box.pad[0], box.pad[1], swap_rb != flipped,
+                           lut, pad)
+    return arr, box
 
+
+def _size(size) -> Optional[Tuple[int, int]]:
+    """letterbox's `size` as (W, H) of at least 1, or None."""
+    if size is None:
+        return None
+    try:
+        W, H = (int(v) for v in size)
+    except (TypeError, ValueError):
+        raise TypeError(f"letterbox: size is (width, height); got {size!r}") from None
+    if W < 1 or H < 1:
+        raise ValueError(f"letterbox: size is (width, height) of at least 1; got {size!r}")
+    return W, H
+
+
+def _output(out, info, size, src, uv):
+    """(array, info, (W, H, row, px, (ch0, ch1, ch2) byte strides)) of what letterbox
+    writes: `out` (an array or a session's input 0) or a new (H, W, 3) uint8 array of
+    `size`; a writable uint8 or int8 image of `size`, apart from the frame's planes."""
     arr, info, layout = _target(out, info)
-    if size is not None:
-        try:
-            W, H = (int(v) for v in size)
-        except (TypeError, ValueError):
-            raise TypeError(f"letterbox: size is (width, height); got {size!r}") from None
-        if W < 1 or H < 1:
-            raise ValueError(f"letterbox: size is (width, height) of at least 1; got {size!r}")
+    wh = _size(size)
     if arr is None:
-        if size is None:
+        if wh is None:
             raise ValueError("letterbox: give size=(width, height) or out=")
-        arr = np.empty((H, W, 3), _U8)
+        arr = np.empty((wh[1], wh[0], 3), _U8)
     if arr.dtype not in (_U8, _I8):
         raise TypeError(f"letterbox: out is uint8 (pixels) or int8 (a quantized input); "
                         f"got {arr.dtype}")
     oH, oW, d_row, d_px, d_ch = _out_strides(arr, layout)
-    if size is None:
-        W, H = oW, oH
-    elif (W, H) != (oW, oH):
-        raise ValueError(f"letterbox: size {(W, H)} (width, height) does not match out, "
+    if wh is not None and wh != (oW, oH):
+        raise ValueError(f"letterbox: size {wh} (width, height) does not match out, "
                          f"{oW}x{oH}")
     if not arr.flags.writeable:
         raise ValueError("letterbox: out is read-only")
     if np.may_share_memory(arr, src) or (uv is not None and np.may_share_memory(arr, uv)):
         raise ValueError("letterbox: out overlaps the frame")
+    return arr, info, (oW, oH, d_row, d_px, d_ch)
 
-    # the codes: pixels as they are, or normalized and quantized
+
+def _codes(dtype: np.dtype, info, mean, std) -> Optional[np.ndarray]:
+    """The codes written: None for the pixels as they are, else the 768-entry table of
+    each pixel value normalized ((v - mean) / std, from `info` where not given) and
+    quantized (the input's scale and zero point), per channel."""
     if mean is None and info is not None:
         mean = getattr(info, "mean", None) or None
         std = std if std is not None else (getattr(info, "std", None) or None)
-    lut = None
-    if arr.dtype == _I8 or mean is not None or std is not None:
-        quant = _quant_of(info)
-        if quant is None:
-            raise ValueError("letterbox: an int8 out holds quantized codes; give info= "
-                             "(the input's TensorInfo or TensorAttr: its scale and zero "
-                             "point)" if arr.dtype == _I8 else
-                             "letterbox: mean/std normalize for a quantized input; give "
-                             "info= (its scale and zero point)")
-        if mean is None or std is None:
-            raise ValueError("letterbox: an int8 out takes each pixel normalized and "
-                             "quantized: give mean= and std= (the model's normalization, "
-                             "e.g. mean=0, std=255 for the model zoo's YOLO models)")
-        m3, s3 = _three(mean, "mean"), _three(std, "std")
-        if any(v == 0 or not np.isfinite(v) for v in s3) or \
-                not all(np.isfinite(v) for v in m3):
-            raise ValueError(f"letterbox: std must be finite and non-zero, mean finite; got "
-                             f"mean={mean!r}, std={std!r}")
-        lut = _table(arr.dtype, quant, m3, s3)
+    if not (dtype == _I8 or mean is not None or std is not None):
+        return None
+    quant = _quant_of(info)
+    if quant is None:
+        raise ValueError("letterbox: an int8 out holds quantized codes; give info= "
+                         "(the input's TensorInfo or TensorAttr: its scale and zero "
+                         "point)" if dtype == _I8 else
+                         "letterbox: mean/std normalize for a quantized input; give "
+                         "info= (its scale and zero point)")
+    if mean is None or std is None:
+        raise ValueError("letterbox: an int8 out takes each pixel normalized and "
+                         "quantized: give mean= and std= (the model's normalization, "
+                         "e.g. mean=0, std=255 for the model zoo's YOLO models)")
+    m3, s3 = _three(mean, "mean"), _three(std, "std")
+    if any(v == 0 or not np.isfinite(v) for v in s3) or \
+            not all(np.isfinite(v) for v in m3):
+        raise ValueError(f"letterbox: std must be finite and non-zero, mean finite; got "
+                         f"mean={mean!r}, std={std!r}")
+    return _table(dtype, quant, m3, s3)
+
+
+def _pad_bytes(pad_value, lut) -> bytes:
+    """The three codes of the padding: `pad_value` per channel, through the table."""
     pads = _three(pad_value, "pad_value")
     if not all(v == int(v) and 0 <= v <= 255 for v in pads):
         raise ValueError(f"letterbox: pad_value is a pixel value 0..255 (or three); got "
                          f"{pad_value!r}")
     pads = [int(v) for v in pads]
-    pad = bytes(int(lut[256 * c + v]) for c, v in enumerate(pads)) if lut is not None \
+    return bytes(int(lut[256 * c + v]) for c, v in enumerate(pads)) if lut is not None \
         else bytes(pads)
-
-    box = geometry((w, h), (W, H))
-    nw, nh = box.resized
-    _kernels._letterbox_run(src, uv, arr, code, w, h, s_row, s_px, s_ch, uv_row, W, H, d_row,
-                         d_px, d_ch, nw, nh, box.pad[0], box.pad[1], swap_rb != flipped, lut,
-                         pad)
-    return arr, box
