@@ -8,9 +8,10 @@
  *
  * The vertical blend and the NV12 -> BGR conversion have a 128-bit path (GCC/Clang
  * vector extensions: SSE2 on x86-64, NEON on aarch64) and an AVX2 path (x86-64, the
- * processor asked at run time), chosen as the kernels' dispatch says (kernels.h:
- * rknnx_k_path, rknnx_k_have_avx2); all are exact integer arithmetic, the same numbers
- * as the plain loops.
+ * processor asked at run time), the horizontal pass an AVX2 path (which, downscaling,
+ * also does the vertical blend at the taps only), chosen as the kernels' dispatch says
+ * (kernels.h: rknnx_k_path, rknnx_k_have_avx2); all are exact integer arithmetic, the
+ * same numbers as the plain loops.
  */
 #include <stddef.h>
 #include <stdint.h>
