@@ -8,9 +8,10 @@
  *
  * The vertical blend and the NV12 -> BGR conversion have a 128-bit path (GCC/Clang
  * vector extensions: SSE2 on x86-64, NEON on aarch64) and an AVX2 path (x86-64, the
- * processor asked at run time), chosen as the kernels' dispatch says (kernels.h:
- * rknnx_k_path, rknnx_k_have_avx2); all are exact integer arithmetic, the same numbers
- * as the plain loops.
+ * processor asked at run time), the horizontal pass an AVX2 path (which, downscaling,
+ * also does the vertical blend at the taps only), chosen as the kernels' dispatch says
+ * (kernels.h: rknnx_k_path, rknnx_k_have_avx2); all are exact integer arithmetic, the
+ * same numbers as the plain loops.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -19,6 +20,10 @@
 
 #include "kernels.h"
 #include "letterbox.h"
+
+#if RKNNX_K_AVX2
+#include <immintrin.h>
+#endif
 
 /* ---- the taps of one axis ------------------------------------------------------------ */
 
@@ -338,12 +343,160 @@ RKNNX_LB_HROW(rknnx_lb_h8s, unsigned char, 11, 2)
 RKNNX_LB_HROW(rknnx_lb_h16, uint16_t, 19, 0)
 RKNNX_LB_HROW(rknnx_lb_h16s, uint16_t, 19, 2)
 
-/* The horizontal pass of pixels [0, n) of a row.  (Plain C: gathers of 3-byte pixels
-   at run-time offsets gain nothing from the vector extensions here; the vertical blend,
-   contiguous, is what the vectors do.) */
-static void rknnx_lb_hrow(const void *src, int q16, int sw, const int32_t *xi,
-                          const int32_t *xw, ptrdiff_t n, unsigned char *o)
+/* ---- the horizontal pass in AVX2 --------------------------------------------------------
+   Lane l = 3x + c of an output row is (s[o] a + s[o + 3] b + half) >> Q with o = off[l] =
+   3 xi[x] + c (2 - c swapped; o counts the source's elements: bytes or 16-bit sums),
+   b = xw[x], a = 2048 - b: the plain loops' expression, lane by lane, from tables made
+   once per call (wab[l] = a | b << 16, two 16-bit weights).  The taps are gathered
+   (vpgatherdd), the arithmetic and the narrowing are vectors:
+   8-bit source: the pair (s[o], s[o + 3]) as two 16-bit halves times (a, b) (pmaddwd:
+   products < 2**19, exact); 16-bit sums (< 2**16, unsigned): each biased by -2**15 into
+   a signed half, the product's bias (-2**15 * 2048 = -2**26) added back, exact.
+   The vector loop stops at a multiple of its step; the rest takes rknnx_lb_hlanes. */
+
+typedef struct rknnx_lb_lanes {
+    const int32_t *off, *wab;
+    ptrdiff_t n;                /* 3 nw; 0: no tables (path 0) */
+} rknnx_lb_lanes;
+
+static void rknnx_lb_hlanes(const void *src, int q16, const rknnx_lb_lanes *ln, ptrdiff_t l,
+                            unsigned char *restrict o)
 {
+    const int32_t *restrict off = ln->off, *restrict wab = ln->wab;
+    if (q16) {
+        const uint16_t *restrict t = (const uint16_t *)src;
+        for (; l < ln->n; l++) {
+            const int32_t a = wab[l] & 0xffff, b = (int32_t)((uint32_t)wab[l] >> 16);
+            o[l] = (unsigned char)(((int32_t)t[off[l]] * a + (int32_t)t[off[l] + 3] * b
+                                    + (1 << 18)) >> 19);
+        }
+    } else {
+        const unsigned char *restrict r = (const unsigned char *)src;
+        for (; l < ln->n; l++) {
+            const int32_t a = wab[l] & 0xffff, b = (int32_t)((uint32_t)wab[l] >> 16);
+            o[l] = (unsigned char)(((int32_t)r[off[l]] * a + (int32_t)r[off[l] + 3] * b
+                                    + 1024) >> 11);
+        }
+    }
+}
+
+#if RKNNX_K_AVX2
+/* 32 lanes a step: four gathers of 8 (vpgatherdd reads 4 bytes at each tap: the 8-bit
+   source's s[o] and s[o + 3] in one; two for the 16-bit sums, at o and o + 2), the
+   results packed to bytes (vpackssdw, vpackuswb: in-lane, put in order by vpermd) */
+__attribute__((target("avx2")))
+static ptrdiff_t rknnx_lb_hvec_avx2(const void *src, int q16, const rknnx_lb_lanes *ln,
+                                    unsigned char *restrict o)
+{
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    ptrdiff_t l = 0;
+    for (; l + 32 <= ln->n; l += 32) {
+        __m256i v[4];
+        for (int k = 0; k < 4; k++) {
+            const __m256i idx = _mm256_loadu_si256((const __m256i *)(ln->off + l + 8 * k));
+            const __m256i w = _mm256_loadu_si256((const __m256i *)(ln->wab + l + 8 * k));
+            if (q16) {
+                const int *t = (const int *)src;
+                const __m256i g0 = _mm256_i32gather_epi32(t, idx, 2);
+                const __m256i g1 = _mm256_i32gather_epi32(
+                    t, _mm256_add_epi32(idx, _mm256_set1_epi32(2)), 2);
+                __m256i pr = _mm256_blend_epi16(g0, g1, 0xAA);
+                pr = _mm256_xor_si256(pr, _mm256_set1_epi32((int)0x80008000u));
+                v[k] = _mm256_srai_epi32(
+                    _mm256_add_epi32(_mm256_madd_epi16(pr, w),
+                                     _mm256_set1_epi32((1 << 26) + (1 << 18))), 19);
+            } else {
+                const __m256i g = _mm256_i32gather_epi32((const int *)src, idx, 1);
+                const __m256i pr = _mm256_or_si256(
+                    _mm256_and_si256(g, _mm256_set1_epi32(0xff)),
+                    _mm256_and_si256(_mm256_srli_epi32(g, 8), _mm256_set1_epi32(0xff0000)));
+                v[k] = _mm256_srai_epi32(
+                    _mm256_add_epi32(_mm256_madd_epi16(pr, w), _mm256_set1_epi32(1024)), 11);
+            }
+        }
+        const __m256i b = _mm256_packus_epi16(_mm256_packs_epi32(v[0], v[1]),
+                                              _mm256_packs_epi32(v[2], v[3]));
+        _mm256_storeu_si256((__m256i *)(o + l), _mm256_permutevar8x32_epi32(b, order));
+    }
+    return l;
+}
+#endif
+
+/* Both passes at once where the output has fewer lanes than the blend has columns (a
+   downscale): the vertical sums of only the taps read, from two gathers of the two rows'
+   bytes, t = r0 (256 - wy) + r1 wy in 16-bit lanes (< 2**16, exact), then as above. */
+static void rknnx_lb_hlanes2(const unsigned char *restrict r0, const unsigned char *restrict r1,
+                             int wy, const rknnx_lb_lanes *ln, ptrdiff_t l,
+                             unsigned char *restrict o)
+{
+    const int32_t *restrict off = ln->off, *restrict wab = ln->wab;
+    for (; l < ln->n; l++) {
+        const int32_t a = wab[l] & 0xffff, b = (int32_t)((uint32_t)wab[l] >> 16);
+        const int32_t t0 = r0[off[l]] * (256 - wy) + r1[off[l]] * wy;
+        const int32_t t1 = r0[off[l] + 3] * (256 - wy) + r1[off[l] + 3] * wy;
+        o[l] = (unsigned char)((t0 * a + t1 * b + (1 << 18)) >> 19);
+    }
+}
+
+#if RKNNX_K_AVX2
+__attribute__((target("avx2")))
+static ptrdiff_t rknnx_lb_hvec2_avx2(const unsigned char *r0, const unsigned char *r1,
+                                     int wy, const rknnx_lb_lanes *ln,
+                                     unsigned char *restrict o)
+{
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m256i m0 = _mm256_set1_epi32(0xff), m1 = _mm256_set1_epi32(0xff0000);
+    const __m256i va = _mm256_set1_epi16((short)(256 - wy)), vb = _mm256_set1_epi16((short)wy);
+    ptrdiff_t l = 0;
+    for (; l + 32 <= ln->n; l += 32) {
+        __m256i v[4];
+        for (int k = 0; k < 4; k++) {
+            const __m256i idx = _mm256_loadu_si256((const __m256i *)(ln->off + l + 8 * k));
+            const __m256i w = _mm256_loadu_si256((const __m256i *)(ln->wab + l + 8 * k));
+            const __m256i g0 = _mm256_i32gather_epi32((const int *)r0, idx, 1);
+            const __m256i g1 = _mm256_i32gather_epi32((const int *)r1, idx, 1);
+            const __m256i p0 = _mm256_or_si256(_mm256_and_si256(g0, m0),
+                                               _mm256_and_si256(_mm256_srli_epi32(g0, 8), m1));
+            const __m256i p1 = _mm256_or_si256(_mm256_and_si256(g1, m0),
+                                               _mm256_and_si256(_mm256_srli_epi32(g1, 8), m1));
+            __m256i pr = _mm256_add_epi16(_mm256_mullo_epi16(p0, va), _mm256_mullo_epi16(p1, vb));
+            pr = _mm256_xor_si256(pr, _mm256_set1_epi32((int)0x80008000u));
+            v[k] = _mm256_srai_epi32(
+                _mm256_add_epi32(_mm256_madd_epi16(pr, w),
+                                 _mm256_set1_epi32((1 << 26) + (1 << 18))), 19);
+        }
+        const __m256i b = _mm256_packus_epi16(_mm256_packs_epi32(v[0], v[1]),
+                                              _mm256_packs_epi32(v[2], v[3]));
+        _mm256_storeu_si256((__m256i *)(o + l), _mm256_permutevar8x32_epi32(b, order));
+    }
+    return l;
+}
+#endif
+
+/* The horizontal pass of pixels [0, n) of a row: the AVX2 path over the lane tables when
+   rknnx_lb_run made them, else the plain loops.  (The 128-bit path keeps the plain loops:
+   without a gather, taps loaded one by one into a vector took twice their time on SSE2,
+   measured.) */
+static void rknnx_lb_hrow(const void *src, int q16, int sw, const int32_t *xi,
+                          const int32_t *xw, ptrdiff_t n, const rknnx_lb_lanes *ln,
+                          const unsigned char *r1, int wy, unsigned char *o)
+{
+    if (r1) {                   /* fused (rknnx_lb_run decides: the AVX2 path only) */
+        ptrdiff_t l = 0;
+#if RKNNX_K_AVX2
+        l = rknnx_lb_hvec2_avx2((const unsigned char *)src, r1, wy, ln, o);
+#endif
+        rknnx_lb_hlanes2((const unsigned char *)src, r1, wy, ln, l, o);
+        return;
+    }
+    if (ln->n > 0) {            /* the lane tables: the AVX2 path */
+        ptrdiff_t l = 0;
+#if RKNNX_K_AVX2
+        l = rknnx_lb_hvec_avx2(src, q16, ln, o);
+#endif
+        rknnx_lb_hlanes(src, q16, ln, l, o);
+        return;
+    }
     if (q16)
         (sw ? rknnx_lb_h16s : rknnx_lb_h16)((const uint16_t *)src, xi, xw, n, o);
     else
@@ -353,11 +506,12 @@ static void rknnx_lb_hrow(const void *src, int q16, int sw, const int32_t *xi,
 /* The horizontal pass of row d: packed straight into it, or through the row buffer ob
    (packed, swapped) into any channel offsets, through the table. */
 static void rknnx_lb_hpass(const rknnx_lb_params *p, const void *src, int q16,
-                           const int32_t *xi, const int32_t *xw, unsigned char *d,
+                           const int32_t *xi, const int32_t *xw, const rknnx_lb_lanes *ln,
+                           const unsigned char *r1, int wy, unsigned char *d,
                            unsigned char *ob, int direct)
 {
     unsigned char *o = direct ? d + 3 * p->left : ob;
-    rknnx_lb_hrow(src, q16, p->swap_rb, xi, xw, p->nw, o);
+    rknnx_lb_hrow(src, q16, p->swap_rb, xi, xw, p->nw, ln, r1, wy, o);
     if (direct)
         return;
     const unsigned char *lut = p->lut;
@@ -389,9 +543,9 @@ int rknnx_lb_run(const rknnx_lb_params *p)
         return RKNNX_LB_EINVAL;
     const int packed = rknnx_lb_packed(p);
     const size_t row3 = 3 * (size_t)p->w, nx = (size_t)p->nw;
-    /* one allocation: the taps, the 16-bit sums, two converted rows, a row of output
-       pixels (packed) and a row of pad pixels */
-    const size_t bytes = sizeof(rknnx_lb_yuv) + (nx * 2 + (size_t)p->w) * sizeof(int32_t)
+    /* one allocation: the taps and the lane tables, the 16-bit sums, two converted rows,
+       a row of output pixels (packed) and a row of pad pixels */
+    const size_t bytes = sizeof(rknnx_lb_yuv) + (nx * 8 + (size_t)p->w) * sizeof(int32_t)
                          + row3 * sizeof(uint16_t) + 2 * row3 + 3 * nx + 3 * (size_t)p->W
                          + (size_t)p->w;
     unsigned char *mem = malloc(bytes);
@@ -399,7 +553,8 @@ int rknnx_lb_run(const rknnx_lb_params *p)
         return RKNNX_LB_ENOMEM;
     rknnx_lb_yuv *yuv = (rknnx_lb_yuv *)mem;
     int32_t *xi = (int32_t *)(yuv + 1), *xw = xi + nx, *cols = xw + nx;
-    uint16_t *t = (uint16_t *)(cols + p->w);
+    int32_t *off = cols + p->w, *wab = off + 3 * nx;
+    uint16_t *t = (uint16_t *)(wab + 3 * nx);
     unsigned char *rows = (unsigned char *)(t + row3);
     unsigned char *ob = rows + 2 * row3, *pat = ob + 3 * nx, *mark = pat + 3 * (size_t)p->W;
     rknnx_lb_rows rs = {{-1, -1}, {rows, rows + row3}, 0, cols, 0, yuv};
@@ -409,6 +564,18 @@ int rknnx_lb_run(const rknnx_lb_params *p)
         pat = NULL;
 
     rknnx_lb_taps(p->w, p->nw, 11, xi, xw);
+    rknnx_lb_lanes ln = {off, wab, 0};
+    int fused = 0;
+#if RKNNX_K_AVX2
+    if (rknnx_k_path() >= 2 && rknnx_k_have_avx2()) {
+        for (ptrdiff_t x = 0; x < p->nw; x++)
+            for (int c = 0; c < 3; c++) {
+                off[3 * x + c] = 3 * xi[x] + (p->swap_rb ? 2 - c : c);
+                wab[3 * x + c] = (int32_t)((uint32_t)(2048 - xw[x]) | (uint32_t)xw[x] << 16);
+            }
+        ln.n = 3 * p->nw;
+    }
+#endif
     /* the columns the taps reach: their span, and the list of those read */
     const ptrdiff_t x0 = xi[0], x1 = (ptrdiff_t)xi[p->nw - 1] + 2;
     memset(mark, 0, (size_t)p->w);
@@ -419,6 +586,8 @@ int rknnx_lb_run(const rknnx_lb_params *p)
             cols[rs.ncols++] = (int32_t)x;
     if (p->fmt == RKNNX_LB_NV12)
         rknnx_lb_yuv_init(yuv);
+    /* the vertical sums at the taps only (AVX2, downscaling): fewer lanes than columns */
+    fused = ln.n > 0 && p->nw < x1 - x0;
     const int64_t den = 2 * (int64_t)p->nh;
     for (ptrdiff_t y = 0; y < p->H; y++) {
         unsigned char *d = p->dst + y * p->dst_row;
@@ -443,12 +612,16 @@ int rknnx_lb_run(const rknnx_lb_params *p)
         if (yw == 0 || yw == 256) {
             /* one source row: its bytes, exactly what the 16-bit sums would give */
             const unsigned char *r = rknnx_lb_row(p, &rs, (ptrdiff_t)yi + (yw == 256), NULL);
-            rknnx_lb_hpass(p, r, 0, xi, xw, d, ob, packed);
+            rknnx_lb_hpass(p, r, 0, xi, xw, &ln, NULL, 0, d, ob, packed);
         } else {
             const unsigned char *r0 = rknnx_lb_row(p, &rs, (ptrdiff_t)yi, NULL);
             const unsigned char *r1 = rknnx_lb_row(p, &rs, (ptrdiff_t)yi + 1, r0);
+            if (fused) {
+                rknnx_lb_hpass(p, r0, 0, xi, xw, &ln, r1, (int)yw, d, ob, packed);
+                continue;
+            }
             rknnx_lb_vblend(r0 + 3 * x0, r1 + 3 * x0, t + 3 * x0, 3 * (x1 - x0), (int)yw);
-            rknnx_lb_hpass(p, t, 1, xi, xw, d, ob, packed);
+            rknnx_lb_hpass(p, t, 1, xi, xw, &ln, NULL, 0, d, ob, packed);
         }
     }
     free(mem);

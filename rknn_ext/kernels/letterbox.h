@@ -30,8 +30,9 @@
  *   G = (y - 852492 v - 409993 u + 2**19) >> 20   (0.813, 0.391)
  *   B = (y + 2116026 u + 2**19) >> 20    (2.018)
  *
- * The vertical blend runs on 128-bit vectors (SSE2, NEON) or AVX2 where rknnx_k_path()
- * (kernels.h, the one dispatch of the kernels) allows: the same numbers as the plain loop.
+ * The vertical blend runs on 128-bit vectors (SSE2, NEON) or AVX2, the horizontal pass on
+ * AVX2 (gathered taps), where rknnx_k_path() (kernels.h, the one dispatch of the kernels)
+ * allows: the same numbers as the plain loops.
  * Built with the kernels' warnings and -ffp-contract=off; no floating point is used.
  */
 #ifndef RKNNX_LETTERBOX_H

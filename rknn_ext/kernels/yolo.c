@@ -574,32 +574,156 @@ static inline void y_src(ptrdiff_t d, float scale, ptrdiff_t in, ptrdiff_t *i0, 
     *l1 = src - (float)i;
 }
 
+/* The proto rows of a box's region, a row at a time: the nm channels of the row's cells
+   dequantized into a tile (tile[j * bw + px], the cells' values as y_val reads them), then
+   acc[px] = sum over j in order of coef[j] * value, lanes across the cells (each lane the
+   plain loop's sum, in its order: the same float), then the sigmoid.  The same three
+   loops again for the upsampling: each proto row of the region resampled along x once
+   (hz = w0 v[a0] + w1 v[a1], the plain expression's inner sums), then per pixel
+   h0 hz0 + h1 hz1 > 0.5. */
+#define RKNNX_Y_MASK_STEPS(SFX, VF, VB, N, ATTR)                                        \
+    ATTR static ptrdiff_t y_mdot_##SFX(float *restrict acc, const float *restrict v,       \
+                                       const float *restrict k, ptrdiff_t nm, ptrdiff_t i,  \
+                                       ptrdiff_t n)                                         \
+    {                                                                                       \
+        for (; i + (N) <= n; i += (N)) {                                                    \
+            VF a = (VF){0};                                                                 \
+            for (ptrdiff_t j = 0; j < nm; j++) {                                            \
+                VF b;                                                                       \
+                memcpy(&b, v + j * n + i, sizeof b);                                        \
+                a = a + k[j] * b;                                                           \
+            }                                                                               \
+            memcpy(acc + i, &a, sizeof a);                                                  \
+        }                                                                                   \
+        return i;                                                                           \
+    }                                                                                       \
+    ATTR static ptrdiff_t y_mrow_##SFX(unsigned char *restrict o, const float *restrict z0, \
+                                       const float *restrict z1, float h0, float h1,        \
+                                       ptrdiff_t i, ptrdiff_t n)                            \
+    {                                                                                       \
+        const VF v0 = (VF){0} + h0, v1 = (VF){0} + h1, half = (VF){0} + 0.5f;              \
+        for (; i + (N) <= n; i += (N)) {                                                    \
+            VF a, b;                                                                        \
+            memcpy(&a, z0 + i, sizeof a);                                                   \
+            memcpy(&b, z1 + i, sizeof b);                                                   \
+            const VB m = __builtin_convertvector((v0 * a + v1 * b > half) & 1, VB);         \
+            memcpy(o + i, &m, sizeof m);                                                    \
+        }                                                                                   \
+        return i;                                                                           \
+    }
+
+#if RKNNX_K_VQ
+typedef float rknnx_y_v4f __attribute__((vector_size(16)));
+typedef unsigned char rknnx_y_v4b __attribute__((vector_size(4)));
+RKNNX_Y_MASK_STEPS(v128, rknnx_y_v4f, rknnx_y_v4b, 4, )
+#endif
+#if RKNNX_K_AVX2
+typedef float rknnx_y_v8f __attribute__((vector_size(32)));
+typedef unsigned char rknnx_y_v8b __attribute__((vector_size(8)));
+RKNNX_Y_MASK_STEPS(avx2, rknnx_y_v8f, rknnx_y_v8b, 8,
+                   __attribute__((target("avx2"))))
+#endif
+
+/* acc[i] = sum over j in order of k[j] v[j n + i], for i in [0, n) */
+static void y_mdot(float *restrict acc, const float *restrict v, const float *restrict k,
+                   ptrdiff_t nm, ptrdiff_t n)
+{
+    ptrdiff_t i = 0;
+#if RKNNX_K_AVX2
+    if (rknnx_k_path() >= 2 && rknnx_k_have_avx2())
+        i = y_mdot_avx2(acc, v, k, nm, i, n);
+#endif
+#if RKNNX_K_VQ
+    if (rknnx_k_path() >= 1)
+        i = y_mdot_v128(acc, v, k, nm, i, n);
+#endif
+    for (; i < n; i++) {
+        float a = 0.0f;
+        for (ptrdiff_t j = 0; j < nm; j++)
+            a += k[j] * v[j * n + i];
+        acc[i] = a;
+    }
+}
+
+/* o[0, n) = h0 z0 + h1 z1 > 0.5 */
+static void y_mrow(unsigned char *restrict o, const float *restrict z0, const float *restrict z1,
+                   float h0, float h1, ptrdiff_t n)
+{
+    ptrdiff_t i = 0;
+#if RKNNX_K_AVX2
+    if (rknnx_k_path() >= 2 && rknnx_k_have_avx2())
+        i = y_mrow_avx2(o, z0, z1, h0, h1, i, n);
+#endif
+#if RKNNX_K_VQ
+    if (rknnx_k_path() >= 1)
+        i = y_mrow_v128(o, z0, z1, h0, h1, i, n);
+#endif
+    for (; i < n; i++)
+        o[i] = h0 * z0[i] + h1 * z1[i] > 0.5f;
+}
+
+/* the values of channel j of proto row py, cells px0 .. px0 + n - 1 */
+static void y_prow(const rknnx_y_tensor *t, ptrdiff_t j, ptrdiff_t py, ptrdiff_t px0,
+                   ptrdiff_t n, float *restrict v)
+{
+    const char *p = y_at(t, j, py, px0);
+    const ptrdiff_t sx = t->s_x;
+    if (y_is8(t)) {
+        const float *restrict lut = t->lut;
+        for (ptrdiff_t i = 0; i < n; i++)
+            v[i] = lut[*(const unsigned char *)(p + i * sx)];
+        return;
+    }
+    for (ptrdiff_t i = 0; i < n; i++)
+        v[i] = y_load(t, p + i * sx);
+}
+
 int rknnx_y_masks(const rknnx_y_tensor *proto, const float *coef, ptrdiff_t nm,
                   const float *boxes, ptrdiff_t n, ptrdiff_t H, ptrdiff_t W,
                   unsigned char *out)
+{
+    return rknnx_y_masks_into(proto, coef, nm, boxes, n, H, W, out, 0);
+}
+
+int rknnx_y_masks_into(const rknnx_y_tensor *proto, const float *coef, ptrdiff_t nm,
+                       const float *boxes, ptrdiff_t n, ptrdiff_t H, ptrdiff_t W,
+                       unsigned char *out, int zeroed)
 {
     rknnx_y_tensor pt = *proto;
     const ptrdiff_t ph = pt.H, pw = pt.W;
     ptrdiff_t *poff = NULL;
     const float fy = (float)ph / (float)H, fx = (float)pw / (float)W;
     ptrdiff_t *cx0 = NULL, *cx1 = NULL;
-    float *cl = NULL, *buf = NULL;
+    float *cl = NULL, *buf = NULL, *tile = NULL, *hz = NULL;
     int ret = -1;
     if (n <= 0 || H <= 0 || W <= 0)
         return 0;
-    memset(out, 0, (size_t)n * (size_t)H * (size_t)W);
     cx0 = (ptrdiff_t *)malloc(sizeof(ptrdiff_t) * (size_t)W);
     cx1 = (ptrdiff_t *)malloc(sizeof(ptrdiff_t) * (size_t)W);
     cl = (float *)malloc(sizeof(float) * (size_t)W);
     buf = (float *)malloc(sizeof(float) * (size_t)ph * (size_t)pw);
+    tile = (float *)malloc(sizeof(float) * (size_t)(nm > 0 ? nm : 1) * (size_t)pw);
+    hz = (float *)malloc(sizeof(float) * (size_t)ph * (size_t)W);
     poff = y_offsets(&pt);
-    if (!cx0 || !cx1 || !cl || !buf || !poff)
+    if (!cx0 || !cx1 || !cl || !buf || !tile || !hz || !poff)
         goto done;
     for (ptrdiff_t i = 0; i < n; i++) {
         const float *b = boxes + 4 * i, *k = coef + nm * i;
+        unsigned char *o = out + (size_t)i * (size_t)H * (size_t)W;
         ptrdiff_t c0, c1, r0, r1;
-        if (!y_span(b[0], b[2], W, &c0, &c1) || !y_span(b[1], b[3], H, &r0, &r1))
+        if (!y_span(b[0], b[2], W, &c0, &c1) || !y_span(b[1], b[3], H, &r0, &r1)) {
+            if (!zeroed)
+                memset(o, 0, (size_t)H * (size_t)W);
             continue;
+        }
+        if (!zeroed) {          /* zero only what the box does not cover */
+            memset(o, 0, (size_t)r0 * (size_t)W);
+            memset(o + (r1 + 1) * W, 0, (size_t)(H - 1 - r1) * (size_t)W);
+            for (ptrdiff_t r = r0; r <= r1; r++) {
+                memset(o + r * W, 0, (size_t)c0);
+                memset(o + r * W + c1 + 1, 0, (size_t)(W - 1 - c1));
+            }
+        }
         ptrdiff_t px0, px1, py0, py1, unused;
         float l;
         for (ptrdiff_t c = c0; c <= c1; c++)
@@ -608,30 +732,28 @@ int rknnx_y_masks(const rknnx_y_tensor *proto, const float *coef, ptrdiff_t nm,
         px1 = cx1[c1];
         y_src(r0, fy, ph, &py0, &unused, &l);
         y_src(r1, fy, ph, &unused, &py1, &l);
-        const ptrdiff_t bw = px1 - px0 + 1;
-        /* sigmoid(coef . proto) over the proto cells the box's pixels read */
+        const ptrdiff_t bw = px1 - px0 + 1, cw = c1 - c0 + 1;
+        /* sigmoid(coef . proto) over the proto cells the box's pixels read, and each of
+           those rows resampled along x */
         for (ptrdiff_t py = py0; py <= py1; py++) {
-            for (ptrdiff_t px = px0; px <= px1; px++) {
-                float acc = 0.0f;
-                for (ptrdiff_t j = 0; j < nm; j++)
-                    acc += k[j] * y_val(&pt, j, py, px);
-                buf[(py - py0) * bw + (px - px0)] = y_sigmoid(acc);
+            float *acc = buf + (py - py0) * bw;
+            for (ptrdiff_t j = 0; j < nm; j++)
+                y_prow(&pt, j, py, px0, bw, tile + j * bw);
+            y_mdot(acc, tile, k, nm, bw);
+            for (ptrdiff_t px = 0; px < bw; px++)
+                acc[px] = y_sigmoid(acc[px]);
+            float *z = hz + (py - py0) * cw;
+            for (ptrdiff_t c = c0; c <= c1; c++) {
+                const float w1 = cl[c], w0 = 1.0f - w1;
+                z[c - c0] = w0 * acc[cx0[c] - px0] + w1 * acc[cx1[c] - px0];
             }
         }
-        unsigned char *o = out + (size_t)i * (size_t)H * (size_t)W;
         for (ptrdiff_t r = r0; r <= r1; r++) {
             ptrdiff_t y0, y1;
             float h1;
             y_src(r, fy, ph, &y0, &y1, &h1);
             const float h0 = 1.0f - h1;
-            const float *row0 = buf + (y0 - py0) * bw, *row1 = buf + (y1 - py0) * bw;
-            for (ptrdiff_t c = c0; c <= c1; c++) {
-                const ptrdiff_t a0 = cx0[c] - px0, a1 = cx1[c] - px0;
-                const float w1 = cl[c], w0 = 1.0f - w1;
-                float v = h0 * (w0 * row0[a0] + w1 * row0[a1]) +
-                          h1 * (w0 * row1[a0] + w1 * row1[a1]);
-                o[r * W + c] = v > 0.5f;
-            }
+            y_mrow(o + r * W + c0, hz + (y0 - py0) * cw, hz + (y1 - py0) * cw, h0, h1, cw);
         }
     }
     ret = 0;
@@ -640,6 +762,8 @@ done:
     free(cx1);
     free(cl);
     free(buf);
+    free(tile);
+    free(hz);
     free(poff);
     return ret;
 }

@@ -89,10 +89,18 @@ ptrdiff_t rknnx_y_decode(const rknnx_y_spec *spec, float *boxes, float *scores,
 /* Masks: for n boxes (x1 y1 x2 y2 in input pixels) and their nm coefficients (float32,
    n x nm), sigmoid(coef . proto) at the proto's size, bilinear to H x W (half-pixel
    centres, as torch's align_corners=False), > 0.5, only at pixels (c, r) with
-   x1 <= c < x2 and y1 <= r < y2; out (n x H x W bytes, 0/1) is written in full.  Returns
-   0, or -1 when memory ran out. */
+   x1 <= c < x2 and y1 <= r < y2; out (n x H x W bytes, 0/1) is written in full, each
+   byte once (the zeros outside a box, the box's pixels).  Returns 0, or -1 when memory
+   ran out. */
 int rknnx_y_masks(const rknnx_y_tensor *proto, const float *coef, ptrdiff_t nm,
                   const float *boxes, ptrdiff_t n, ptrdiff_t H, ptrdiff_t W,
                   unsigned char *out);
+
+/* The same; with zeroed != 0 the caller's out is all zeros already (numpy.zeros: pages
+   the kernel maps on first touch) and only the boxes' pixels are written, so the pages
+   outside every box are never touched. */
+int rknnx_y_masks_into(const rknnx_y_tensor *proto, const float *coef, ptrdiff_t nm,
+                       const float *boxes, ptrdiff_t n, ptrdiff_t H, ptrdiff_t W,
+                       unsigned char *out, int zeroed);
 
 #endif /* RKNNX_YOLO_H */

@@ -9,7 +9,11 @@
  * every layout and every kernel path (rknnx_k_set_path 0, 1, 2) keeps the same boxes,
  * the planted ones; the same with the score_sum skipping off, with a yolov5 head, and
  * every cell passing (bounded by max_det).  The masks of boxes reaching past the input,
- * of zero size and of NaN coordinates stay inside their buffer.
+ * of zero size and of NaN coordinates stay inside their buffer; random masks over int8
+ * (NCHW, NC1HWC2), float16 and float32 protos equal, on every path, a plain
+ * per-pixel reference (sigmoid(coef . proto) cell by cell, the bilinear expression per
+ * pixel) byte for byte, every byte of the output written (rknnx_y_masks_into on a
+ * zeroed output, the same bytes).
  * Prints "yolo_check: N checks, F failed".
  */
 #include <math.h>
@@ -306,12 +310,171 @@ static void test_masks(void)
     }
 }
 
+/* ---- masks: the per-pixel reference ----------------------------------------------- */
+
+static float ref_val(const rknnx_y_tensor *t, ptrdiff_t c, ptrdiff_t y, ptrdiff_t x)
+{
+    const char *p = t->base + (c / t->C2) * t->s_c1 + (c % t->C2) * t->s_c2 + y * t->s_y
+                    + x * t->s_x;
+    if (t->dtype == RKNNX_Y_I8 || t->dtype == RKNNX_Y_U8)
+        return t->lut[*(const unsigned char *)p];
+    if (t->dtype == RKNNX_Y_F16) {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return rknnx_f16_to_f32(h);
+    }
+    float f;
+    memcpy(&f, p, 4);
+    return f;
+}
+
+static void ref_src(ptrdiff_t d, float scale, ptrdiff_t in, ptrdiff_t *i0, ptrdiff_t *i1,
+                    float *l1)
+{
+    float src = scale * ((float)d + 0.5f) - 0.5f;
+    if (src < 0.0f)
+        src = 0.0f;
+    ptrdiff_t i = (ptrdiff_t)src;
+    if (i > in - 1)
+        i = in - 1;
+    *i0 = i;
+    *i1 = i < in - 1 ? i + 1 : i;
+    *l1 = src - (float)i;
+}
+
+/* every pixel of every mask: zero outside the box, else the expression */
+static void ref_masks(const rknnx_y_tensor *t, const float *coef, ptrdiff_t nm,
+                      const float *boxes, ptrdiff_t n, ptrdiff_t MHh, ptrdiff_t MWw,
+                      unsigned char *out)
+{
+    const float fy = (float)t->H / (float)MHh, fx = (float)t->W / (float)MWw;
+    for (ptrdiff_t i = 0; i < n; i++) {
+        const float *b = boxes + 4 * i, *k = coef + nm * i;
+        for (ptrdiff_t r = 0; r < MHh; r++)
+            for (ptrdiff_t c = 0; c < MWw; c++) {
+                unsigned char *o = out + ((size_t)i * (size_t)MHh + (size_t)r) * (size_t)MWw
+                                   + (size_t)c;
+                *o = 0;
+                if (!((float)c >= b[0] && (float)c < b[2] && (float)r >= b[1]
+                      && (float)r < b[3]))
+                    continue;
+                ptrdiff_t y0, y1, x0, x1;
+                float h1, w1, s[2][2];
+                ref_src(r, fy, t->H, &y0, &y1, &h1);
+                ref_src(c, fx, t->W, &x0, &x1, &w1);
+                for (int a = 0; a < 2; a++)
+                    for (int e = 0; e < 2; e++) {
+                        float acc = 0.0f;
+                        for (ptrdiff_t j = 0; j < nm; j++)
+                            acc += k[j] * ref_val(t, j, a ? y1 : y0, e ? x1 : x0);
+                        s[a][e] = 1.0f / (1.0f + expf(-acc));
+                    }
+                const float h0 = 1.0f - h1, w0 = 1.0f - w1;
+                float v = h0 * (w0 * s[0][0] + w1 * s[0][1]) + h1 * (w0 * s[1][0] + w1 * s[1][1]);
+                *o = v > 0.5f;
+            }
+    }
+}
+
+/* random protos in each layout and dtype, random boxes: every path equals the reference */
+static void test_masks_paths(void)
+{
+    static float lut[256];
+    for (int u = 0; u < 256; u++)
+        lut[u] = ((float)(signed char)u - 3.0f) * 0.031f;
+    for (int trial = 0; trial < 48; trial++) {
+        const int kind = trial % 4;     /* int8 NCHW, int8 NC1HWC2 16, f16 NHWC, f32 NCHW */
+        const ptrdiff_t nm = kind == 1 ? 32 : 1 + rand() % 12;
+        const ptrdiff_t ph = 3 + rand() % 20, pw = 3 + rand() % 20;
+        const ptrdiff_t mh = ph * (1 + rand() % 4) + rand() % 3, mw = pw * (1 + rand() % 4);
+        const ptrdiff_t n = 1 + rand() % 6;
+        rknnx_y_tensor t;
+        memset(&t, 0, sizeof t);
+        t.C = nm;
+        t.H = ph;
+        t.W = pw;
+        size_t esz = kind == 3 ? 4 : kind == 2 ? 2 : 1, bytes;
+        if (kind == 1) {
+            t.C2 = 16;
+            t.s_x = 16;
+            t.s_y = 16 * pw;
+            t.s_c1 = 16 * pw * ph;
+            t.s_c2 = 1;
+            bytes = (size_t)(2 * 16 * pw * ph);
+        } else if (kind == 2) {
+            t.C2 = nm;
+            t.s_c2 = 2;
+            t.s_x = 2 * (nm + 1);                       /* a padded pixel stride */
+            t.s_y = t.s_x * pw;
+            bytes = (size_t)(t.s_y * ph);
+        } else {
+            t.C2 = nm;
+            t.s_c2 = (ptrdiff_t)esz * ph * pw;
+            t.s_y = (ptrdiff_t)esz * pw;
+            t.s_x = (ptrdiff_t)esz;
+            bytes = esz * (size_t)(nm * ph * pw);
+        }
+        t.dtype = kind == 3 ? RKNNX_Y_F32 : kind == 2 ? RKNNX_Y_F16 : RKNNX_Y_I8;
+        t.lut = lut;
+        char *pb = xmalloc(bytes);
+        for (size_t i = 0; i < bytes; i += esz) {
+            if (kind == 3) {
+                float f = (float)(rand() % 2001 - 1000) / 300.0f;
+                memcpy(pb + i, &f, 4);
+            } else if (kind == 2) {
+                uint16_t h = rknnx_f32_to_f16((float)(rand() % 2001 - 1000) / 300.0f);
+                memcpy(pb + i, &h, 2);
+            } else {
+                pb[i] = (char)(rand() % 256);
+            }
+        }
+        t.base = pb;
+        float *coef = xmalloc(sizeof(float) * (size_t)(n * nm));
+        float *boxes = xmalloc(sizeof(float) * (size_t)(4 * n));
+        /* every third trial: coefficients so small that every value is within a few ulps
+           of 0.5, so that any other rounding anywhere flips pixels */
+        const float cs = trial % 3 == 2 ? 1e-7f : 1.0f;
+        for (ptrdiff_t i = 0; i < n * nm; i++)
+            coef[i] = (float)(rand() % 401 - 200) / 150.0f * cs;
+        for (ptrdiff_t i = 0; i < n; i++) {
+            float x1 = (float)(rand() % (mw + 20)) - 10.0f + (float)(rand() % 8) / 8.0f;
+            float y1 = (float)(rand() % (mh + 20)) - 10.0f + (float)(rand() % 8) / 8.0f;
+            boxes[4 * i] = x1;
+            boxes[4 * i + 1] = y1;
+            boxes[4 * i + 2] = x1 + (float)(rand() % (mw + 1)) + 0.3f;
+            boxes[4 * i + 3] = y1 + (float)(rand() % (mh + 1)) + 0.6f;
+        }
+        const size_t on = (size_t)(n * mh * mw);
+        unsigned char *want = xmalloc(on), *got = xmalloc(on);
+        ref_masks(&t, coef, nm, boxes, n, mh, mw, want);
+        for (int level = 0; level <= 2; level++) {
+            memset(got, 0xA5, on);
+            rknnx_k_set_path(level);
+            check(rknnx_y_masks(&t, coef, nm, boxes, n, mh, mw, got) == 0, "masks: run",
+                  level, trial);
+            check(memcmp(got, want, on) == 0, "masks: path equals the reference", level,
+                  trial);
+        }
+        memset(got, 0, on);             /* a zeroed output: only the boxes written */
+        check(rknnx_y_masks_into(&t, coef, nm, boxes, n, mh, mw, got, 1) == 0,
+              "masks_into: run", trial, 0);
+        check(memcmp(got, want, on) == 0, "masks_into on zeros equals the reference", trial, 0);
+        rknnx_k_set_path(2);
+        free(pb);
+        free(coef);
+        free(boxes);
+        free(want);
+        free(got);
+    }
+}
+
 int main(void)
 {
     planted();
     test_v8();
     test_v5();
     test_masks();
+    test_masks_paths();
     printf("yolo_check: %ld checks, %ld failed\n", checks, failed);
     return failed != 0;
 }
