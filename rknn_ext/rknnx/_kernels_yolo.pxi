@@ -37,9 +37,9 @@ cdef extern from "kernels/yolo.h" nogil:
         const unsigned char* class_ok
     Py_ssize_t rknnx_y_decode(const rknnx_y_spec* spec, float* boxes, float* scores,
                               int32_t* classes, int32_t* index)
-    int rknnx_y_masks(const rknnx_y_tensor* proto, const float* coef, Py_ssize_t nm,
-                      const float* boxes, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
-                      unsigned char* out)
+    int rknnx_y_masks_into(const rknnx_y_tensor* proto, const float* coef, Py_ssize_t nm,
+                           const float* boxes, Py_ssize_t n, Py_ssize_t H, Py_ssize_t W,
+                           unsigned char* out, int zeroed)
 
 cdef enum:
     _Y_MAXSCALES = 16
@@ -184,7 +184,9 @@ def yolo_decode(int family, list scales, Py_ssize_t nc, Py_ssize_t reg_max, bint
 
 def yolo_masks(proto, coef, boxes, Py_ssize_t H, Py_ssize_t W):
     """rknnx_y_masks: bool [n, H, W] masks of `boxes` (float32 [n,4]) with coefficients
-    `coef` (float32 [n, nm]) over `proto` (a tensor as _y_tensor takes it)."""
+    `coef` (float32 [n, nm]) over `proto` (a tensor as _y_tensor takes it).  The output
+    is numpy's zeros (pages mapped on first touch) and the kernel writes only the boxes'
+    pixels (rknnx_y_masks_into, zeroed), so the pages outside every box stay untouched."""
     cdef rknnx_y_tensor t
     cdef Py_buffer buf
     cdef const float[:, ::1] cf = coef
@@ -206,7 +208,7 @@ def yolo_masks(proto, coef, boxes, Py_ssize_t H, Py_ssize_t W):
         if nm > t.C:
             raise ValueError(f"{nm} coefficients for a proto of {t.C} channels")
         with nogil:
-            r = rknnx_y_masks(&t, &cf[0, 0], nm, &bx[0, 0], n, H, W, &o[0, 0, 0])
+            r = rknnx_y_masks_into(&t, &cf[0, 0], nm, &bx[0, 0], n, H, W, &o[0, 0, 0], 1)
     finally:
         PyBuffer_Release(&buf)
     if r < 0:
