@@ -378,6 +378,52 @@ static int read_custom_ops(const fbuf *f, const ftab *root, const ftab *g, rknnx
     return RKNNX_FILE_OK;
 }
 
+/* Model slot 20: the data blobs, each a table whose field 0 is a byte vector; a constant
+ * tensor's slot 18 is the index of its blob (0, an empty table, for tensors without one).
+ * A toolkit-2.5.0 file built with remove_weight=True keeps every constant's blob slot but
+ * leaves the blobs of the model's own weights empty (tiny_rk3588: W's 576 bytes and the
+ * two 1024-byte compiler constants out, B's 256 kept; the other blobs, the register
+ * commands and the tasks, as in the full file), while slot 19 still gives the full plan.
+ * Runtimes 1.5.2 and 1.6.0 then report as MEM_SIZE total_weight_size the sum of the
+ * constant blobs the file holds, each rounded up to 64 bytes (RK3588 / RK3566: tiny 256 /
+ * 128, cls_img and multi_io 512 / 256); *kept is that sum, *removed the empty ones. */
+static int read_weight_blobs(const fbuf *f, const ftab *root, size_t tpos, uint32_t n_tensors,
+                             uint64_t *kept, uint32_t *removed)
+{
+    size_t bpos;
+    uint32_t n_blobs, k;
+    int rc;
+    *kept = 0;
+    *removed = 0;
+    if ((rc = rknnx_file_fb_vector(f, root, 20, 4, "blobs", &bpos, &n_blobs)) != 0) return rc;
+    for (k = 0; k < n_tensors && n_blobs; k++) {
+        ftab tt, bt;
+        int32_t kind;
+        uint32_t ix, len;
+        int present;
+        size_t dpos;
+        if ((rc = rknnx_file_fb_vector_table(f, tpos, k, "Tensor", "tensors", &tt)) != 0 ||
+            (rc = rknnx_file_fb_u8(f, &tt, 2, "kind", 0, &kind, NULL)) != 0)
+            return rc;
+        if (kind != 4)
+            continue;
+        if ((rc = rknnx_file_fb_u32(f, &tt, 18, "blob", 0, &ix, &present)) != 0) return rc;
+        if (!present)
+            continue;
+        if (ix >= n_blobs)
+            return rknnx_file_fb_fail(f, "Tensor", "blob", tt.pos, "constant tensor %u names "
+                                      "blob %u of %u", k, ix, n_blobs);
+        if ((rc = rknnx_file_fb_vector_table(f, bpos, ix, "Blob", "blobs", &bt)) != 0 ||
+            (rc = rknnx_file_fb_vector(f, &bt, 0, 1, "data", &dpos, &len)) != 0)
+            return rc;
+        if (len == 0)
+            (*removed)++;
+        else
+            *kept += ((uint64_t)len + 63) / 64 * 64;
+    }
+    return RKNNX_FILE_OK;
+}
+
 int rknnx_file_read_payload(const uint8_t *payload, size_t size, uint64_t file_off,
                             rknnx_file_model *m, rknnx_file_error *err)
 {
@@ -474,6 +520,14 @@ int rknnx_file_read_payload(const uint8_t *payload, size_t size, uint64_t file_o
             m->internal_size = a1 ? rknnx_file_rd64(payload + a1) : 0;
             m->has_mem_sizes = a0 != 0 || a1 != 0;
         }
+    }
+    {
+        uint64_t kept;
+        if ((rc = read_weight_blobs(&f, &root, tpos, n_tensors, &kept,
+                                    &m->n_removed_weights)) != 0)
+            goto out;
+        if (m->n_removed_weights && m->has_mem_sizes)
+            m->weight_size = kept;
     }
 
     /* The generator: a Python-literal dict from format 6 on (a plain text before). */

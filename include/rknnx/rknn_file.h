@@ -239,6 +239,11 @@ typedef struct rknnx_file_model {
     int32_t has_mem_sizes;
     uint64_t weight_size;
     uint64_t internal_size;
+    /* Constant tensors whose data the file leaves out (format 6: a Tensor's slot 18 names
+     * an empty blob of Model slot 20; toolkit option remove_weight=True).  Where there are
+     * any, weight_size is not the plan but what runtimes 1.5.2 and 1.6.0 report for such a
+     * file: the constants the file still holds, each rounded up to 64 bytes. */
+    uint32_t n_removed_weights;
 
     /* Container 0x1004: the payload header's other regions (docs/rknn-file-format-v1004.md);
      * 0 for the other versions.  The mini runtime allocates the task region as its "task"

@@ -209,7 +209,11 @@ class ModelFile:
     weight_size, internal_size : int or None
         The memory the compiler planned (what the runtime's MEM_SIZE query reports as
         total_weight_size / total_internal_size); None when the file does not say
-        (containers 1, 2 and 0x1004).
+        (containers 1, 2 and 0x1004).  For a file built with ``remove_weight=True``
+        weight_size is what runtimes 1.5.2 and 1.6.0 report for it: the constants the file
+        still holds (docs/rknn-file-format.md, "Weights left out").
+    removed_weights : int
+        How many constant tensors have their data left out of the file (0 for most files).
     """
 
     path: Optional[str]
@@ -229,6 +233,7 @@ class ModelFile:
     custom_ops: tuple
     weight_size: Optional[int] = None
     internal_size: Optional[int] = None
+    removed_weights: int = 0
 
     def runtime_support(self) -> tuple:
         """Which runtime versions load this file: :func:`runtime_support` of it."""
@@ -303,7 +308,8 @@ def read(source: Union[str, os.PathLike, bytes, bytearray, memoryview]) -> Model
         outputs=tuple(_tensor(t) for t in d["outputs"]),
         shape_sets=tuple(tuple(tuple(s) for s in ss) for ss in d["shape_sets"]),
         custom_ops=tuple(CustomOp(**o) for o in d["custom_ops"]),
-        weight_size=d["weight_size"], internal_size=d["internal_size"])
+        weight_size=d["weight_size"], internal_size=d["internal_size"],
+        removed_weights=d.get("removed_weights", 0))
 
 
 def is_vendor_file(source: Union[str, os.PathLike, bytes, bytearray, memoryview]) -> bool:

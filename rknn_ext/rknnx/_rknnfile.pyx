@@ -110,6 +110,7 @@ cdef extern from "rknn_file.h" nogil:
         int32_t has_mem_sizes
         uint64_t weight_size
         uint64_t internal_size
+        uint32_t n_removed_weights
 
     int rknnx_file_read(const void *data, size_t size, rknnx_file_model **out,
                         rknnx_file_error *err)
@@ -253,6 +254,7 @@ def read_model_file(data):
             "shape_sets": shape_sets,
             "weight_size": m.weight_size if m.has_mem_sizes else None,
             "internal_size": m.internal_size if m.has_mem_sizes else None,
+            "removed_weights": m.n_removed_weights,
             "custom_ops": [{"name": _mf_str(m.custom_ops[k].name, sizeof(m.custom_ops[k].name)),
                             "type": _mf_str(m.custom_ops[k].type, sizeof(m.custom_ops[k].type))}
                            for k in range(m.n_custom_ops)],

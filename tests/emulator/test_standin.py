@@ -292,3 +292,17 @@ def test_every_mini_runtime_attribute_answer_is_the_stand_ins(emu, make_ctx, ste
         assert got.scale == pytest.approx(want["scale"], rel=1e-6, abs=0)
         n += 1
     assert n >= 6 * 2
+
+
+def test_mem_size_of_a_file_whose_weights_were_left_out(emu, make_ctx):
+    """MEM_SIZE of a file of the structure of tiny_rw_rk3588 (built with remove_weight=True):
+    librknnrt 1.5.2 and 1.6.0 answered 256 and 2432 for it, the constant the file holds and
+    the plan's internal memory (tests/data/vendor_built_answers.json); the stand-in answers
+    the same, and the plan for the same constants all held."""
+    from tests.emu_capi import Q_MEM_SIZE
+    data = synthetic_rknn("{'attrs': {}}", mem_plan=(2880, 2432), constants=[0, 256, 0, 0])
+    full = synthetic_rknn("{'attrs': {}}", mem_plan=(2880, 2432),
+                          constants=[576, 256, 1024, 1024])
+    for model, want in ((data, (256, 2432)), (full, (2880, 2432))):
+        m = make_ctx(model, platform="RK3588").query(Q_MEM_SIZE)
+        assert (m.total_weight_size, m.total_internal_size) == want

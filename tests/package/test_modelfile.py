@@ -5,13 +5,16 @@ errors on corrupt, truncated and foreign bytes."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
+import io
 import json
 import os
 import pickle
 import struct
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -744,3 +747,48 @@ def test_info_on_broken_and_encrypted_files(tmp_path):
     proc = _info("info", str(bad))
     assert proc.returncode == 1 and "[check: payload_length]" in proc.stderr, proc.stderr
     assert "NO-RUNTIME" in proc.stderr
+
+
+# ---- weights left out of the file (remove_weight=True) -------------------------------------
+
+BUILT = json.loads((Path(__file__).resolve().parents[1] / "data" / "vendor_built_answers.json")
+                   .read_text())
+
+
+@pytest.mark.parametrize("fact", BUILT["remove_weight"]["files"], ids=lambda f: f["file"])
+def test_weights_left_out_of_the_file_are_not_in_mem_size(fact):
+    """A file of the structure of one built with remove_weight=True (the plan of slot 19 and
+    the constants' blobs, empty where the toolkit left the data out): the weight size is what
+    librknnrt 1.5.2 and 1.6.0 answered for the built file (tests/data/vendor_built_answers.json),
+    the constants the file holds, each rounded up to 64 bytes, not the plan."""
+    data = synthetic_rknn("{'attrs': {}}", mem_plan=fact["plan"], constants=fact["blobs"])
+    mf = modelfile.read(data)
+    assert (mf.weight_size, mf.internal_size) == (fact["weight"], fact["internal"])
+    assert mf.removed_weights == fact["blobs"].count(0) > 0
+    # the same constants, every blob held: the plan is the answer, as for every full file
+    full = modelfile.read(synthetic_rknn("{'attrs': {}}", mem_plan=fact["plan"],
+                                         constants=[b or 64 for b in fact["blobs"]]))
+    assert (full.weight_size, full.internal_size, full.removed_weights) == \
+        (fact["plan"][0], fact["plan"][1], 0)
+
+
+def test_a_constant_naming_a_blob_past_the_list_names_the_check():
+    exc = _check(synthetic_rknn("{'attrs': {}}", mem_plan=(128, 64), constants=[0, 64],
+                                blob_of=[1, 9]))
+    assert exc.check == "flatbuffer.Tensor.blob"
+    assert "constant tensor 3 names blob 9 of 3" in str(exc)
+
+
+def test_info_says_weights_were_left_out(tmp_path):
+    path = tmp_path / "rw.rknn"
+    path.write_bytes(synthetic_rknn("{'attrs': {}}", mem_plan=(2880, 2432), constants=[0, 256, 0]))
+    from rknnx.cli import main
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert main(["info", str(path)]) == 0
+    text = out.getvalue()
+    assert "memory:     weights 256 B, internal 2.4 KiB" in text
+    assert "2 constant tensor(s) left out of the file (built with remove_weight=True)" in text
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert main(["info", "--json", str(path)]) == 0
+    d = json.loads(out.getvalue())
+    assert (d["mem_size"]["weight"], d["removed_weights"]) == (256, 2)
