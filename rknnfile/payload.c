@@ -134,6 +134,21 @@ static int read_tensor(const fbuf *f, const ftab *tt, rknnx_file_model *m, rknnx
     snprintf(t->layout, sizeof t->layout, "%s", t->n_shape == 4 ? "NCHW" : "");
     t->known = RKNNX_FILE_KNOWN_SHAPE;
     rknnx_file_set_attr_view(t, strcmp(t->npu_layout, "NHWC") == 0);
+    /* Container 1 (toolkit 1.1.x): the I/O JSON names the type the user hands over and
+     * gets back, not the NPU's: the rknpu2 c28b080 multiple_input_demo files say "float32"
+     * (RK3588) or "uint8" (RK3566) inputs and a "float32" output over int8 tensors, and
+     * runtimes 1.4.0, 1.5.2 and 1.6.0 report those types in INPUT_ATTR / OUTPUT_ATTR, sizes
+     * in them (65536 bytes for a 16384-element input), and the int8 tensors' in the NATIVE
+     * attributes.  Containers 2 and 6 name the tensor's own type there. */
+    if (m->container_version == 1 && t->npu_dtype[0]) {
+        int32_t user = rknnx_file_type_of_name(t->npu_dtype);
+        if (user != RKNNX_FILE_UNKNOWN && rknnx_file_type_size(user)) {
+            t->attr_type = user;
+            t->size = (uint32_t)((uint64_t)t->n_elems * rknnx_file_type_size(user) > UINT32_MAX
+                                 ? UINT32_MAX
+                                 : (uint64_t)t->n_elems * rknnx_file_type_size(user));
+        }
+    }
     derive_native(t, nat, n_nat, m->container_version);
 
     /* Quantization: method (slot 6), scale (slot 10), zero point (slot 11). */

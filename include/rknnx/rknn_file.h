@@ -151,8 +151,13 @@ typedef struct rknnx_file_tensor {
     int32_t type;                       /* rknn_tensor_type of the NPU-side data; may be
                                          * RKNNX_FILE_UNKNOWN in a 0x1004 file whose tail
                                          * names no dtype (then size is 0) */
+    int32_t attr_type;                  /* the rknn_tensor_type INPUT_ATTR / OUTPUT_ATTR
+                                         * report: `type`, except in a container 1 file,
+                                         * whose I/O JSON names the user's type (float32
+                                         * or uint8; runtimes 1.4.0, 1.5.2 and 1.6.0 report
+                                         * that, docs/rknn-file-format.md) */
     uint32_t n_elems;                   /* product of dims */
-    uint32_t size;                      /* n_elems * element size, bytes */
+    uint32_t size;                      /* n_elems * element size of attr_type, bytes */
 
     int32_t qnt_type;                   /* rknn_tensor_qnt_type */
     int32_t zp;

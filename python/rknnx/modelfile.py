@@ -106,7 +106,9 @@ class TensorInfo:
     layout : str or None
         The attr view's layout: ``"NCHW"``, ``"NHWC"``, ``"UNDEFINED"``.
     dtype : str or None
-        The NPU-side element type, numpy's name (``"int8"``, ``"float16"``).
+        The attr view's element type, numpy's name (``"int8"``, ``"float16"``): the NPU's,
+        except in a container 1 file, where the runtimes report the user's type the file
+        names (``"float32"``, ``"uint8"``) over int8 tensors.
     n_elems, size : int
         Elements and bytes of the attr view.
     qnt_type : str or None
@@ -376,22 +378,25 @@ _UNKNOWN_TO_1_X = {"RKNPU f2": "Meet unknown rknpu target string: RKNPU f2",
 #: rockchip-linux/rknn-toolkit2 #316: ``Invalid RKNN model version 6`` on old runtimes).
 RUNTIME_FACTS: tuple = (
     RuntimeFacts(
-        runtime="librknnrt 1.4.0", chips=_GLIBC_CHIPS, reads=frozenset({2}),
+        runtime="librknnrt 1.4.0", chips=_GLIBC_CHIPS, reads=frozenset({1, 2}),
         refuses={6: "Invalid RKNN model version 6", 0x1004: "Invalid RKNN format"},
         refuses_family={},
-        source="runtime 1.4.0 (aarch64) on every corpus file; board logs (rknn-toolkit2 #316)"),
+        source="runtime 1.4.0 (aarch64) on every corpus file and the container 1 files of "
+               "rknpu2 c28b080; board logs (rknn-toolkit2 #316)"),
     RuntimeFacts(
-        runtime="librknnrt 1.5.2", chips=_GLIBC_CHIPS, reads=frozenset({2, 6}),
+        runtime="librknnrt 1.5.2", chips=_GLIBC_CHIPS, reads=frozenset({1, 2, 6}),
         refuses={0x1004: "Invalid RKNN format"},
         refuses_family=_UNKNOWN_TO_1_X,
-        source="runtime 1.5.2 (armhf) on every corpus file",
+        source="runtime 1.5.2 (armhf) on every corpus file and the container 1 files of "
+               "rknpu2 c28b080",
         custom_ops="aborts the process in rknn_init (dual_residual_custom, toolkit 1.6.1, "
                    "after 'RKNN Model version: 1.6.1 not match with rknn runtime version')"),
     RuntimeFacts(
-        runtime="librknnrt 1.6.0", chips=_GLIBC_CHIPS, reads=frozenset({2, 6}),
+        runtime="librknnrt 1.6.0", chips=_GLIBC_CHIPS, reads=frozenset({1, 2, 6}),
         refuses={0x1004: "Invalid RKNN format"},
         refuses_family=_UNKNOWN_TO_1_X,
-        source="runtime 1.6.0 (armhf) on every corpus file"),
+        source="runtime 1.6.0 (armhf) on every corpus file and the container 1 files of "
+               "rknpu2 c28b080"),
     RuntimeFacts(
         runtime="librknnmrt 2.3.2", chips=_MINI_CHIPS, reads=frozenset({0x1004}),
         refuses={2: "incompatible model version: 2", 6: "incompatible model version: 6"},

@@ -50,6 +50,7 @@ cdef extern from "rknn_file.h" nogil:
         uint32_t dims[16]
         int32_t fmt
         int32_t type
+        int32_t attr_type
         uint32_t n_elems
         uint32_t size
         int32_t qnt_type
@@ -155,7 +156,9 @@ cdef dict _mf_tensor(const rknnx_file_tensor *t):
         "layout": _mf_str(t.layout, sizeof(t.layout)),
         "dims": _mf_dims(t.dims, t.n_dims),
         "fmt": _mf_enum(t.fmt),
-        "type": _mf_enum(t.type),
+        # what INPUT_ATTR / OUTPUT_ATTR report (the NPU's type but in a container 1 file)
+        "type": _mf_enum(t.attr_type),
+        "native_type": _mf_enum(t.type),
         "n_elems": t.n_elems,
         "size": t.size,
         "qnt_type": _mf_enum(t.qnt_type) if q else None,

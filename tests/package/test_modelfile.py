@@ -77,7 +77,8 @@ def test_every_vendor_file_is_read(path):
             assert t.known - {"norm"} == {"shape", "attr", "qnt", "native"}
             assert t.size == t.n_elems * {"int8": 1, "uint8": 1, "float16": 2, "float32": 4,
                                           "int64": 8}[t.dtype]
-            assert t.native_size >= t.size
+            # a container 1 file's attr view is in the user's type (float32 over int8)
+            assert t.native_size >= (t.size if c.version != 1 else t.n_elems)
         elif "qnt" not in t.known:
             # not decoded yet: said so, never a guess
             assert t.qnt_type is None and t.scale is None and t.zero_point is None
@@ -396,7 +397,10 @@ def test_runtime_facts_table():
     # rockchip-linux/rknn-toolkit2 #316); 1.5.2 and 1.6.0 read it; the RV1106 mini runtime
     # reads only 0x1004 (its own answers: "incompatible model version: 6")
     assert 6 in facts["librknnrt 1.4.0"].refuses and 6 not in facts["librknnrt 1.4.0"].reads
-    assert facts["librknnrt 1.5.2"].reads == facts["librknnrt 1.6.0"].reads == {2, 6}
+    assert facts["librknnrt 1.5.2"].reads == facts["librknnrt 1.6.0"].reads == {1, 2, 6}
+    # the container 1 files of rknpu2 c28b080, each on its own chip, on 1.4.0 too
+    # (tests/data/vendor_built_answers.json)
+    assert 1 in facts["librknnrt 1.4.0"].reads
     assert facts["librknnmrt 2.3.2"].reads == {0x1004}
     assert all(f.source for f in modelfile.RUNTIME_FACTS)
 
@@ -792,3 +796,23 @@ def test_info_says_weights_were_left_out(tmp_path):
         assert main(["info", "--json", str(path)]) == 0
     d = json.loads(out.getvalue())
     assert (d["mem_size"]["weight"], d["removed_weights"]) == (256, 2)
+
+
+@pytest.mark.parametrize("stem", sorted(BUILT["container_1"]["files"]))
+def test_container_1_attributes_are_the_users_types(stem):
+    """A container 1 file's INPUT_ATTR / OUTPUT_ATTR type is the one its I/O JSON names
+    (float32 / uint8 over int8 tensors), as runtimes 1.4.0, 1.5.2 and 1.6.0 report it
+    (tests/data/vendor_built_answers.json); sizes are counted in it, native sizes in int8."""
+    if RKNN_MODELS is None:
+        pytest.skip(NO_VENDOR_DATA)
+    path = next(iter(RKNN_MODELS.rglob(stem + ".rknn")), None)
+    if path is None:
+        pytest.skip(f"{stem}.rknn is not in {RKNN_MODELS}")
+    fact = BUILT["container_1"]["files"][stem]
+    mf = modelfile.read(str(path))
+    assert (mf.container.version, mf.npu_family, mf.target_platform) == \
+        (1, fact["family"], fact["platform"])
+    names = {0: "float32", 3: "uint8"}
+    for t, want in zip(mf.inputs + mf.outputs, fact["input_attr"] + fact["output_attr"]):
+        assert (t.dtype, t.size) == (names[want["type"]], want["size"]), t.name
+        assert t.native_size <= t.size          # the native view stays int8, a byte each
