@@ -26,6 +26,7 @@
  */
 #include <math.h>
 #include <stdatomic.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,7 @@ static void free_sd(emu_standin *sd)
         return;
     free(sd->sets);
     free(sd->maxv);
+    free(sd->user_type);
     free(sd->ranges);
     free(sd);
 }
@@ -110,6 +112,21 @@ static void set_dims(rknn_tensor_attr *a, const uint32_t *d, uint32_t n, int32_t
     a->fmt = (rknn_tensor_format)fmt;
     a->n_elems = (uint32_t)prod(d, n);
     a->size = (uint32_t)(a->n_elems * es);
+}
+
+/* Container 1 (toolkit 1.1.x): INPUT_ATTR / OUTPUT_ATTR report the user's type the file
+   names (rknnx_file_tensor.attr_type), with size and size_with_stride counted in it, over
+   the int8 tensor the other views and the stand-in model keep (rknpu2 c28b080
+   multiple_input_demo, runtimes 1.4.0, 1.5.2 and 1.6.0: the RK3588 file's output 524288
+   bytes, stride size 1048576, its native buffer 262144 bytes) */
+static void user_type_view(rknn_tensor_type ut, rknn_tensor_attr *n)
+{
+    size_t es = emu_type_size(n->type), us = emu_type_size(ut);
+    if (ut == n->type || !es || !us)
+        return;
+    n->type = ut;
+    n->size = (uint32_t)((uint64_t)n->n_elems * us);
+    n->size_with_stride = (uint32_t)((uint64_t)n->size_with_stride / es * us);
 }
 
 static void fill_views(int mode, const emu_platform *p, const sd_tensor *x, uint32_t idx,
@@ -183,11 +200,17 @@ static void fill_views(int mode, const emu_platform *p, const sd_tensor *x, uint
         }
         na->size_with_stride = na->size;
         /* NHWC view */
-        uint32_t Cn = (lite && blocked && c2) ? (uint32_t)align_up(C, c2) : C;
+        /* an int16 output on RK3566 keeps its C, its stride size the bytes rounded up to 4
+           (1.5.2 and 1.6.0, cls_img built with w16a16i_dfp: [1,32,32,5] 10240 / 10240,
+           [1,1,1,5] 10 / 12) */
+        int keep_c = lite && ty == RKNN_TENSOR_INT16;
+        uint32_t Cn = (lite && blocked && c2 && !keep_c) ? (uint32_t)align_up(C, c2) : C;
         uint32_t hd[4] = {N, H, W, Cn};
         set_dims(nh, hd, 4, RKNN_TENSOR_NHWC, es);
         if (mode == EMU_SD_MINI)
             nh->size_with_stride = blocked ? native_bytes : nh->size;
+        else if (keep_c)
+            nh->size_with_stride = (uint32_t)align_up(nh->size, 4);
         else
             nh->size_with_stride = (uint32_t)align_up(nh->size, c2 ? c2 : 1);
         return;
@@ -344,15 +367,15 @@ int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, em
         goto done;
     }
     if (mode == EMU_SD_2X && cv == RKNNX_FILE_CONTAINER_V1) {
-        /* No runtime on record was run on a container-1 file (toolkit 1.1): the 2.x stand-in
-           reads it, as 1.5.2's does and as every recorded runtime reads the older container
-           it knows (1.6.0 the container-2 files), and says once that a board may not */
+        /* librknnrt 1.4.0, 1.5.2 and 1.6.0 load the container-1 files of rknpu2 c28b080
+           (toolkit 1.1), each on its own chip; no 2.x runtime on record was run on one: the
+           2.x stand-in reads it as they do, and says once that a board's 2.x may not */
         static atomic_int said;
         if (emu_log_enabled(EMU_LOG_W) && !atomic_exchange(&said, 1))
-            fprintf(stderr, "W rknnx: a container version 1 file (rknn-toolkit2 1.1): no "
-                    "librknnrt on record was run on one, so whether a board's loads it is not "
-                    "known; rknn-toolkit2 1.3 and later write versions 2 and 6 "
-                    "(docs/standin.md)\n");
+            fprintf(stderr, "W rknnx: a container version 1 file (rknn-toolkit2 1.1): "
+                    "librknnrt 1.4.0 to 1.6.0 load such files, no 2.x runtime on record was run "
+                    "on one, so whether a board's 2.x loads it is not known; rknn-toolkit2 1.3 "
+                    "and later write versions 2 and 6 (docs/standin.md)\n");
     }
     if (mode == EMU_SD_2X && cv != RKNNX_FILE_CONTAINER_V6 && cv != RKNNX_FILE_CONTAINER_V2 &&
         cv != RKNNX_FILE_CONTAINER_V1) {
@@ -368,10 +391,19 @@ int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, em
             EMU_ERR(NULL, "incompatible model version: %llu", (unsigned long long)cv);
             rc = RKNN_ERR_FAIL;
         } else {
-            EMU_ERR(NULL, "failed to check rknpu hardware version: 0");
+            EMU_ERR(NULL, "failed to check rknpu hardware version: %s",
+                    strcmp(p->npu_group, "RK3588") == 0 ? "0x46495245" : "0");
+            /* the runtimes name the file's platform string, though the check goes by the
+               NPU family: the rknpu2 c28b080 RK3588 file (RKNPU v2, "rk3566") on RK3566 is
+               "for RK3566, but current platform is RK3566/RK3568" (1.4.0, 1.5.2, 1.6.0) */
+            char named[RKNNX_FILE_STR_LEN];
+            snprintf(named, sizeof named, "%s",
+                     f->target_platform[0] ? f->target_platform
+                                           : (fp ? fp->name : f->chip));
+            for (char *q = named; *q; q++)
+                *q = (char)toupper((unsigned char)*q);
             snprintf(line, sizeof line, "This rknn model is for %s, but current platform is %s",
-                     fp ? fp->name : (f->chip[0] ? f->chip : f->target_platform),
-                     vendor_platform_name(p));
+                     named, vendor_platform_name(p));
             rc = refuse(mode, RKNN_ERR_MODEL_INVALID, line);
         }
         goto done;
@@ -396,6 +428,19 @@ int emu_standin_open(const void *bytes, size_t nbytes, const emu_platform *p, em
             snprintf(sd->custom[sd->n_custom++], RKNN_MAX_NAME_LEN, "%s", f->custom_ops[k].type);
     }
     sd->mode = mode;
+    sd->compiler_int = f->compiler_version_int;
+    for (uint32_t k = 0; k < f->n_inputs + f->n_outputs; k++) {
+        const rknnx_file_tensor *t = k < f->n_inputs ? &f->inputs[k] : &f->outputs[k - f->n_inputs];
+        if (t->attr_type != t->type && !sd->user_type) {
+            sd->user_type = calloc(f->n_inputs + f->n_outputs, sizeof *sd->user_type);
+            if (!sd->user_type)
+                goto done;
+        }
+    }
+    for (uint32_t k = 0; sd->user_type && k < f->n_inputs + f->n_outputs; k++) {
+        const rknnx_file_tensor *t = k < f->n_inputs ? &f->inputs[k] : &f->outputs[k - f->n_inputs];
+        sd->user_type[k] = 1 + t->attr_type;   /* 0: none */
+    }
     /* MEM_SIZE's weight and internal bytes as the file plans them (the Model table's memory
        plan: docs/rknn-file-format.md); 0 where the file has none */
     if (f->has_mem_sizes) {
@@ -673,16 +718,34 @@ static int q_attr(emu_ctx *c, const emu_standin *sd, int cmd, rknn_tensor_attr *
     if (!v)
         return RKNN_ERR_PARAM_INVALID;
     *a = *v;
+    if (kind == EMU_ATTR_NORMAL && sd->user_type && sd->user_type[is_out ? sd->n_in + idx : idx])
+        user_type_view((rknn_tensor_type)(sd->user_type[is_out ? sd->n_in + idx : idx] - 1), a);
     if (!is_out && kind != EMU_ATTR_NORMAL && sd->native_follows && c->sd_in_type &&
-        c->sd_in_type[idx] == 1 + RKNN_TENSOR_UINT8 && v->type == RKNN_TENSOR_INT8 &&
+        c->sd_in_type[idx] == 1 + RKNN_TENSOR_UINT8 &&
+        (v->type == RKNN_TENSOR_INT8 || v->type == RKNN_TENSOR_INT16) &&
         v->n_dims == 4 && v->fmt == RKNN_TENSOR_NHWC) {
         /* 1.5.2 and 1.6.0, every chip: once an int8 image input was set from UINT8 data (the
            NPU then takes the uint8 bytes), its native views report UINT8 at the current
-           shape */
+           shape; an int16 one (w16a16i_dfp) likewise, in bytes: 1.6.0, cls_img, tiny and
+           multi_io built so, RK3588 and RK3566 (tests/data/vendor_built_answers.json) */
         const rknn_tensor_attr *cu = emu_standin_attr(sd, 0, idx, kind, sd->n_sets != 0, c->shape_set);
         if (cu)
             *a = *cu;
+        if (a->type == RKNN_TENSOR_INT16) {
+            a->size /= 2;
+            a->size_with_stride /= 2;
+        }
         a->type = RKNN_TENSOR_UINT8;
+    }
+    if (kind == EMU_ATTR_NORMAL && sd->mode == EMU_SD_1_5 && a->type == RKNN_TENSOR_INT16) {
+        /* librknnrt 1.5.2 knows no INT16 tensor: INPUT_ATTR / OUTPUT_ATTR of a w16a16i_dfp
+           file report type 10, the native views INT16 (cls_img, tiny, multi_io built so,
+           RK3588 and RK3566).  It also reports size = size_with_stride = -n_elems as a u32
+           (cls_img: 4294964224 for 3072 elements), which the stand-in does not play: a
+           client that believes it allocates 4 GiB per tensor (the recording's own probe
+           crashed there), and type 10 already tells a client the tensor is not one it
+           can use (docs/standin.md) */
+        a->type = (rknn_tensor_type)10;
     }
     if (is_out && kind == EMU_ATTR_NATIVE)
         emu_standin_played_native(c, idx, cur, a);

@@ -42,6 +42,9 @@ typedef struct emu_standin {
     uint32_t n_custom;        /* the file's custom operator types (at most 16 kept) */
     char custom[16][RKNN_MAX_NAME_LEN];
     uint32_t unknown;         /* EMU_SD_UNKNOWN_* bits: what the file did not give */
+    uint32_t compiler_int;    /* the file's compiler version MMmmpp (0: not known) */
+    int32_t *user_type;       /* NULL, or per input then output 1 + the type INPUT_ATTR /
+                                 OUTPUT_ATTR report where it is not the tensor's (container 1) */
     char file_info[1024];      /* the "RKNN Model Information" line's values */
 } emu_standin;
 
