@@ -439,6 +439,37 @@ static int read_weight_blobs(const fbuf *f, const ftab *root, size_t tpos, uint3
     return RKNNX_FILE_OK;
 }
 
+/* A file without slot 19 (containers 1 and 2): the memory plan from the tensors, as the
+ * runtimes size it.  Internal: the end of the furthest feature tensor (inputs, outputs and
+ * internal tensors: Tensor slot 13 its offset in the internal memory, slot 12 its planned
+ * bytes); weight: the constants' planned bytes summed.  On every container 6 file of the
+ * corpus the internal end equals slot 19's internal size; on the container 2 and 1 files
+ * runtimes 1.4.0, 1.5.2 and 1.6.0 report both (tk2 2c2d03d multiple_input_demo RK3588 5248 /
+ * 1114112, RK3566 6528 / 1114112; rknpu2 c28b080 RK356X 1280 / 1376256, its RK3588 file
+ * 3328 / 3211264 on 1.4.0, 1.5.2 and 1.6.0 saying 2816 for its weight). */
+static int derive_mem_plan(const fbuf *f, size_t tpos, uint32_t n_tensors, uint64_t *weight,
+                           uint64_t *internal)
+{
+    uint32_t k;
+    int rc;
+    *weight = *internal = 0;
+    for (k = 0; k < n_tensors; k++) {
+        ftab tt;
+        int32_t kind;
+        uint32_t planned, off;
+        if ((rc = rknnx_file_fb_vector_table(f, tpos, k, "Tensor", "tensors", &tt)) != 0 ||
+            (rc = rknnx_file_fb_u8(f, &tt, 2, "kind", 0, &kind, NULL)) != 0 ||
+            (rc = rknnx_file_fb_u32(f, &tt, 12, "planned_size", 0, &planned, NULL)) != 0 ||
+            (rc = rknnx_file_fb_u32(f, &tt, 13, "mem_offset", 0, &off, NULL)) != 0)
+            return rc;
+        if (kind == 4)
+            *weight += planned;
+        else if (kind >= 1 && kind <= 3 && (uint64_t)off + planned > *internal)
+            *internal = (uint64_t)off + planned;
+    }
+    return RKNNX_FILE_OK;
+}
+
 int rknnx_file_read_payload(const uint8_t *payload, size_t size, uint64_t file_off,
                             rknnx_file_model *m, rknnx_file_error *err)
 {
@@ -543,6 +574,15 @@ int rknnx_file_read_payload(const uint8_t *payload, size_t size, uint64_t file_o
             goto out;
         if (m->n_removed_weights && m->has_mem_sizes)
             m->weight_size = kept;
+    }
+    if (!m->has_mem_sizes && m->format_version < 6) {
+        uint64_t w, in;
+        if ((rc = derive_mem_plan(&f, tpos, n_tensors, &w, &in)) != 0) goto out;
+        if (w || in) {
+            m->weight_size = w;
+            m->internal_size = in;
+            m->has_mem_sizes = 1;
+        }
     }
 
     /* The generator: a Python-literal dict from format 6 on (a plain text before). */

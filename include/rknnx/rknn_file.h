@@ -240,7 +240,9 @@ typedef struct rknnx_file_model {
      * rknn_query(RKNN_QUERY_MEM_SIZE) reports as total_weight_size and total_internal_size
      * (runtime 1.6.0, every served file; 1.5.2 reports other sizes for dynamic models).
      * For 0x1004 files they come from the payload header, as the mini runtime reports them.
-     * has_mem_sizes is 0, and the sizes 0, when the file has none (containers 1 and 2). */
+     * Containers 1 and 2 have no slot 19: the plan is derived from the tensors, as the runtimes
+     * report it (docs/rknn-file-format.md, "The memory plan of containers 1 and 2").
+     * has_mem_sizes is 0, and the sizes 0, when nothing gives them. */
     int32_t has_mem_sizes;
     uint64_t weight_size;
     uint64_t internal_size;

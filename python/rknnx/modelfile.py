@@ -210,8 +210,8 @@ class ModelFile:
     custom_ops : tuple of CustomOp
     weight_size, internal_size : int or None
         The memory the compiler planned (what the runtime's MEM_SIZE query reports as
-        total_weight_size / total_internal_size); None when the file does not say
-        (containers 1, 2 and 0x1004).  For a file built with ``remove_weight=True``
+        total_weight_size / total_internal_size); for containers 1 and 2, which store no
+        plan, derived from the tensors as the runtimes report it; None when nothing says.  For a file built with ``remove_weight=True``
         weight_size is what runtimes 1.5.2 and 1.6.0 report for it: the constants the file
         still holds (docs/rknn-file-format.md, "Weights left out").
     removed_weights : int

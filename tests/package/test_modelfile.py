@@ -816,3 +816,34 @@ def test_container_1_attributes_are_the_users_types(stem):
     for t, want in zip(mf.inputs + mf.outputs, fact["input_attr"] + fact["output_attr"]):
         assert (t.dtype, t.size) == (names[want["type"]], want["size"]), t.name
         assert t.native_size <= t.size          # the native view stays int8, a byte each
+
+
+def test_the_memory_plan_of_containers_1_and_2_is_derived_from_the_tensors():
+    """Files before format 6 store no plan (no Model slot 19): the reader derives it from the
+    tensors (docs/rknn-file-format.md), and it is what the runtimes report: MEM_SIZE of the
+    tk2 2c2d03d files in the recorded answers (1.4.0, 1.5.2, 1.6.0), of the c28b080 files in
+    tests/data/vendor_built_answers.json (the RK3588 one's weight as 1.4.0 reports it)."""
+    if RKNN_MODELS is None or REAL_RUNTIME is None:
+        pytest.skip(NO_VENDOR_DATA)
+    checked = 0
+    for path in sorted(RKNN_MODELS.rglob("*.rknn")):
+        mf = modelfile.read(str(path))
+        if mf.container.version not in (1, 2):
+            continue
+        stem = path.stem
+        if stem in BUILT["container_1"]["files"]:
+            ms = BUILT["container_1"]["files"][stem]["mem_size"]
+            want = {(ms.get("weight_1.4.0", ms["weight"]), ms["internal"])}
+        else:
+            want = set()
+            for ans in REAL_RUNTIME.glob(f"answers/*/{stem}.json"):
+                doc = json.loads(ans.read_text())
+                for e in (doc.get("main") or {}).get("events", []):
+                    if e["ev"] == "query" and e["cmd"] == 6 and e["status"] == 0:
+                        want.add((e["result"]["total_weight_size"],
+                                  e["result"]["total_internal_size"]))
+            if not want:
+                continue        # served by no runtime on record
+        assert {(mf.weight_size, mf.internal_size)} == want, stem
+        checked += 1
+    assert checked >= 4, checked
