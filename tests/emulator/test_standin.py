@@ -339,6 +339,14 @@ def test_container_1_files_as_the_vendor_serves_them(emu, make_ctx, capfd, stem)
         assert (a.type, a.size, a.size_with_stride) == \
             (want["type"], want["size"], want["size_with_stride"])
         assert ctx.query(Q_NATIVE_OUTPUT_ATTR, i).type == 2
+    xs = [np.zeros(tuple(ctx.in_attr(i).dims[:ctx.in_attr(i).n_dims]), np.uint8)
+          for i in range(len(fact["input_attr"]))]
+    ctx.inputs_set(xs, types=[U8] * len(xs), fmts=[NHWC] * len(xs))
+    ctx.run()
+    for want_float in (0, 1):
+        got = ctx.outputs_get(want_float=want_float)
+        assert [g.nbytes for g in got] == fact["outputs_get_size"], want_float
+        assert all(g.dtype == np.float32 for g in got)
 
 
 def test_a_file_compiled_before_1_3_runs_on_one_core(emu, make_ctx, capfd):
