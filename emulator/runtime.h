@@ -351,6 +351,8 @@ typedef struct emu_rules {
     int native_follows_uint8; /* an int8 NHWC input set from UINT8 reports UINT8 natively */
     int max_until_chosen;     /* the NPU's native view is the largest until a shape is set */
     int played_native;        /* the version played reshapes NATIVE_OUTPUT_ATTR (1.4.0) */
+    int int16_type10;         /* INPUT_ATTR / OUTPUT_ATTR of an INT16 tensor report type 10
+                                 (1.5.2 knows no INT16) */
 } emu_rules;
 
 typedef struct emu_answers {
@@ -366,6 +368,10 @@ typedef struct emu_answers {
     uint32_t n_custom;        /* custom operator types a run needs registered (at most 16) */
     char custom[16][RKNN_MAX_NAME_LEN];
     uint32_t unknown;         /* EMU_SD_UNKNOWN_* bits: what a vendor file did not give */
+    uint32_t compiler_int;    /* a vendor file's compiler version MMmmpp (0: not known) */
+    int32_t *user_type;       /* NULL, or per input then output 1 + the type INPUT_ATTR /
+                                 OUTPUT_ATTR report where it is not the tensor's (0: the
+                                 tensor's; a container-1 file's user types) */
     char model_info[1024];    /* the values of rknn_init's "RKNN Model Information" line
                                  ("": no such line) */
 } emu_answers;

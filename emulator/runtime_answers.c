@@ -76,6 +76,7 @@ void emu_answers_free(emu_answers *an)
     free(an->sets);
     free(an->maxv);
     free(an->ranges);
+    free(an->user_type);
     free(an);
 }
 
@@ -221,6 +222,22 @@ static int refuse_index(const emu_rules *r, int cmd, int is_out, uint32_t idx, u
     return RKNN_ERR_PARAM_INVALID;
 }
 
+/* Container 1 (toolkit 1.1.x): INPUT_ATTR / OUTPUT_ATTR report the user's type the file
+   names (rknnx_file_tensor.attr_type), with size and size_with_stride counted in it, over
+   the int8 tensor the other views and the stand-in model keep (rknpu2 c28b080
+   multiple_input_demo, runtimes 1.4.0, 1.5.2 and 1.6.0: the RK3588 file's output 524288
+   bytes, stride size 1048576, its native buffer 262144 bytes) */
+static void user_type_view(rknn_tensor_type ut, rknn_tensor_attr *n)
+{
+    size_t es = emu_type_size(n->type), us = emu_type_size(ut);
+    if (ut == n->type || !es || !us)
+        return;
+    n->type = ut;
+    n->size = (uint32_t)((uint64_t)n->n_elems * us);
+    n->size_with_stride = (uint32_t)((uint64_t)n->size_with_stride / es * us);
+}
+
+
 int emu_answers_query_attr(emu_ctx *c, int cmd, rknn_tensor_attr *a)
 {
     static const char fn[] = "rknn_query";
@@ -269,17 +286,35 @@ int emu_answers_query_attr(emu_ctx *c, int cmd, rknn_tensor_attr *a)
     if (!v)
         return RKNN_ERR_PARAM_INVALID;
     *a = *v;
+    if (kind == EMU_ATTR_NORMAL && an->user_type && an->user_type[is_out ? an->n_in + idx : idx])
+        user_type_view((rknn_tensor_type)(an->user_type[is_out ? an->n_in + idx : idx] - 1), a);
     if (!is_out && kind != EMU_ATTR_NORMAL && r->native_follows_uint8 && c->in_type &&
-        c->in_type[idx] == 1 + RKNN_TENSOR_UINT8 && v->type == RKNN_TENSOR_INT8 &&
+        c->in_type[idx] == 1 + RKNN_TENSOR_UINT8 &&
+        (v->type == RKNN_TENSOR_INT8 || v->type == RKNN_TENSOR_INT16) &&
         v->n_dims == 4 && v->fmt == RKNN_TENSOR_NHWC) {
         /* 1.5.2 and 1.6.0, every chip: once an int8 image input was set from UINT8 data (the
            NPU then takes the uint8 bytes), its native views report UINT8 at the current
-           shape */
+           shape; an int16 one (w16a16i_dfp) likewise, in bytes: 1.6.0, cls_img, tiny and
+           multi_io built so, RK3588 and RK3566 (tests/data/vendor_built_answers.json) */
         const rknn_tensor_attr *cu = emu_answers_attr(an, 0, idx, kind, an->n_sets != 0,
                                                       c->shape_set);
         if (cu)
             *a = *cu;
+        if (a->type == RKNN_TENSOR_INT16) {
+            a->size /= 2;
+            a->size_with_stride /= 2;
+        }
         a->type = RKNN_TENSOR_UINT8;
+    }
+    if (kind == EMU_ATTR_NORMAL && r->int16_type10 && a->type == RKNN_TENSOR_INT16) {
+        /* librknnrt 1.5.2 knows no INT16 tensor: INPUT_ATTR / OUTPUT_ATTR of a w16a16i_dfp
+           file report type 10, the native views INT16 (cls_img, tiny, multi_io built so,
+           RK3588 and RK3566).  It also reports size = size_with_stride = -n_elems as a u32
+           (cls_img: 4294964224 for 3072 elements), which the stand-in does not play: a
+           client that believes it allocates 4 GiB per tensor (the recording's own probe
+           crashed there), and type 10 already tells a client the tensor is not one it
+           can use (docs/standin.md) */
+        a->type = (rknn_tensor_type)10;
     }
     if (is_out && kind == EMU_ATTR_NATIVE)
         emu_answers_played_native(c, idx, cur, a);

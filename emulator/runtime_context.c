@@ -546,10 +546,20 @@ int rknn_set_core_mask(rknn_context context, rknn_core_mask core_mask)
     if (rc)
         return rc;
     uint32_t m = (uint32_t)core_mask;
-    if (c->shared->answers->rules->core_mask_fallback &&
-        (m > RKNN_NPU_CORE_0_1_2 || !emu_core_mask_valid(c->plat, m) || m == RKNN_NPU_CORE_ALL)) {
+    const emu_answers *an = c->shared->answers;
+    /* a vendor file compiled before 1.3.0 runs on one core: 1.5.2 and 1.6.0 on RK3588 refuse
+       the multi-core masks 3 and 7 too, naming its version (rknpu2 c28b080 multiple_input_demo,
+       compiler 1.2.0b1; the 1.4.2 files of tk2 2c2d03d take them) */
+    uint32_t ci = an->compiler_int;
+    int one_core = ci && ci < 10300;
+    if (an->rules->core_mask_fallback &&
+        (m > RKNN_NPU_CORE_0_1_2 || !emu_core_mask_valid(c->plat, m) || m == RKNN_NPU_CORE_ALL ||
+         (one_core && (m & (m - 1))))) {
         /* 1.5.2 / 1.6.0 on RK3588: masks beyond 0..7 (RKNN_NPU_CORE_ALL included) */
         EMU_ERR(NULL, "Not support core mask: %x, fallback to single core auto mode", m);
+        if (one_core)
+            EMU_ERR(NULL, "NN Compiler/Model Version is %u.%u.%u now", ci / 10000,
+                    ci / 100 % 100, ci % 100);
         EMU_ERR(fn, "failed to set core mask: %x", m);
         c->core_mask = RKNN_NPU_CORE_AUTO;
         rc = RKNN_ERR_FAIL;

@@ -600,6 +600,10 @@ int rknn_outputs_get(rknn_context context, uint32_t n_outputs, rknn_output outpu
         const emu_io_desc *d = emu_model_output(c->m, o->index);
         const uint32_t *dims = emu_model_output_dims(c->m, set, o->index, NULL);
         rknn_tensor_type t = o->want_float ? RKNN_TENSOR_FLOAT32 : d->type;
+        const emu_answers *an = c->shared->answers;
+        if (an->user_type && an->user_type[an->n_in + o->index] == 1 + RKNN_TENSOR_FLOAT32)
+            t = RKNN_TENSOR_FLOAT32;   /* container 1: the output's type is the user's float32
+                                          (OUTPUT_ATTR says so), want_float or not */
         if (emu_layout_user(c->plat, d, dims, 1, 0, t, RKNN_TENSOR_NCHW, 0, 0, 0, &ld[k]) !=
             RKNN_SUCC) {
             rc = RKNN_ERR_PARAM_INVALID;

@@ -677,6 +677,18 @@ void emu_npu_pack_input(const emu_platform *p, const emu_io_desc *d, const uint3
         return;   /* a native form larger than the buffer: nothing sensible to write */
     int image = emu_desc_is_image(d->n_dims, d->fmt);
     int byte_type = d->type == RKNN_TENSOR_INT8 || d->type == RKNN_TENSOR_UINT8;
+    if (image && d->type == RKNN_TENSOR_INT16 && t == RKNN_TENSOR_UINT8 &&
+        na->fmt == RKNN_TENSOR_NHWC) {
+        /* an int16 image input (w16a16i_dfp) given UINT8 data: the uint8 bytes go across
+           unchanged, packed, the rest of the buffer zero (1.6.0, cls_img and tiny built so,
+           RK3588 and RK3566) */
+        uint64_t n = (uint64_t)ln.N * ln.H * ln.W * ln.C;
+        if (n > size || n > L)
+            return;
+        memset(npu, 0, L);
+        memcpy(npu, buf, (size_t)n);
+        return;
+    }
     if (image && byte_type && na->fmt == RKNN_TENSOR_NHWC) {
         uint32_t N = ln.N, H = ln.H, W = ln.W;
         uint64_t row = (uint64_t)W * ln.sW, pitch = ln.sH;

@@ -35,6 +35,7 @@
  */
 #include <math.h>
 #include <stdatomic.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,9 @@ static const emu_rules g_rules_glibc = {
     .native_follows_uint8 = 1,
     .max_until_chosen = 1,
     .played_native = 1,
+#ifdef EMU_RUNTIME_1_5
+    .int16_type10 = 1,
+#endif
 };
 
 /* ... and the mini runtime (librknnmrt 2.3.2) */
@@ -275,11 +279,17 @@ static void fill_views(int mode, const emu_platform *p, const sd_tensor *x, uint
         }
         na->size_with_stride = na->size;
         /* NHWC view */
-        uint32_t Cn = (lite && blocked && c2) ? (uint32_t)align_up(C, c2) : C;
+        /* an int16 output on RK3566 keeps its C, its stride size the bytes rounded up to 4
+           (1.5.2 and 1.6.0, cls_img built with w16a16i_dfp: [1,32,32,5] 10240 / 10240,
+           [1,1,1,5] 10 / 12) */
+        int keep_c = lite && ty == RKNN_TENSOR_INT16;
+        uint32_t Cn = (lite && blocked && c2 && !keep_c) ? (uint32_t)align_up(C, c2) : C;
         uint32_t hd[4] = {N, H, W, Cn};
         set_dims(nh, hd, 4, RKNN_TENSOR_NHWC, es);
         if (mode == EMU_SD_MINI)
             nh->size_with_stride = blocked ? native_bytes : nh->size;
+        else if (keep_c)
+            nh->size_with_stride = (uint32_t)align_up(nh->size, 4);
         else
             nh->size_with_stride = (uint32_t)align_up(nh->size, c2 ? c2 : 1);
         return;
@@ -437,15 +447,15 @@ static int standin_open(const void *bytes, size_t nbytes, const emu_platform *p,
         goto done;
     }
     if (mode == EMU_SD_2X && cv == RKNNX_FILE_CONTAINER_V1) {
-        /* No runtime on record was run on a container-1 file (toolkit 1.1): the 2.x stand-in
-           reads it, as 1.5.2's does and as every recorded runtime reads the older container
-           it knows (1.6.0 the container-2 files), and says once that a board may not */
+        /* librknnrt 1.4.0, 1.5.2 and 1.6.0 load the container-1 files of rknpu2 c28b080
+           (toolkit 1.1), each on its own chip; no 2.x runtime on record was run on one: the
+           2.x stand-in reads it as they do, and says once that a board's 2.x may not */
         static atomic_int said;
         if (emu_log_enabled(EMU_LOG_W) && !atomic_exchange(&said, 1))
-            fprintf(stderr, "W rknnx: a container version 1 file (rknn-toolkit2 1.1): no "
-                    "librknnrt on record was run on one, so whether a board's loads it is not "
-                    "known; rknn-toolkit2 1.3 and later write versions 2 and 6 "
-                    "(docs/standin.md)\n");
+            fprintf(stderr, "W rknnx: a container version 1 file (rknn-toolkit2 1.1): "
+                    "librknnrt 1.4.0 to 1.6.0 load such files, no 2.x runtime on record was run "
+                    "on one, so whether a board's 2.x loads it is not known; rknn-toolkit2 1.3 "
+                    "and later write versions 2 and 6 (docs/standin.md)\n");
     }
     if (mode == EMU_SD_2X && cv != RKNNX_FILE_CONTAINER_V6 && cv != RKNNX_FILE_CONTAINER_V2 &&
         cv != RKNNX_FILE_CONTAINER_V1) {
@@ -461,10 +471,19 @@ static int standin_open(const void *bytes, size_t nbytes, const emu_platform *p,
             EMU_ERR(NULL, "incompatible model version: %llu", (unsigned long long)cv);
             rc = RKNN_ERR_FAIL;
         } else {
-            EMU_ERR(NULL, "failed to check rknpu hardware version: 0");
+            EMU_ERR(NULL, "failed to check rknpu hardware version: %s",
+                    strcmp(p->npu_group, "RK3588") == 0 ? "0x46495245" : "0");
+            /* the runtimes name the file's platform string, though the check goes by the
+               NPU family: the rknpu2 c28b080 RK3588 file (RKNPU v2, "rk3566") on RK3566 is
+               "for RK3566, but current platform is RK3566/RK3568" (1.4.0, 1.5.2, 1.6.0) */
+            char named[RKNNX_FILE_STR_LEN];
+            snprintf(named, sizeof named, "%s",
+                     f->target_platform[0] ? f->target_platform
+                                           : (fp ? fp->name : f->chip));
+            for (char *q = named; *q; q++)
+                *q = (char)toupper((unsigned char)*q);
             snprintf(line, sizeof line, "This rknn model is for %s, but current platform is %s",
-                     fp ? fp->name : (f->chip[0] ? f->chip : f->target_platform),
-                     vendor_platform_name(p));
+                     named, vendor_platform_name(p));
             rc = refuse(mode, RKNN_ERR_MODEL_INVALID, line);
         }
         goto done;
@@ -491,6 +510,19 @@ static int standin_open(const void *bytes, size_t nbytes, const emu_platform *p,
     sd->rules = mode == EMU_SD_MINI ? &g_rules_mini : &g_rules_glibc;
     sd->queries = queries_of(mode);
     sd->neg_cmd_range = mode == EMU_SD_MINI;
+    sd->compiler_int = f->compiler_version_int;
+    for (uint32_t k = 0; k < f->n_inputs + f->n_outputs; k++) {
+        const rknnx_file_tensor *t = k < f->n_inputs ? &f->inputs[k] : &f->outputs[k - f->n_inputs];
+        if (t->attr_type != t->type && !sd->user_type) {
+            sd->user_type = calloc(f->n_inputs + f->n_outputs, sizeof *sd->user_type);
+            if (!sd->user_type)
+                goto done;
+        }
+    }
+    for (uint32_t k = 0; sd->user_type && k < f->n_inputs + f->n_outputs; k++) {
+        const rknnx_file_tensor *t = k < f->n_inputs ? &f->inputs[k] : &f->outputs[k - f->n_inputs];
+        sd->user_type[k] = 1 + t->attr_type;   /* 0: none */
+    }
     /* MEM_SIZE's weight and internal bytes as the file plans them (the Model table's memory
        plan: docs/rknn-file-format.md); 0 where the file has none */
     if (f->has_mem_sizes) {

@@ -217,6 +217,7 @@ void rknnx_file_set_attr_view(rknnx_file_tensor *t, int nhwc)
     }
     n = rknnx_file_prod(t->dims, t->n_dims);
     t->n_elems = sat32(n);
+    t->attr_type = t->type;
     t->size = sat32(n * rknnx_file_type_size(t->type));
     t->known |= RKNNX_FILE_KNOWN_ATTR;
 }

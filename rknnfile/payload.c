@@ -134,6 +134,21 @@ static int read_tensor(const fbuf *f, const ftab *tt, rknnx_file_model *m, rknnx
     snprintf(t->layout, sizeof t->layout, "%s", t->n_shape == 4 ? "NCHW" : "");
     t->known = RKNNX_FILE_KNOWN_SHAPE;
     rknnx_file_set_attr_view(t, strcmp(t->npu_layout, "NHWC") == 0);
+    /* Container 1 (toolkit 1.1.x): the I/O JSON names the type the user hands over and
+     * gets back, not the NPU's: the rknpu2 c28b080 multiple_input_demo files say "float32"
+     * (RK3588) or "uint8" (RK3566) inputs and a "float32" output over int8 tensors, and
+     * runtimes 1.4.0, 1.5.2 and 1.6.0 report those types in INPUT_ATTR / OUTPUT_ATTR, sizes
+     * in them (65536 bytes for a 16384-element input), and the int8 tensors' in the NATIVE
+     * attributes.  Containers 2 and 6 name the tensor's own type there. */
+    if (m->container_version == 1 && t->npu_dtype[0]) {
+        int32_t user = rknnx_file_type_of_name(t->npu_dtype);
+        if (user != RKNNX_FILE_UNKNOWN && rknnx_file_type_size(user)) {
+            t->attr_type = user;
+            t->size = (uint32_t)((uint64_t)t->n_elems * rknnx_file_type_size(user) > UINT32_MAX
+                                 ? UINT32_MAX
+                                 : (uint64_t)t->n_elems * rknnx_file_type_size(user));
+        }
+    }
     derive_native(t, nat, n_nat, m->container_version);
 
     /* Quantization: method (slot 6), scale (slot 10), zero point (slot 11). */
@@ -378,6 +393,83 @@ static int read_custom_ops(const fbuf *f, const ftab *root, const ftab *g, rknnx
     return RKNNX_FILE_OK;
 }
 
+/* Model slot 20: the data blobs, each a table whose field 0 is a byte vector; a constant
+ * tensor's slot 18 is the index of its blob (0, an empty table, for tensors without one).
+ * A toolkit-2.5.0 file built with remove_weight=True keeps every constant's blob slot but
+ * leaves the blobs of the model's own weights empty (tiny_rk3588: W's 576 bytes and the
+ * two 1024-byte compiler constants out, B's 256 kept; the other blobs, the register
+ * commands and the tasks, as in the full file), while slot 19 still gives the full plan.
+ * Runtimes 1.5.2 and 1.6.0 then report as MEM_SIZE total_weight_size the sum of the
+ * constant blobs the file holds, each rounded up to 64 bytes (RK3588 / RK3566: tiny 256 /
+ * 128, cls_img and multi_io 512 / 256); *kept is that sum, *removed the empty ones. */
+static int read_weight_blobs(const fbuf *f, const ftab *root, size_t tpos, uint32_t n_tensors,
+                             uint64_t *kept, uint32_t *removed)
+{
+    size_t bpos;
+    uint32_t n_blobs, k;
+    int rc;
+    *kept = 0;
+    *removed = 0;
+    if ((rc = rknnx_file_fb_vector(f, root, 20, 4, "blobs", &bpos, &n_blobs)) != 0) return rc;
+    for (k = 0; k < n_tensors && n_blobs; k++) {
+        ftab tt, bt;
+        int32_t kind;
+        uint32_t ix, len;
+        int present;
+        size_t dpos;
+        if ((rc = rknnx_file_fb_vector_table(f, tpos, k, "Tensor", "tensors", &tt)) != 0 ||
+            (rc = rknnx_file_fb_u8(f, &tt, 2, "kind", 0, &kind, NULL)) != 0)
+            return rc;
+        if (kind != 4)
+            continue;
+        if ((rc = rknnx_file_fb_u32(f, &tt, 18, "blob", 0, &ix, &present)) != 0) return rc;
+        if (!present)
+            continue;
+        if (ix >= n_blobs)
+            return rknnx_file_fb_fail(f, "Tensor", "blob", tt.pos, "constant tensor %u names "
+                                      "blob %u of %u", k, ix, n_blobs);
+        if ((rc = rknnx_file_fb_vector_table(f, bpos, ix, "Blob", "blobs", &bt)) != 0 ||
+            (rc = rknnx_file_fb_vector(f, &bt, 0, 1, "data", &dpos, &len)) != 0)
+            return rc;
+        if (len == 0)
+            (*removed)++;
+        else
+            *kept += ((uint64_t)len + 63) / 64 * 64;
+    }
+    return RKNNX_FILE_OK;
+}
+
+/* A file without slot 19 (containers 1 and 2): the memory plan from the tensors, as the
+ * runtimes size it.  Internal: the end of the furthest feature tensor (inputs, outputs and
+ * internal tensors: Tensor slot 13 its offset in the internal memory, slot 12 its planned
+ * bytes); weight: the constants' planned bytes summed.  On every container 6 file of the
+ * corpus the internal end equals slot 19's internal size; on the container 2 and 1 files
+ * runtimes 1.4.0, 1.5.2 and 1.6.0 report both (tk2 2c2d03d multiple_input_demo RK3588 5248 /
+ * 1114112, RK3566 6528 / 1114112; rknpu2 c28b080 RK356X 1280 / 1376256, its RK3588 file
+ * 3328 / 3211264 on 1.4.0, 1.5.2 and 1.6.0 saying 2816 for its weight). */
+static int derive_mem_plan(const fbuf *f, size_t tpos, uint32_t n_tensors, uint64_t *weight,
+                           uint64_t *internal)
+{
+    uint32_t k;
+    int rc;
+    *weight = *internal = 0;
+    for (k = 0; k < n_tensors; k++) {
+        ftab tt;
+        int32_t kind;
+        uint32_t planned, off;
+        if ((rc = rknnx_file_fb_vector_table(f, tpos, k, "Tensor", "tensors", &tt)) != 0 ||
+            (rc = rknnx_file_fb_u8(f, &tt, 2, "kind", 0, &kind, NULL)) != 0 ||
+            (rc = rknnx_file_fb_u32(f, &tt, 12, "planned_size", 0, &planned, NULL)) != 0 ||
+            (rc = rknnx_file_fb_u32(f, &tt, 13, "mem_offset", 0, &off, NULL)) != 0)
+            return rc;
+        if (kind == 4)
+            *weight += planned;
+        else if (kind >= 1 && kind <= 3 && (uint64_t)off + planned > *internal)
+            *internal = (uint64_t)off + planned;
+    }
+    return RKNNX_FILE_OK;
+}
+
 int rknnx_file_read_payload(const uint8_t *payload, size_t size, uint64_t file_off,
                             rknnx_file_model *m, rknnx_file_error *err)
 {
@@ -473,6 +565,23 @@ int rknnx_file_read_payload(const uint8_t *payload, size_t size, uint64_t file_o
             m->weight_size = a0 ? rknnx_file_rd64(payload + a0) : 0;
             m->internal_size = a1 ? rknnx_file_rd64(payload + a1) : 0;
             m->has_mem_sizes = a0 != 0 || a1 != 0;
+        }
+    }
+    {
+        uint64_t kept;
+        if ((rc = read_weight_blobs(&f, &root, tpos, n_tensors, &kept,
+                                    &m->n_removed_weights)) != 0)
+            goto out;
+        if (m->n_removed_weights && m->has_mem_sizes)
+            m->weight_size = kept;
+    }
+    if (!m->has_mem_sizes && m->format_version < 6) {
+        uint64_t w, in;
+        if ((rc = derive_mem_plan(&f, tpos, n_tensors, &w, &in)) != 0) goto out;
+        if (w || in) {
+            m->weight_size = w;
+            m->internal_size = in;
+            m->has_mem_sizes = 1;
         }
     }
 

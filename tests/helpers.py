@@ -323,8 +323,8 @@ def vendor_models():
 
 def flatbuffer(root) -> bytes:
     """Serialise `root` (a table: {slot: value}) as a FlatBuffer with identifier RKNN.
-    Values: ('u8', v) ('u32', v) ('str', s) ('vu32', [..]) ('vi32', [..]) ('vf32', [..])
-    ('table', {..}) ('vtable', [{..}, ..])."""
+    Values: ('u8', v) ('u32', v) ('u64', v) ('str', s) ('bytes', b) ('vu32', [..])
+    ('vi32', [..]) ('vf32', [..]) ('table', {..}) ('vtable', [{..}, ..])."""
     buf = bytearray(b"\0\0\0\0RKNN")
 
     def align():
@@ -338,7 +338,7 @@ def flatbuffer(root) -> bytes:
         offs, pos = {}, 4
         for s in wide:
             offs[s] = pos
-            pos += 4
+            pos += 8 if fields[s][0] == "u64" else 4
         for s in narrow:
             offs[s] = pos
             pos += 1
@@ -355,6 +355,8 @@ def flatbuffer(root) -> bytes:
             kind, v = fields[s]
             if kind == "u32":
                 struct.pack_into("<I", buf, t + offs[s], v)
+            elif kind == "u64":
+                struct.pack_into("<Q", buf, t + offs[s], v)
             else:
                 later.append((t + offs[s], kind, v))
         for s in narrow:
@@ -369,6 +371,8 @@ def flatbuffer(root) -> bytes:
         if kind == "str":
             raw = v.encode()
             buf.extend(struct.pack("<I", len(raw)) + raw + b"\0")
+        elif kind == "bytes":
+            buf.extend(struct.pack("<I", len(v)) + bytes(v))
         elif kind in ("vu32", "vi32", "vf32"):
             code = {"vu32": "I", "vi32": "i", "vf32": "f"}[kind]
             buf.extend(struct.pack(f"<I{len(v)}{code}", len(v), *v))
@@ -387,24 +391,47 @@ def flatbuffer(root) -> bytes:
     return bytes(buf)
 
 
-def synthetic_rknn(generator: str, *, dynamic: bool = False, nchw=(1, 3, 4, 6)) -> bytes:
+def synthetic_rknn(generator: str, *, dynamic: bool = False, nchw=(1, 3, 4, 6),
+                   mem_plan=None, constants=(), blob_of=None, dtype=("float16", 10),
+                   out_nchw=None, chip="RK3588") -> bytes:
     """A container 6 file built here, of the layout the toolkit-2.5.0 RK3588 files have
     (docs/rknn-file-format.md): one float16 image input ``x`` of logical shape `nchw`, which
     the compiler made NHWC, one float16 [1, 4] output ``y``, and `generator` as the Model's
-    generator text (slot 3).  The reader reads it and the emulator stands in for it."""
+    generator text (slot 3).  The reader reads it and the emulator stands in for it.
+    `mem_plan` (weight, internal) is the Model's slot 19; `constants`, a byte count per
+    constant tensor, their data blobs (Model slot 20, a Tensor's slot 18 naming its blob; 0
+    an empty blob, as a file built with remove_weight=True has); `blob_of`, each constant's
+    blob index if not its own; `dtype` (name, ONNX code) the tensors' type; `out_nchw` a 4-D
+    output ``y`` in the NPU's NC1HWC2 form (C2 8) instead of the [1, 4] one; `chip` RK3588 or
+    RK3566 (the NPU family and platform string)."""
     n, c, h, w = nchw
-    x = {0: ("u8", 10), 1: ("u8", 64), 2: ("u8", 1), 3: ("vu32", [n, 1, h, w, c]),
+    dname, dcode = dtype
+    x = {0: ("u8", dcode), 1: ("u8", 64), 2: ("u8", 1), 3: ("vu32", [n, 1, h, w, c]),
          4: ("vu32", [n, c, h, w]), 5: ("str", "x")}
-    y = {0: ("u8", 10), 2: ("u8", 2), 3: ("vu32", [1, 4]), 4: ("vu32", [1, 4]),
+    y = {0: ("u8", dcode), 2: ("u8", 2), 3: ("vu32", [1, 4]), 4: ("vu32", [1, 4]),
          5: ("str", "y")}
-    graph = {0: ("vtable", [x, y]), 2: ("vu32", [0]), 3: ("vu32", [1])}
+    ylayout = "NCHW"
+    if out_nchw:
+        on, oc, oh, ow = out_nchw
+        y = {0: ("u8", dcode), 1: ("u8", 64), 2: ("u8", 2),
+             3: ("vu32", [on, (oc + 7) // 8, oh, ow, 8]), 4: ("vu32", list(out_nchw)),
+             5: ("str", "y")}
+    consts = [{0: ("u8", 3), 2: ("u8", 4), 4: ("vu32", [n]), 5: ("str", f"w{k}"),
+               18: ("u32", blob_of[k] if blob_of else k + 1)} for k in range(len(constants))]
+    graph = {0: ("vtable", [x, y] + consts), 2: ("vu32", [0]), 3: ("vu32", [1])}
+    extra = {}
+    if mem_plan is not None:
+        extra[19] = ("table", {0: ("u64", mem_plan[0]), 1: ("u64", mem_plan[1])})
+    if constants:
+        extra[20] = ("vtable", [{}] + [{0: ("bytes", bytes(b))} for b in constants])
     payload = flatbuffer({
-        0: ("u32", 6), 1: ("str", "RKNPU v2"), 2: ("vtable", [graph]), 3: ("str", generator),
+        0: ("u32", 6), 1: ("str", {"RK3588": "RKNPU v2", "RK3566": "RKNPU lite"}[chip]),
+        2: ("vtable", [graph]), 3: ("str", generator),
         6: ("u32", 20500), 7: ("str", "2.5.0(compiler version: 2.5.0 (synthetic))"),
-        8: ("str", "rk3588"), 9: ("str", "ONNX"),
-        12: ("str", '{"x": {"dtype": "float16", "layout": "NHWC"}}'),
-        13: ("str", '{"y": {"dtype": "float16", "layout": "NCHW"}}'),
-        16: ("str", "dynamic_shape" if dynamic else "static_shape")})
+        8: ("str", chip.lower()), 9: ("str", "ONNX"),
+        12: ("str", '{"x": {"dtype": "%s", "layout": "NHWC"}}' % dname),
+        13: ("str", '{"y": {"dtype": "%s", "layout": "%s"}}' % (dname, ylayout)),
+        16: ("str", "dynamic_shape" if dynamic else "static_shape"), **extra})
     tail = b'{"input_num": 1, "output_num": 1, "version": "2.5.0"}'
     return (b"RKNN\0\0\0\0" + struct.pack("<QQ", 6, len(payload)) + bytes(40) + payload
             + struct.pack("<Q", len(tail)) + tail)

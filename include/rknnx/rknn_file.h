@@ -151,8 +151,13 @@ typedef struct rknnx_file_tensor {
     int32_t type;                       /* rknn_tensor_type of the NPU-side data; may be
                                          * RKNNX_FILE_UNKNOWN in a 0x1004 file whose tail
                                          * names no dtype (then size is 0) */
+    int32_t attr_type;                  /* the rknn_tensor_type INPUT_ATTR / OUTPUT_ATTR
+                                         * report: `type`, except in a container 1 file,
+                                         * whose I/O JSON names the user's type (float32
+                                         * or uint8; runtimes 1.4.0, 1.5.2 and 1.6.0 report
+                                         * that, docs/rknn-file-format.md) */
     uint32_t n_elems;                   /* product of dims */
-    uint32_t size;                      /* n_elems * element size, bytes */
+    uint32_t size;                      /* n_elems * element size of attr_type, bytes */
 
     int32_t qnt_type;                   /* rknn_tensor_qnt_type */
     int32_t zp;
@@ -235,10 +240,17 @@ typedef struct rknnx_file_model {
      * rknn_query(RKNN_QUERY_MEM_SIZE) reports as total_weight_size and total_internal_size
      * (runtime 1.6.0, every served file; 1.5.2 reports other sizes for dynamic models).
      * For 0x1004 files they come from the payload header, as the mini runtime reports them.
-     * has_mem_sizes is 0, and the sizes 0, when the file has none (containers 1 and 2). */
+     * Containers 1 and 2 have no slot 19: the plan is derived from the tensors, as the runtimes
+     * report it (docs/rknn-file-format.md, "The memory plan of containers 1 and 2").
+     * has_mem_sizes is 0, and the sizes 0, when nothing gives them. */
     int32_t has_mem_sizes;
     uint64_t weight_size;
     uint64_t internal_size;
+    /* Constant tensors whose data the file leaves out (format 6: a Tensor's slot 18 names
+     * an empty blob of Model slot 20; toolkit option remove_weight=True).  Where there are
+     * any, weight_size is not the plan but what runtimes 1.5.2 and 1.6.0 report for such a
+     * file: the constants the file still holds, each rounded up to 64 bytes. */
+    uint32_t n_removed_weights;
 
     /* Container 0x1004: the payload header's other regions (docs/rknn-file-format-v1004.md);
      * 0 for the other versions.  The mini runtime allocates the task region as its "task"

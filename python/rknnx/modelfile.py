@@ -117,7 +117,9 @@ class FileTensor:
     layout : str or None
         The attr view's layout: ``"NCHW"``, ``"NHWC"``, ``"UNDEFINED"``.
     dtype : str or None
-        The NPU-side element type, numpy's name (``"int8"``, ``"float16"``).
+        The attr view's element type, numpy's name (``"int8"``, ``"float16"``): the NPU's,
+        except in a container 1 file, where the runtimes report the user's type the file
+        names (``"float32"``, ``"uint8"``) over int8 tensors.
     n_elems, size : int
         Elements and bytes of the attr view.
     qnt_type : str or None
@@ -241,8 +243,12 @@ class ModelFile:
     custom_ops : tuple of CustomOp
     weight_size, internal_size : int or None
         The memory the compiler planned (what the runtime's MEM_SIZE query reports as
-        total_weight_size / total_internal_size); None when the file does not say
-        (containers 1, 2 and 0x1004).
+        total_weight_size / total_internal_size); for containers 1 and 2, which store no
+        plan, derived from the tensors as the runtimes report it; None when nothing says.  For a file built with ``remove_weight=True``
+        weight_size is what runtimes 1.5.2 and 1.6.0 report for it: the constants the file
+        still holds (docs/rknn-file-format.md, "Weights left out").
+    removed_weights : int
+        How many constant tensors have their data left out of the file (0 for most files).
     """
 
     path: Optional[str]
@@ -264,6 +270,7 @@ class ModelFile:
     custom_ops: tuple
     weight_size: Optional[int] = None
     internal_size: Optional[int] = None
+    removed_weights: int = 0
 
     def runtime_support(self) -> tuple:
         """Which runtime versions load this file: :func:`runtime_support` of it."""
@@ -341,7 +348,8 @@ def read(source: Union[str, os.PathLike, bytes, bytearray, memoryview]) -> Model
         file_inputs=file_inputs, file_outputs=file_outputs,
         shape_sets=tuple(tuple(tuple(s) for s in ss) for ss in d["shape_sets"]),
         custom_ops=tuple(CustomOp(**o) for o in d["custom_ops"]),
-        weight_size=d["weight_size"], internal_size=d["internal_size"])
+        weight_size=d["weight_size"], internal_size=d["internal_size"],
+        removed_weights=d.get("removed_weights", 0))
 
 
 def is_vendor_file(source: Union[str, os.PathLike, bytes, bytearray, memoryview]) -> bool:
@@ -408,22 +416,25 @@ _UNKNOWN_TO_1_X = {"RKNPU f2": "Meet unknown rknpu target string: RKNPU f2",
 #: rockchip-linux/rknn-toolkit2 #316: ``Invalid RKNN model version 6`` on old runtimes).
 RUNTIME_FACTS: tuple = (
     RuntimeFacts(
-        runtime="librknnrt 1.4.0", chips=_GLIBC_CHIPS, reads=frozenset({2}),
+        runtime="librknnrt 1.4.0", chips=_GLIBC_CHIPS, reads=frozenset({1, 2}),
         refuses={6: "Invalid RKNN model version 6", 0x1004: "Invalid RKNN format"},
         refuses_family={},
-        source="runtime 1.4.0 (aarch64) on every corpus file; board logs (rknn-toolkit2 #316)"),
+        source="runtime 1.4.0 (aarch64) on every corpus file and the container 1 files of "
+               "rknpu2 c28b080; board logs (rknn-toolkit2 #316)"),
     RuntimeFacts(
-        runtime="librknnrt 1.5.2", chips=_GLIBC_CHIPS, reads=frozenset({2, 6}),
+        runtime="librknnrt 1.5.2", chips=_GLIBC_CHIPS, reads=frozenset({1, 2, 6}),
         refuses={0x1004: "Invalid RKNN format"},
         refuses_family=_UNKNOWN_TO_1_X,
-        source="runtime 1.5.2 (armhf) on every corpus file",
+        source="runtime 1.5.2 (armhf) on every corpus file and the container 1 files of "
+               "rknpu2 c28b080",
         custom_ops="aborts the process in rknn_init (dual_residual_custom, toolkit 1.6.1, "
                    "after 'RKNN Model version: 1.6.1 not match with rknn runtime version')"),
     RuntimeFacts(
-        runtime="librknnrt 1.6.0", chips=_GLIBC_CHIPS, reads=frozenset({2, 6}),
+        runtime="librknnrt 1.6.0", chips=_GLIBC_CHIPS, reads=frozenset({1, 2, 6}),
         refuses={0x1004: "Invalid RKNN format"},
         refuses_family=_UNKNOWN_TO_1_X,
-        source="runtime 1.6.0 (armhf) on every corpus file"),
+        source="runtime 1.6.0 (armhf) on every corpus file and the container 1 files of "
+               "rknpu2 c28b080"),
     RuntimeFacts(
         runtime="librknnmrt 2.3.2", chips=_MINI_CHIPS, reads=frozenset({0x1004}),
         refuses={2: "incompatible model version: 2", 6: "incompatible model version: 6"},

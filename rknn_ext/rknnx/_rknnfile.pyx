@@ -50,6 +50,7 @@ cdef extern from "rknn_file.h" nogil:
         uint32_t dims[16]
         int32_t fmt
         int32_t type
+        int32_t attr_type
         uint32_t n_elems
         uint32_t size
         int32_t qnt_type
@@ -110,6 +111,7 @@ cdef extern from "rknn_file.h" nogil:
         int32_t has_mem_sizes
         uint64_t weight_size
         uint64_t internal_size
+        uint32_t n_removed_weights
 
     int rknnx_file_read(const void *data, size_t size, rknnx_file_model **out,
                         rknnx_file_error *err)
@@ -154,7 +156,9 @@ cdef dict _mf_tensor(const rknnx_file_tensor *t):
         "layout": _mf_str(t.layout, sizeof(t.layout)),
         "dims": _mf_dims(t.dims, t.n_dims),
         "fmt": _mf_enum(t.fmt),
-        "type": _mf_enum(t.type),
+        # what INPUT_ATTR / OUTPUT_ATTR report (the NPU's type but in a container 1 file)
+        "type": _mf_enum(t.attr_type),
+        "native_type": _mf_enum(t.type),
         "n_elems": t.n_elems,
         "size": t.size,
         "qnt_type": _mf_enum(t.qnt_type) if q else None,
@@ -253,6 +257,7 @@ def read_model_file(data):
             "shape_sets": shape_sets,
             "weight_size": m.weight_size if m.has_mem_sizes else None,
             "internal_size": m.internal_size if m.has_mem_sizes else None,
+            "removed_weights": m.n_removed_weights,
             "custom_ops": [{"name": _mf_str(m.custom_ops[k].name, sizeof(m.custom_ops[k].name)),
                             "type": _mf_str(m.custom_ops[k].type, sizeof(m.custom_ops[k].type))}
                            for k in range(m.n_custom_ops)],

@@ -10,11 +10,13 @@ import ctypes as C
 import json
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.emu_capi import (F32, NHWC, Q_INPUT_ATTR, Q_NATIVE_OUTPUT_ATTR, Q_OUTPUT_ATTR, U8,
+from tests.emu_capi import (F32, NHWC, Q_INPUT_ATTR, Q_NATIVE_INPUT_ATTR, Q_NATIVE_OUTPUT_ATTR,
+                            Q_OUTPUT_ATTR, U8,
                             Ctx, Input, Output, api, emu, make_ctx)
 from tests.helpers import (NO_VENDOR_DATA, REAL_RUNTIME, RKNN_MODELS, run_python,
                            synthetic_rknn)
@@ -292,3 +294,129 @@ def test_every_mini_runtime_attribute_answer_is_the_stand_ins(emu, make_ctx, ste
         assert got.scale == pytest.approx(want["scale"], rel=1e-6, abs=0)
         n += 1
     assert n >= 6 * 2
+
+
+def test_mem_size_of_a_file_whose_weights_were_left_out(emu, make_ctx):
+    """MEM_SIZE of a file of the structure of tiny_rw_rk3588 (built with remove_weight=True):
+    librknnrt 1.5.2 and 1.6.0 answered 256 and 2432 for it, the constant the file holds and
+    the plan's internal memory (tests/data/vendor_built_answers.json); the stand-in answers
+    the same, and the plan for the same constants all held."""
+    from tests.emu_capi import Q_MEM_SIZE
+    data = synthetic_rknn("{'attrs': {}}", mem_plan=(2880, 2432), constants=[0, 256, 0, 0])
+    full = synthetic_rknn("{'attrs': {}}", mem_plan=(2880, 2432),
+                          constants=[576, 256, 1024, 1024])
+    for model, want in ((data, (256, 2432)), (full, (2880, 2432))):
+        m = make_ctx(model, platform="RK3588").query(Q_MEM_SIZE)
+        assert (m.total_weight_size, m.total_internal_size) == want
+
+
+# ---- files of the vendor's own, run for the facts in tests/data/vendor_built_answers.json ----
+
+BUILT = json.loads((Path(__file__).resolve().parents[1] / "data" / "vendor_built_answers.json")
+                   .read_text())
+C1 = BUILT["container_1"]["files"]
+
+
+@pytest.mark.parametrize("stem", sorted(C1))
+def test_container_1_files_as_the_vendor_serves_them(emu, make_ctx, capfd, stem):
+    """The rknpu2 c28b080 multiple_input_demo files (container 1, toolkit 1.1.x), as
+    librknnrt 1.4.0, 1.5.2 and 1.6.0 serve them: on the chip of their NPU family only, the
+    refusal naming the file's platform string; INPUT_ATTR / OUTPUT_ATTR in the user's type
+    the file names (float32 or uint8), sizes counted in it; NATIVE attributes int8."""
+    fact = C1[stem]
+    data = model(stem)
+    (other, line), = fact["refused_on"].items()
+    rc, err = _init_rc(data, other, capfd, emu)
+    assert rc == -6 and line in err, err
+    ctx = make_ctx(data, platform=fact["served_on"])
+    for i, want in enumerate(fact["input_attr"]):
+        a = ctx.in_attr(i)
+        assert (a.type, a.size, a.size_with_stride) == \
+            (want["type"], want["size"], want["size_with_stride"])
+        assert ctx.in_attr(i, cmd=Q_NATIVE_INPUT_ATTR).type == 2          # int8
+    for i, want in enumerate(fact["output_attr"]):
+        a = ctx.query(Q_OUTPUT_ATTR, i)
+        assert (a.type, a.size, a.size_with_stride) == \
+            (want["type"], want["size"], want["size_with_stride"])
+        assert ctx.query(Q_NATIVE_OUTPUT_ATTR, i).type == 2
+    xs = [np.zeros(tuple(ctx.in_attr(i).dims[:ctx.in_attr(i).n_dims]), np.uint8)
+          for i in range(len(fact["input_attr"]))]
+    ctx.inputs_set(xs, types=[U8] * len(xs), fmts=[NHWC] * len(xs))
+    ctx.run()
+    for want_float in (0, 1):
+        got = ctx.outputs_get(want_float=want_float)
+        assert [g.nbytes for g in got] == fact["outputs_get_size"], want_float
+        assert all(g.dtype == np.float32 for g in got)
+
+
+def test_a_file_compiled_before_1_3_runs_on_one_core(emu, make_ctx, capfd):
+    """rknn_set_core_mask on RK3588 with the c28b080 RK3588 file (compiler 1.2.0): 1.5.2 and
+    1.6.0 take the single-core masks and refuse 3 and 7, naming the model's version."""
+    stem = "rknpu2_c28b080__rknn_multiple_input_demo__RK3588__multiple_input_demo"
+    fact = C1[stem]
+    ctx = make_ctx(model(stem), platform="RK3588")
+    capfd.readouterr()
+    for mask, want in fact["set_core_mask"].items():
+        assert api().rknn_set_core_mask(ctx.h, int(mask)) == want, mask
+    assert fact["set_core_mask_log"] in capfd.readouterr().err
+    # a file of compiler 2.5.0 takes them
+    other = make_ctx(model("cls_img_rk3588"), platform="RK3588")
+    assert api().rknn_set_core_mask(other.h, 3) == 0
+
+
+def _int16_file(out_nchw=(1, 5, 4, 6), chip="RK3588"):
+    # an 8-pixel row: no padding to a w_stride on either chip, as in the files built
+    return synthetic_rknn("{'attrs': {}}", dtype=("int16", 5), out_nchw=out_nchw, chip=chip,
+                          nchw=(1, 3, 4, 8))
+
+
+def test_an_int16_image_input_set_from_uint8_reports_uint8(emu, make_ctx):
+    """A w16a16i_dfp file's int16 image input (1.6.0, cls_img / tiny / multi_io built so, RK3588
+    and RK3566): after a UINT8 rknn_inputs_set its native views report UINT8, one byte an
+    element, and the NPU's buffer holds the uint8 bytes packed, the rest zero."""
+    from tests.emu_capi import Q_NATIVE_NHWC_INPUT_ATTR
+    for plat in ("RK3588", "RK3566"):
+        ctx = make_ctx(_int16_file(chip=plat), platform=plat)
+        a = ctx.in_attr(0, cmd=Q_NATIVE_INPUT_ATTR)
+        assert (a.type, a.size) == (4, 2 * a.n_elems)
+        x = (np.arange(a.n_elems) * 37 % 256).astype(np.uint8).reshape(1, 4, 8, 3)
+        ctx.inputs_set([x], types=[U8], fmts=[NHWC])
+        for cmd in (Q_NATIVE_INPUT_ATTR, Q_NATIVE_NHWC_INPUT_ATTR):
+            b = ctx.in_attr(0, cmd=cmd)
+            assert (b.type, b.size, b.size_with_stride) == (3, a.n_elems, a.n_elems), (plat, cmd)
+        got = emu.read_npu_input(ctx.h, 0)
+        assert got[:x.size] == x.tobytes() and not any(got[x.size:]), plat
+
+
+def test_int16_attributes_on_1_5_2_and_rk3566(emu, make_ctx):
+    """librknnrt 1.5.2 reports an int16 tensor's INPUT_ATTR / OUTPUT_ATTR type as 10 (the
+    library playing 1.5.2); on RK3566 both runtimes give an int16 output's NHWC view its own C
+    and a stride size of the bytes rounded up to 4 (cls_img built with w16a16i_dfp)."""
+    from tests.emu_capi import Q_NATIVE_NHWC_OUTPUT_ATTR
+    ctx = make_ctx(_int16_file(chip="RK3566"), platform="RK3566")
+    h = ctx.query(Q_NATIVE_NHWC_OUTPUT_ATTR, 0)
+    assert (list(h.dims[:h.n_dims]), h.size, h.size_with_stride) == ([1, 4, 6, 5], 240, 240)
+    one = make_ctx(_int16_file(out_nchw=(1, 5, 1, 1), chip="RK3566"), platform="RK3566")
+    h = one.query(Q_NATIVE_NHWC_OUTPUT_ATTR, 0)
+    assert (list(h.dims[:h.n_dims]), h.size, h.size_with_stride) == ([1, 1, 1, 5], 10, 12)
+    assert ctx.in_attr(0).type == 4     # the default library plays 2.x: INT16
+    import pathlib
+    from tests.emu_capi import TensorAttr
+    lib152 = pathlib.Path(emu.path).with_name("librknnrt-1.5.2.so")
+    if not lib152.exists():
+        pytest.skip("librknnrt-1.5.2.so (the emulator playing 1.5.2) is not built here")
+    lib = C.CDLL(str(lib152))
+    lib.rknn_init.argtypes = [C.POINTER(C.c_uint64), C.c_void_p, C.c_uint32, C.c_uint32, C.c_void_p]
+    lib.rknn_query.argtypes = [C.c_uint64, C.c_int, C.c_void_p, C.c_uint32]
+    lib.rknn_destroy.argtypes = [C.c_uint64]
+    data = _int16_file()
+    buf, h = C.create_string_buffer(data, len(data)), C.c_uint64(0)
+    assert lib.rknn_init(C.byref(h), buf, len(data), 0, None) == 0
+    try:
+        for cmd, want in ((Q_INPUT_ATTR, 10), (Q_OUTPUT_ATTR, 10), (Q_NATIVE_INPUT_ATTR, 4),
+                          (Q_NATIVE_OUTPUT_ATTR, 4)):
+            a = TensorAttr()
+            assert lib.rknn_query(h.value, cmd, C.byref(a), C.sizeof(a)) == 0
+            assert a.type == want, cmd
+    finally:
+        lib.rknn_destroy(h.value)

@@ -148,6 +148,7 @@ def describe_file(mf) -> dict:
         "shape_sets": [[list(s) for s in shapes] for shapes in mf.shape_sets],
         "custom_ops": [{"name": o.name, "type": o.type} for o in mf.custom_ops],
         "mem_size": {"weight": mf.weight_size, "internal": mf.internal_size},
+        "removed_weights": mf.removed_weights,
         "inputs": [tensor(t) for t in mf.file_inputs],
         "outputs": [tensor(t) for t in mf.file_outputs],
         "runtimes": [{"runtime": s.runtime, "verdict": s.verdict, "reason": s.reason}
@@ -194,6 +195,9 @@ def _print_file(d: dict) -> None:
     if m["weight"] is not None:
         print(f"memory:     weights {human_bytes(m['weight'])}, internal "
               f"{human_bytes(m['internal'])} (planned by the compiler)")
+    if d.get("removed_weights"):
+        print(f"weights:    {d['removed_weights']} constant tensor(s) left out of the file "
+              "(built with remove_weight=True); the weights above are those it holds")
     print(f"shapes:     {'dynamic' if d['dynamic'] else 'static'}")
     for k, shapes in enumerate(d["shape_sets"]):
         print(f"shape set {k}: {', '.join(fmt_shape(s) for s in shapes)}")
