@@ -252,9 +252,12 @@ class ContextFamily:
     def mem_size(self):
         """``RKNN_QUERY_MEM_SIZE`` of the model asked on a context of its own, closed at
         once, for a runtime whose copies of a context asked it crash (librknnrt 1.4.0,
-        rknnx._quirks): ``(MemSize, None)``, or ``(None, why)`` if refused."""
-        with self.making("mem_size"):
-            ctx = open_context(self.source, self.flags, self.path)
+        rknnx._quirks): ``(MemSize, None)``, or ``(None, why)`` if refused.  That context
+        is no member (it shares nothing, and no call of the family's waits for it): it is
+        asked as the first context's answer is kept elsewhere, by a closed or closing
+        Model and from code the Model is running too."""
+        _guard.check_process(self.kind, self.lock.pid)
+        ctx = open_context(self.source, self.flags, self.path)
         try:
             return ctx.query(_ll.QueryCmd.MEM_SIZE), None
         except (RKNNError, ValueError) as e:

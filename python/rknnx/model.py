@@ -220,10 +220,13 @@ class Model(Closable):
     def mem_size(self):
         """``MemSize`` of the model: weight, internal and DMA bytes (None if refused)."""
         if self._mem_size is _LATER:
-            self._check_open("mem_size")
-            self._mem_size, why = self._family.mem_size()
-            if why:
-                self.notes.append(why)
+            # (as the answer asked at once elsewhere: after the close too)
+            _guard.check_process(self, self._made_in)
+            size, why = self._family.mem_size()
+            if self._mem_size is _LATER:         # (one answer for threads asking at once)
+                self._mem_size = size
+                if why:
+                    self.notes.append(why)
         return self._mem_size
 
     def supports(self, function: Optional[str] = None, *, query: Optional[str] = None) -> bool:
