@@ -155,3 +155,63 @@ def test_a_close_refused_by_a_view_closes_nothing(emu, workers):
     del det, m, got, want
     gc.collect()
     assert live(emu) == base
+
+
+FORK = """
+import os, signal, threading, time, warnings, numpy as np, rknnx
+from rknnx.emulator import samples
+from rknnx.vision import Detector
+rknnx.load_runtime("emulator")
+warnings.simplefilter("ignore", DeprecationWarning)      # fork with threads running
+frame = np.random.default_rng(0).integers(0, 256, (480, 640, 3), np.uint8)
+m = rknnx.Model(samples.ALL["detector"]())
+det = Detector(m, workers={workers})
+stop = threading.Event()
+ran = threading.Event()
+
+def loop():
+    while not stop.is_set():
+        det.detect(frame)
+        ran.set()
+
+t = threading.Thread(target=loop)
+t.start()
+ran.wait(30)
+pids = []
+for what in ("detect", "submit", "map"):
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(10)                  # a hang ends the child with SIGALRM
+        try:
+            {{"detect": lambda: det.detect(frame), "submit": lambda: det.submit(frame).result(),
+             "map": lambda: list(det.map([frame]))}}[what]()
+            said = "ran"
+        except RuntimeError as e:
+            said = str(e).split(" (")[0]
+        os.write(1, f"{{what}} {{said}}\\n".encode())     # one write: children interleave
+        os._exit(0)
+    pids.append(pid)
+for pid in pids:
+    print("child exit", os.waitpid(pid, 0)[1], flush=True)
+stop.set()
+t.join()
+det.close()
+m.close()
+"""
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_child_forked_while_frames_run_is_refused_the_parents_detector_not_hung(workers):
+    # before (workers=1): the child waited for ever for the session a parent thread held
+    # at the fork; with free sessions it said the session's words
+    p = run_python(FORK.format(workers=workers), env={"RKNNX_RUNTIME": None,
+                                                      "RKNN_EMU_PLATFORM": "RK3588"},
+                   timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    lines = p.stdout.splitlines()
+    assert [line for line in lines if line.startswith("child exit")] == ["child exit 0"] * 3, \
+        p.stdout
+    said = sorted(line for line in lines if not line.startswith("child exit"))
+    assert [line.split(" ", 1)[0] for line in said] == ["detect", "map", "submit"]
+    assert all("this Detector was created in process" in line and "cannot be used in "
+               "process" in line for line in said), said

@@ -419,6 +419,9 @@ class Detector(Closable):
         return tuple(self._sessions)
 
     def _check_open(self, what: str) -> None:
+        # a child of fork: the sessions a frame of the parent's held at the fork are never
+        # given back there, nor do the parent's worker threads exist
+        _guard.check_process(self, self._made_in)
         if self._closed:
             raise RuntimeError(f"{what} on a closed Detector")
 
