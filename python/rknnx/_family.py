@@ -303,7 +303,7 @@ class ContextFamily:
                 return False
         return True
 
-    def _close_left(self) -> None:
+    def close_left(self) -> None:
         """Close the contexts dropped members left open whose views are all gone (their
         memory first, as the member's close would)."""
         for ctx, refs in list(self._left.items()):
@@ -532,7 +532,7 @@ class ContextFamily:
                 s.close()
             with self.lock("close"):
                 if not self.ctx.closed:  # (not closed meanwhile by another thread)
-                    self._close_left()   # (before the first: they may borrow its weights)
+                    self.close_left()   # (before the first: they may borrow its weights)
                     own = self._own()
                     if own is not None:
                         self.frame_id_closed = own.frame_id

@@ -578,6 +578,12 @@ class Model(Closable):
                 runner.close()
             except Exception:            # a view alive, a call of this thread, a fork
                 pass
+        # and what sessions dropped with a view alive left open, the views gone since
+        # (a cycle of memory and context: the garbage collector's otherwise)
+        try:
+            self._family.close_left()
+        except Exception:                # a runtime's refusal: the collector's then
+            pass
 
     def __exit__(self, exc_type, exc, tb) -> None:
         Closable.__exit__(self, exc_type, exc, tb)

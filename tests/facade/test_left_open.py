@@ -116,3 +116,21 @@ def test_objects_collected_unclosed_under_w_error_are_closed_all_the_same(platfo
     # the warnings were said (as errors, ignored in the finalizers)
     assert "ResourceWarning: unclosed rknnx.Pool" in p.stderr
     assert "ResourceWarning: unclosed <rknnx.ZeroCopySession" in p.stderr
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_model_collected_unclosed_closes_what_a_dropped_session_left(emu, platform, no_gc):
+    # the view deleted before the Model is dropped: reference counting alone frees all
+    # (a view that outlives the Model leaves the context to the garbage collector)
+    emu.set_platform(platform)
+    base = live(emu)
+    m = rknnx.Model(model_bytes("multi_io", platform))
+    s = m.zero_copy()
+    view = s.outputs[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        del s
+        del view
+        assert live(emu) != base
+        del m                            # before: the session's context stayed open
+    assert live(emu) == base
