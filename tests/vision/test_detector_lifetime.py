@@ -191,8 +191,8 @@ for what in ("detect", "submit", "map"):
         os.write(1, f"{{what}} {{said}}\\n".encode())     # one write: children interleave
         os._exit(0)
     pids.append(pid)
-for pid in pids:
-    print("child exit", os.waitpid(pid, 0)[1], flush=True)
+codes = [os.waitpid(pid, 0)[1] for pid in pids]
+os.write(1, "".join(f"child exit {{c}}\\n" for c in codes).encode())
 stop.set()
 t.join()
 det.close()
@@ -215,3 +215,81 @@ def test_a_child_forked_while_frames_run_is_refused_the_parents_detector_not_hun
     assert [line.split(" ", 1)[0] for line in said] == ["detect", "map", "submit"]
     assert all("this Detector was created in process" in line and "cannot be used in "
                "process" in line for line in said), said
+
+
+IN_CLOSE = """
+import signal, threading, time, numpy as np, rknnx
+from rknnx.emulator import samples
+from rknnx.vision import Detector
+from rknnx.vision import detector as D
+rknnx.load_runtime("emulator")
+m = rknnx.Model(samples.ALL["detector"]())
+frame = np.random.default_rng(0).integers(0, 256, (480, 640, 3), np.uint8)
+said = []
+check = rknnx.ZeroCopySession.check_closable
+
+def slow_check(self, what="close"):
+    # a session's check waits for its lock (a run of it in another thread): a while
+    time.sleep(0.005)
+    return check(self, what)
+
+rknnx.ZeroCopySession.check_closable = slow_check
+
+def in_close(f):
+    # the close has taken every session back and not yet closed them
+    while f is not None and not (f.f_code.co_filename == D.__file__ and
+                                 "taken" in f.f_code.co_varnames):
+        f = f.f_back
+    return f is not None and not det.closed and \
+        len(f.f_locals.get("taken", ())) == det.workers
+
+for attempt in range(50):
+    det = Detector(m, workers=1)
+    stop = threading.Event()
+    ran = threading.Event()
+
+    def loop():
+        try:
+            while not stop.is_set():
+                det.detect(frame)
+                ran.set()
+        except RuntimeError:
+            pass
+
+    t = threading.Thread(target=loop)
+    t.start()
+    ran.wait(30)
+
+    def handler(sig, f):
+        if said:
+            return
+        if not in_close(f):
+            signal.setitimer(signal.ITIMER_REAL, 0.0005)    # again (one at a time)
+            return
+        try:
+            det.detect(frame)
+            said.append("ran")
+        except RuntimeError as e:
+            said.append(str(e).split(" (")[0])
+
+    signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, 0.0005)
+    det.close()
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    stop.set()
+    t.join()
+    if said:
+        break
+print(said, det.closed)
+m.close()
+"""
+
+
+def test_a_detect_from_a_signal_handler_inside_a_close_is_refused_not_a_hang():
+    # before: the handler's detect waited for ever for the sessions the close (its own
+    # thread) had taken back
+    p = run_python(IN_CLOSE, env={"RKNNX_RUNTIME": None, "RKNN_EMU_PLATFORM": "RK3588"},
+                   timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.splitlines() == [
+        "['detect: the Detector is busy in this thread'] True"], p.stdout

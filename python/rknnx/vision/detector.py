@@ -117,6 +117,7 @@ class Detector(Closable):
     """
 
     _kind = "Detector"
+    _close_begun = False                 # a close() is taking the sessions back
 
     def __init__(self, model, family: Optional[str] = None, *, conf: float = 0.25,
                  iou: float = 0.45, max_det: int = 300,
@@ -282,9 +283,15 @@ class Detector(Closable):
         return det
 
     def _run(self, frame, fmt) -> Detections:
-        if self._in_frame.played_here():
-            # a callback inside a frame: the session it would wait for is this thread's
+        if self._in_frame.played_here() or self._closing.held_here():
+            # a callback inside a frame, or a signal handler inside a close: the session
+            # it would wait for is this thread's
             raise _guard.busy_error("Detector", "detect")
+        if self._close_begun:
+            # a close is under way: wait for its end (it closes, or is refused), rather
+            # than take back the sessions it is waiting for
+            with self._closing("detect"):
+                pass
         if self._closed:
             raise RuntimeError("detect on a closed Detector")
         with self._in_frame:
@@ -440,26 +447,34 @@ class Detector(Closable):
         with self._closing("close"):
             if self._closed:
                 return                   # closed meanwhile by another thread
-            # a frame in flight finishes first: take every session back (the workers wait
-            # for one meanwhile); what would refuse is asked before anything is closed
-            taken = []
+            self._close_begun = True
             try:
-                for _ in self._sessions:
-                    taken.append(self._free.get())
-                for s in self._sessions:
-                    s.check_closable()   # BufferError: a view alive, nothing closed
-                if self._own_model is not None:
-                    self._own_model.check_closable()
-                self._closed = True
-                pool = self._pool
-                if pool is not None:     # the queued frames are cancelled
-                    pool.shutdown(wait=False, cancel_futures=True)
-                self._release()
+                self._close_sessions()
             finally:
-                for s in taken:          # (closed: a waiting worker says so)
-                    self._free.put(s)
-            if pool is not None:
-                pool.shutdown(wait=True)
+                self._close_begun = False
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+    def _close_sessions(self) -> None:
+        """The close, with every session taken back first."""
+        # a frame in flight finishes first: take every session back (the workers wait
+        # for one meanwhile); what would refuse is asked before anything is closed
+        taken = []
+        try:
+            for _ in self._sessions:
+                taken.append(self._free.get())
+            for s in self._sessions:
+                s.check_closable()   # BufferError: a view alive, nothing closed
+            if self._own_model is not None:
+                self._own_model.check_closable()
+            self._closed = True
+            pool = self._pool
+            if pool is not None:     # the queued frames are cancelled
+                pool.shutdown(wait=False, cancel_futures=True)
+            self._release()
+        finally:
+            for s in taken:          # (closed: a waiting worker says so)
+                self._free.put(s)
 
     def _release(self) -> None:
         err = None
