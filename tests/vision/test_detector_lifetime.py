@@ -293,3 +293,38 @@ def test_a_detect_from_a_signal_handler_inside_a_close_is_refused_not_a_hang():
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.splitlines() == [
         "['detect: the Detector is busy in this thread'] True"], p.stdout
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_close_is_not_starved_by_detects_looping_in_other_threads(emu, workers):
+    from helpers import bounded
+
+    emu.set_platform("RK3588")
+    gc.collect()
+    base = live(emu)
+    m = rknnx.Model(model_bytes("detector"))
+    det = Detector(m, workers=workers)
+    ran = threading.Event()
+    said: list = []
+
+    def loop():
+        try:
+            while True:
+                det.detect(FRAME)
+                ran.set()
+        except RuntimeError as e:
+            said.append(str(e))
+
+    threads = [threading.Thread(target=loop, daemon=True) for _ in range(2)]
+    for t in threads:
+        t.start()
+    ran.wait(30)
+    bounded(det.close, 30)               # the loops take no session once it has begun
+    for t in threads:
+        t.join(30)
+    assert det.closed and set(said) <= {"detect on a closed Detector",
+                                        "the Detector was closed while this frame waited"}
+    m.close()
+    del det, m
+    gc.collect()
+    assert live(emu) == base
