@@ -129,6 +129,11 @@ class ContextFamily:
         # open; each maps to who holds it open when the close cannot close it ("": a
         # member the close closes)
         self._lent: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+        # the contexts of sessions dropped unclosed while a view of their memory was alive
+        # -> weak references to that memory: the close closes each once no view is left
+        # (the memory and its context refer to each other: without a garbage collection
+        # they would stay open, and a borrower keep the first context from closing)
+        self._left: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         #: the first context: its weights are the family's
         self.ctx = ctx
         self.desc = desc
@@ -247,9 +252,12 @@ class ContextFamily:
     def mem_size(self):
         """``RKNN_QUERY_MEM_SIZE`` of the model asked on a context of its own, closed at
         once, for a runtime whose copies of a context asked it crash (librknnrt 1.4.0,
-        rknnx._quirks): ``(MemSize, None)``, or ``(None, why)`` if refused."""
-        with self.making("mem_size"):
-            ctx = open_context(self.source, self.flags, self.path)
+        rknnx._quirks): ``(MemSize, None)``, or ``(None, why)`` if refused.  That context
+        is no member (it shares nothing, and no call of the family's waits for it): it is
+        asked as the first context's answer is kept elsewhere, by a closed or closing
+        Model and from code the Model is running too."""
+        _guard.check_process(self.kind, self.lock.pid)
+        ctx = open_context(self.source, self.flags, self.path)
         try:
             return ctx.query(_ll.QueryCmd.MEM_SIZE), None
         except (RKNNError, ValueError) as e:
@@ -275,11 +283,37 @@ class ContextFamily:
                                    "open: close it first")
             return ctx
 
-    def note_left_open(self, ctx, holder: str) -> None:
-        """A member dropped unclosed left `ctx` open: `holder` says what holds it and what
-        to do, for the close's refusal while it borrows the weights."""
+    def note_left_open(self, ctx, holder: str, mems=()) -> None:
+        """A member dropped unclosed left `ctx` open, with its memory `mems` (a view of
+        which is alive): `holder` says what holds it and what to do, for the close's
+        refusal while it borrows the weights; the close closes it (the memory, then the
+        context) once no view of the memory is left."""
         if ctx in self._lent:
             self._lent[ctx] = holder
+        self._left[ctx] = [weakref.ref(m) for m in mems]
+
+    def _left_free(self, ctx) -> bool:
+        """Whether `ctx` was left open by a dropped member whose views are all gone."""
+        refs = self._left.get(ctx)
+        if refs is None:
+            return False
+        for r in refs:
+            m = r()
+            if m is not None and m.exports:
+                return False
+        return True
+
+    def close_left(self) -> None:
+        """Close the contexts dropped members left open whose views are all gone (their
+        memory first, as the member's close would)."""
+        for ctx, refs in list(self._left.items()):
+            if ctx.closed or self._left_free(ctx):
+                for r in refs:
+                    m = r()
+                    if m is not None:
+                        m.close()
+                ctx.close()
+                self._left.pop(ctx, None)
 
     def own_runner(self) -> Runner:
         """The owner's runner, run with :attr:`lock` held: a GeneralRunner on the first
@@ -468,7 +502,8 @@ class ContextFamily:
         first context's weights (which then cannot close): BufferError naming the view of
         a dropped session that keeps its context open, RuntimeError for a context of
         :meth:`new_context` (the runtime's refusal names neither)."""
-        held = [h for c, h in list(self._lent.items()) if h and not c.closed]
+        held = [h for c, h in list(self._lent.items())
+                if h and not c.closed and not self._left_free(c)]
         if not held:
             return
         views = [h for h in held if not h.startswith("a low-level Context")]
@@ -497,6 +532,7 @@ class ContextFamily:
                 s.close()
             with self.lock("close"):
                 if not self.ctx.closed:  # (not closed meanwhile by another thread)
+                    self.close_left()   # (before the first: they may borrow its weights)
                     own = self._own()
                     if own is not None:
                         self.frame_id_closed = own.frame_id

@@ -105,11 +105,14 @@ class Closable:
         message = self._collected()
         if getattr(self, "_made_in", None) != _pid.pid:
             return                       # the parent's (after fork): nothing to do here
-        if message is not None:
-            _warn(message, ResourceWarning, source=self)
-        if _sys.is_finalizing():
-            return
-        self._close_quietly()
+        try:
+            if message is not None:
+                # (an error where warnings are errors: -W error, pytest's filterwarnings;
+                # the object is closed all the same)
+                _warn(message, ResourceWarning, source=self)
+        finally:
+            if not _sys.is_finalizing():
+                self._close_quietly()
 
 
 def unclosed(obj: "Closable") -> str:

@@ -220,10 +220,13 @@ class Model(Closable):
     def mem_size(self):
         """``MemSize`` of the model: weight, internal and DMA bytes (None if refused)."""
         if self._mem_size is _LATER:
-            self._check_open("mem_size")
-            self._mem_size, why = self._family.mem_size()
-            if why:
-                self.notes.append(why)
+            # (as the answer asked at once elsewhere: after the close too)
+            _guard.check_process(self, self._made_in)
+            size, why = self._family.mem_size()
+            if self._mem_size is _LATER:         # (one answer for threads asking at once)
+                self._mem_size = size
+                if why:
+                    self.notes.append(why)
         return self._mem_size
 
     def supports(self, function: Optional[str] = None, *, query: Optional[str] = None) -> bool:
@@ -575,6 +578,12 @@ class Model(Closable):
                 runner.close()
             except Exception:            # a view alive, a call of this thread, a fork
                 pass
+        # and what sessions dropped with a view alive left open, the views gone since
+        # (a cycle of memory and context: the garbage collector's otherwise)
+        try:
+            self._family.close_left()
+        except Exception:                # a runtime's refusal: the collector's then
+            pass
 
     def __exit__(self, exc_type, exc, tb) -> None:
         Closable.__exit__(self, exc_type, exc, tb)

@@ -932,7 +932,7 @@ class ZeroCopySession(Closable):
                 if m is not None and m.exports and not (kind == "inputs" and i in self._chained):
                     held.append(f"{kind}[{i}] ({tensors[i].name!r})")
         views = " and ".join(held) if held else "its memory"
-        fam.note_left_open(ctx, (
+        fam.note_left_open(ctx, mems=self._owned, holder=(
             f"a ZeroCopySession (outputs={self.output_kind!r}"
             f"{', opened at ' + self._opened_at if self._opened_at else ''}) was dropped "
             f"without close() "

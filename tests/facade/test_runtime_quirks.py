@@ -267,3 +267,36 @@ except rknnx.NotSupportedError as e:
     assert "uses custom operators (cstDualResidual)" in p.stdout
     assert "has none (no rknn_register_custom_ops" in p.stdout
     assert p.stdout.strip().endswith("| created 0"), p.stdout      # rknn_init never called
+
+
+def test_mem_size_on_1_4_0_is_answered_after_the_close_and_while_it_runs(emu):
+    # elsewhere the answer is asked at once and kept: a closed Model gives it, and so does
+    # one closing in another thread; on 1.4.0 too (before: ValueError "mem_size on closed
+    # Model" there only)
+    import threading
+
+    import rknnx
+    from rknnx.emulator import samples
+
+    from helpers import live
+
+    with rknnx.Model(samples.tiny_relu()) as now:
+        eager = now.mem_size
+    base = live(emu)
+    emu.set_runtime_version("1.4.0")
+    try:
+        closed = rknnx.Model(samples.tiny_relu())
+        closed.close()
+        assert closed.mem_size == eager
+        for _ in range(5):
+            m = rknnx.Model(samples.tiny_relu())
+            pool = rknnx.Pool(m, 2)
+            got: list = []
+            t = threading.Thread(target=lambda: got.append(m.mem_size))
+            t.start()
+            m.close()
+            t.join(30)
+            assert got == [eager] and m.mem_size == eager and pool.closed
+    finally:
+        emu.set_runtime_version(None)
+    assert live(emu) == base

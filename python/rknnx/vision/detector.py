@@ -11,7 +11,6 @@ the GIL released, while the other workers' NPUs run.  docs/guide/detect.md is th
 from __future__ import annotations
 
 import queue
-import threading
 import time
 from collections import deque
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
@@ -118,6 +117,7 @@ class Detector(Closable):
     """
 
     _kind = "Detector"
+    _close_begun = False                 # a close() is taking the sessions back
 
     def __init__(self, model, family: Optional[str] = None, *, conf: float = 0.25,
                  iou: float = 0.45, max_det: int = 300,
@@ -129,6 +129,12 @@ class Detector(Closable):
 
         self._closed = True                  # until everything is made
         self._made_in = _guard.pid
+        # the threads running a frame of this detector (a thread-local mark): a custom op
+        # callback or signal handler inside a frame that calls back into the detector is
+        # refused instead of waiting for the session its own thread holds
+        self._in_frame = _guard.Role()
+        # one close at a time (a second waits for the first), refused inside a close
+        self._closing = _guard.Lock("Detector")
         self._sessions = []
         self._pool = None
         self._own_model = None
@@ -183,7 +189,6 @@ class Detector(Closable):
         self._free: "queue.SimpleQueue" = queue.SimpleQueue()
         for s in self._sessions:
             self._free.put(s)
-        self._lock = threading.Lock()
         self._times = deque(maxlen=4096)
         if workers > 1:
             self._pool = ThreadPoolExecutor(workers, thread_name_prefix="rknnx-detector")
@@ -278,15 +283,31 @@ class Detector(Closable):
         return det
 
     def _run(self, frame, fmt) -> Detections:
+        if self._in_frame.played_here() or self._closing.held_here():
+            # a callback inside a frame, or a signal handler inside a close: the session
+            # it would wait for is this thread's
+            raise _guard.busy_error("Detector", "detect")
+        if self._close_begun:
+            # a close is under way: wait for its end (it closes, or is refused), rather
+            # than take back the sessions it is waiting for
+            with self._closing("detect"):
+                pass
         if self._closed:
             raise RuntimeError("detect on a closed Detector")
-        s = self._free.get()
-        try:
-            if s.closed:
-                raise RuntimeError("the Detector was closed while this frame waited")
-            return self._frame(s, frame, fmt)
-        finally:
-            self._free.put(s)
+        with self._in_frame:
+            s = self._free.get()
+            try:
+                # the frame under the session's lock, as a session's run_arrays: a close
+                # of the model in another thread waits for it instead of refusing (or
+                # freeing) the memory the frame writes and reads
+                with s._lock("detect"):
+                    if s.closed:
+                        raise RuntimeError(
+                            "the Detector was closed while this frame waited" if self._closed
+                            else "detect: the Detector's Model was closed")
+                    return self._frame(s, frame, fmt)
+            finally:
+                self._free.put(s)
 
     def detect(self, frame, *, fmt: str = "bgr") -> Detections:
         """Boxes in one frame: letterbox into a session's input, run, decode from its
@@ -405,22 +426,54 @@ class Detector(Closable):
         return tuple(self._sessions)
 
     def _check_open(self, what: str) -> None:
+        # a child of fork: the sessions a frame of the parent's held at the fork are never
+        # given back there, nor do the parent's worker threads exist
+        _guard.check_process(self, self._made_in)
         if self._closed:
             raise RuntimeError(f"{what} on a closed Detector")
 
+    def _refusal_checks(self, what: str) -> None:
+        """RuntimeError in a child of fork, or from inside one of the detector's frames (a
+        custom op callback, a signal handler), which would wait for its own session."""
+        _guard.check_process(self, self._made_in)
+        if self._in_frame.played_here():
+            raise _guard.busy_error("Detector", what)
+        for s in self._sessions:         # BufferError while a view of one is alive
+            s.check_closable(what)
+        if self._own_model is not None:
+            self._own_model.check_closable(what)
+
     def _close_now(self) -> None:
-        self._closed = True
-        pool = self._pool
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-        # a frame in the calling threads finishes first: take every session back
+        with self._closing("close"):
+            if self._closed:
+                return                   # closed meanwhile by another thread
+            self._close_begun = True
+            try:
+                self._close_sessions()
+            finally:
+                self._close_begun = False
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+    def _close_sessions(self) -> None:
+        """The close, with every session taken back first."""
+        # a frame in flight finishes first: take every session back (the workers wait
+        # for one meanwhile); what would refuse is asked before anything is closed
         taken = []
-        for _ in self._sessions:
-            taken.append(self._free.get())
         try:
+            for _ in self._sessions:
+                taken.append(self._free.get())
+            for s in self._sessions:
+                s.check_closable()   # BufferError: a view alive, nothing closed
+            if self._own_model is not None:
+                self._own_model.check_closable()
+            self._closed = True
+            pool = self._pool
+            if pool is not None:     # the queued frames are cancelled
+                pool.shutdown(wait=False, cancel_futures=True)
             self._release()
         finally:
-            for s in taken:
+            for s in taken:          # (closed: a waiting worker says so)
                 self._free.put(s)
 
     def _release(self) -> None:
