@@ -69,6 +69,14 @@ def _source_of(source: ModelSource) -> Tuple[bytes, Optional[str]]:
         return view.tobytes(), None          # a copy: the caller may reuse its buffer
 
 
+
+def _refuse_run_inside_run(lock, ctx) -> None:
+    """The Model's words for the binding's refusals of a run from inside a call on its
+    context (a custom op callback) or from a child of fork (`lock`: the Model's)."""
+    lock.check("run")                     # a Model of the parent of fork
+    if ctx.busy_in_this_thread:
+        raise _guard.busy_error("Model", "run") from None
+
 class Model(Closable):
     """An RKNN model on the NPU (or the CPU emulator).
 
@@ -488,7 +496,7 @@ class Model(Closable):
                     # (no other call comes between them: the model's lock is not needed)
                     done = ctx.infer(inputs, arrays, want_float=not raw, fast_only=True)
                 except RuntimeError:
-                    self._busy_error(ctx)
+                    _refuse_run_inside_run(self._lock, ctx)
                     raise
                 except RKNNFailError as e:
                     better = self._family.explain_model(e, ctx)   # custom ops not registered
@@ -512,17 +520,10 @@ class Model(Closable):
             try:
                 result = runner.run(prepared, shape_set, raw, out)
             except RuntimeError:
-                self._busy_error(self._ctx)
+                _refuse_run_inside_run(self._lock, self._ctx)
                 raise
             self._last = runner
             return result
-
-    def _busy_error(self, ctx) -> None:
-        """The Model's words for the binding's refusals of a call from inside a call on
-        its context (a custom op callback) or from a child of fork."""
-        self._lock.check("run")               # a Model of the parent of fork
-        if ctx.busy_in_this_thread:
-            raise _guard.busy_error("Model", "run") from None
 
     # -- the zero-copy flow ---------------------------------------------------------------
     def zero_copy(self, *, outputs: str = "float32", input_dtypes: Any = None,

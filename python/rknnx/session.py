@@ -449,6 +449,24 @@ class ZeroCopySession(Closable):
         """The low-level ``TensorAttr`` each output is bound with."""
         return tuple(a.copy() for a in self._out_attrs)
 
+    def hold(self, what: str = "hold"):
+        """Hold the session for a sequence of this thread's calls (write the input, run,
+        read the outputs, as one frame): ``with session.hold("frame"):``.  Meanwhile
+        another thread's run, change or close of the session, and the close of its model,
+        wait for the end of the block instead of refusing over the frame's views or freeing
+        the memory it uses.  Inside the block :meth:`run` runs at once; the calls that
+        take the session themselves (:meth:`run_arrays`, :meth:`write`, a change, close)
+        are refused there (RuntimeError).  A close of the model may have come first: ask
+        :attr:`closed` inside the block.
+
+        Raises
+        ------
+        RuntimeError
+            Called from code already holding it in this thread (a callback of its run),
+            or in a child of fork() on a session of the parent (`what` names the call).
+        """
+        return self._lock(what)
+
     def run(self) -> None:
         """Run the model on what the input views hold; the output views then hold the result.
 

@@ -759,3 +759,29 @@ def test_close_during_run_arrays_waits_instead_of_counting_its_views(models):
     finally:
         t.join()
     assert s.closed and len(got["out"]) == 1
+
+
+def test_hold_makes_a_frame_of_calls_that_a_close_waits_for():
+    """session.hold(): run inside the block runs; the calls that take the session are
+    refused there, naming the call; a close of the model in another thread waits for the
+    block's end and then closes."""
+    image = np.random.default_rng(3).integers(0, 256, (1, 224, 224, 3), dtype=np.uint8)
+    with rknnx.Model(model_bytes("classifier")) as model:
+        want = model.run(image)[0]
+        session = model.zero_copy()
+        closed_at = []
+        with session.hold("frame"):
+            session.inputs[0][...] = image
+            session.run()
+            with pytest.raises(RuntimeError, match=r"^run_arrays: the ZeroCopySession is busy"):
+                session.run_arrays(image)
+            closer = threading.Thread(target=lambda: (model.close(),
+                                                      closed_at.append(time.monotonic())))
+            closer.start()
+            time.sleep(0.3)
+            assert not closed_at and not session.closed     # the close waits for the frame
+            got = session.outputs[0].copy()
+            released = time.monotonic()
+        closer.join(10)
+        assert closed_at and closed_at[0] >= released and session.closed
+        np.testing.assert_array_equal(got, want)

@@ -300,7 +300,7 @@ class Detector(Closable):
                 # the frame under the session's lock, as a session's run_arrays: a close
                 # of the model in another thread waits for it instead of refusing (or
                 # freeing) the memory the frame writes and reads
-                with s._lock("detect"):
+                with s.hold("detect"):
                     if s.closed:
                         raise RuntimeError(
                             "the Detector was closed while this frame waited" if self._closed
