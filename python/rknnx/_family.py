@@ -192,10 +192,15 @@ class ContextFamily:
 
     def check_not_closing(self, what: str) -> None:
         """ValueError once close() has begun (with the lock held): a context made now would
-        outlive the family's, or keep it from closing (weights lent)."""
+        outlive the family's, or keep it from closing (weights lent).  The words say
+        whether the close is done or under way (it may yet be refused)."""
         _guard.check_process(self.kind, self.lock.pid)
-        if self.closing or self.ctx.closed:
+        if self.ctx.closed:
             raise ValueError(f"{what} on closed Model")
+        if self.closing:
+            # a close in another thread is asking its refusals: it may yet be refused
+            raise ValueError(f"{what} on a Model being closed by another thread (if that "
+                             "close is refused, the Model stays open: call again then)")
 
     @contextlib.contextmanager
     def making(self, what: str):

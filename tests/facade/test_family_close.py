@@ -26,7 +26,8 @@ X = np.array([[-1.5, 2.25]], np.float32)
 RELU_X = np.maximum(X, 0)
 #: words a call racing a close may say (and nothing else)
 CLOSED_WORDS = ("on closed Model", "on closed ZeroCopySession", "shut down",
-                "was closed while", "closed meanwhile")
+                "was closed while", "closed meanwhile", "on a Model being closed by another "
+                "thread")
 
 
 def _settle(emu, base, timeout=5.0) -> bool:
@@ -97,6 +98,43 @@ def test_a_close_with_a_session_and_a_pool_asks_each_once_and_closes_each_once(
     m.close()                                # a second close asks nothing
     assert calls == asked
     assert live(emu) == base
+
+
+def test_members_made_while_a_close_is_refused_hear_it_is_under_way_not_done(emu):
+    """While a close asks its refusals, a member being made in another thread is refused
+    saying the close is under way (it may yet be refused), never that the Model is closed;
+    after the refused closes the Model makes members again."""
+    m = rknnx.Model(model_bytes("tiny_relu"))
+    s = m.zero_copy()
+    s.write(0, X)
+    s.run()
+    view = s.outputs[0]                  # every close below is refused over this view
+    said, stop = set(), threading.Event()
+
+    def make():
+        while not stop.is_set():
+            try:
+                m.zero_copy().close()
+            except ValueError as e:
+                said.add(str(e))
+
+    t = threading.Thread(target=make, daemon=True)
+    t.start()
+    refused = 0
+    deadline = time.monotonic() + 20
+    while (refused < 300 or not said) and time.monotonic() < deadline:
+        with pytest.raises(BufferError):
+            m.close()
+        refused += 1
+    stop.set()
+    t.join(10)
+    assert said == {"zero_copy on a Model being closed by another thread (if that close is "
+                    "refused, the Model stays open: call again then)"}, said
+    assert not m.closed
+    with m.zero_copy() as s2:
+        np.testing.assert_array_equal(s2.run_arrays(X)[0], RELU_X)
+    del view
+    m.close()
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
