@@ -138,6 +138,35 @@ def test_detect_equals_letterbox_run_decode_by_hand(opened, platform):
     assert got.letterbox == box
 
 
+def test_the_natural_call_decodes_an_80_class_yolov8(emu):
+    """decode("yolov8", model.run(x), model.outputs) on a yolov8n's 9-output signature (80
+    classes: the class output [1, 80, 80, 80] reads as NCHW and as NHWC): each array has its
+    info's shape, so it is in its info's layout, with no layout= (issue 39, item 3: it was
+    refused); the same boxes as layout="NCHW" and as the Detector's."""
+    emu.set_platform("RK3588")
+    with rknnx.Model(model_bytes("detector", "RK3588", num_classes=80, score_sum=True)) as m:
+        _natural_call(m)
+
+
+def _natural_call(m):
+    assert len(m.outputs) == 9 and tuple(m.outputs[1].shape) == (1, 80, 80, 80)
+    img, truth = squares_picture(w=640, h=640, seed=2)
+    outs = m.run(img[None], raw=True)
+    got = decode("yolov8", outs, m.outputs)
+    want = decode("yolov8", outs, m.outputs, layout="NCHW")
+    same(got, want)
+    assert len(got) == len(truth) >= 1
+    for t in truth:
+        assert max(iou(t, b) for b in got.boxes) >= 0.5
+    # float outputs (the default run) take the same call
+    flt = decode("yolov8", m.run(img[None]), m.outputs)
+    assert len(flt) == len(got)
+    np.testing.assert_allclose(flt.boxes, got.boxes, atol=1e-3)
+    with Detector(m) as det:
+        d = det.detect(img)
+    np.testing.assert_allclose(d.boxes, got.boxes, atol=1e-3)
+
+
 VENDOR = [("yolov8_det9_rk3588", "RK3588", "yolov8"),
           ("yolov8_det9_rv1106", "RV1106", "yolov8"),
           ("yolov8_seg_rk3588", "RK3588", "yolov8-seg"),

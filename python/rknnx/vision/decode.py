@@ -173,20 +173,16 @@ def _blocked_geometry(t: _T, info) -> None:
 
 
 def _plain_layout(i, shape, info) -> str:
-    """The layout of a 4-D array not said: the info's when the array has its shape, NHWC
-    when it has the NHWC form of it (an error when both, or neither)."""
+    """The layout of a 4-D array not said: the info's when the array has its shape (an
+    array shaped as its TensorInfo is in that info's layout, as ``model.run`` returns it:
+    a yolov8 class output [1, 80, 80, 80] reads as NCHW and as NHWC, and the info decides),
+    NHWC when it has the NHWC form of it, NCHW with no info."""
     if info is None:
         return "NCHW"
     ishape = tuple(info.shape)
-    as_info = shape == ishape
-    as_nhwc = len(ishape) == 4 and shape == _nhwc(ishape) and info.layout != "NHWC"
-    if as_info and as_nhwc:
-        raise ValueError(
-            f"output {i}: shape {shape} reads as NCHW and as NHWC ({info.name!r}); "
-            f"say which with layout='NCHW' or layout='NHWC'")
-    if as_info:
+    if shape == ishape:
         return info.layout if info.layout in ("NCHW", "NHWC") else "NCHW"
-    if as_nhwc:
+    if len(ishape) == 4 and shape == _nhwc(ishape) and info.layout != "NHWC":
         return "NHWC"
     raise ValueError(f"output {i}: shape {shape} is not the model's {ishape} "
                      f"({info.layout}) nor its NHWC form")
@@ -475,8 +471,8 @@ def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnosti
         yolov5: (w, h) pairs per scale, flat: ``((10, 13, 16, 30, 33, 23), ...)``; the
         zoo's by default.
     layout : str or sequence of str, optional
-        "NCHW", "NHWC" or "NC1HWC2" for every output (or one per output): needed where a
-        4-D array reads both ways.
+        "NCHW", "NHWC" or "NC1HWC2" for every output (or one per output); by default a
+        4-D array shaped as its info is in the info's layout, and NCHW without infos.
     input_size : (width, height), optional
         The model's input size; by default the session's model's, else 8 x the finest grid.
     names : sequence of str, optional
