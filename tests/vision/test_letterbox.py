@@ -275,7 +275,8 @@ def test_bad_input_is_refused_before_c():
         (lambda: letterbox(f, (64, 64), fmt="yuyv"), ValueError, r"'bgr', 'rgb' or 'nv12'"),
         (lambda: letterbox(f, (64, 64), swap_rb=1), TypeError, r"True or False"),
         (lambda: letterbox(f, (64, 64), pad_value=300), ValueError, r"0\.\.255"),
-        (lambda: letterbox(f, (64, 64), pad_value=(1, 2)), ValueError, r"one value or three"),
+        (lambda: letterbox(f, (64, 64), pad_value=(1, 2)), ValueError,
+         r"pad_value is a pixel value 0\.\.255 \(an int, or three ints\); got \(1, 2\)"),
         (lambda: letterbox(_nv12(100, 99)[:, :99], (64, 64), fmt="nv12"), ValueError,
          r"even width and height; got 99x100"),
         (lambda: letterbox(np.zeros((151, 100), np.uint8), (64, 64), fmt="nv12"),
@@ -331,3 +332,50 @@ def test_the_binding_refuses_geometry_outside_its_arrays():
         args[k] = v
         with pytest.raises(ValueError, match=msg):
             _kernels.letterbox_run(*args)
+
+
+@pytest.mark.parametrize("pad, shown", [
+    (float("nan"), "nan"), (None, "None"), ("x", "'x'"), (float("inf"), "inf"),
+    (True, "True"), ((1, True, 3), r"\(1, True, 3\)"), (-1, "-1"), (256, "256"),
+    (1.5, "1.5"), ((0, 0, float("nan")), r"\(0, 0, nan\)")])
+def test_pad_value_outside_the_pixels_is_refused_naming_it(pad, shown):
+    f = _frame(20, 20)
+    with pytest.raises(ValueError, match=r"letterbox: pad_value is a pixel value 0\.\.255 "
+                                         r"\(an int, or three ints\); got " + shown):
+        letterbox(f, (16, 16), pad_value=pad)
+    # the in-range forms go on working: numpy integers, floats that are integers
+    img, _ = letterbox(f, (16, 8), pad_value=(np.uint8(7), 8.0, 9))
+    assert (img[:, :4] == [7, 8, 9]).all() and (img[:, 12:] == [7, 8, 9]).all()
+
+
+@pytest.mark.parametrize("scale, zp, msg", [
+    (0.0, -128, r"quantization scale must be finite and > 0; got 0\.0"),
+    (float("nan"), -128, r"quantization scale must be finite and > 0; got nan"),
+    (-1 / 255, -128, r"quantization scale must be finite and > 0; got -0\.0039"),
+    (1 / 255, 1000, r"zero point must be in -128\.\.127 \(int8\); got 1000"),
+    (1 / 255, -129, r"zero point must be in -128\.\.127 \(int8\); got -129")])
+def test_an_int8_out_with_an_impossible_quantization_is_refused(scale, zp, msg):
+    from rknnx._tensors import QuantInfo, TensorInfo
+
+    f = _frame(20, 20)
+    out = np.full((1, 16, 16, 3), 5, np.int8)
+    info = TensorInfo(0, "x", (1, 16, 16, 3), np.dtype(np.int8), "NHWC",
+                      QuantInfo("affine", scale, zp))
+    with pytest.raises(ValueError, match=r"letterbox: the input's " + msg):
+        letterbox(f, out=out, info=info, mean=0, std=255)
+    assert (out == 5).all()              # refused before any byte is written
+
+
+@pytest.mark.parametrize("name", ["mean", "std"])
+@pytest.mark.parametrize("value, shown", [("abc", "'abc'"),
+                                          ((1, "b", 3), r"\(1, 'b', 3\)"),
+                                          (float("nan"), "nan"), (True, "True")])
+def test_mean_and_std_that_are_not_numbers_are_refused_naming_them(name, value, shown):
+    from rknnx._tensors import QuantInfo, TensorInfo
+
+    info = TensorInfo(0, "x", (1, 16, 16, 3), np.dtype(np.int8), "NHWC",
+                      QuantInfo("affine", 1 / 255, -128))
+    kw = {"mean": 0, "std": 255, name: value}
+    with pytest.raises(ValueError, match=rf"letterbox: {name} (is a number or three \(one "
+                                         rf"per channel\)|must be finite); got {shown}"):
+        letterbox(_frame(20, 20), out=np.empty((1, 16, 16, 3), np.int8), info=info, **kw)
