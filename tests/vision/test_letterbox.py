@@ -88,6 +88,41 @@ def test_every_vector_path_equals_the_reference(hw, size, path):
         np.testing.assert_array_equal(img, ref.letterbox(f, size, swap_rb=swap, pad_value=9))
 
 
+# exact ratios: every horizontal weight 0 (odd k, 1:1) or 1024 (even k): the pick and
+# pairs paths of the kernel (letterbox.h), vertically 1:1, k:1 and in between
+EXACT = [((480, 640), (640, 640)), ((720, 1280), (640, 640)), ((1080, 1920), (640, 640)),
+         ((1088, 1920), (640, 640)), ((960, 1280), (640, 640)), ((2160, 3840), (640, 640)),
+         ((75, 500), (100, 100)), ((77, 10), (2, 64)), ((33, 70), (14, 14)),
+         ((301, 5), (5, 400)), ((200, 60), (12, 90))]
+
+
+@pytest.mark.parametrize("hw, size", EXACT, ids=lambda v: "x".join(map(str, v)))
+def test_exact_ratios_equal_the_reference_on_every_path_and_layout(hw, size, path):
+    f = _frame(*hw, seed=hw[0] * 7 + hw[1])
+    W, H = size
+    for swap in (False, True):
+        want = ref.letterbox(f, size, swap_rb=swap, pad_value=(9, 8, 7))
+        img, _ = letterbox(f, size, swap_rb=swap, pad_value=(9, 8, 7))
+        np.testing.assert_array_equal(img, want)
+        nchw = np.full((1, 3, H, W), 0xEE, np.uint8)
+        letterbox(f, out=nchw, swap_rb=swap, pad_value=(9, 8, 7))
+        np.testing.assert_array_equal(nchw[0].transpose(1, 2, 0), want)
+        blk = np.full((1, 1, H, W, 16), 0xEE, np.uint8)
+        letterbox(f, out=blk, swap_rb=swap, pad_value=(9, 8, 7))
+        np.testing.assert_array_equal(blk[0, 0, :, :, :3], want)
+        assert (blk[..., 3:] == 0xEE).all()
+        # a frame whose pixels are not 3 contiguous bytes (converted rows)
+        wide = np.zeros(hw + (4,), np.uint8)
+        wide[..., :3] = f
+        got, _ = letterbox(wide[..., :3], size, swap_rb=swap, pad_value=(9, 8, 7))
+        np.testing.assert_array_equal(got, want)
+    if hw[0] % 2 == 0 and hw[1] % 2 == 0:
+        nv = _nv12(*hw, seed=hw[1])
+        got, _ = letterbox(nv, size, fmt="nv12", swap_rb=True)
+        np.testing.assert_array_equal(got, ref.letterbox(nv, size, swap_rb=True,
+                                                         fmt="nv12"))
+
+
 def test_taps_of_the_c_equal_the_reference():
     for s, n in ((1920, 640), (1080, 360), (457, 320), (2, 64), (91, 416), (17, 333),
                  (7, 3), (100, 100), (3, 1000)):
