@@ -546,8 +546,13 @@ def test_detect_with_names_and_family(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (("--sample", "detector_random"), "family not given and the model's outputs fit yolov5 "
                                       "and yolox: pass family="),
-    (("--sample", "detector", "--family", "yolov8-seg"), "yolov8-seg takes the zoo's 13 outputs"),
+    (("--sample", "detector", "--family", "yolov8-seg"), "these 6 outputs are not "
+                                                        "yolov8-seg's"),
     (("--sample", "detector", "--conf", "2"), "--conf is a score threshold in 0..1; got 2.0"),
+    (("--sample", "detector", "--iou", "1.5"), "--iou is an overlap threshold in 0..1; got "
+                                               "1.5"),
+    (("--sample", "detector", "--iou", "-0.1"), "--iou is an overlap threshold in 0..1; got "
+                                                "-0.1"),
     (("--sample", "detector", "--names", "nope.txt"), "--names file 'nope.txt' does not exist"),
 ])
 def test_detect_errors_are_one_line(tmp_path, args, message):
@@ -558,6 +563,38 @@ def test_detect_errors_are_one_line(tmp_path, args, message):
     assert proc.stderr.strip().splitlines()[-1] == f"rknnx detect: error: {message}" or \
         message in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("ext", [".xbm", ".msp", ".bufr", ".nope"])
+def test_detect_refuses_a_picture_format_before_touching_the_file(tmp_path, ext):
+    """An extension Pillow knows and then refuses for RGB (or does not know): one line
+    naming -o, the existing file left as it was, no temporary file left beside it."""
+    _squares_png(tmp_path / "squares.png")
+    old = tmp_path / f"old{ext}"
+    old.write_bytes(b"the user's file")
+    proc = cli("detect", "--sample", "detector", "-i", str(tmp_path / "squares.png"),
+               "-o", str(old))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"rknnx detect: error: -o '{old}': Pillow does not write an RGB picture as " \
+        f"{ext}" in proc.stderr, proc.stderr
+    assert old.read_bytes() == b"the user's file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["squares.png", old.name])
+
+
+def test_detect_replaces_an_existing_picture_whole(tmp_path):
+    """A picture written over an existing file goes through a temporary file renamed
+    over it: the new picture, nothing left beside it."""
+    from PIL import Image
+
+    _squares_png(tmp_path / "squares.png")
+    out = tmp_path / "o.png"
+    out.write_bytes(b"old")
+    proc = cli("detect", "--sample", "detector", "-i", str(tmp_path / "squares.png"),
+               "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    with Image.open(out) as img:
+        assert img.size == (900, 700)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.png", "squares.png"]
 
 
 def test_detect_on_a_vendor_stand_in_says_its_boxes_are_not_the_networks(tmp_path):
