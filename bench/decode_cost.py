@@ -27,17 +27,29 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 
 
-def _zoo_python(zoo_dir: str):
-    """The zoo's yolov8.py imported from the checkout (its post_process), torch on one
-    thread."""
-    import torch
+def zoo_python(zoo_dir: Optional[str]):
+    """(post_process, what it is): the zoo's yolov8.py imported from the checkout, else the
+    stand-in that follows its code path (bench/zoo_python.py); torch on one thread."""
+    try:
+        import torch
+        torch.set_num_threads(1)
+    except ImportError:
+        torch = None
+    if zoo_dir:
+        path = Path(zoo_dir).resolve() / "examples" / "yolov8" / "python" / "yolov8.py"
+        spec = importlib.util.spec_from_file_location("zoo_yolov8_py", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod.post_process, ("the zoo's Python post_process (examples/yolov8/python/"
+                                  "yolov8.py, float32, torch DFL, 1 thread)")
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    import zoo_python
 
-    torch.set_num_threads(1)
-    path = Path(zoo_dir).resolve() / "examples" / "yolov8" / "python" / "yolov8.py"
-    spec = importlib.util.spec_from_file_location("zoo_yolov8_py", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return zoo_python.post_process, (
+        "a stand-in following the zoo's Python path (bench/zoo_python.py, float32, " +
+        ("torch DFL, 1 thread" if zoo_python.uses_torch() else "numpy DFL: torch is not "
+         "installed") + "); pass --zoo DIR for the zoo's own")
 
 
 def _timed(fn, n: int) -> List[int]:
@@ -56,15 +68,11 @@ def measure(Z, tmp: Path, zoo_dir: Optional[str], quick: bool) -> Dict[str, Any]
     if zoo_dir:
         zoo = ZooReal(zoo_dir, tmp)
         anchor = f"the zoo's post_process ({zoo.source})"
-        zoo_py = _zoo_python(zoo_dir)
-        py_anchor = "the zoo's Python post_process (examples/yolov8/python/yolov8.py, " \
-                    "float32, torch DFL, 1 thread)"
     else:
         zoo = ZooYolov8(tmp)
         anchor = "the project's C port of the zoo's post_process (bench/c/zoo_yolov8.c, " \
                  "NCHW given: no conversion); pass --zoo DIR for the zoo's own"
-        zoo_py = None
-        py_anchor = None
+    zoo_py, py_anchor = zoo_python(zoo_dir)
     res: Dict[str, Any] = {"anchor": anchor, "python_anchor": py_anchor, "frames": {}}
     chunk, rounds = 10, 3
     per_round = 10 if quick else 100
@@ -100,7 +108,7 @@ def measure(Z, tmp: Path, zoo_dir: Optional[str], quick: bool) -> Dict[str, Any]
         fr["ratio_nchw"] = fr["rknnx_nchw_ns"] / max(fr["zoo_c_ns"], 1.0)
         fr["ratio_native"] = fr["rknnx_native_ns"] / max(fr["zoo_c_ns"], 1.0)
         if zoo_py is not None:
-            py = _timed(lambda: zoo_py.post_process(values), 5 if quick else 30)
+            py = _timed(lambda: zoo_py(values), 5 if quick else 30)
             fr["zoo_python_ns"] = float(statistics.median(py))
             fr["zoo_python_over_rknnx"] = fr["zoo_python_ns"] / max(fr["rknnx_nchw_ns"], 1.0)
         res["frames"][name] = fr
@@ -109,14 +117,15 @@ def measure(Z, tmp: Path, zoo_dir: Optional[str], quick: bool) -> Dict[str, Any]
 
 def report(res: Dict[str, Any], ns) -> List[str]:
     """The lines of the post_process-only table (ns: the suite's duration formatter)."""
-    out = [f"-- decode alone against {res['anchor']}: rknnx / zoo (goal <= 1.2) --"]
+    out = [f"-- decode alone against {res['anchor']}: rknnx / zoo (goal <= 1.2); "
+           f"Python: {res['python_anchor']} --"]
     for name, fr in res["frames"].items():
         line = (f"{name:>16}: zoo C {ns(fr['zoo_c_ns'])}, rknnx NCHW {ns(fr['rknnx_nchw_ns'])} "
                 f"(x{fr['ratio_nchw']:.2f}), native {ns(fr['rknnx_native_ns'])} "
                 f"(x{fr['ratio_native']:.2f}); kept {fr['kept']} (zoo {fr['zoo_kept']}, "
                 f"same: {'yes' if fr['same_kept_set'] else 'NO'})")
         if "zoo_python_ns" in fr:
-            line += (f"; the zoo's Python {ns(fr['zoo_python_ns'])} "
+            line += (f"; zoo Python {ns(fr['zoo_python_ns'])} "
                      f"(x{fr['zoo_python_over_rknnx']:.1f} rknnx's time)")
         out.append(line)
     return out
