@@ -309,9 +309,16 @@ def test_doctor_model_describes_the_model(tmp_path):
             "image[1, 224, 224, 3]:int8)") in proc.stdout
     assert "           outputs logits[1, 1000]:int8" in proc.stdout
     assert "           NPU memory it takes: " in proc.stdout
+    # a model of another chip: the emulator with no chip chosen plays the model's (issue 39,
+    # item 5); a chosen chip refuses it
     other = tmp_path / "rk3566.rknn"
     other.write_bytes(samples.classifier(target="RK3566"))
-    proc = cli("doctor", "--model", str(other))
+    proc = cli("doctor", "--model", str(other), env={**ENV, "RKNN_EMU_PLATFORM": None})
+    assert proc.returncode == 0, proc.stderr
+    assert ("chip:      RK3566 (emulator personality: the model's chip, as no chip is chosen "
+            "(RKNN_EMU_PLATFORM chooses one))") in proc.stdout.splitlines()
+    assert "model:     opens here (static shapes; built for RK3566; inputs " in proc.stdout
+    proc = cli("doctor", "--model", str(other), env={**ENV, "RKNN_EMU_PLATFORM": "RK3588"})
     assert proc.returncode == 1
     assert "model:     cannot be opened: " in proc.stdout and "RK3566" in proc.stdout
 
@@ -381,7 +388,7 @@ def test_doctor_model_of_a_vendor_file_says_which_runtimes_load_it():
         proc.stdout.splitlines()
     # a file of a chip the emulator is not playing: what to set, and the file's facts
     other = RKNN_MODELS / "toolkit-2.5.0" / "cls_img_rv1106.rknn"
-    proc = cli("doctor", "--model", str(other))
+    proc = cli("doctor", "--model", str(other), env={**ENV, "RKNN_EMU_PLATFORM": "RK3588"})
     assert proc.returncode == 1
     assert "RKNN_EMU_PLATFORM=RV1106" in proc.stdout
     assert "file:      container 0x1004, rknn-toolkit2 2.5.0, for RV1106" in proc.stdout

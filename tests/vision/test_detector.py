@@ -373,3 +373,22 @@ def test_an_input_not_taking_pixels_needs_its_normalization(emu):
             Detector(m, "yolov5", mean=0, std=255, anchors=[(1, 1, 2, 2, 3, 3)] * 3)
     gc.collect()
     assert live(emu) == before
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(pad_value=300), r"Detector: pad_value is a pixel value 0\.\.255 \(an int, or "
+                          r"three ints\); got 300"),
+    (dict(pad_value=float("nan")), r"pad_value is a pixel value 0\.\.255.*got nan"),
+    (dict(pad_value=True), r"pad_value is a pixel value 0\.\.255.*got True"),
+    (dict(pad_value="x"), r"pad_value is a pixel value 0\.\.255.*got 'x'"),
+    (dict(mean="abc", std=255), r"Detector: mean is a number or three \(one per "
+                                r"channel\); got 'abc'"),
+    (dict(mean=0, std=float("inf")), r"Detector: std must be finite; got inf"),
+    (dict(mean=0, std=0), r"Detector: std must be non-zero; got 0")])
+def test_letterbox_parameters_are_refused_at_construction(opened, emu, kw, msg):
+    m = opened("detector")
+    before = live(emu)
+    with pytest.raises(ValueError, match=msg):
+        Detector(m, **kw)
+    gc.collect()
+    assert live(emu) == before           # refused before a session was made

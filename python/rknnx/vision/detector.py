@@ -22,7 +22,7 @@ from rknnx import _guard
 from rknnx._lifetime import Closable
 from rknnx.vision.decode import FAMILIES, _check_parameters, decode, infer_family
 from rknnx.vision.detections import Detections
-from rknnx.vision.letterbox import letterbox
+from rknnx.vision.letterbox import channel_values, letterbox, pad_values
 
 __all__ = ["Detector", "STAGES"]
 
@@ -141,6 +141,13 @@ class Detector(Closable):
         workers = _count(workers, "workers")
         if not (swap_rb is True or swap_rb is False):
             raise TypeError(f"Detector: swap_rb is True or False; got {swap_rb!r}")
+        # the letterbox's parameters, refused here rather than at every frame
+        pad_value = pad_values(pad_value, "Detector")
+        for name, v in (("mean", mean), ("std", std)):
+            if v is not None:
+                channel_values(v, name, "Detector")
+        if std is not None and 0 in channel_values(std, "std", "Detector"):
+            raise ValueError(f"Detector: std must be non-zero; got {std!r}")
         # conf, iou and max_det checked before any work (decode's own rule)
         _check_parameters(conf, iou, max_det, 0, False, where="Detector")
         if not isinstance(model, Model):
