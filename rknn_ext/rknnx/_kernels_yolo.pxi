@@ -336,7 +336,7 @@ cdef class YoloPlan:
         try:
             for i in range(self.nsrc):
                 a = arrays[i]
-                if type(a) is not _np.ndarray:
+                if not isinstance(a, _np.ndarray):
                     same = False
                     break
                 PyObject_GetBuffer(a, &bufs[i], PyBUF_RECORDS_RO)

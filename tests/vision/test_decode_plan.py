@@ -134,3 +134,17 @@ def test_the_plans_are_bounded(made):
     for k in range(D._PLANS_MAX + 10):
         decode("yolov8", arrays, infos, conf=0.2 + k * 1e-4)
     assert 0 < len(D._PLANS) <= D._PLANS_MAX
+
+
+def test_an_ndarray_subclass_is_read(made, tmp_path):
+    """A memmap (an ndarray subclass) of the outputs: decoded as the arrays are."""
+    arrays, infos = _frame(6)
+    want = _fresh("yolov8", arrays, infos)
+    mapped = []
+    for k, a in enumerate(arrays):
+        m = np.lib.format.open_memmap(tmp_path / f"o{k}.npy", "w+", a.dtype, a.shape)
+        m[:] = a
+        mapped.append(m)
+    for _ in range(2):
+        _same(decode("yolov8", mapped, infos), want)
+    del mapped
