@@ -32,3 +32,9 @@ def letterbox_run(src: np.ndarray, uv: Optional[np.ndarray], dst: np.ndarray, fm
                   W: int, H: int, dst_row: int, dst_px: int, dst_ch: tuple, nw: int,
                   nh: int, left: int, top: int, swap_rb: bool,
                   lut: Optional[np.ndarray], pad: bytes) -> None: ...
+class YoloPlan:
+    nc: int
+    def __init__(self, family: int, scales: list, sources: list, arrays: list, nc: int,
+                 reg_max: int, sigmoid: bool, conf: float) -> None: ...
+    def run(self, arrays, iou: float, max_det: int, max_nms: int, agnostic: bool,
+            class_ok) -> Optional[tuple]: ...
