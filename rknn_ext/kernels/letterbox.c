@@ -858,17 +858,20 @@ static void rknnx_lb_half3(const unsigned char *restrict m, ptrdiff_t n, int sw,
             }                                                                              \
             return j;                                                                      \
         }                                                                                  \
-        if (wy == 128) {        /* 2:1: the sum of the 2x2 block, (s + 2) >> 2 */      \
+        if (wy == 128) {        /* 2:1: (a + b + c + d + 2) >> 2 in bytes, from the      \
+                                   rounded-up means of the pairs (x | y) - ((x ^ y) >> 1), \
+                                   less 1 where a pair was odd and the means differ in   \
+                                   parity (the double rounding's excess, exactly) */     \
             for (; j + (N) <= n; j += (N)) {                                               \
                 VB x0, y0, x1, y1;                                                         \
                 memcpy(&x0, a + j, N);                                                     \
                 memcpy(&y0, b + j, N);                                                     \
                 memcpy(&x1, a + j + 3, N);                                                 \
                 memcpy(&y1, b + j + 3, N);                                                 \
-                const VH t = __builtin_convertvector(x0, VH) + __builtin_convertvector(y0, VH) \
-                             + __builtin_convertvector(x1, VH)                             \
-                             + __builtin_convertvector(y1, VH) + 2;                        \
-                const VB r = __builtin_convertvector(t >> 2, VB);                          \
+                const VB dx = x0 ^ x1, dy = y0 ^ y1;                                       \
+                const VB s1 = (x0 | x1) - (dx >> 1), s2 = (y0 | y1) - (dy >> 1);           \
+                const VB ds = s1 ^ s2;                                                     \
+                const VB r = (s1 | s2) - (ds >> 1) - ((dx | dy) & ds & 1);                 \
                 memcpy(o + j, &r, N);                                                      \
             }                                                                              \
             return j;                                                                      \

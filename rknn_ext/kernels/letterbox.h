@@ -48,7 +48,10 @@
  *   k even, one source row:   v = (r[e] + r[e + 1] + 1) >> 1
  *   k even, rows r0, r1:      v = (t[e] + t[e + 1] + 256) >> 9   (a 2:1 downscale: the
  *                             mean of the 2x2 block, (a + b + c + d + 2) >> 2, as OpenCV's
- *                             INTER_LINEAR at an exact 2:1)
+ *                             INTER_LINEAR at an exact 2:1; taken in bytes as the
+ *                             rounded-up mean of the pairs' rounded-up means, less 1
+ *                             where a pair was odd and the two means differ in parity:
+ *                             the same integer for all 2**32 blocks, checked)
  * over contiguous bytes (the picked pixels copied out first unless they are the frame's
  * own), so its work follows the output's pixels, not the frame's.
  *
