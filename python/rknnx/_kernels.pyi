@@ -32,4 +32,5 @@ def letterbox_run(src: np.ndarray, uv: Optional[np.ndarray], dst: np.ndarray, fm
                   W: int, H: int, dst_row: int, dst_px: int, dst_ch: tuple, nw: int,
                   nh: int, left: int, top: int, swap_rb: bool,
                   lut: Optional[np.ndarray], pad: bytes, vplane: Optional[np.ndarray] = ...,
-                  v_row: int = ..., matrix: int = ...) -> None: ...
+                  v_row: int = ..., matrix: int = ..., elem: int = ...,
+                  padx: Optional[bytes] = ...) -> None: ...

@@ -363,8 +363,8 @@ static const unsigned char *rknnx_lb_row(const rknnx_lb_params *p, rknnx_lb_rows
 /* the output is 3 contiguous bytes a pixel, channels in order, no table */
 static int rknnx_lb_packed(const rknnx_lb_params *p)
 {
-    return p->lut == NULL && p->dst_px == 3 && p->dst_ch[0] == 0 && p->dst_ch[1] == 1
-           && p->dst_ch[2] == 2;
+    return p->lut == NULL && p->elem <= 1 && p->dst_px == 3 && p->dst_ch[0] == 0
+           && p->dst_ch[1] == 1 && p->dst_ch[2] == 2;
 }
 
 /* the pad over output pixels [x0, x1) of row d (pat: one row of pad pixels, packed) */
@@ -375,6 +375,13 @@ static void rknnx_lb_fill(const rknnx_lb_params *p, unsigned char *d, ptrdiff_t 
         return;
     if (pat) {
         memcpy(d + 3 * x0, pat, (size_t)(3 * (x1 - x0)));
+        return;
+    }
+    if (p->elem > 1) {          /* float16 / float32 elements */
+        const size_t el = (size_t)p->elem;
+        for (ptrdiff_t x = x0; x < x1; x++)
+            for (int c = 0; c < 3; c++)
+                memcpy(d + x * p->dst_px + p->dst_ch[c], p->padx + c * el, el);
         return;
     }
     if (p->dst_px == 1) {       /* planes (NCHW) */
@@ -643,6 +650,15 @@ static void rknnx_lb_store(const rknnx_lb_params *p, const unsigned char *restri
     unsigned char *restrict e = d + p->left * px;
     if (!lut && px == 1) {      /* planes (NCHW): one contiguous run per channel */
         rknnx_lb_planes(ob, p->nw, e + k0, e + k1, e + k2);
+        return;
+    }
+    if (p->elem > 1) {          /* float16 / float32: the table's elements */
+        const size_t el = (size_t)p->elem;
+        for (ptrdiff_t x = 0; x < p->nw; x++, e += px) {
+            memcpy(e + k0, lut + (size_t)ob[3 * x] * el, el);
+            memcpy(e + k1, lut + (256 + (size_t)ob[3 * x + 1]) * el, el);
+            memcpy(e + k2, lut + (512 + (size_t)ob[3 * x + 2]) * el, el);
+        }
         return;
     }
     if (lut) {
@@ -1024,7 +1040,9 @@ int rknnx_lb_run(const rknnx_lb_params *p)
             || (p->fmt != RKNNX_LB_BGR && p->fmt != RKNNX_LB_NV12 && p->fmt != RKNNX_LB_I420)
             || (p->fmt != RKNNX_LB_BGR && ((p->w | p->h) & 1))
             || (p->fmt == RKNNX_LB_I420 && !p->v)
-            || (p->matrix != RKNNX_LB_BT601 && p->matrix != RKNNX_LB_BT709))
+            || (p->matrix != RKNNX_LB_BT601 && p->matrix != RKNNX_LB_BT709)
+            || (p->elem != 0 && p->elem != 1 && p->elem != 2 && p->elem != 4)
+            || (p->elem > 1 && !p->lut))
         return RKNNX_LB_EINVAL;
     const int packed = rknnx_lb_packed(p);
     const size_t row3 = 3 * (size_t)p->w, nx = (size_t)p->nw;

@@ -9,7 +9,9 @@
  * (nw x nh at left, top) and the rest filled with the pad bytes; each output channel
  * takes a source channel (swap_rb: the BGR <-> RGB swap) and, through an optional table of
  * 256 codes per channel, is written as the pixel (uint8) or as its normalized and
- * quantized code (an int8 pass-through input).  The output is addressed by strides, so
+ * quantized code (an int8 pass-through input), or its normalized float16 / float32 value
+ * (an unquantized input; a table of 256 elements per channel).  The output is addressed by
+ * strides, so
  * NHWC with padded rows, NCHW planes and NC1HWC2 blocks are the same loop.
  *
  * The arithmetic (integers only, the same on every path, and what the numpy reference of
@@ -109,9 +111,14 @@ typedef struct rknnx_lb_params {
     ptrdiff_t nw, nh, left, top;
     int swap_rb;                /* 0: output channel c is the frame's channel c (B, G, R
                                    for NV12); 1: channel 2 - c */
-    const unsigned char *lut;   /* NULL: the pixel itself; else 3 x 256 codes: output
-                                   channel c of value v is lut[256 c + v] */
-    unsigned char pad[3];       /* the bytes written outside the region, per channel */
+    const unsigned char *lut;   /* NULL: the pixel itself; else 3 x 256 codes of elem
+                                   bytes: output channel c of value v is the element at
+                                   lut + (256 c + v) elem */
+    unsigned char pad[3];       /* elem 1: the bytes written outside the region, per
+                                   channel */
+    int elem;                   /* the output's element: 0 or 1 byte (pixels, int8
+                                   codes), 2 (float16) or 4 (float32: a table needed) */
+    unsigned char padx[12];     /* elem 2, 4: the pad elements, channel c at padx + c elem */
 } rknnx_lb_params;
 
 /* Resize, pad, swap and convert in one pass; RKNNX_LB_OK or a negative RKNNX_LB_*.

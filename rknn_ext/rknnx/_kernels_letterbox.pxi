@@ -34,6 +34,8 @@ cdef extern from "kernels/letterbox.h" nogil:
         int swap_rb
         const unsigned char* lut
         unsigned char pad[3]
+        int elem
+        unsigned char padx[12]
     int rknnx_lb_run(const rknnx_lb_params* p)
     void rknnx_lb_taps(Py_ssize_t s, Py_ssize_t n, int bits, int32_t* i, int32_t* wgt)
 
@@ -80,12 +82,13 @@ def letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t 
                   Py_ssize_t W, Py_ssize_t H, Py_ssize_t dst_row, Py_ssize_t dst_px,
                   tuple dst_ch, Py_ssize_t nw, Py_ssize_t nh, Py_ssize_t left,
                   Py_ssize_t top, bint swap_rb, lut, bytes pad, vplane=None,
-                  Py_ssize_t v_row=0, int matrix=0):
+                  Py_ssize_t v_row=0, int matrix=0, int elem=1, bytes padx=None):
     """The C pass rknnx.vision.letterbox calls (rknnx.vision.letterbox is the API for
     people: it checks the user's arguments and works out these numbers).  Byte strides and offsets are
     relative to each array's first element (``a.ctypes.data``); `lut` is None or 768
     bytes, `pad` 3 bytes; I420: `uv` is the U plane, `vplane` the V plane; `matrix` 0
-    (BT.601) or 1 (BT.709)."""
+    (BT.601) or 1 (BT.709); `elem` the output's element bytes (1, or 2 / 4 for float16 /
+    float32: `lut` then holds 768 elements, `padx` the 3 pad elements)."""
     cdef rknnx_lb_params p
     cdef Py_buffer vs, vu, vv, vd
     cdef const unsigned char[::1] lv
@@ -104,6 +107,10 @@ def letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t 
         raise ValueError("letterbox: an NV12 or I420 frame has an even width and height")
     if len(dst_ch) != 3 or len(pad) != 3:
         raise ValueError("letterbox: three channels")
+    if elem != 1 and elem != 2 and elem != 4:
+        raise ValueError(f"letterbox: elements of 1, 2 or 4 bytes; got {elem}")
+    if elem > 1 and (lut is None or padx is None or len(padx) != 3 * elem):
+        raise ValueError("letterbox: float elements need the table and three pad elements")
     memset(&p, 0, sizeof(p))
     p.fmt = fmt
     p.w = w
@@ -123,13 +130,17 @@ def letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t 
     p.left = left
     p.top = top
     p.swap_rb = swap_rb
+    p.elem = elem
+    if elem > 1:
+        for k in range(3 * elem):
+            p.padx[k] = padx[k]
     for k in range(3):
         p.dst_ch[k] = dst_ch[k]
         chs[k] = p.dst_ch[k]
         p.pad[k] = pad[k]
     if lut is not None:
         lv = lut
-        if lv.shape[0] != 768:
+        if lv.shape[0] != 768 * elem:
             raise ValueError("letterbox: the table has 3 x 256 entries")
         p.lut = &lv[0]
     vs.buf = NULL
@@ -171,11 +182,12 @@ def letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t 
                            hi, "V plane")
                 p.v = <const unsigned char*>vv.buf
         _lb_getbuf(dst, &vd, _LB_RW)
-        if vd.itemsize != 1:
-            raise TypeError("letterbox: the output has 8-bit elements")
+        if vd.itemsize != elem:
+            raise TypeError(f"letterbox: the output has {8 * elem}-bit elements")
         _lb_extent(&vd, &lo, &hi)
-        _lb_inside(<long long>(H - 1) * dst_row, <long long>(W - 1) * dst_px, chs, lo, hi,
-                   "output")
+        # every element's last byte inside too
+        _lb_inside(<long long>(H - 1) * dst_row, <long long>(W - 1) * dst_px, chs, lo,
+                   hi - (elem - 1), "output")
         p.src = <const unsigned char*>vs.buf
         p.dst = <unsigned char*>vd.buf
         with nogil:

@@ -330,9 +330,9 @@ def _float16_input_yolov5(target="RK3588"):
 
 
 def test_an_input_not_taking_pixels_needs_its_normalization(emu):
-    """A float16 image input: the runtime converts no uint8 pixels for it, its
-    normalization is not known: refused, saying what to give; given, the NPU's own
-    float16 is refused too (the detector writes uint8 or int8)."""
+    """A float16 image input (an unquantized export): the runtime converts no uint8 pixels
+    for it, its normalization is not known: refused, saying what to give; given, the
+    detector letterboxes the normalized pixels into the NPU's own float16 input."""
     gc.collect()
     before = live(emu)
     emu.set_platform("RK3588")
@@ -343,8 +343,18 @@ def test_an_input_not_taking_pixels_needs_its_normalization(emu):
             Detector(m, "yolov5", anchors=[(1, 1, 2, 2, 3, 3)] * 3)
         with pytest.raises(ValueError, match="give both mean= and std="):
             Detector(m, "yolov5", mean=0)
-        with pytest.raises(ValueError, match="takes float16 as the NPU does"):
-            Detector(m, "yolov5", mean=0, std=255, anchors=[(1, 1, 2, 2, 3, 3)] * 3)
+        frame = squares_picture(w=128, h=96)[0]
+        for mean, std in ((0, 255), ((10, 20, 30), (50, 60, 70))):
+            with Detector(m, "yolov5", mean=mean, std=std,
+                          anchors=[(1, 1, 2, 2, 3, 3)] * 3) as det:
+                d = det.detect(frame)
+                assert len(d) == 0 and d.letterbox.resized == (64, 48)   # zero weights
+                want = letterbox(frame, out=np.empty((1, 64, 64, 3), np.float16),
+                                 swap_rb=True, mean=mean, std=std)[0]
+                view = det.sessions[0].inputs[0]
+                assert view.dtype == np.float16
+                np.testing.assert_array_equal(view, want)
+                del view
     gc.collect()
     assert live(emu) == before
 

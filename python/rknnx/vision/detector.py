@@ -243,11 +243,12 @@ class Detector(Closable):
         view = s.inputs[0]
         native = view.dtype
         del view
-        if native not in (_U8, np.dtype(np.int8)):
+        if native not in (_U8, np.dtype(np.int8), np.dtype(np.float16), np.dtype(np.float32)):
             s.close()
             raise ValueError(f"Detector: input 0 of the model takes {native} as the NPU "
                              f"does (no uint8 conversion by the runtime); the detector "
-                             f"writes uint8 pixels or int8 codes only")
+                             f"writes uint8 pixels, int8 codes or float16 / float32 "
+                             f"normalized pixels only")
         return s
 
     # -- one frame ------------------------------------------------------------------------

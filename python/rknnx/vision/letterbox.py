@@ -24,6 +24,7 @@ _FORMATS = {"bgr": 0, "rgb": 0, "nv12": 1, "i420": 2}
 _MATRICES = {"bt601": 0, "bt709": 1}
 _U8 = np.dtype(np.uint8)
 _I8 = np.dtype(np.int8)
+_FLOATS = (np.dtype(np.float16), np.dtype(np.float32))
 
 
 @dataclass(frozen=True)
@@ -411,7 +412,8 @@ def letterbox(frame, size: Optional[Tuple[int, int]] = None, *, out=None,
     out : numpy.ndarray or ZeroCopySession, optional
         Where to write: an array ``(H, W, 3)``, ``(1, H, W, 3)`` (NHWC, e.g. a session's
         input view with its ``w_stride`` row padding), ``(1, 3, H, W)`` (NCHW) or
-        ``(1, C1, H, W, C2)`` (NC1HWC2), uint8 or int8; or a
+        ``(1, C1, H, W, C2)`` (NC1HWC2), uint8, int8 (quantized codes), float16 or
+        float32 (an unquantized input: the normalized pixels); or a
         :class:`~rknnx.session.ZeroCopySession`, meaning its input 0 described by its
         bound attribute.  Default: a new ``(H, W, 3)`` uint8 array.
     swap_rb : bool
@@ -430,7 +432,8 @@ def letterbox(frame, size: Optional[Tuple[int, int]] = None, *, out=None,
     mean, std : float or 3 floats, optional
         The model's normalization (per channel of the written image), needed for an int8
         `out` (a pass-through input: ``model.zero_copy(inputs="native")``) unless `info`
-        carries it; each pixel ``p`` becomes
+        carries it, and for a float16 or float32 `out` (``(p - mean) / std`` in float32,
+        then rounded to the output's type); each pixel ``p`` of an int8 `out` becomes
         ``clip(rint(((p - mean) / std) / scale) + zero_point)`` (``p - 128`` for the
         model zoo's mean 0, std 255 and scale 1/255, zero point -128).  Given with a uint8
         `out`, the uint8 codes of that rule.
@@ -474,12 +477,14 @@ def letterbox(frame, size: Optional[Tuple[int, int]] = None, *, out=None,
     code, src, uv, vp, w, h, (s_row, s_px, s_ch), uv_row, v_row, flipped = _frame(frame, fmt)
     arr, info, (W, H, d_row, d_px, d_ch) = _output(out, info, size, src, uv, vp)
     lut = _codes(arr.dtype, info, mean, std)
-    pad = _pad_bytes(pad_value, lut)
+    elem = arr.dtype.itemsize
+    pad = _pad_bytes(pad_value, lut, elem)
     box = geometry((w, h), (W, H))
     nw, nh = box.resized
     _kernels.letterbox_run(src, uv, arr, code, w, h, s_row, s_px, s_ch, uv_row, W, H, d_row,
                            d_px, d_ch, nw, nh, box.pad[0], box.pad[1], swap_rb != flipped,
-                           lut, pad, vp, v_row, _MATRICES[matrix.lower()])
+                           lut, pad if elem == 1 else b"\0\0\0", vp, v_row,
+                           _MATRICES[matrix.lower()], elem, pad if elem > 1 else None)
     return arr, box
 
 
@@ -506,9 +511,9 @@ def _output(out, info, size, src, uv, vp=None):
         if wh is None:
             raise ValueError("letterbox: give size=(width, height) or out=")
         arr = np.empty((wh[1], wh[0], 3), _U8)
-    if arr.dtype not in (_U8, _I8):
-        raise TypeError(f"letterbox: out is uint8 (pixels) or int8 (a quantized input); "
-                        f"got {arr.dtype}")
+    if arr.dtype not in (_U8, _I8) + _FLOATS:
+        raise TypeError(f"letterbox: out is uint8 (pixels), int8 (a quantized input), "
+                        f"float16 or float32 (an unquantized input); got {arr.dtype}")
     oH, oW, d_row, d_px, d_ch = _out_strides(arr, layout)
     if wh is not None and wh != (oW, oH):
         raise ValueError(f"letterbox: size {wh} (width, height) does not match out, "
@@ -527,8 +532,20 @@ def _codes(dtype: np.dtype, info, mean, std) -> Optional[np.ndarray]:
     if mean is None and info is not None:
         mean = getattr(info, "mean", None) or None
         std = std if std is not None else (getattr(info, "std", None) or None)
-    if not (dtype == _I8 or mean is not None or std is not None):
+    if not (dtype == _I8 or dtype in _FLOATS or mean is not None or std is not None):
         return None
+    if dtype in _FLOATS:
+        if mean is None or std is None:
+            raise ValueError(f"letterbox: a {dtype} out takes each pixel normalized: give "
+                             f"mean= and std= (the model's normalization, e.g. mean=0, "
+                             f"std=255), or info= of a file that says them")
+        m3, s3 = channel_values(mean, "mean"), channel_values(std, "std")
+        if any(v == 0 for v in s3):
+            raise ValueError(f"letterbox: std must be finite and non-zero, mean finite; "
+                             f"got mean={mean!r}, std={std!r}")
+        v = np.arange(256, dtype=np.float32)
+        x = (v[None, :] - np.float32(m3)[:, None]) / np.float32(s3)[:, None]
+        return np.ascontiguousarray(x.astype(dtype)).view(np.uint8).reshape(-1)
     quant = _quant_of(info)
     if quant is None:
         raise ValueError("letterbox: an int8 out holds quantized codes; give info= "
@@ -548,8 +565,11 @@ def _codes(dtype: np.dtype, info, mean, std) -> Optional[np.ndarray]:
     return _table(dtype, quant, m3, s3)
 
 
-def _pad_bytes(pad_value, lut) -> bytes:
-    """The three codes of the padding: `pad_value` per channel, through the table."""
+def _pad_bytes(pad_value, lut, elem: int = 1) -> bytes:
+    """The three codes of the padding (elements of `elem` bytes): `pad_value` per channel,
+    through the table."""
     pads = pad_values(pad_value)
-    return bytes(int(lut[256 * c + v]) for c, v in enumerate(pads)) if lut is not None \
-        else bytes(pads)
+    if lut is None:
+        return bytes(pads)
+    return b"".join(bytes(lut[(256 * c + v) * elem:(256 * c + v + 1) * elem])
+                    for c, v in enumerate(pads))
