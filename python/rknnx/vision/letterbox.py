@@ -515,6 +515,9 @@ def _output(out, info, size, src, uv, vp=None):
         raise TypeError(f"letterbox: out is uint8 (pixels), int8 (a quantized input), "
                         f"float16 or float32 (an unquantized input); got {arr.dtype}")
     oH, oW, d_row, d_px, d_ch = _out_strides(arr, layout)
+    if oH < 1 or oW < 1:
+        raise ValueError(f"letterbox: out of shape {shape_str(arr.shape)} holds an image of "
+                         f"{oW}x{oH}; expected at least 1x1")
     if wh is not None and wh != (oW, oH):
         raise ValueError(f"letterbox: size {wh} (width, height) does not match out, "
                          f"{oW}x{oH}")
