@@ -459,3 +459,20 @@ def test_memory_is_flat_over_many_updates():
         gc.enable()
     assert tr._c.nbytes == nbytes        # the same frames again: the scratch never grew
     assert rss1 - rss0 < 2048, (rss0, rss1)
+
+
+def test_rknnx_bench_track_prints_the_time_per_update(capsys):
+    from rknnx.cli import main
+    assert main(["bench", "--track", "-n", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "time per Tracker.update (median of 3 interleaved runs of 10 frames" in out
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] in (["5"], ["20"],
+                                                                              ["100"])]
+    assert [r[0] for r in rows] == ["5", "20", "100"]
+    assert all(float(r[1]) > 0 and r[2] == "us" for r in rows)
+
+
+def test_rknnx_bench_track_refuses_a_model(capsys):
+    from rknnx.cli import main
+    assert main(["bench", "--track", "--sample", "detector"]) != 0
+    assert "--track times the tracker alone" in capsys.readouterr().err
