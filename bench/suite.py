@@ -1120,7 +1120,7 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
             "(info)", True, "x")
     tk = r.get("track")
     for n in ("20", "100") if tk else ():
-        ratio = tk["counts"].get(n, {}).get("ratio", {}).get(track_bench.REFERENCE)
+        ratio = tk["counts"].get(n, {}).get("ratio", {}).get("trackers 2.6.1 ByteTrack")
         if ratio:
             add(f"Tracker.update at {n} objects: trackers 2.6.1 ByteTrack / rknnx.vision."
                 f"Tracker", round(ratio, 1), ">= 30x", ratio >= 30, "x")
