@@ -131,11 +131,12 @@ def tiny_yolo(target: str = "RK3588") -> bytes:
 # -- MPEG-TS over TCP, served from a thread ------------------------------------------------------
 class TsServer:
     """Serves a .ts file's bytes to each client over TCP, paced at `rate` bytes a second
-    (a live camera's pace), `times` connections; each connection ends after `cut` bytes
-    when given (a camera that drops the link).  Joined by close()."""
+    (a live camera's pace), `times` connections; a connection ends after `cut` bytes when
+    given (a camera that drops the link; a list: per connection).  Joined by close()."""
 
     def __init__(self, path, *, rate: float, cut=None, times: int = 1):
-        self.data = open(path, "rb").read()
+        with open(path, "rb") as f:
+            self.data = f.read()
         self.rate, self.cut, self.times = rate, cut, times
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -163,7 +164,8 @@ class TsServer:
             self.sock.close()
 
     def send(self, conn):
-        data = self.data if self.cut is None else self.data[:self.cut]
+        cut = self.cut[self.served - 1] if isinstance(self.cut, list) else self.cut
+        data = self.data if cut is None else self.data[:cut]
         chunk = 4096
         t0 = time.monotonic()
         for k in range(0, len(data), chunk):
@@ -223,3 +225,29 @@ def bgr_to_nv12(bgr: np.ndarray):
     uv = np.empty((h // 2, w), np.uint8)
     uv[:, 0::2], uv[:, 1::2] = u, v
     return np.ascontiguousarray(y), uv
+
+
+# -- a tracker that records what it is told -----------------------------------------------------
+class RecordingTracker:
+    """A tracker template (update/reset/copy, low, fps) that keeps its calls: one id per
+    box, counted from 1 after each reset."""
+
+    low = 0.1
+    fps = 30
+
+    def __init__(self):
+        self.calls = []
+        self.copies = []
+
+    def copy(self):
+        t = RecordingTracker()
+        self.copies.append(t)
+        return t
+
+    def reset(self):
+        self.calls.append(("reset",))
+
+    def update(self, detections, *, dt=None):
+        self.calls.append(("update", len(detections), dt))
+        return SimpleNamespace(ids=np.arange(1, len(detections) + 1, dtype=np.int64),
+                               boxes=detections.boxes, detections=detections)

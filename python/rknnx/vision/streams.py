@@ -378,6 +378,9 @@ class _AvSource(_Source):
         import av
 
         st = self.st
+        if vstream.codec_context is None:
+            raise LookupError(f"stream {st.stream}: {st.label}'s video codec has no decoder "
+                              f"in PyAV's FFmpeg (av {av.__version__})")
         name = vstream.codec_context.name
         hw = RKMPP.get(name)
         reason = None
@@ -790,9 +793,11 @@ class _Engine:
         for t in self.threads:
             t.start()
 
-    def stop(self, deadline=CLOSE_DEADLINE):
+    def stop(self, deadline=None):
         """Stop every thread and join them by the deadline; the names of those that
         overran."""
+        if deadline is None:
+            deadline = CLOSE_DEADLINE
         self.stop_event.set()
         with self.cv:
             self.cv.notify_all()
@@ -893,8 +898,8 @@ class Streams(Closable):
         True: a :class:`~rknnx.vision.Tracker` per stream; a Tracker: a template copied
         per stream; None or False: no tracking (`tracks` None).  With a tracker a model's
         Detector decodes at ``conf = tracker.low`` unless `conf` is given.
-    live : bool, optional
-        Whether sources are live (a slot of one frame: the newest wins, the old one counts
+    live : bool or list of bool, optional
+        (One for all, or one per source.)  Whether sources are live (a slot of one frame: the newest wins, the old one counts
         as a drop) or files (decoding waits, nothing lost).  None: network URLs and
         ``/dev/video*`` are live, the rest not; True on a file plays it on its clock.
     frames : bool
@@ -946,8 +951,11 @@ class Streams(Closable):
         self._closed = True
         self._made_in = _guard.pid
         items = _sources(sources)
-        if live is not None and live is not True and live is not False:
-            raise TypeError(f"Streams: live is True, False or None; got {live!r}")
+        lives = list(live) if isinstance(live, (list, tuple)) else [live] * len(items)
+        if len(lives) != len(items) or any(v is not None and v is not True and v is not False
+                                           for v in lives):
+            raise TypeError(f"Streams: live is True, False or None (or one of those per "
+                            f"source: {len(items)}); got {live!r}")
         if frames is not True and frames is not False:
             raise TypeError(f"Streams: frames is True or False; got {frames!r}")
         detect_fps = _number(detect_fps, "detect_fps")
@@ -980,7 +988,7 @@ class Streams(Closable):
         self.names = [n if n is not None else str(k) for k, (n, _) in enumerate(items)]
         streams = []
         for k, (n, s) in enumerate(items):
-            lv = _live_of(s) if live is None else live
+            lv = _live_of(s) if lives[k] is None else lives[k]
             streams.append(_Stream(k, self.names[k], s, lv,
                                    None if template is None else template.copy()))
         self._engine = _Engine(det, own, streams, frames=frames, detect_fps=detect_fps,
@@ -1106,7 +1114,7 @@ class Streams(Closable):
             eng.det.close()
         if late:
             warnings.warn(f"Streams.close: {', '.join(late)} still running after "
-                          f"{CLOSE_DEADLINE:g} s (a source blocked in its own code); "
+                          f"the close's deadline (a source blocked in its own code); "
                           f"left as daemon threads", RuntimeWarning, stacklevel=3)
 
     def _close_quietly(self) -> None:
