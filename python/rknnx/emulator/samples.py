@@ -417,7 +417,7 @@ def _square_paths(n: int, frames: int, width: int, height: int, scene: str,
             born = 0 if k % 2 == 0 else int(rng.integers(1, max(2, frames // 6)))
             dies = frames if k % 3 != 2 else int(frames - rng.integers(1, max(2, frames // 6)))
             stop = int(rng.integers(frames // 4, frames // 2))
-            hide = int(rng.integers(frames // 2, 3 * frames // 4)) if k % 2 == 1 else -1
+            hide = int(rng.integers(frames // 2, 3 * frames // 4)) if k % 2 == 1 else frames
             path = []
             for f in range(frames):
                 if stop <= f < stop + 15:            # stands still for half a second
