@@ -253,6 +253,21 @@ def _live_of(source) -> bool:
     return False
 
 
+def _rkmpp_device():
+    """PyAV's HWAccel of MPP where its FFmpeg has the rkmpp device (pyav-rkmpp), else
+    None."""
+    try:
+        from av.codec.hwaccel import HWAccel, hwdevices_available
+    except ImportError:                  # an older PyAV: no hwaccel
+        return None
+    try:
+        if "rkmpp" not in hwdevices_available():
+            return None
+        return HWAccel("rkmpp", allow_software_fallback=True)
+    except Exception:                    # the device would not open: software
+        return None
+
+
 class _Stop(Exception):
     """The stop flag was seen inside a source."""
 
@@ -363,6 +378,9 @@ class _AvSource(_Source):
             kw["format"] = "v4l2"
         if options:
             kw["options"] = options
+        hw = _rkmpp_device()
+        if hw is not None:
+            kw["hwaccel"] = hw           # MPP through FFmpeg's hwaccel (pyav-rkmpp)
         self.container = av.open(s, **kw)
         vs = self.container.streams.video
         if not vs:
@@ -384,6 +402,11 @@ class _AvSource(_Source):
         name = vstream.codec_context.name
         hw = RKMPP.get(name)
         reason = None
+        if getattr(vstream.codec_context, "is_hwaccel", False):
+            vstream.thread_type = "AUTO"
+            st.decoder = f"{name} (hardware: rkmpp hwaccel)"
+            log.info("stream %s: %s", st.stream, st.decoder)
+            return vstream.codec_context
         if hw is None:
             reason = f"no MPP decoder for {name}"
         elif hw not in av.codecs_available:
