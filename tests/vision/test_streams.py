@@ -351,7 +351,8 @@ def test_bad_parameters_are_refused_before_any_thread(baseline):
         Streams(src, [[]], tracker=None, detect_fps=0)
     with pytest.raises(ValueError, match="reconnect is a number .* got -1"):
         Streams(src, [[]], tracker=None, reconnect=-1)
-    with pytest.raises(TypeError, match="live is True, False or None; got 1"):
+    with pytest.raises(TypeError, match=r"live is True, False or None \(or one of those per "
+                                        r"source: 1\); got 1"):
         Streams(src, [[]], tracker=None, live=1)
     with pytest.raises(TypeError, match="tracker is True, None, or a Tracker .* got str"):
         Streams(src, [[]], tracker="bytetrack")
@@ -375,3 +376,36 @@ def test_a_bad_frame_fails_its_stream_alone(baseline):
     st = streams.stats()
     assert [s.state for s in st] == ["ended", "failed", "ended"]
     assert st[1].error is errs[0].error
+
+
+@needs_tracker
+def test_tracks_are_no_worse_than_trackers_bytetrack_on_the_same_frames(videos, baseline):
+    """IDF1 of Streams' tracks >= that of the same decoded frames through the Detector and
+    roboflow trackers' ByteTrack, less 0.02 (issue 38 item 4)."""
+    sv = pytest.importorskip("supervision", reason="supervision is not installed")
+    trackers = pytest.importorskip("trackers", reason="roboflow trackers is not installed")
+    model = rknnx.Model(model_bytes("detector"))
+    for path, truth in videos:
+        ours = ([], [])
+        with Streams(model, [path], frames=True) as streams, Detector(model, conf=0.1) as det:
+            ref = trackers.ByteTrackTracker()
+            theirs = ([], [])
+            for r in streams:
+                ours[0].append(r.tracks.ids)
+                ours[1].append(r.tracks.boxes)
+                d = det.detect(r.frame, fmt=r.fmt)
+                t = ref.update(sv.Detections(xyxy=d.boxes, confidence=d.scores,
+                                             class_id=d.classes.astype(int)))
+                ids = np.asarray(t.tracker_id, np.int64)
+                keep = ids >= 0
+                theirs[0].append(ids[keep])
+                theirs[1].append(np.asarray(t.xyxy)[keep])
+        a = idf1(truth.ids, truth.boxes, *ours)
+        b = idf1(truth.ids, truth.boxes, *theirs)
+        assert a >= b - 0.02, (path, a, b)
+    model.close()
+
+
+def test_live_per_source_must_match_the_sources(baseline):
+    with pytest.raises(TypeError, match=r"one of those per source: 2\); got \[True\]"):
+        Streams(model_bytes("detector"), [[], []], tracker=None, live=[True])

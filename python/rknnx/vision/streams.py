@@ -514,7 +514,9 @@ class _Stream:
         self.last_index = None
         self.last_pts = None
         self.last_size = None
-        self.ids = set()
+        self.n_tracks = 0                # tracks started
+        self.max_id = 0                  # (a tracker without `started`)
+        self.ids_before = 0
         self.records = 0
         self.latencies = collections.deque(maxlen=LATENCIES)
         self.t_first = None
@@ -728,6 +730,8 @@ class _Engine:
         if st.tracked_epoch != item.epoch or (st.last_size is not None and
                                              st.last_size != item.size):
             tr.reset()                   # a reconnect's gap, or a new frame size
+            st.ids_before += st.max_id
+            st.max_id = 0
             st.last_index = None
             st.last_pts = None
         st.tracked_epoch = item.epoch
@@ -744,9 +748,15 @@ class _Engine:
             tracks = tr.update(dets, dt=dt)
         else:
             tracks = tr.update(dets)
-        ids = getattr(tracks, "ids", None)
-        if ids is not None:
-            st.ids.update(int(i) for i in ids)
+        # tracks counted as they start (bounded state, however long the stream runs); a
+        # tracker without `started`: by its largest id since its last reset
+        started = getattr(tracks, "started", None)
+        if started is not None:
+            st.n_tracks += len(started)
+        else:
+            ids = getattr(tracks, "ids", None)
+            if ids is not None and len(ids):
+                st.max_id = max(st.max_id, int(np.max(ids)))
         return tracks
 
     def finish(self, st, err, index=None):
@@ -1009,13 +1019,18 @@ class Streams(Closable):
             own = True
         self.detector = det
         self.names = [n if n is not None else str(k) for k, (n, _) in enumerate(items)]
-        streams = []
-        for k, (n, s) in enumerate(items):
-            lv = _live_of(s) if lives[k] is None else lives[k]
-            streams.append(_Stream(k, self.names[k], s, lv,
-                                   None if template is None else template.copy()))
-        self._engine = _Engine(det, own, streams, frames=frames, detect_fps=detect_fps,
-                               reconnect=reconnect, timeout=timeout, i420=_probe_i420())
+        try:
+            streams = []
+            for k, (n, s) in enumerate(items):
+                lv = _live_of(s) if lives[k] is None else lives[k]
+                streams.append(_Stream(k, self.names[k], s, lv,
+                                       None if template is None else template.copy()))
+            self._engine = _Engine(det, own, streams, frames=frames, detect_fps=detect_fps,
+                                   reconnect=reconnect, timeout=timeout, i420=_probe_i420())
+        except BaseException:
+            if own:
+                det.close()
+            raise
         self._closed = False
         self._late = []
 
@@ -1109,7 +1124,7 @@ class Streams(Closable):
                 st.decoded, st.drops, st.skipped, fps,
                 float(np.percentile(lat, 50)) if lat.size else None,
                 float(np.percentile(lat, 99)) if lat.size else None,
-                len(st.ids), st.reconnects, st.failed))
+                st.n_tracks + st.ids_before + st.max_id, st.reconnects, st.failed))
         return out
 
     # -- lifetime ---------------------------------------------------------------------------
