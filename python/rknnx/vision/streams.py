@@ -1040,7 +1040,7 @@ class Streams(Closable):
             return None
         if tracker is True:
             try:
-                from rknnx.vision import Tracker
+                from rknnx.vision.tracker import Tracker
             except ImportError:
                 raise ImportError("Streams: tracker=True needs rknnx.vision.Tracker, which "
                                   "this build lacks; pass tracker=None") from None
