@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from fractions import Fraction
 import sys
 import time
 from collections import deque
@@ -43,12 +44,15 @@ def _need(what: str):
 
 class _Writer:
     """One stream's annotated video (H.264 by libx264 where PyAV's FFmpeg has it, else
-    MPEG-4 part 2), opened at its first frame; frames of another size are scaled to it."""
+    MPEG-4 part 2), opened at its first frame; frames of another size are scaled to it.
+    Each frame keeps its source's time (a live stream's drops and ``--detect-fps`` leave
+    gaps, not a faster video); frames without one (numpy sources) follow at 30 fps."""
 
-    def __init__(self, path: str, fps: float):
-        self.path, self.fps = path, fps
+    def __init__(self, path: str):
+        self.path = path
         self.out = self.vs = None
         self.trails = {}
+        self.last_ms = -1
 
     def write(self, rec) -> None:
         av = _need("av")
@@ -61,8 +65,9 @@ class _Writer:
             except Exception as exc:
                 raise UserError(f"cannot write {self.path!r} ({exc})") from exc
             codec = "libx264" if "libx264" in av.codecs_available else "mpeg4"
-            self.vs = self.out.add_stream(codec, rate=max(1, int(round(self.fps))))
+            self.vs = self.out.add_stream(codec, rate=30)
             self.vs.width, self.vs.height, self.vs.pix_fmt = w + w % 2, h + h % 2, "yuv420p"
+            self.vs.codec_context.time_base = Fraction(1, 1000)
         img = Image.fromarray(np.ascontiguousarray(bgr[..., ::-1]), "RGB")
         d = ImageDraw.Draw(img)
         tracks = rec.tracks
@@ -87,6 +92,10 @@ class _Writer:
         frame = av.VideoFrame.from_ndarray(np.asarray(img), format="rgb24")
         if (frame.width, frame.height) != (self.vs.width, self.vs.height):
             frame = frame.reformat(width=self.vs.width, height=self.vs.height)
+        ms = round(rec.pts * 1000) if rec.pts is not None else self.last_ms + 33
+        ms = max(ms, self.last_ms + 1)       # strictly increasing
+        self.last_ms = ms
+        frame.pts, frame.time_base = ms, Fraction(1, 1000)
         for packet in self.vs.encode(frame):
             self.out.mux(packet)
 
@@ -194,7 +203,7 @@ def track(args) -> int:
         raise UserError("this rknnx has no rknnx.vision.Tracker") from None
     names = [str(k) for k in range(len(sources))]
     outs = _outputs(args, names)
-    writers = [None if o is None else _Writer(o, 30.0) for o in outs]
+    writers = [None if o is None else _Writer(o) for o in outs]
     jf = None
     if args.json:
         try:
