@@ -18,7 +18,7 @@ import pytest
 import rknnx
 from helpers import live, model_bytes
 from rknnx.vision import Detector, Record, Streams
-from stream_helpers import bgr_to_nv12, idf1, iou_matrix, memfd_nv12
+from stream_helpers import RecordingTracker, bgr_to_nv12, idf1, iou_matrix, memfd_nv12
 
 av = pytest.importorskip("av", reason="PyAV (the video extra: pip install 'rknnx[video]') "
                                       "is not installed")
@@ -297,10 +297,14 @@ def test_async_for_gives_the_same_records(videos, baseline):
 
 def test_detect_fps_runs_the_model_on_that_many_frames_a_second(videos, baseline):
     path = videos[0][0]
-    with Streams(model_bytes("detector"), [path], tracker=None,
+    tracker = RecordingTracker()
+    with Streams(model_bytes("detector"), [path], tracker=tracker,
                  detect_fps=10) as streams:
         idx = [r.index for r in streams]
     assert idx == list(range(0, FRAMES, 3))
+    # the tracker predicts across the skipped frames: each update steps 0.1 s
+    dts = [c[2] for c in tracker.copies[0].calls]
+    assert dts[0] is None and dts[1:] == pytest.approx([0.1] * (len(idx) - 1), abs=1e-6)
     s = streams.stats()[0]
     assert s.skipped == FRAMES - len(idx) and s.decoded == FRAMES and s.drops == 0
 
