@@ -67,7 +67,8 @@ def test_track_the_sample_writes_its_video_and_tracks_it(tmp_path):
     assert table[head].split()[:8] == ["stream", "source", "frames", "fps", "drops", "p50",
                                        "ms", "p99"]
     row = table[head + 1].split()
-    assert row[0] == "0" and row[2] == "120" and row[4] == "0" and row[8] == "3"
+    assert row[0] == "0" and row[2] == "120" and row[4] == "0" and row[7] == "3"
+    assert row[8] == "ended"
 
 
 def test_track_several_sources_into_a_folder(tmp_path):
