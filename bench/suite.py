@@ -24,6 +24,9 @@ Scenarios (``--only`` picks some, by name):
                  one thread), timed in alternating chunks; NV12 against cvtColor first
                  (both thread counts; skipped with a note without opencv-python-headless,
                  the bench extra)
+- ``letterbox_sizes`` the same at every common camera size (1080p, 720p, 1280x960,
+                 1920x1088, 4K, 640x480), from BGR, NV12 and I420, into NHWC, NCHW and a
+                 session, against OpenCV's exact sequences (bench/letterbox_sizes.py)
 - ``decode``     decode + NMS of one yolov8n 640 int8 frame (the zoo's 9 outputs: box, class
                  scores, score_sum per scale; 20 planted objects) by ``rknnx.vision.decode``
                  from NCHW int8 and from the NPU's native NC1HWC2 int8, against the numpy
@@ -94,10 +97,12 @@ import numpy as np
 import rknnx
 from rknnx import benchmark as B
 
+import letterbox_sizes            # bench/letterbox_sizes.py: the letterbox_sizes scenario
+
 HERE = Path(__file__).resolve().parent
 INCLUDE = HERE.parent / "include" / "rknnx"
-SCENARIOS = ("overhead", "sizes", "chain", "rknnlite", "detector", "letterbox", "decode",
-             "masks", "pipeline", "streams", "pool", "standin")
+SCENARIOS = ("overhead", "sizes", "chain", "rknnlite", "detector", "letterbox",
+             "letterbox_sizes", "decode", "masks", "pipeline", "streams", "pool", "standin")
 SIZES = {"224x224x3": (224, 224), "640x640x3": (640, 640), "1920x1080x3": (1080, 1920)}
 CAMERA = (1080, 1920)          # the camera frame the pre-processing starts from (H, W)
 
@@ -1020,9 +1025,12 @@ RUNNERS = {"overhead": scenario_overhead, "sizes": scenario_sizes, "chain": scen
            "rknnlite": scenario_rknnlite, "detector": scenario_detector,
            "letterbox": scenario_letterbox, "decode": scenario_decode,
            "masks": scenario_masks, "pipeline": scenario_pipeline, "pool": scenario_pool,
-           "standin": scenario_standin, "streams": lambda st, tmp, c, counters, say:
+           "standin": scenario_standin,
+           "letterbox_sizes": lambda st, tmp, c, counters, say: letterbox_sizes.run(
+               st, tmp, say, frame_model, save),
+           "streams": lambda st, tmp, c, counters, say:
            _streams().scenario(st.quick, tmp, counters, say)}
-STEPS = {"overhead": 2, "sizes": None, "chain": 1, "rknnlite": 1, "detector": 1, "letterbox": 1,
+STEPS = {"letterbox_sizes": 1, "overhead": 2, "sizes": None, "chain": 1, "rknnlite": 1, "detector": 1, "letterbox": 1,
          "decode": 1, "masks": 1, "pipeline": 1, "pool": None, "standin": 1, "streams": 2}
 
 
@@ -1103,6 +1111,14 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
                 lb["rknnx letterbox, NV12"]["median_ns"], 1.0)
             add("(the same from NV12, OpenCV on one thread)", round(ratio, 2), "(info)", True,
                 "x")
+    ls = r.get("letterbox_sizes")
+    if ls and "skipped" not in ls:
+        r1, k1, rd, kd = letterbox_sizes.worst(ls)
+        add(f"letterbox at every camera size, format and target (bench/letterbox_sizes.py): "
+            f"the lowest OpenCV (1 thread) / rknnx ratio ({k1})", round(r1, 2), ">= 1.1x",
+            r1 >= 1.1, "x")
+        add(f"(the lowest with OpenCV's default threads: {kd})", round(rd, 2), "(info)", True,
+            "x")
     pl = r.get("pipeline")
     if pl and "ratio" in pl:
         add("camera frame 1920x1080 -> boxes, host CPU per frame: RKNNLite + cv2 letterbox + "
@@ -1222,6 +1238,8 @@ def report(r: Dict[str, Any]) -> str:
                     rows.append([k, B._ns(v["median_ns"]), B._ns(v["p95_ns"]),
                                  B._ns(v["min_ns"])])
             out.append(_row_table(rows))
+    if r.get("letterbox_sizes"):
+        out.extend(letterbox_sizes.report(r["letterbox_sizes"]))
     dc = r.get("decode")
     if dc:
         if "skipped" in dc:

@@ -143,6 +143,13 @@ typedef struct emu_platform {
 
 const emu_platform *emu_platform_find(const char *name);   /* case-insensitive; NULL if unknown */
 const emu_platform *emu_platform_current(int *from_env_bad); /* control, else env, else RK3588 */
+/* The same, and *chosen 1 when the control or the environment chose it (0: RK3588 by default) */
+const emu_platform *emu_platform_choice(int *from_env_bad, int *chosen);
+/* The chip rknn_init plays for a model built for `built_for` (its target; NULL: none named):
+   p, unless no chip was chosen and the model names a chip of another NPU group: then that
+   chip, said once per chip in a "W rknnx:" line */
+const emu_platform *emu_platform_for_model(const emu_platform *p, int chosen,
+                                           const char *built_for);
 uint32_t emu_platform_count(void);
 const emu_platform *emu_platform_at(uint32_t i);
 int emu_platform_supports_func(const emu_platform *p, const char *func);
@@ -401,10 +408,11 @@ typedef struct emu_shared {   /* a loaded model shared by dup'd / weight-sharing
 typedef struct emu_kind {
     const char *name;
     int (*sniff)(const void *bytes, size_t n);        /* 1: these bytes are of this kind */
-    /* the model and its answers for platform p; else the runtime's status, having logged its
-       lines */
-    int (*open)(const void *bytes, size_t n, const emu_platform *p, emu_model **model,
-                emu_answers **answers);
+    /* the model and its answers for platform *p; else the runtime's status, having logged
+       its lines.  With no chip chosen (chosen 0) a model of another chip's NPU group sets *p to
+       its own chip (emu_platform_for_model) instead of being refused */
+    int (*open)(const void *bytes, size_t n, const emu_platform **p, int chosen,
+                emu_model **model, emu_answers **answers);
 } emu_kind;
 
 enum { EMU_FLOW_NONE = 0, EMU_FLOW_GENERAL = 1, EMU_FLOW_ZERO_COPY = 2 };

@@ -257,10 +257,11 @@ void emu_kind_add(const emu_kind *k)
 }
 
 /* An emulator model (emulator/FORMAT.md): the model and its answers from the layout rules. */
-static int own_open(const uint8_t *bytes, size_t nbytes, const emu_platform *p, emu_model **out,
-                    emu_answers **answers)
+static int own_open(const uint8_t *bytes, size_t nbytes, const emu_platform **pp, int chosen,
+                    emu_model **out, emu_answers **answers)
 {
     static const char fn[] = "rknn_init";
+    const emu_platform *p = *pp;
     emu_model *m = NULL;
     int rc;
     int mini = p->family == EMU_FAM_RV1106 || p->family == EMU_FAM_RK2118;
@@ -291,6 +292,7 @@ static int own_open(const uint8_t *bytes, size_t nbytes, const emu_platform *p, 
         return rc;
     }
     const char *target = emu_model_target(m);
+    p = *pp = emu_platform_for_model(p, chosen, target);
     if (target && *target) {
         const emu_platform *tp = emu_platform_find(target);
         if (!tp || strcmp(tp->npu_group, p->npu_group) != 0) {
@@ -320,8 +322,8 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
         return RKNN_ERR_PARAM_INVALID;
     }
     *context = 0;
-    int env_bad;
-    const emu_platform *p = emu_platform_current(&env_bad);
+    int env_bad, chosen;
+    const emu_platform *p = emu_platform_choice(&env_bad, &chosen);
     if (!p) {
         EMU_ERR(fn, "RKNN_EMU_PLATFORM='%s' is not a known chip", getenv("RKNN_EMU_PLATFORM"));
         return RKNN_ERR_DEVICE_UNAVAILABLE;
@@ -398,7 +400,9 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
     for (int k = 0; k < g_n_kinds && !kind; k++)
         if (g_kinds[k]->sniff(bytes, nbytes))
             kind = g_kinds[k];
-    rc = kind ? kind->open(bytes, nbytes, p, &m, &an) : own_open(bytes, nbytes, p, &m, &an);
+    /* with no chip chosen the open plays the model's own (p is then that chip) */
+    rc = kind ? kind->open(bytes, nbytes, &p, chosen, &m, &an)
+              : own_open(bytes, nbytes, &p, chosen, &m, &an);
     if (rc != RKNN_SUCC)
         goto fail;
     if (flag & RKNN_FLAG_SHARE_WEIGHT_MEM) {

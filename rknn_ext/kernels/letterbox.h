@@ -30,9 +30,25 @@
  *   G = (y - 852492 v - 409993 u + 2**19) >> 20   (0.813, 0.391)
  *   B = (y + 2116026 u + 2**19) >> 20    (2.018)
  *
+ * The sum has no rounding before its last shift, so a path may take it in any order.
+ * Where the horizontal ratio is an exact integer k (every 1920, 1280 or 3840-wide camera
+ * into 640, and 1:1) every horizontal weight is 0 or 2048 (k odd: output pixel x is one
+ * source pixel e) or 1024 (k even: the mean of pixels e, e + 1), and letterbox.c takes
+ * the same integers as
+ *   k odd, one source row:    v = r[e]
+ *   k odd, rows r0, r1:       v = (t[e] + 128) >> 8              (t = r0 (256 - wy) + r1 wy)
+ *   k even, one source row:   v = (r[e] + r[e + 1] + 1) >> 1
+ *   k even, rows r0, r1:      v = (t[e] + t[e + 1] + 256) >> 9   (a 2:1 downscale: the
+ *                             mean of the 2x2 block, (a + b + c + d + 2) >> 2, as OpenCV's
+ *                             INTER_LINEAR at an exact 2:1)
+ * over contiguous bytes (the picked pixels copied out first unless they are the frame's
+ * own), so its work follows the output's pixels, not the frame's.
+ *
  * The vertical blend runs on 128-bit vectors (SSE2, NEON) or AVX2, the horizontal pass on
- * AVX2 (gathered taps), where rknnx_k_path() (kernels.h, the one dispatch of the kernels)
- * allows: the same numbers as the plain loops.
+ * AVX2 (gathered taps), the exact-ratio paths' arithmetic and byte shuffles (the B <-> R
+ * swap, the pick of every other pixel, the planes of an NCHW output) on 128-bit vectors
+ * or AVX2, where rknnx_k_path() (kernels.h, the one dispatch of the kernels) allows: the
+ * same numbers as the plain loops.
  * Built with the kernels' warnings and -ffp-contract=off; no floating point is used.
  */
 #ifndef RKNNX_LETTERBOX_H

@@ -344,10 +344,15 @@ static int y_scan(const rknnx_y_spec *sp, int s, int a, ptrdiff_t idx0, y_cands 
                         k = c;
                     }
                 }
+                /* a non-finite value never becomes a detection (sigmoid would take an
+                   inf logit to 1, the objectness product keep an inf) */
+                if (!isfinite(best))
+                    continue;
                 float score = sp->sigmoid ? y_sigmoid(best) : best;
                 if (objfam)
                     score = y_val(ct, oc, y, x) * score;
-                if (!(score >= sp->conf) || (sp->class_ok && !sp->class_ok[k]))
+                if (!isfinite(score) || !(score >= sp->conf) ||
+                    (sp->class_ok && !sp->class_ok[k]))
                     continue;
                 if (y_push(out, score, k, idx0 + (a * H + y) * W + x, s, a, y, x))
                     return -1;
@@ -473,8 +478,7 @@ ptrdiff_t rknnx_y_decode(const rknnx_y_spec *spec, float *boxes, float *scores,
     for (int s = 0; s < ns; s++)
         wmax = sp->scales[s].cls.W > wmax ? sp->scales[s].cls.W : wmax;
     row = (unsigned char *)malloc((size_t)wmax * 2);
-    areas = (double *)malloc(sizeof(double) * (size_t)(sp->max_det > 0 ? sp->max_det : 1));
-    if (!row || !areas)
+    if (!row)
         goto done;
     for (int s = 0; s < ns; s++) {
         const rknnx_y_scale *sc = &sp->scales[s];
@@ -483,6 +487,12 @@ ptrdiff_t rknnx_y_decode(const rknnx_y_spec *spec, float *boxes, float *scores,
                 goto done;
         idx0 += (ptrdiff_t)sc->na * sc->cls.H * sc->cls.W;
     }
+    /* the areas of the boxes kept: at most max_det, at most the candidates found */
+    areas = (double *)malloc(sizeof(double) *
+                             (cands.n < (size_t)(sp->max_det > 0 ? sp->max_det : 1)
+                              ? (cands.n ? cands.n : 1) : (size_t)sp->max_det));
+    if (!areas)
+        goto done;
     if (sp->family == RKNNX_Y_DFL && cands.n) {
         for (int s = 0; s < ns; s++) {
             const rknnx_y_tensor *t = &sp->scales[s].box;
@@ -505,6 +515,8 @@ ptrdiff_t rknnx_y_decode(const rknnx_y_spec *spec, float *boxes, float *scores,
             float b[4];
             int drop = 0;
             y_box(sp, c, exps, b);
+            if (!(isfinite(b[0]) && isfinite(b[1]) && isfinite(b[2]) && isfinite(b[3])))
+                continue;    /* a box of NaN or inf values is no detection */
             double ai = ((double)b[2] - b[0]) * ((double)b[3] - b[1]);
             for (ptrdiff_t j = 0; j < kept && !drop; j++) {
                 if (!sp->agnostic && classes[j] != c->cls)

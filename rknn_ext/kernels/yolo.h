@@ -81,8 +81,10 @@ typedef struct {
 } rknnx_y_spec;
 
 /* Decode and NMS: fills up to max_det rows of boxes (x1 y1 x2 y2), scores, classes and
-   index (the candidate's index: scales in order, then anchor, then row-major cell);
-   returns how many, or -1 when memory ran out. */
+   index (the candidate's index: scales in order, then anchor, then row-major cell), at
+   most one per candidate (the caller's arrays need min(max_det, cells x anchors) rows);
+   a candidate with a non-finite score or box is dropped; returns how many, or -1 when
+   memory ran out. */
 ptrdiff_t rknnx_y_decode(const rknnx_y_spec *spec, float *boxes, float *scores,
                          int32_t *classes, int32_t *index);
 

@@ -119,12 +119,6 @@ def yolo_decode(int family, list scales, Py_ssize_t nc, Py_ssize_t reg_max, bint
         raise ValueError(f"DFL bins per side must be 1..64, got {reg_max}")
     if nc < 1:
         raise ValueError("no classes")
-    cap = max(max_det, 0)
-    boxes = _np.zeros((max(cap, 1), 4), _np.float32)
-    scores = _np.zeros(max(cap, 1), _np.float32)
-    classes = _np.zeros(max(cap, 1), _np.int32)
-    index = _np.zeros(max(cap, 1), _np.int32)
-    ob, osc, ocl, oix = boxes, scores, classes, index
     memset(&spec, 0, sizeof(spec))
     try:
         for s in range(len(scales)):
@@ -166,6 +160,17 @@ def yolo_decode(int family, list scales, Py_ssize_t nc, Py_ssize_t reg_max, bint
             if ok.shape[0] != nc:
                 raise ValueError("class flags: one per class")
             spec.class_ok = &ok[0]
+        # the rows the kernel may fill: at most max_det, at most one per candidate
+        # (anchor of a cell): what is found, not what max_det would reserve
+        cap = 0
+        for s in range(len(scales)):
+            cap += <Py_ssize_t>sc[s].na * sc[s].cls.H * sc[s].cls.W
+        cap = min(cap, max(max_det, 0))
+        boxes = _np.empty((max(cap, 1), 4), _np.float32)
+        scores = _np.empty(max(cap, 1), _np.float32)
+        classes = _np.empty(max(cap, 1), _np.int32)
+        index = _np.empty(max(cap, 1), _np.int32)
+        ob, osc, ocl, oix = boxes, scores, classes, index
         spec.family = family
         spec.nscales = len(scales)
         spec.scales = sc

@@ -30,11 +30,62 @@ static uint32_t rnd(uint32_t n)
     return (uint32_t)(rng_state >> 16) % n;
 }
 
+/* letterbox.h's arithmetic pixel by pixel, straight from its text (BGR frames): the
+   region's channel c of output pixel (x, y), before the table */
+static unsigned char reference(const rknnx_lb_params *p, ptrdiff_t x, ptrdiff_t y, int c)
+{
+    int32_t yi, yw, xi, xw;
+    {
+        const int64_t den = 2 * (int64_t)p->nh, num = (2 * (int64_t)y + 1) * p->h - p->nh;
+        int64_t k = 0, w = 0;
+        if (num > 0) {
+            k = num / den;
+            w = (256 * (num - k * den) + den / 2) / den;
+            if (k >= p->h - 1) {
+                k = p->h - 2;
+                w = 256;
+            }
+        }
+        yi = (int32_t)k;
+        yw = (int32_t)w;
+    }
+    {
+        const int64_t den = 2 * (int64_t)p->nw, num = (2 * (int64_t)x + 1) * p->w - p->nw;
+        int64_t k = 0, w = 0;
+        if (num > 0) {
+            k = num / den;
+            w = (2048 * (num - k * den) + den / 2) / den;
+            if (k >= p->w - 1) {
+                k = p->w - 2;
+                w = 2048;
+            }
+        }
+        xi = (int32_t)k;
+        xw = (int32_t)w;
+    }
+    const int sc = p->swap_rb ? 2 - c : c;
+    int32_t t[2];
+    for (int k = 0; k < 2; k++) {
+        const unsigned char *a = p->src + yi * p->src_row + (xi + k) * p->src_px + sc * p->src_ch;
+        const unsigned char *b = a + p->src_row;
+        t[k] = a[0] * (256 - yw) + b[0] * yw;
+    }
+    return (unsigned char)((t[0] * (2048 - xw) + t[1] * xw + (1 << 18)) >> 19);
+}
+
 static void one(int fmt)
 {
     const ptrdiff_t w = fmt == RKNNX_LB_NV12 ? 2 * (1 + rnd(60)) : 2 + rnd(120);
     const ptrdiff_t h = fmt == RKNNX_LB_NV12 ? 2 * (1 + rnd(40)) : 2 + rnd(80);
-    const ptrdiff_t W = 1 + rnd(150), H = 1 + rnd(100);
+    ptrdiff_t W = 1 + rnd(150), H = 1 + rnd(100);
+    if (rnd(2)) {
+        /* an exact ratio (the pick and pairs paths): w / k wide, 1:1 when k is 1 */
+        const ptrdiff_t k = 1 + rnd(6);
+        if (w / k >= 1) {
+            W = w / k;
+            H = h + rnd(40);
+        }
+    }
     rknnx_lb_params p;
     memset(&p, 0, sizeof p);
     p.fmt = fmt;
@@ -108,6 +159,14 @@ static void one(int fmt)
     p.dst = want;
     rknnx_k_set_path(0);
     check(rknnx_lb_run(&p) == RKNNX_LB_OK, "run", (long)w, (long)h);
+    /* inside the region, BGR without a table: letterbox.h's expression */
+    if (fmt == RKNNX_LB_BGR && !p.lut)
+        for (ptrdiff_t y = 0; y < p.nh; y++)
+            for (ptrdiff_t x = 0; x < p.nw; x++)
+                for (int c = 0; c < 3; c++)
+                    check(want[(y + p.top) * p.dst_row + (x + p.left) * p.dst_px + p.dst_ch[c]]
+                          == reference(&p, x, y, c), "the documented arithmetic", (long)x,
+                          (long)(w * 1000 + h));
     /* the row padding is untouched; outside the region, the pad bytes */
     for (ptrdiff_t y = 0; y < H; y++)
         for (ptrdiff_t x = 0; x < W; x++)

@@ -297,14 +297,40 @@ def test_bad_input(opened):
         assert len(det.detect(squares_picture(seed=0)[0])) == 3
     with pytest.raises(ValueError, match="family must be one of"):
         Detector(m, "yolov9")
-    with pytest.raises(ValueError, match="yolov8-seg takes the zoo's 13 outputs"):
+    with pytest.raises(ValueError, match="these 6 outputs are not yolov8-seg's"):
         Detector(m, "yolov8-seg")
     with pytest.raises(ValueError, match="workers must be an int >= 1; got 0"):
         Detector(m, workers=0)
-    with pytest.raises(ValueError, match="conf must be a finite number"):
+    with pytest.raises(ValueError, match=r"^Detector: conf must be a number in \[0, 1\]; "
+                                         r"got nan$"):
         Detector(m, conf=float("nan"))
     with pytest.raises(ValueError, match=r"classes: .*3\)? is not a class of this model \(1 classes\)"):
         Detector(m, classes=[3])
+
+
+def test_parameters_out_of_range_are_refused_before_any_work(opened, emu):
+    """conf and iou outside [0, 1], a max_det that is no count, another family: refused
+    naming the parameter and its range, with no session made (the counters stay)."""
+    m = opened("detector")
+    gc.collect()
+    before = live(emu)
+    for kw, msg in ((dict(conf=1.5), r"^Detector: conf must be a number in \[0, 1\]; got 1.5$"),
+                    (dict(conf=-0.1), r"^Detector: conf must be a number in \[0, 1\]"),
+                    (dict(iou=1.5), r"^Detector: iou must be a number in \[0, 1\]; got 1.5$"),
+                    (dict(iou=-0.1), r"^Detector: iou must be a number in \[0, 1\]"),
+                    (dict(max_det=1e10), r"^Detector: max_det must be an int >= 0 \(None: no "
+                                         r"limit\); got 10000000000.0$")):
+        with pytest.raises(ValueError, match=msg):
+            Detector(m, **kw)
+        assert live(emu) == before
+    with pytest.raises(ValueError, match=r"^decode: these 6 outputs are not yolov5's; their "
+                                         r"shapes .* fit yolov8$"):
+        Detector(m, family="yolov5")
+    # "no limit" takes no memory for it
+    with Detector(m, max_det=2 ** 62) as det:
+        assert len(det.detect(squares_picture(seed=0)[0])) == 3
+    with Detector(m, max_det=None) as det:
+        assert len(det.detect(squares_picture(seed=0)[0])) == 3
 
 
 def test_an_ambiguous_family_lists_the_candidates(opened):
@@ -347,3 +373,22 @@ def test_an_input_not_taking_pixels_needs_its_normalization(emu):
             Detector(m, "yolov5", mean=0, std=255, anchors=[(1, 1, 2, 2, 3, 3)] * 3)
     gc.collect()
     assert live(emu) == before
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(pad_value=300), r"Detector: pad_value is a pixel value 0\.\.255 \(an int, or "
+                          r"three ints\); got 300"),
+    (dict(pad_value=float("nan")), r"pad_value is a pixel value 0\.\.255.*got nan"),
+    (dict(pad_value=True), r"pad_value is a pixel value 0\.\.255.*got True"),
+    (dict(pad_value="x"), r"pad_value is a pixel value 0\.\.255.*got 'x'"),
+    (dict(mean="abc", std=255), r"Detector: mean is a number or three \(one per "
+                                r"channel\); got 'abc'"),
+    (dict(mean=0, std=float("inf")), r"Detector: std must be finite; got inf"),
+    (dict(mean=0, std=0), r"Detector: std must be non-zero; got 0")])
+def test_letterbox_parameters_are_refused_at_construction(opened, emu, kw, msg):
+    m = opened("detector")
+    before = live(emu)
+    with pytest.raises(ValueError, match=msg):
+        Detector(m, **kw)
+    gc.collect()
+    assert live(emu) == before           # refused before a session was made

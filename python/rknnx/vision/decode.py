@@ -32,6 +32,8 @@ _CODES = {np.dtype(np.int8): 0, np.dtype(np.uint8): 1, np.dtype(np.int16): 2,
           np.dtype(np.float16): 3, np.dtype(np.float32): 4}
 _LAYOUTS = ("NCHW", "NHWC", "NC1HWC2")
 _DTYPES = {v: k for k, v in _CODES.items()}
+#: the codes of each integer type (a zero point lies among them)
+_CODE_RANGE = {0: (-128, 127), 1: (0, 255), 2: (-32768, 32767)}
 
 
 class DecodeWarning(UserWarning):
@@ -213,7 +215,8 @@ def _ncl_geometry(t: _T, info) -> None:
                          f"{tuple(info.shape)}")
     n, C, L = shape
     if n != 1:
-        raise ValueError(f"output {t.index}: a batch of {n}; decode takes one frame")
+        raise ValueError(f"output {t.index}: a 3-D output is one frame's [1, C, N]; got "
+                         f"shape {shape} (yolov8-pose's keypoints are 4-D [1, K, 3, N])")
     t.C, t.H, t.W, t.C2 = C, 1, L, C
     t.strides = (0, st[1], 0, st[2])
     t.layout = "NCL"
@@ -238,6 +241,11 @@ def _quantization(t: _T, info) -> None:
     t.scale, t.zp = q
     if t.scale <= 0 or not np.isfinite(t.scale):
         raise ValueError(f"output {i}: quantization scale {t.scale} is not positive")
+    lo, hi = _CODE_RANGE[t.code]
+    if not (lo <= t.zp <= hi and t.zp == int(t.zp)):
+        zp = int(t.zp) if np.isfinite(t.zp) and t.zp == int(t.zp) else t.zp
+        raise ValueError(f"output {i}: zero point {zp!r} of {dtype} codes must be an "
+                         f"integer in [{lo}, {hi}]")
     if t.code <= 1:
         t.lut = _lut(dtype, t.scale, t.zp)
 
@@ -459,12 +467,17 @@ def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnosti
         ``model.outputs``: the quantization and layout of each output.  Needed for integer
         outputs.  A 4-D array equal to ``info.shape`` is in ``info.layout``; one equal to
         its NHWC form is NHWC.
-    conf, iou : float
-        A candidate passes when its score >= conf; NMS suppresses IoU > iou.
-    max_det, max_nms : int
-        At most max_det boxes kept; at most max_nms best candidates enter the NMS.
+    conf, iou : float in [0, 1]
+        A candidate passes when its score >= conf; NMS suppresses IoU > iou.  A float
+        output's NaN or inf never becomes a detection (its cell is skipped, its box
+        dropped).
+    max_det, max_nms : int >= 0 or None
+        At most max_det boxes kept; at most max_nms best candidates enter the NMS; None
+        (or any count beyond the frame's candidates) is no limit: the arrays are sized by
+        what is found, never by max_det.
     classes : sequence of int, optional
-        Keep only these classes (a candidate's best class must be one of them).
+        Keep only these classes (a candidate's best class must be one of them); one
+        class is ``[k]``.
     agnostic : bool
         NMS across classes.
     anchors : sequence, optional
@@ -481,8 +494,9 @@ def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnosti
     Raises
     ------
     ValueError
-        Outputs that do not fit the family (count, shapes, channels), an unknown family,
-        a layout that cannot be told, bad parameters.
+        Outputs that do not fit the family (count, shapes, channels; another family's
+        outputs are named so), an unknown family, a layout that cannot be told, a zero
+        point outside its type's codes, parameters outside their ranges.
     TypeError
         An element type that is not decoded.
     """
@@ -495,8 +509,8 @@ def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnosti
     ts = [_tensor(i, a, infos[i] if infos is not None else None,
                   layouts[i] if layouts is not None else None)
           for i, a in enumerate(arrays)]
-    family = _family_of(family, ts)
-    _check_parameters(conf, iou, max_det, max_nms, agnostic)
+    family = _family_of(family, ts, anchors)
+    max_det, max_nms = _check_parameters(conf, iou, max_det, max_nms, agnostic)
     head = _head(family, ts, anchors)
     scales = head.scales
     W_in, H_in = _place(scales, head.kind, input_size, family)
@@ -552,12 +566,20 @@ def _outputs(outputs, infos, layout, input_size):
     return arrays, infos, layouts, input_size
 
 
-def _family_of(family, ts: List[_T]) -> str:
+def _family_of(family, ts: List[_T], anchors=None) -> str:
     """The family decoded: the one given (``yolo11`` is ``yolov8``), else the only one the
-    outputs' signature fits."""
+    outputs' signature fits.  A family given whose signature the outputs do not have while
+    they have another's is refused as such (not by the first count it reads)."""
+    cands = _infer([(1, t.C, t.W) if t.layout == "NCL" else (1, t.C, t.H, t.W)
+                    for t in ts])
+    if family is not None:
+        fam = family.lower()
+        fam = "yolov8" if fam == "yolo11" else fam
+        # (yolov5 with anchors= of its own: the signature's 3 anchors do not hold)
+        if cands and fam not in cands and not (fam == "yolov5" and anchors is not None):
+            raise ValueError(f"decode: these {len(ts)} outputs are not {family}'s; their "
+                             f"shapes ({_shapes(ts)}) fit {' and '.join(cands)}")
     if family is None:
-        cands = _infer([(1, t.C, t.W) if t.layout == "NCL" else (1, t.C, t.H, t.W)
-                        for t in ts])
         if len(cands) != 1:
             raise ValueError(f"decode: family not given and the outputs fit "
                              f"{'none of ' + str(FAMILIES) if not cands else cands}: pass it")
@@ -566,16 +588,28 @@ def _family_of(family, ts: List[_T]) -> str:
     return "yolov8" if family == "yolo11" else family
 
 
-def _check_parameters(conf, iou, max_det, max_nms, agnostic) -> None:
+#: the largest count the C takes (max_det, max_nms beyond it: no limit)
+_NO_LIMIT = 2 ** 62
+
+
+def _check_parameters(conf, iou, max_det, max_nms, agnostic, where="decode"):
+    """conf and iou in [0, 1]; max_det and max_nms ints >= 0 of any size (None: no
+    limit), returned clamped to what the C counts."""
     for name, v in (("conf", conf), ("iou", iou)):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) \
-                or not np.isfinite(v):
-            raise ValueError(f"decode: {name} must be a finite number; got {v!r}")
+                or not 0.0 <= v <= 1.0:
+            raise ValueError(f"{where}: {name} must be a number in [0, 1]; got {v!r}")
+    counts = []
     for name, v in (("max_det", max_det), ("max_nms", max_nms)):
+        if v is None:
+            v = _NO_LIMIT
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise ValueError(f"decode: {name} must be an int >= 0; got {v!r}")
+            raise ValueError(f"{where}: {name} must be an int >= 0 (None: no limit); "
+                             f"got {v!r}")
+        counts.append(min(int(v), _NO_LIMIT))
     if not (agnostic is True or agnostic is False):
-        raise TypeError(f"decode: agnostic must be True or False; got {agnostic!r}")
+        raise TypeError(f"{where}: agnostic must be True or False; got {agnostic!r}")
+    return counts
 
 
 class _Head:
@@ -681,7 +715,8 @@ def _grid_head(family: str, ts: List[_T], anchors) -> _Head:
     """yolov5 (anchors x (5 + nc) channels per scale) and yolox (5 + nc): box, objectness
     and class scores of each cell in one output per scale."""
     if len(ts) < 1 or len(ts) > 8:
-        raise ValueError(f"{family} takes one output per scale; got {len(ts)}")
+        raise ValueError(f"decode: these {len(ts)} outputs are not {family}'s (one head "
+                         f"per scale, 1 to 8)")
     if family == "yolov5":
         anc = _anchors(anchors, len(ts))
         kind = _ANCHOR
@@ -717,7 +752,11 @@ def _anchors(anchors, n: int) -> list:
         raise ValueError("anchors: one flat (w, h, w, h, ...) sequence per scale") \
             from None
     if len(anc) != n:
-        raise ValueError(f"yolov5: {len(anc)} scales of anchors for {n} outputs")
+        raise ValueError(
+            f"yolov5: {len(anc)} scales of anchors for {n} outputs" if anchors is not None
+            else f"decode: these {n} outputs are not yolov5's (one head [1, 3 x (5 + nc), "
+                 f"H, W] per scale, 3 scales with the zoo's anchors; give anchors= for "
+                 f"other heads)")
     return anc
 
 
@@ -736,6 +775,9 @@ def _class_flags(classes, nc: int) -> Optional[np.ndarray]:
     """One uint8 flag per class kept (None: every class)."""
     if classes is None:
         return None
+    if isinstance(classes, (str, bytes)) or not hasattr(classes, "__iter__"):
+        raise TypeError(f"decode: classes is a sequence of class indices in [0, {nc}) "
+                        f"(one class: [{classes!r}]); got {classes!r}")
     class_ok = np.zeros(nc, np.uint8)
     for c in np.asarray(list(classes)).reshape(-1):
         if not isinstance(c, (int, np.integer)) or not 0 <= c < nc:

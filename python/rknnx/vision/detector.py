@@ -20,9 +20,9 @@ import numpy as np
 
 from rknnx import _guard
 from rknnx._lifetime import Closable
-from rknnx.vision.decode import FAMILIES, decode, infer_family
+from rknnx.vision.decode import FAMILIES, _check_parameters, decode, infer_family
 from rknnx.vision.detections import Detections
-from rknnx.vision.letterbox import letterbox
+from rknnx.vision.letterbox import channel_values, letterbox, pad_values
 
 __all__ = ["Detector", "STAGES"]
 
@@ -141,6 +141,15 @@ class Detector(Closable):
         workers = _count(workers, "workers")
         if not (swap_rb is True or swap_rb is False):
             raise TypeError(f"Detector: swap_rb is True or False; got {swap_rb!r}")
+        # the letterbox's parameters, refused here rather than at every frame
+        pad_value = pad_values(pad_value, "Detector")
+        for name, v in (("mean", mean), ("std", std)):
+            if v is not None:
+                channel_values(v, name, "Detector")
+        if std is not None and 0 in channel_values(std, "std", "Detector"):
+            raise ValueError(f"Detector: std must be non-zero; got {std!r}")
+        # conf, iou and max_det checked before any work (decode's own rule)
+        _check_parameters(conf, iou, max_det, 0, False, where="Detector")
         if not isinstance(model, Model):
             model = self._own_model = Model(model)
         try:
@@ -176,13 +185,9 @@ class Detector(Closable):
 
                 for k, s in enumerate(self._sessions):
                     s.set_core_mask(_ONE_CORE[k % cores])
-            # a first decode of the (unrun) outputs checks family and parameters now
-            # (conf 2: nothing passes, whatever the unrun memory holds)
-            decode(self.family, self._sessions[0], **{**self._decode_kw, "conf": 2.0})
-            for name, v in (("conf", conf), ("iou", iou)):
-                if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or \
-                        not np.isfinite(v):
-                    raise ValueError(f"Detector: {name} must be a finite number; got {v!r}")
+            # a first decode of the (unrun) outputs checks family and the other
+            # parameters now (conf 1: the unrun memory's candidates are few)
+            decode(self.family, self._sessions[0], **{**self._decode_kw, "conf": 1.0})
         except BaseException:
             self._release()
             raise

@@ -190,14 +190,55 @@ def _even(w: int, h: int) -> None:
                          f"{w}x{h}")
 
 
-def _three(v, what: str) -> Tuple[float, float, float]:
+def _numbers(v) -> bool:
+    """`v` is a real number or a sequence / array of them (no str, no bool, no None)."""
+    if isinstance(v, np.ndarray):
+        return v.dtype.kind in "iuf"
+    items = v if isinstance(v, (list, tuple)) else (v,)
+    return all(isinstance(x, (int, float, np.integer, np.floating))
+               and not isinstance(x, (bool, np.bool_)) for x in items)
+
+
+def channel_values(v, what: str, who: str = "letterbox") -> Tuple[float, float, float]:
+    """`v` as three finite floats (one value repeated); the error names `what`."""
+    if not _numbers(v):
+        raise ValueError(f"{who}: {what} is a number or three (one per channel); got {v!r}")
     a = np.asarray(v, dtype=np.float64)
     if a.ndim == 0:
         a = np.repeat(a, 3)
     if a.shape != (3,):
-        raise ValueError(f"letterbox: {what} is one value or three (one per channel); "
+        raise ValueError(f"{who}: {what} is one value or three (one per channel); "
                          f"got {v!r}")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{who}: {what} must be finite; got {v!r}")
     return tuple(float(x) for x in a)
+
+
+def pad_values(pad_value, who: str = "letterbox") -> Tuple[int, int, int]:
+    """`pad_value` as three pixel values 0..255 (an int, or three; a bool is refused: it
+    is not a pixel value); the error names `pad_value` and the range."""
+    what = "pad_value is a pixel value 0..255 (an int, or three ints)"
+    try:
+        pads = channel_values(pad_value, "pad_value", who)
+    except ValueError:
+        raise ValueError(f"{who}: {what}; got {pad_value!r}") from None
+    if not all(v == int(v) and 0 <= v <= 255 for v in pads):
+        raise ValueError(f"{who}: {what}; got {pad_value!r}")
+    return tuple(int(v) for v in pads)
+
+
+def check_quant(quant, dtype: np.dtype, who: str = "letterbox") -> None:
+    """A scale that is finite and > 0 and a zero point inside `dtype`'s range, or a
+    ValueError naming which (the codes would saturate silently otherwise)."""
+    scale, zp = quant
+    if not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"{who}: the input's quantization scale must be finite and > 0; "
+                         f"got {scale!r}")
+    if np.dtype(dtype).kind in "iu":
+        lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
+        if not lo <= zp <= hi:
+            raise ValueError(f"{who}: the input's zero point must be in {lo}..{hi} "
+                             f"({np.dtype(dtype)}); got {zp!r}")
 
 
 def _quant_of(info) -> Optional[Tuple[float, int]]:
@@ -400,6 +441,9 @@ def _output(out, info, size, src, uv):
         raise TypeError(f"letterbox: out is uint8 (pixels) or int8 (a quantized input); "
                         f"got {arr.dtype}")
     oH, oW, d_row, d_px, d_ch = _out_strides(arr, layout)
+    if oH < 1 or oW < 1:
+        raise ValueError(f"letterbox: out of shape {shape_str(arr.shape)} holds an image of "
+                         f"{oW}x{oH}; expected at least 1x1")
     if wh is not None and wh != (oW, oH):
         raise ValueError(f"letterbox: size {wh} (width, height) does not match out, "
                          f"{oW}x{oH}")
@@ -430,20 +474,16 @@ def _codes(dtype: np.dtype, info, mean, std) -> Optional[np.ndarray]:
         raise ValueError("letterbox: an int8 out takes each pixel normalized and "
                          "quantized: give mean= and std= (the model's normalization, "
                          "e.g. mean=0, std=255 for the model zoo's YOLO models)")
-    m3, s3 = _three(mean, "mean"), _three(std, "std")
-    if any(v == 0 or not np.isfinite(v) for v in s3) or \
-            not all(np.isfinite(v) for v in m3):
+    m3, s3 = channel_values(mean, "mean"), channel_values(std, "std")
+    if any(v == 0 for v in s3):
         raise ValueError(f"letterbox: std must be finite and non-zero, mean finite; got "
                          f"mean={mean!r}, std={std!r}")
+    check_quant(quant, dtype)
     return _table(dtype, quant, m3, s3)
 
 
 def _pad_bytes(pad_value, lut) -> bytes:
     """The three codes of the padding: `pad_value` per channel, through the table."""
-    pads = _three(pad_value, "pad_value")
-    if not all(v == int(v) and 0 <= v <= 255 for v in pads):
-        raise ValueError(f"letterbox: pad_value is a pixel value 0..255 (or three); got "
-                         f"{pad_value!r}")
-    pads = [int(v) for v in pads]
+    pads = pad_values(pad_value)
     return bytes(int(lut[256 * c + v]) for c, v in enumerate(pads)) if lut is not None \
         else bytes(pads)
