@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List
 import numpy as np
 
 FRAMES = ((1920, 1080), (1280, 720), (1280, 960), (1920, 1088), (3840, 2160), (640, 480))
-FORMATS = ("bgr", "nv12")
+FORMATS = ("bgr", "nv12", "i420")
 TARGETS = ("nhwc", "nchw", "session")
 SIZE = (640, 640)
 PAD = 114

@@ -31,7 +31,8 @@ def letterbox_run(src: np.ndarray, uv: Optional[np.ndarray], dst: np.ndarray, fm
                   w: int, h: int, src_row: int, src_px: int, src_ch: int, uv_row: int,
                   W: int, H: int, dst_row: int, dst_px: int, dst_ch: tuple, nw: int,
                   nh: int, left: int, top: int, swap_rb: bool,
-                  lut: Optional[np.ndarray], pad: bytes) -> None: ...
+                  lut: Optional[np.ndarray], pad: bytes, vplane: Optional[np.ndarray] = ...,
+                  v_row: int = ..., matrix: int = ...) -> None: ...
 # the tracker of rknnx.vision.Tracker (rknn_ext/rknnx/_kernels_track.pxi)
 class TrackState:
     def __init__(self, high: float, low: float, new_track: float, match: float,

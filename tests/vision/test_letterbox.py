@@ -307,7 +307,7 @@ def test_bad_input_is_refused_before_c():
         (lambda: letterbox(f), ValueError, r"give size=\(width, height\) or out="),
         (lambda: letterbox(f, (0, 64)), ValueError, r"at least 1"),
         (lambda: letterbox(f, "640"), TypeError, r"size is \(width, height\)"),
-        (lambda: letterbox(f, (64, 64), fmt="yuyv"), ValueError, r"'bgr', 'rgb' or 'nv12'"),
+        (lambda: letterbox(f, (64, 64), fmt="yuyv"), ValueError, r"'bgr', 'rgb', 'nv12' or 'i420'"),
         (lambda: letterbox(f, (64, 64), swap_rb=1), TypeError, r"True or False"),
         (lambda: letterbox(f, (64, 64), pad_value=300), ValueError, r"0\.\.255"),
         (lambda: letterbox(f, (64, 64), pad_value=(1, 2)), ValueError,

@@ -20,7 +20,8 @@ import numpy as np
 
 __all__ = ["letterbox", "Letterbox"]
 
-_FORMATS = {"bgr": 0, "rgb": 0, "nv12": 1}
+_FORMATS = {"bgr": 0, "rgb": 0, "nv12": 1, "i420": 2}
+_MATRICES = {"bt601": 0, "bt709": 1}
 _U8 = np.dtype(np.uint8)
 _I8 = np.dtype(np.int8)
 
@@ -129,8 +130,63 @@ def _u8(a, what: str) -> np.ndarray:
     return a
 
 
+def _plane(a, what: str) -> np.ndarray:
+    a = _u8(a, what)
+    if a.ndim != 2:
+        raise ValueError(f"letterbox: {what} is 2-D (rows, columns); got shape {a.shape}")
+    if a.strides[1] != 1:
+        raise ValueError(f"letterbox: {what} has contiguous rows (a row stride is fine, a "
+                         f"column stride is not)")
+    return a
+
+
+def _i420(frame):
+    """(Y, U, V, w, h) of an I420 frame: a (Y, U, V) triple of planes with their own
+    strides, or one contiguous (h*3/2, w) array (Y, then U, then V, each packed)."""
+    if isinstance(frame, (tuple, list)):
+        if len(frame) != 3:
+            raise ValueError(f"letterbox: an I420 frame is a (H*3/2, W) array or a (Y, U, "
+                             f"V) triple of planes; got a sequence of {len(frame)}")
+        y = _plane(frame[0], "the Y plane")
+        u = _plane(frame[1], "the U plane")
+        v = _plane(frame[2], "the V plane")
+        h, w = y.shape
+        _even(w, h, "I420")
+        for name, c in (("U", u), ("V", v)):
+            if c.shape != (h // 2, w // 2):
+                raise ValueError(f"letterbox: the {name} plane of a {w}x{h} I420 frame is "
+                                 f"({h // 2}, {w // 2}); got shape {c.shape}")
+        return y, u, v, w, h
+    a = _u8(frame, "an I420 frame")
+    if a.ndim != 2:
+        raise ValueError(f"letterbox: an I420 frame is a (H*3/2, W) array (or a (Y, U, V) "
+                         f"triple); got shape {a.shape}")
+    rows, w = a.shape
+    if rows % 3:
+        raise ValueError(f"letterbox: an I420 frame has H*3/2 rows (a multiple of 3); got "
+                         f"{rows}")
+    h = rows // 3 * 2
+    _even(w, h, "I420")
+    if w < 2 or h < 2:
+        raise ValueError(f"letterbox: a frame of {w}x{h} pixels; at least 2x2")
+    if a.strides != (w, 1):
+        raise ValueError("letterbox: a (H*3/2, W) I420 array is contiguous (its U and V "
+                         "planes run across its rows); give a strided frame as its "
+                         "(Y, U, V) planes")
+    flat = a.reshape(-1)
+    q = (h // 2) * (w // 2)
+    return (a[:h], flat[h * w:h * w + q].reshape(h // 2, w // 2),
+            flat[h * w + q:h * w + 2 * q].reshape(h // 2, w // 2), w, h)
+
+
 def _frame(frame, fmt: str):
-    """(code, array, uv, w, h, (row, px, ch) strides, uv row stride, flipped channels)."""
+    """(code, array, uv, v, w, h, (row, px, ch) strides, uv row stride, v row stride,
+    flipped channels)."""
+    if fmt == "i420":
+        y, u, v, w, h = _i420(frame)
+        if w < 2 or h < 2:
+            raise ValueError(f"letterbox: a frame of {w}x{h} pixels; at least 2x2")
+        return 2, y, u, v, w, h, (y.strides[0], 1, 0), u.strides[0], v.strides[0], False
     if fmt == "nv12":
         if isinstance(frame, (tuple, list)):
             if len(frame) != 2:
@@ -169,7 +225,7 @@ def _frame(frame, fmt: str):
         if y.strides[1] != 1 or uv.strides[-1] != 1:
             raise ValueError("letterbox: NV12 planes have contiguous rows (a row stride "
                              "is fine, a column stride is not)")
-        return 1, y, uv, w, h, (y.strides[0], 1, 0), uv.strides[0], False
+        return 1, y, uv, None, w, h, (y.strides[0], 1, 0), uv.strides[0], 0, False
     a = _u8(frame, "the frame")
     if a.ndim != 3 or a.shape[2] != 3:
         raise ValueError(f"letterbox: a {fmt.upper()} frame is (H, W, 3); got shape "
@@ -181,12 +237,12 @@ def _frame(frame, fmt: str):
     flipped = a.strides[2] < 0
     if flipped:                     # frame[..., ::-1]: read it forwards, swapped
         a = a[..., ::-1]
-    return 0, a, None, w, h, a.strides, 0, flipped
+    return 0, a, None, None, w, h, a.strides, 0, 0, flipped
 
 
-def _even(w: int, h: int) -> None:
+def _even(w: int, h: int, fmt: str = "NV12") -> None:
     if w % 2 or h % 2:
-        raise ValueError(f"letterbox: an NV12 frame has an even width and height; got "
+        raise ValueError(f"letterbox: an {fmt} frame has an even width and height; got "
                          f"{w}x{h}")
 
 
@@ -332,19 +388,24 @@ def _table(out_dtype: np.dtype, quant, mean, std) -> Optional[np.ndarray]:
 
 def letterbox(frame, size: Optional[Tuple[int, int]] = None, *, out=None,
               swap_rb: bool = False, pad_value: Union[int, Sequence[int]] = 0,
-              fmt: str = "bgr", info=None, mean=None, std=None
-              ) -> Tuple[np.ndarray, Letterbox]:
+              fmt: str = "bgr", info=None, mean=None, std=None,
+              matrix: str = "bt601") -> Tuple[np.ndarray, Letterbox]:
     """Resize a frame into a network's input, keeping its aspect ratio, in one pass.
 
     Parameters
     ----------
-    frame : numpy.ndarray or (Y, UV)
+    frame : numpy.ndarray, (Y, UV) or (Y, U, V)
         ``fmt="bgr"`` (or ``"rgb"``: the same, 3 channels as they are): a uint8
         ``(h, w, 3)`` array, any strides (a camera buffer with padded rows, a crop, a
         ``[..., ::-1]`` view).  ``fmt="nv12"``: a uint8 ``(h*3/2, w)`` array (its rows may
         be strided) or a ``(Y, UV)`` pair of planes, ``Y`` ``(h, w)`` and ``UV``
-        ``(h/2, w)`` or ``(h/2, w/2, 2)``; converted as ``cv2.COLOR_YUV2BGR_NV12`` (BT.601
-        limited range) before the resize.  At least 2x2 pixels.
+        ``(h/2, w)`` or ``(h/2, w/2, 2)``, each with its own row stride (a hardware
+        decoder's buffer: 1920x1080 in 1920x1088 rows of 2304 bytes); converted as
+        ``cv2.COLOR_YUV2BGR_NV12`` before the resize.  ``fmt="i420"`` (PyAV's
+        ``yuv420p``): a ``(Y, U, V)`` triple of planes, ``Y`` ``(h, w)``, ``U`` and ``V``
+        ``(h/2, w/2)``, each with its own row stride (``frame.planes``), or one contiguous
+        ``(h*3/2, w)`` array (``frame.to_ndarray()``); converted as
+        ``cv2.COLOR_YUV2BGR_I420``.  At least 2x2 pixels.
     size : (width, height), optional
         The input's size; default: the size of `out`.
     out : numpy.ndarray or ZeroCopySession, optional
@@ -355,6 +416,10 @@ def letterbox(frame, size: Optional[Tuple[int, int]] = None, *, out=None,
         bound attribute.  Default: a new ``(H, W, 3)`` uint8 array.
     swap_rb : bool
         Swap channels 0 and 2 (BGR <-> RGB).
+    matrix : {"bt601", "bt709"}
+        The YUV matrix of an NV12 or I420 frame, limited range: ``"bt601"`` (OpenCV's and
+        PyAV's default, the integers of OpenCV's conversion) or ``"bt709"`` (HD streams
+        that say so).
     pad_value : int or 3 ints
         The pixel value around the resized frame (per channel of the written image).
     info : TensorInfo, TensorAttr or FileTensor, optional
@@ -382,7 +447,8 @@ def letterbox(frame, size: Optional[Tuple[int, int]] = None, *, out=None,
     TypeError
         A frame or `out` of another dtype, an `out` that is not an array or session.
     ValueError
-        A frame under 2x2, not 3 channels, an odd NV12 size, an `out` that is not a
+        A frame under 2x2, not 3 channels, an odd NV12 or I420 size, an unknown `fmt` or
+        `matrix`, an `out` that is not a
         3-channel image or does not match `size`, read-only, overlapping the frame; an
         int8 `out` with no quantization or normalization known.
 
@@ -398,19 +464,22 @@ def letterbox(frame, size: Optional[Tuple[int, int]] = None, *, out=None,
     from rknnx import _kernels
 
     if not isinstance(fmt, str) or fmt.lower() not in _FORMATS:
-        raise ValueError(f"letterbox: fmt is 'bgr', 'rgb' or 'nv12'; got {fmt!r}")
+        raise ValueError(f"letterbox: fmt is 'bgr', 'rgb', 'nv12' or 'i420'; got {fmt!r}")
     fmt = fmt.lower()
+    if not isinstance(matrix, str) or matrix.lower() not in _MATRICES:
+        raise ValueError(f"letterbox: matrix is 'bt601' or 'bt709' (limited range); got "
+                         f"{matrix!r}")
     if not (swap_rb is True or swap_rb is False):
         raise TypeError(f"letterbox: swap_rb is True or False; got {swap_rb!r}")
-    code, src, uv, w, h, (s_row, s_px, s_ch), uv_row, flipped = _frame(frame, fmt)
-    arr, info, (W, H, d_row, d_px, d_ch) = _output(out, info, size, src, uv)
+    code, src, uv, vp, w, h, (s_row, s_px, s_ch), uv_row, v_row, flipped = _frame(frame, fmt)
+    arr, info, (W, H, d_row, d_px, d_ch) = _output(out, info, size, src, uv, vp)
     lut = _codes(arr.dtype, info, mean, std)
     pad = _pad_bytes(pad_value, lut)
     box = geometry((w, h), (W, H))
     nw, nh = box.resized
     _kernels.letterbox_run(src, uv, arr, code, w, h, s_row, s_px, s_ch, uv_row, W, H, d_row,
                            d_px, d_ch, nw, nh, box.pad[0], box.pad[1], swap_rb != flipped,
-                           lut, pad)
+                           lut, pad, vp, v_row, _MATRICES[matrix.lower()])
     return arr, box
 
 
@@ -427,7 +496,7 @@ def _size(size) -> Optional[Tuple[int, int]]:
     return W, H
 
 
-def _output(out, info, size, src, uv):
+def _output(out, info, size, src, uv, vp=None):
     """(array, info, (W, H, row, px, (ch0, ch1, ch2) byte strides)) of what letterbox
     writes: `out` (an array or a session's input 0) or a new (H, W, 3) uint8 array of
     `size`; a writable uint8 or int8 image of `size`, apart from the frame's planes."""
@@ -449,7 +518,7 @@ def _output(out, info, size, src, uv):
                          f"{oW}x{oH}")
     if not arr.flags.writeable:
         raise ValueError("letterbox: out is read-only")
-    if np.may_share_memory(arr, src) or (uv is not None and np.may_share_memory(arr, uv)):
+    if any(a is not None and np.may_share_memory(arr, a) for a in (src, uv, vp)):
         raise ValueError("letterbox: out overlaps the frame")
     return arr, info, (oW, oH, d_row, d_px, d_ch)
 
