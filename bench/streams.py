@@ -17,8 +17,7 @@ decoder's YUV planes straight to the letterbox.
   outside the decoder) less the CPU inside ``rknn_run`` (the emulator's ``npu_cpu_ns``:
   the NPU's work, which takes no CPU on a board); the total with the decoder's share is
   shown beside it;
-- per 1080p frame: the decoder's I420 planes into the letterbox (NV12 by libswscale where
-  this letterbox takes no I420 yet, said in the row's name) against PyAV's
+- per 1080p frame: the decoder's I420 planes into the letterbox against PyAV's
   ``to_ndarray(format="bgr24")`` + the letterbox of the BGR frame.
 
 Interleaved runs, medians of 3 (one in --quick).  Run alone:
@@ -228,9 +227,7 @@ def yuv_vs_bgr(video, iters: int) -> Dict[str, Any]:
     import av
 
     from rknnx.vision import letterbox
-    from rknnx.vision.streams import _probe_i420
 
-    i420 = _probe_i420()
     with av.open(video) as c:
         frame = next(iter(c.decode(video=0)))
     out = np.empty((640, 640, 3), np.uint8)
@@ -244,11 +241,7 @@ def yuv_vs_bgr(video, iters: int) -> Dict[str, Any]:
                      [:, :cols[k]] for k in range(len(p)))
 
     def yuv():
-        if i420:
-            letterbox(planes(frame, "i420"), out=out, fmt="i420", swap_rb=True)
-        else:
-            letterbox(planes(frame.reformat(format="nv12"), "nv12"), out=out, fmt="nv12",
-                      swap_rb=True)
+        letterbox(planes(frame, "i420"), out=out, fmt="i420", swap_rb=True)
 
     def bgr():
         letterbox(frame.to_ndarray(format="bgr24"), out=out, swap_rb=True)
@@ -260,8 +253,7 @@ def yuv_vs_bgr(video, iters: int) -> Dict[str, Any]:
             for _ in range(10):
                 fn()
             acc.append((time.perf_counter_ns() - t0) / 10)
-    name = "I420 planes -> letterbox" if i420 else \
-        "I420 -> NV12 (libswscale) -> letterbox (this letterbox takes no I420)"
+    name = "I420 planes -> letterbox"
     ya, yb = statistics.median(a), statistics.median(b)
     return {"yuv_name": name, "yuv_ns": ya, "bgr_ns": yb, "saving_ns": yb - ya,
             "ratio": yb / max(ya, 1.0), "frame": [w, h]}

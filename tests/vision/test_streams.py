@@ -65,23 +65,16 @@ def decoded_frames(path):
 
 
 def planes_of(path):
-    """(fmt, planes) of each frame of a video decoded by PyAV alone, in the format Streams
-    hands to the letterbox: I420 where it takes it, else NV12 (libswscale's)."""
-    from rknnx.vision.streams import _probe_i420
-
-    i420 = _probe_i420()
+    """(fmt, planes) of each frame of a video decoded by PyAV alone: the software
+    decoder's I420 planes, as Streams hands them to the letterbox."""
     out = []
     with av.open(path) as c:
         for f in c.decode(video=0):
-            if not i420:
-                f = f.reformat(format="nv12")
+            assert f.format.name == "yuv420p"
             planes = [np.frombuffer(p, np.uint8).reshape(-1, p.line_size) for p in f.planes]
             w, h = f.width, f.height
-            if i420:
-                out.append(("i420", (planes[0][:h, :w], planes[1][:h // 2, :w // 2],
-                                     planes[2][:h // 2, :w // 2])))
-            else:
-                out.append(("nv12", (planes[0][:h, :w], planes[1][:h // 2, :w])))
+            out.append(("i420", (planes[0][:h, :w], planes[1][:h // 2, :w // 2],
+                                 planes[2][:h // 2, :w // 2])))
     return out
 
 
@@ -268,10 +261,10 @@ def test_frames_true_keeps_the_decoded_frame_and_bgr_converts_it(videos, baselin
     ref = decoded_frames(path)
     with Streams(model_bytes("detector"), [path], tracker=None, frames=True) as streams:
         for r in streams:
-            assert r.fmt in ("i420", "nv12")
+            assert r.fmt == "i420" and r.matrix == "bt601"
             img = r.bgr()
             assert img.shape == (360, 640, 3)
-            # libswscale's BGR and letterbox's agree within the rounding of BT.601
+            # libswscale's BGR and the letterbox's agree within the rounding of BT.601
             diff = np.abs(img.astype(int) - ref[r.index].astype(int))
             assert np.percentile(diff, 99) <= 3, np.percentile(diff, 99)
             assert abs(r.pts - r.index / 30) < 1e-6
@@ -413,3 +406,40 @@ def test_tracks_are_no_worse_than_trackers_bytetrack_on_the_same_frames(videos, 
 def test_live_per_source_must_match_the_sources(baseline):
     with pytest.raises(TypeError, match=r"one of those per source: 2\); got \[True\]"):
         Streams(model_bytes("detector"), [[], []], tracker=None, live=[True])
+
+
+def test_a_bt709_stream_is_read_with_its_own_matrix(baseline, tmp_path):
+    """A stream tagged BT.709 (HD cameras) goes to the letterbox with matrix='bt709': its
+    colours come back as they were, where BT.601 would shift them."""
+    from rknnx.vision import letterbox
+
+    path = str(tmp_path / "709.mp4")
+    img = np.zeros((240, 320, 3), np.uint8)
+    img[:, :160] = (40, 200, 60)
+    img[:, 160:] = (220, 60, 200)
+    with av.open(path, "w") as out:
+        vs = out.add_stream("libx264" if "libx264" in av.codecs_available else "mpeg4",
+                            rate=30)
+        vs.width, vs.height, vs.pix_fmt = 320, 240, "yuv420p"
+        vs.codec_context.colorspace, vs.codec_context.color_range = 1, 1   # BT.709, MPEG
+        for _ in range(3):
+            f = av.VideoFrame.from_ndarray(img, format="bgr24").reformat(
+                format="yuv420p", dst_colorspace="ITU709", dst_color_range="MPEG")
+            for packet in vs.encode(f):
+                out.mux(packet)
+        for packet in vs.encode(None):
+            out.mux(packet)
+    model = rknnx.Model(model_bytes("detector"))
+    with Detector(model) as det, Streams(model, [path], tracker=None,
+                                         frames=True) as streams:
+        for r in streams:
+            assert r.fmt == "i420" and r.matrix == "bt709"
+            got = r.bgr().astype(int)
+            assert np.abs(got[40:200, 20:140] - img[0, 0]).max() <= 4
+            assert np.abs(got[40:200, 180:300] - img[0, 200]).max() <= 4
+            as601 = letterbox(r.frame, (320, 240), fmt="i420")[0].astype(int)
+            assert np.abs(as601[120, 250] - img[0, 200]).max() > 10
+            want = det.detect(r.frame, fmt="i420", matrix="bt709")
+            np.testing.assert_array_equal(r.detections.boxes, want.boxes)
+            np.testing.assert_array_equal(r.detections.scores, want.scores)
+    model.close()

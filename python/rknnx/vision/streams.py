@@ -62,6 +62,7 @@ RKMPP = {"h264": "h264_rkmpp", "hevc": "hevc_rkmpp", "vp9": "vp9_rkmpp",
          "av1": "av1_rkmpp"}
 
 _END = object()                  # a stream's end, through its reorder buffer
+_AVCOL_SPC_BT709 = 1             # FFmpeg's AVColorSpace for BT.709
 _DMA_BUF_IOCTL_SYNC = 0x40086200  # _IOW('b', 0, struct dma_buf_sync { __u64 flags; })
 _SYNC_READ_START, _SYNC_READ_END = 1, 1 | 4
 
@@ -89,6 +90,9 @@ class Record(_RecordBase):
         (``fmt``), valid until the stream's next record; :meth:`bgr` converts.
     fmt : str
         ``"bgr"``, ``"nv12"`` or ``"i420"``.
+    matrix : str
+        The YUV matrix of an NV12 or I420 frame: ``"bt709"`` where the decoder reports
+        it, else ``"bt601"`` (limited range).
     error : BaseException or None
         Set on a failed stream's last record (its `detections` and `tracks` None): why it
         ended.
@@ -96,11 +100,13 @@ class Record(_RecordBase):
 
     frame = None
     fmt = None
+    matrix = "bt601"
     error = None
 
     def bgr(self) -> np.ndarray:
-        """The frame as a new uint8 BGR ``(h, w, 3)`` array (NV12 and I420: BT.601
-        limited range, converted by :func:`rknnx.vision.letterbox` at scale 1)."""
+        """The frame as a new uint8 BGR ``(h, w, 3)`` array (NV12 and I420 by their
+        `matrix`, limited range, converted by :func:`rknnx.vision.letterbox` at scale
+        1)."""
         if self.frame is None:
             raise ValueError("Record.bgr: no frame (Streams(..., frames=True) keeps them)")
         if self.fmt == "bgr":
@@ -108,7 +114,7 @@ class Record(_RecordBase):
         w, h = _size_of(self.frame, self.fmt)
         from rknnx.vision.letterbox import letterbox
 
-        return letterbox(self.frame, (w, h), fmt=self.fmt)[0]
+        return letterbox(self.frame, (w, h), fmt=self.fmt, matrix=self.matrix)[0]
 
     def __repr__(self) -> str:
         what = f"error={self.error!r}" if self.error is not None else (
@@ -142,10 +148,11 @@ def _size_of(frame, fmt):
 class _Item:
     """One decoded frame on its way: what detect takes, and its bookkeeping."""
 
-    __slots__ = ("index", "pts", "data", "fmt", "t", "epoch", "keep", "size")
+    __slots__ = ("index", "pts", "data", "fmt", "matrix", "t", "epoch", "keep", "size")
 
-    def __init__(self, index, pts, data, fmt, epoch, keep=None):
+    def __init__(self, index, pts, data, fmt, epoch, keep=None, matrix="bt601"):
         self.index, self.pts, self.data, self.fmt = index, pts, data, fmt
+        self.matrix = matrix
         self.t = time.perf_counter()
         self.epoch = epoch
         self.keep = keep                 # what the planes' memory lives in (a mapping)
@@ -278,9 +285,9 @@ class _Source:
     def __init__(self, engine, st):
         self.engine, self.st = engine, st
 
-    def post(self, data, fmt, keep=None, pts=None):
+    def post(self, data, fmt, keep=None, pts=None, matrix="bt601"):
         st = self.st
-        item = _Item(st.decoded, pts, data, fmt, st.epoch, keep)
+        item = _Item(st.decoded, pts, data, fmt, st.epoch, keep, matrix)
         st.decoded += 1
         if self.engine.skip(st, item):
             return
@@ -454,26 +461,27 @@ class _AvSource(_Source):
         pts = float(frame.pts * self.tb) if frame.pts is not None and self.tb else None
         fmt = frame.format.name
         w, h = frame.width, frame.height
-        if fmt in ("yuv420p", "yuvj420p") and eng.i420:
+        # the stream's own matrix where the decoder reports it (BT.709: HD cameras);
+        # unspecified or anything else: BT.601, PyAV's and OpenCV's default
+        matrix = "bt709" if getattr(frame, "colorspace", None) == _AVCOL_SPC_BT709 \
+            else "bt601"
+        if fmt == "yuv420p":             # the software decoders' planes, as they are
             p = frame.planes
             data = (_plane(p[0], h, p[0].line_size, w),
                     _plane(p[1], h // 2, p[1].line_size, w // 2),
                     _plane(p[2], h // 2, p[2].line_size, w // 2))
             kind = "i420"
-        elif fmt == "nv12" or fmt in ("yuv420p", "yuvj420p"):
-            if fmt != "nv12":
-                # this letterbox takes no I420 yet: the decoder's planes reformatted to
-                # NV12 by libswscale (a chroma interleave, no RGB)
-                frame = frame.reformat(format="nv12")
+        elif fmt == "nv12":              # MPP's frames, with its aligned pitch
             p = frame.planes
             data = (_plane(p[0], h, p[0].line_size, w),
                     _plane(p[1], h // 2, p[1].line_size, w))
             kind = "nv12"
         else:
-            # another pixel format (4:2:2, 4:4:4, 10-bit, RGB): BGR by libswscale
+            # another pixel format (4:2:2, 4:4:4, 10-bit, full-range JPEG YUV from a
+            # webcam's MJPEG, RGB): BGR by libswscale, which knows its range
             data, kind = frame.to_ndarray(format="bgr24"), "bgr"
         eng.pace(st, pts)
-        self.post(data, kind, frame, pts)
+        self.post(data, kind, frame, pts, matrix)
 
 
 # --------------------------------------------------------------------------------------------
@@ -527,8 +535,7 @@ class _Stream:
 
 
 class _Engine:
-    def __init__(self, det, own_det, streams, *, frames, detect_fps, reconnect, timeout,
-                 i420):
+    def __init__(self, det, own_det, streams, *, frames, detect_fps, reconnect, timeout):
         self.det = det
         self.own_det = own_det
         self.streams = streams
@@ -536,7 +543,6 @@ class _Engine:
         self.detect_fps = detect_fps
         self.reconnect = reconnect
         self.timeout = timeout
-        self.i420 = i420
         self.cv = threading.Condition(threading.Lock())
         self.stop_event = threading.Event()
         self.rr = 0
@@ -664,11 +670,11 @@ class _Engine:
                 if item.keep is not None and isinstance(item.keep, _DmaBuf):
                     item.keep.sync(_SYNC_READ_START)
                     try:
-                        result = det.detect(item.data, fmt=item.fmt)
+                        result = det.detect(item.data, fmt=item.fmt, matrix=item.matrix)
                     finally:
                         item.keep.sync(_SYNC_READ_END)
                 else:
-                    result = det.detect(item.data, fmt=item.fmt)
+                    result = det.detect(item.data, fmt=item.fmt, matrix=item.matrix)
             except Exception as exc:
                 result = exc
             self.deliver(st, seq, item, result)
@@ -720,7 +726,7 @@ class _Engine:
         st.records += 1
         rec = Record(st.stream, item.index, item.pts, result, tracks)
         if self.frames:
-            rec.frame, rec.fmt = item.data, item.fmt
+            rec.frame, rec.fmt, rec.matrix = item.data, item.fmt, item.matrix
         return rec
 
     def track(self, st, item, dets):
@@ -861,19 +867,6 @@ def _set_done(fut):
 # --------------------------------------------------------------------------------------------
 # the public object
 # --------------------------------------------------------------------------------------------
-def _probe_i420() -> bool:
-    """Whether this letterbox takes I420 planes (``fmt="i420"``)."""
-    from rknnx.vision.letterbox import letterbox
-
-    y = np.zeros((2, 2), np.uint8)
-    c = np.zeros((1, 1), np.uint8)
-    try:
-        letterbox((y, c, c), (2, 2), fmt="i420")
-    except (ValueError, TypeError):
-        return False
-    return True
-
-
 def _sources(sources):
     """[(name or None, source)] of `sources`: a list/tuple, a dict {name: source}, or one
     path/URL."""
@@ -1026,7 +1019,7 @@ class Streams(Closable):
                 streams.append(_Stream(k, self.names[k], s, lv,
                                        None if template is None else template.copy()))
             self._engine = _Engine(det, own, streams, frames=frames, detect_fps=detect_fps,
-                                   reconnect=reconnect, timeout=timeout, i420=_probe_i420())
+                                   reconnect=reconnect, timeout=timeout)
         except BaseException:
             if own:
                 det.close()
