@@ -45,6 +45,11 @@ Scenarios (``--only`` picks some, by name):
                  letterbox (resize, copyMakeBorder, cvtColor) + the zoo's Python
                  post-processing (tests/vision/zoo_reference.py) on its float32 outputs, with
                  the per-stage breakdown (the emulated NPU work left out of the host CPU)
+- ``streams``    4 H.264 streams (1280x720, 1920x1080) -> tracks, host CPU per frame:
+                 ``rknnx.vision.Streams`` against cv2.VideoCapture + a pool of RKNNLite
+                 contexts + cv2 letterbox + the zoo's Python post-processing (+ trackers'
+                 ByteTrack), the decoders' share and the CPU inside rknn_run left out; the
+                 decoder's YUV into the letterbox vs PyAV's bgr24 + letterbox (bench/streams.py)
 - ``pool``       1..N workers with simulated NPU time: raw threads with one session each,
                  ``rknnx.Pool``, and a C thread pool on the same runtime; throughput vs N
 - ``track``      one ``rknnx.vision.Tracker.update`` at 5, 20 and 100 objects against
@@ -101,7 +106,8 @@ import track as track_bench       # bench/track.py: the track scenario
 HERE = Path(__file__).resolve().parent
 INCLUDE = HERE.parent / "include" / "rknnx"
 SCENARIOS = ("overhead", "sizes", "chain", "rknnlite", "detector", "letterbox",
-             "letterbox_sizes", "decode", "masks", "pipeline", "pool", "standin", "track")
+             "letterbox_sizes", "decode", "masks", "pipeline", "streams", "pool", "standin",
+             "track")
 SIZES = {"224x224x3": (224, 224), "640x640x3": (640, 640), "1920x1080x3": (1080, 1920)}
 CAMERA = (1080, 1920)          # the camera frame the pre-processing starts from (H, W)
 
@@ -1036,9 +1042,20 @@ RUNNERS = {"overhead": scenario_overhead, "sizes": scenario_sizes, "chain": scen
            "standin": scenario_standin,
            "letterbox_sizes": lambda st, tmp, c, counters, say: letterbox_sizes.run(
                st, tmp, say, frame_model, save),
-           "track": lambda st, tmp, c, counters, say: track_bench.scenario(st.quick, say)}
+           "track": lambda st, tmp, c, counters, say: track_bench.scenario(st.quick, say),
+           "streams": lambda st, tmp, c, counters, say:
+           _streams().scenario(st.quick, tmp, counters, say)}
 STEPS = {"letterbox_sizes": 1, "overhead": 2, "sizes": None, "chain": 1, "rknnlite": 1, "detector": 1, "letterbox": 1,
-         "decode": 1, "masks": 1, "pipeline": 1, "pool": None, "standin": 1, "track": 3}
+         "decode": 1, "masks": 1, "pipeline": 1, "pool": None, "standin": 1, "streams": 2, "track": 3}
+
+
+def _streams():
+    """bench/streams.py (the streams scenario's own module)."""
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    import streams
+
+    return streams
 
 
 # -- the targets ----------------------------------------------------------------------------------
@@ -1122,6 +1139,8 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
         add("camera frame 1920x1080 -> boxes, host CPU per frame: RKNNLite + cv2 letterbox + "
             "zoo Python post-processing / rknnx.vision.Detector", round(pl["ratio"], 1),
             ">= 8x", pl["ratio"] >= 8, "x")
+    for row in _streams().target_rows(r.get("streams")):
+        add(*row)
     dc = r.get("decode")
     if dc and "ratio" in dc:
         add("decode + NMS, yolov8n 640 int8 9 outputs, 20 objects: the zoo's Python "
@@ -1319,6 +1338,8 @@ def report(r: Dict[str, Any]) -> str:
             out.append(_row_table(rows))
             if "ratio" in pl:
                 out.append(f"ratio (host CPU): x{pl['ratio']:.1f}")
+    if r.get("streams"):
+        out.extend(_streams().report_lines(r["streams"]))
     p = r.get("pool")
     if p:
         out.append(f"== pool ({p['frames']} frames, simulated NPU time {p['npu_time_us']} us) ==")
