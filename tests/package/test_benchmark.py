@@ -177,6 +177,14 @@ def test_quick_suite_runs_and_writes_its_results(runtime, tmp_path):
               "decode": 3 if "ratio" in dc else 0, "masks": 2 if "ratio" in mk else 0,
               "pipeline": 1 if "ratio" in pl else 0,
               "streams": 3 if "sizes" in sm else 0}
+    # the letterbox sweep (the lowest ratio, one thread and cv2's threads), decode alone per
+    # frame against the zoo's C post_process, the tracker at 20 and 100 objects (with trackers)
+    ls, tk = (r.get(k) or {} for k in ("letterbox_sizes", "track"))
+    vision["letterbox_sizes"] = 2 if ls and "skipped" not in ls else 0
+    vision["decode alone"] = len((dc.get("post_process") or {}).get("frames", {})) \
+        if "ratio" in dc else 0
+    vision["track"] = sum(bool(tk.get("counts", {}).get(n, {}).get("ratio", {}).get(
+        "trackers 2.6.1 ByteTrack")) for n in ("20", "100")) if tk else 0
     if "sizes" in sm:
         # every frame of the 4 streams through both pipelines, at both sizes
         assert list(sm["sizes"]) == ["1280x720", "1920x1080"], sm
