@@ -188,6 +188,8 @@ class Detector(Closable):
             # a first decode of the (unrun) outputs checks family and the other
             # parameters now (conf 1: the unrun memory's candidates are few)
             decode(self.family, self._sessions[0], **{**self._decode_kw, "conf": 1.0})
+            self._layouts = [a.layout if len(a.dims) == 4 else None
+                             for a in self._sessions[0].output_attrs]
         except BaseException:
             self._release()
             raise
@@ -276,7 +278,11 @@ class Detector(Closable):
             t1 = time.perf_counter()
             session.run()
             t2 = time.perf_counter()
-            det = decode(self.family, session, **self._decode_kw)
+            # the session's views, infos and layouts as decode(session) reads them, given
+            # so that decode's plan of the first frame serves the next
+            det = decode(self.family, session.outputs, session.output_infos,
+                         layout=self._layouts, input_size=self.input_size,
+                         **self._decode_kw)
         except BaseException as exc:
             # the frames of the error hold views of the session's memory
             _guard.forget_frames(exc)
