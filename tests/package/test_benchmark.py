@@ -176,9 +176,14 @@ def test_quick_suite_runs_and_writes_its_results(runtime, tmp_path):
                                                        "letterbox_sizes"))
     vision = {"letterbox": 4 if lb and "skipped" not in lb else 0,
               "letterbox_sizes": 2 if ls and "skipped" not in ls else 0,
-              "decode": 3 if "ratio" in dc else 0, "masks": 2 if "ratio" in mk else 0,
+              # decode: its 3, and one per frame of the post_process comparison
+              "decode": 3 + len((dc.get("post_process") or {}).get("frames", {}))
+              if "ratio" in dc else 0, "masks": 2 if "ratio" in mk else 0,
               "pipeline": 1 if "ratio" in pl else 0,
-              "streams": 3 if "sizes" in sm else 0}
+              # streams: one per size measured, and the YUV-against-BGR line
+              "streams": 0 if not sm or "skipped" in sm else
+              sum(1 for v in sm.get("sizes", {}).values() if v.get("ratio"))
+              + bool(sm.get("yuv_vs_bgr"))}
     if ls and "skipped" not in ls:
         # every camera size x format x target, each with both OpenCV thread counts
         assert len(ls["cases"]) == 6 * 3 * 3, sorted(ls["cases"])
