@@ -171,18 +171,27 @@ def test_quick_suite_runs_and_writes_its_results(runtime, tmp_path):
     else:
         assert sd["skipped"].startswith("no vendor .rknn"), sd
     # the vision scenarios' targets, when they ran (letterbox and pipeline need OpenCV)
-    lb, dc, mk, pl, sm = (r.get(k) or {} for k in ("letterbox", "decode", "masks",
-                                                    "pipeline", "streams"))
+    lb, dc, mk, pl, sm, ls = (r.get(k) or {} for k in ("letterbox", "decode", "masks",
+                                                       "pipeline", "streams",
+                                                       "letterbox_sizes"))
     vision = {"letterbox": 4 if lb and "skipped" not in lb else 0,
-              "decode": 3 if "ratio" in dc else 0, "masks": 2 if "ratio" in mk else 0,
+              "letterbox_sizes": 2 if ls and "skipped" not in ls else 0,
+              # decode: its 3, and one per frame of the post_process comparison
+              "decode": 3 + len((dc.get("post_process") or {}).get("frames", {}))
+              if "ratio" in dc else 0, "masks": 2 if "ratio" in mk else 0,
               "pipeline": 1 if "ratio" in pl else 0,
-              "streams": 3 if "sizes" in sm else 0}
-    # the letterbox sweep (the lowest ratio, one thread and cv2's threads), decode alone per
-    # frame against the zoo's C post_process, the tracker at 20 and 100 objects (with trackers)
-    ls, tk = (r.get(k) or {} for k in ("letterbox_sizes", "track"))
-    vision["letterbox_sizes"] = 2 if ls and "skipped" not in ls else 0
-    vision["decode alone"] = len((dc.get("post_process") or {}).get("frames", {})) \
-        if "ratio" in dc else 0
+              # streams: one per size measured, and the YUV-against-BGR line
+              "streams": 0 if not sm or "skipped" in sm else
+              sum(1 for v in sm.get("sizes", {}).values() if v.get("ratio"))
+              + bool(sm.get("yuv_vs_bgr"))}
+    if ls and "skipped" not in ls:
+        # every camera size x format x target, each with both OpenCV thread counts
+        assert len(ls["cases"]) == 6 * 3 * 3, sorted(ls["cases"])
+        assert "3840x2160 i420 session" in ls["cases"] and "640x480 bgr nchw" in ls["cases"]
+        for case in ls["cases"].values():
+            assert min(case.values()) > 0, case
+    # the tracker at 20 and 100 objects (where trackers is installed)
+    tk = r.get("track") or {}
     vision["track"] = sum(bool(tk.get("counts", {}).get(n, {}).get("ratio", {}).get(
         "trackers 2.6.1 ByteTrack")) for n in ("20", "100")) if tk else 0
     if "sizes" in sm:
