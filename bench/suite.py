@@ -45,8 +45,16 @@ Scenarios (``--only`` picks some, by name):
                  letterbox (resize, copyMakeBorder, cvtColor) + the zoo's Python
                  post-processing (tests/vision/zoo_reference.py) on its float32 outputs, with
                  the per-stage breakdown (the emulated NPU work left out of the host CPU)
+- ``streams``    4 H.264 streams (1280x720, 1920x1080) -> tracks, host CPU per frame:
+                 ``rknnx.vision.Streams`` against cv2.VideoCapture + a pool of RKNNLite
+                 contexts + cv2 letterbox + the zoo's Python post-processing (+ trackers'
+                 ByteTrack), the decoders' share and the CPU inside rknn_run left out; the
+                 decoder's YUV into the letterbox vs PyAV's bgr24 + letterbox (bench/streams.py)
 - ``pool``       1..N workers with simulated NPU time: raw threads with one session each,
                  ``rknnx.Pool``, and a C thread pool on the same runtime; throughput vs N
+- ``track``      one ``rknnx.vision.Tracker.update`` at 5, 20 and 100 objects against
+                 roboflow ``trackers`` 2.6.1's ByteTrack (and norfair when installed) on the
+                 same detections, interleaved, medians of 3 (bench/track.py)
 - ``standin``    the emulator standing in for a vendor ``.rknn`` (``--standin-model``,
                  default ``yolo640_rk3588.rknn`` of the vendor data when it is here: a
                  640x640x3 input, three 255-channel heads): the general flow phase by phase;
@@ -93,11 +101,13 @@ import rknnx
 from rknnx import benchmark as B
 
 import letterbox_sizes            # bench/letterbox_sizes.py: the letterbox_sizes scenario
+import track as track_bench       # bench/track.py: the track scenario
 
 HERE = Path(__file__).resolve().parent
 INCLUDE = HERE.parent / "include" / "rknnx"
 SCENARIOS = ("overhead", "sizes", "chain", "rknnlite", "detector", "letterbox",
-             "letterbox_sizes", "decode", "masks", "pipeline", "pool", "standin")
+             "letterbox_sizes", "decode", "masks", "pipeline", "streams", "pool", "standin",
+             "track")
 SIZES = {"224x224x3": (224, 224), "640x640x3": (640, 640), "1920x1080x3": (1080, 1920)}
 CAMERA = (1080, 1920)          # the camera frame the pre-processing starts from (H, W)
 
@@ -1031,9 +1041,21 @@ RUNNERS = {"overhead": scenario_overhead, "sizes": scenario_sizes, "chain": scen
            "masks": scenario_masks, "pipeline": scenario_pipeline, "pool": scenario_pool,
            "standin": scenario_standin,
            "letterbox_sizes": lambda st, tmp, c, counters, say: letterbox_sizes.run(
-               st, tmp, say, frame_model, save)}
+               st, tmp, say, frame_model, save),
+           "track": lambda st, tmp, c, counters, say: track_bench.scenario(st.quick, say),
+           "streams": lambda st, tmp, c, counters, say:
+           _streams().scenario(st.quick, tmp, counters, say)}
 STEPS = {"letterbox_sizes": 1, "overhead": 2, "sizes": None, "chain": 1, "rknnlite": 1, "detector": 1, "letterbox": 1,
-         "decode": 1, "masks": 1, "pipeline": 1, "pool": None, "standin": 1}
+         "decode": 1, "masks": 1, "pipeline": 1, "pool": None, "standin": 1, "streams": 2, "track": 3}
+
+
+def _streams():
+    """bench/streams.py (the streams scenario's own module)."""
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    import streams
+
+    return streams
 
 
 # -- the targets ----------------------------------------------------------------------------------
@@ -1117,6 +1139,8 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
         add("camera frame 1920x1080 -> boxes, host CPU per frame: RKNNLite + cv2 letterbox + "
             "zoo Python post-processing / rknnx.vision.Detector", round(pl["ratio"], 1),
             ">= 8x", pl["ratio"] >= 8, "x")
+    for row in _streams().target_rows(r.get("streams")):
+        add(*row)
     dc = r.get("decode")
     if dc and "ratio" in dc:
         add("decode + NMS, yolov8n 640 int8 9 outputs, 20 objects: the zoo's Python "
@@ -1142,6 +1166,12 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
             mk["ratio"] >= 4, "x")
         add("(the same with the decode on both sides)", round(mk["ratio_with_decode"], 1),
             "(info)", True, "x")
+    tk = r.get("track")
+    for n in ("20", "100") if tk else ():
+        ratio = tk["counts"].get(n, {}).get("ratio", {}).get("trackers 2.6.1 ByteTrack")
+        if ratio:
+            add(f"Tracker.update at {n} objects: trackers 2.6.1 ByteTrack / rknnx.vision."
+                f"Tracker", round(ratio, 1), ">= 30x", ratio >= 30, "x")
     sd = r.get("standin")
     if sd and "ratio" in sd:
         add(f"stand-in of {sd['model']}: its run / the general flow's conversions (set + get)",
@@ -1269,6 +1299,9 @@ def report(r: Dict[str, Any]) -> str:
             if "post_process" in dc:
                 import decode_cost
                 out += decode_cost.report(dc["post_process"], B._ns)
+    if r.get("track"):
+        out.append("== track ==")
+        out.append(track_bench.report_lines(r["track"]))
     mk = r.get("masks")
     if mk:
         if "skipped" in mk:
@@ -1305,6 +1338,8 @@ def report(r: Dict[str, Any]) -> str:
             out.append(_row_table(rows))
             if "ratio" in pl:
                 out.append(f"ratio (host CPU): x{pl['ratio']:.1f}")
+    if r.get("streams"):
+        out.extend(_streams().report_lines(r["streams"]))
     p = r.get("pool")
     if p:
         out.append(f"== pool ({p['frames']} frames, simulated NPU time {p['npu_time_us']} us) ==")

@@ -87,6 +87,11 @@ class Detections:
         return int(self.boxes.shape[0])
 
     def __getitem__(self, key) -> "Detections":
+        return self._take(self._key(key))
+
+    def _key(self, key):
+        """``key`` checked against the boxes and made an index numpy takes the same rows
+        with from every array (an int becomes a slice of one)."""
         n = len(self)
         if isinstance(key, (bool, np.bool_)):
             raise TypeError("Detections: index with an int, a slice or an array, not a bool")
@@ -109,6 +114,10 @@ class Detections:
             else:
                 raise IndexError(f"Detections: index with an int, a slice, an integer array "
                                  f"or a bool array; got {key.dtype} of shape {key.shape}")
+        return key
+
+    def _take(self, key) -> "Detections":
+        """The rows ``key`` (from :meth:`_key`) as a :class:`Detections`."""
         d = Detections(self.boxes[key], self.scores[key], self.classes[key],
                        None if self.masks is None else self.masks[key],
                        None if self.keypoints is None else self.keypoints[key],
