@@ -175,6 +175,12 @@ def test_quick_suite_runs_and_writes_its_results(runtime, tmp_path):
     vision = {"letterbox": 4 if lb and "skipped" not in lb else 0,
               "decode": 3 if "ratio" in dc else 0, "masks": 2 if "ratio" in mk else 0,
               "pipeline": 1 if "ratio" in pl else 0}
+    # the tracker's time per update (bench/track.py); its targets where trackers is here
+    tk = r["track"]
+    assert list(tk["counts"]) == ["5", "20", "100"]
+    assert all(c["ns_per_update"]["rknnx Tracker"] > 0 for c in tk["counts"].values())
+    vision["track"] = sum(1 for n in ("20", "100")
+                          if tk["counts"][n]["ratio"].get("trackers 2.6.1 ByteTrack"))
     if "ratio" in dc:
         assert dc["same_as_reference"] is True, dc
         # the zoo's C port (bench/c/zoo_yolov8.c) keeps what decode keeps on this frame
