@@ -57,7 +57,7 @@ static void shared_put(emu_shared *s)
     free(s);
 }
 
-static emu_shared *shared_new(emu_model *m, emu_answers *an)
+static emu_shared *shared_new(const emu_kind *kind, emu_model *m, emu_answers *an)
 {
     emu_shared *s = calloc(1, sizeof *s);
     uint32_t ni = emu_model_n_inputs(m), no = emu_model_n_outputs(m);
@@ -72,6 +72,7 @@ static emu_shared *shared_new(emu_model *m, emu_answers *an)
         return NULL;
     }
     atomic_store(&s->refs, 1);
+    s->kind = kind;
     s->model = m;
     s->answers = an;
     uint32_t sets = emu_model_n_shape_sets(m);
@@ -257,9 +258,10 @@ void emu_kind_add(const emu_kind *k)
 }
 
 /* An emulator model (emulator/FORMAT.md): the model and its answers from the layout rules. */
-static int own_open(const uint8_t *bytes, size_t nbytes, const emu_platform **pp, int chosen,
+static int own_open(const void *model_bytes, size_t nbytes, const emu_platform **pp, int chosen,
                     emu_model **out, emu_answers **answers)
 {
+    const uint8_t *bytes = model_bytes;
     static const char fn[] = "rknn_init";
     const emu_platform *p = *pp;
     emu_model *m = NULL;
@@ -310,6 +312,10 @@ static int own_open(const uint8_t *bytes, size_t nbytes, const emu_platform **pp
     *out = m;
     return RKNN_SUCC;
 }
+
+/* the emulator's own format: what rknn_init reads when no kind added claims the bytes (no
+   sniff: own_open refuses bytes that are not of the format, in the runtime's words) */
+static const emu_kind g_own_kind = {"emulator model", NULL, own_open, emu_model_run};
 
 int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
               rknn_init_extend *extend)
@@ -400,9 +406,10 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
     for (int k = 0; k < g_n_kinds && !kind; k++)
         if (g_kinds[k]->sniff(bytes, nbytes))
             kind = g_kinds[k];
+    if (!kind)
+        kind = &g_own_kind;   /* and bytes that are no model are refused in its words */
     /* with no chip chosen the open plays the model's own (p is then that chip) */
-    rc = kind ? kind->open(bytes, nbytes, &p, chosen, &m, &an)
-              : own_open(bytes, nbytes, &p, chosen, &m, &an);
+    rc = kind->open(bytes, nbytes, &p, chosen, &m, &an);
     if (rc != RKNN_SUCC)
         goto fail;
     if (flag & RKNN_FLAG_SHARE_WEIGHT_MEM) {
@@ -435,7 +442,7 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
         goto fail;
     }
     c = emu_ctx_alloc(p, flag);
-    if (!c || !(c->shared = shared_new(m, an))) {
+    if (!c || !(c->shared = shared_new(kind, m, an))) {
         rc = RKNN_ERR_MALLOC_FAIL;
         goto fail;
     }

@@ -680,6 +680,7 @@ done:
     return rc;
 }
 
-static const emu_kind g_vendor_kind = {"vendor .rknn file", standin_sniff, standin_open};
+static const emu_kind g_vendor_kind = {"vendor .rknn file", standin_sniff, standin_open,
+                                       emu_standin_model_run};
 
 __attribute__((constructor)) static void standin_add_kind(void) { emu_kind_add(&g_vendor_kind); }

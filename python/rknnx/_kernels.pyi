@@ -31,7 +31,15 @@ def letterbox_run(src: np.ndarray, uv: Optional[np.ndarray], dst: np.ndarray, fm
                   w: int, h: int, src_row: int, src_px: int, src_ch: int, uv_row: int,
                   W: int, H: int, dst_row: int, dst_px: int, dst_ch: tuple, nw: int,
                   nh: int, left: int, top: int, swap_rb: bool,
-                  lut: Optional[np.ndarray], pad: bytes) -> None: ...
+                  lut: Optional[np.ndarray], pad: bytes, vplane: Optional[np.ndarray] = ...,
+                  v_row: int = ..., matrix: int = ..., elem: int = ...,
+                  padx: Optional[bytes] = ...) -> None: ...
+class YoloPlan:
+    nc: int
+    def __init__(self, family: int, scales: list, sources: list, arrays: list, nc: int,
+                 reg_max: int, sigmoid: bool, conf: float) -> None: ...
+    def run(self, arrays, iou: float, max_det: int, max_nms: int, agnostic: bool,
+            class_ok) -> Optional[tuple]: ...
 # the tracker of rknnx.vision.Tracker (rknn_ext/rknnx/_kernels_track.pxi)
 class TrackState:
     def __init__(self, high: float, low: float, new_track: float, match: float,

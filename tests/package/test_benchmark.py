@@ -171,16 +171,30 @@ def test_quick_suite_runs_and_writes_its_results(runtime, tmp_path):
     else:
         assert sd["skipped"].startswith("no vendor .rknn"), sd
     # the vision scenarios' targets, when they ran (letterbox and pipeline need OpenCV)
-    lb, dc, mk, pl = (r.get(k) or {} for k in ("letterbox", "decode", "masks", "pipeline"))
+    lb, dc, mk, pl, sm = (r.get(k) or {} for k in ("letterbox", "decode", "masks",
+                                                    "pipeline", "streams"))
     vision = {"letterbox": 4 if lb and "skipped" not in lb else 0,
               "decode": 3 if "ratio" in dc else 0, "masks": 2 if "ratio" in mk else 0,
-              "pipeline": 1 if "ratio" in pl else 0}
-    # the tracker's time per update (bench/track.py); its targets where trackers is here
-    tk = r["track"]
-    assert list(tk["counts"]) == ["5", "20", "100"]
-    assert all(c["ns_per_update"]["rknnx Tracker"] > 0 for c in tk["counts"].values())
-    vision["track"] = sum(1 for n in ("20", "100")
-                          if tk["counts"][n]["ratio"].get("trackers 2.6.1 ByteTrack"))
+              "pipeline": 1 if "ratio" in pl else 0,
+              "streams": 3 if "sizes" in sm else 0}
+    # the letterbox sweep (the lowest ratio, one thread and cv2's threads), decode alone per
+    # frame against the zoo's C post_process, the tracker at 20 and 100 objects (with trackers)
+    ls, tk = (r.get(k) or {} for k in ("letterbox_sizes", "track"))
+    vision["letterbox_sizes"] = 2 if ls and "skipped" not in ls else 0
+    vision["decode alone"] = len((dc.get("post_process") or {}).get("frames", {})) \
+        if "ratio" in dc else 0
+    vision["track"] = sum(bool(tk.get("counts", {}).get(n, {}).get("ratio", {}).get(
+        "trackers 2.6.1 ByteTrack")) for n in ("20", "100")) if tk else 0
+    if tk:
+        assert list(tk["counts"]) == ["5", "20", "100"]
+        assert all(c["ns_per_update"]["rknnx Tracker"] > 0 for c in tk["counts"].values())
+    if "sizes" in sm:
+        # every frame of the 4 streams through both pipelines, at both sizes
+        assert list(sm["sizes"]) == ["1280x720", "1920x1080"], sm
+        for v in sm["sizes"].values():
+            assert v["streams_host_ns"] > 0 and v["common_host_ns"] > 0 and v["ratio"] > 0
+            assert v["decoder_pyav_ns"] > 0 and v["decoder_cv2_ns"] > 0
+        assert sm["yuv_vs_bgr"]["frame"] == [1920, 1080]
     if "ratio" in dc:
         assert dc["same_as_reference"] is True, dc
         # the zoo's C port (bench/c/zoo_yolov8.c) keeps what decode keeps on this frame

@@ -395,6 +395,31 @@ def test_doctor_model_of_a_vendor_file_says_which_runtimes_load_it():
     assert "           loads on:   librknnmrt 2.3.2" in proc.stdout.splitlines()
 
 
+def test_doctor_gives_one_answer_for_an_int16_file_on_1_5_2(tmp_path):
+    """librknnrt 1.5.2 (the emulator playing it) loads a file with int16 tensors but answers
+    type 10 for them, which rknnx refuses (NotSupportedError): doctor's file section says
+    the file is unusable there, as the model line does, and exits 1 (it said 'loads on:
+    librknnrt 1.5.2' and then exited 1); the 2.x runtime opens it, exit 0."""
+    from helpers import synthetic_rknn
+
+    path = tmp_path / "w16a16i_dfp.rknn"
+    path.write_bytes(synthetic_rknn("{'attrs': {}}", dtype=("int16", 5)))
+    proc = cli("doctor", "--model", str(path),
+               env={"RKNNX_RUNTIME": "emulator-1.5.2", "RKNN_EMU_PLATFORM": "RK3588"})
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert any(ln.startswith("model:     cannot be opened: ") and "type 10" in ln
+               for ln in lines), lines
+    assert "           loads on:   librknnrt 1.6.0" in lines
+    assert ("           unusable:   librknnrt 1.5.2 (int16 tensors: it answers type 10 for "
+            "them (INT4 in the 2.x header), which rknnx cannot hold in a numpy array; "
+            "rknnx.Model refuses the file there (NotSupportedError))") in lines
+    assert not any("loads on:" in ln and "1.5.2" in ln for ln in lines), lines
+    proc = cli("doctor", "--model", str(path), env={**ENV, "RKNN_EMU_PLATFORM": "RK3588"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "model:     opens here (static shapes; " in proc.stdout
+
+
 def test_run_says_when_it_resizes_and_letterboxes(tmp_path):
     from PIL import Image
 

@@ -202,7 +202,8 @@ def file_lines(path, runtime_version, chip=None) -> list:
            f"{mf.chip or 'an unknown chip'}; {shapes}"]
     verdicts = mf.runtime_support()
     for verdict, label in (("loads", "loads on:  "), ("refuses", "refused by:"),
-                           ("crashes", "crashes:   "), ("unknown", "no record: ")):
+                           ("crashes", "crashes:   "), ("unusable", "unusable:  "),
+                           ("unknown", "no record: ")):
         names = [s.runtime if verdict == "loads" else f"{s.runtime} ({s.reason})"
                  for s in verdicts if s.verdict == verdict]
         if names:

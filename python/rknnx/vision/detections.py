@@ -68,6 +68,16 @@ class Detections:
         self.letterbox = None
 
     @classmethod
+    def _made(cls, boxes, scores, classes, names=None) -> "Detections":
+        """The decoder's own result: float32 [n, 4] boxes, float32 scores and int32
+        classes as the C wrote them (the checks of __init__ hold by construction)."""
+        d = cls.__new__(cls)
+        d.boxes, d.scores, d.classes = boxes, scores, classes
+        d.masks = d.keypoints = d.letterbox = None
+        d.names = tuple(names) if names is not None else None
+        return d
+
+    @classmethod
     def empty(cls, names=None) -> "Detections":
         """No boxes."""
         return cls(np.zeros((0, 4), np.float32), np.zeros(0, np.float32),
