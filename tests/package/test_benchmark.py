@@ -194,6 +194,9 @@ def test_quick_suite_runs_and_writes_its_results(runtime, tmp_path):
     tk = r.get("track") or {}
     vision["track"] = sum(bool(tk.get("counts", {}).get(n, {}).get("ratio", {}).get(
         "trackers 2.6.1 ByteTrack")) for n in ("20", "100")) if tk else 0
+    if tk:
+        assert list(tk["counts"]) == ["5", "20", "100"]
+        assert all(c["ns_per_update"]["rknnx Tracker"] > 0 for c in tk["counts"].values())
     if "sizes" in sm:
         # every frame of the 4 streams through both pipelines, at both sizes
         assert list(sm["sizes"]) == ["1280x720", "1920x1080"], sm
