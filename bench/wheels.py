@@ -74,6 +74,10 @@ def configurations(wheels: Path) -> List[Dict[str, Any]]:
              "wheel": f"rknnx-*-cp{nodot}-cp{nodot}-*x86_64*.whl", "env": {}},
             {"name": f"{ver}t cp{nodot}t", "python": ft,
              "wheel": f"rknnx-*-cp{nodot}-cp{nodot}t-*x86_64*.whl", "env": {"PYTHON_GIL": "0"}},
+            # the same free-threaded binary with the GIL turned on: the Pool's anchor of the
+            # very same build where the GIL build of the same source is not at hand
+            {"name": f"{ver}t+GIL cp{nodot}t", "python": ft,
+             "wheel": f"rknnx-*-cp{nodot}-cp{nodot}t-*x86_64*.whl", "env": {"PYTHON_GIL": "1"}},
         ]
     for c in out:
         found = sorted(glob.glob(str(wheels / c["wheel"])))
@@ -178,6 +182,11 @@ def run(wheels: Path, calls: int, frames: int, repeats: int = 3,
                 "ft_zero_copy_vs_gil": f["zero_copy_run_ns"] / g["zero_copy_run_ns"],
                 "ft_model_run_vs_gil": f["model_run_ns"] / g["model_run_ns"],
                 "ft_pool3_vs_gil": f["pool3_s"] / g["pool3_s"]}
+        fg = res["configs"].get(f"{ver}t+GIL cp{nodot}t")
+        if f and fg:
+            res.setdefault("ratios_same_binary", {})[ver] = {
+                "ft_pool3_vs_gil_on": f["pool3_s"] / fg["pool3_s"],
+                "ft_zero_copy_vs_gil_on": f["zero_copy_run_ns"] / fg["zero_copy_run_ns"]}
         if g and a:
             res.setdefault("abi3_cost_ns", {})[ver] = {
                 "zero_copy_run": a["zero_copy_run_ns"] - g["zero_copy_run_ns"],
@@ -193,8 +202,7 @@ def report(res: Dict[str, Any]) -> str:
     for name, c in res["configs"].items():
         lines.append(f"  {name:<14} {c['wheel'][:44]:<44} {c['zero_copy_run_ns']:>13.0f} ns "
                      f"{c['model_run_ns']:>9.0f} ns {c['pool3_s']:>8.3f} s"
-                     + ("" if not c["gil_enabled"] or name.split()[0][-1] != "t"
-                        else "  (GIL ON)"))
+                     + ("  (GIL on)" if c["gil_enabled"] and "t" in name.split()[0] else ""))
     for name, c in res["configs"].items():
         lines.append(f"  {name:<14} python {c['version']}: {c['python']}")
     for name, why in res["skipped"].items():
@@ -203,6 +211,10 @@ def report(res: Dict[str, Any]) -> str:
         lines.append(f"  {ver}t / {ver}: zero-copy run() x{r['ft_zero_copy_vs_gil']:.2f}, "
                      f"model.run() x{r['ft_model_run_vs_gil']:.2f} (goal <= 1.3); pool of 3 "
                      f"x{r['ft_pool3_vs_gil']:.2f} (goal <= 0.9)")
+    for ver, r in res.get("ratios_same_binary", {}).items():
+        lines.append(f"  {ver}t PYTHON_GIL=0 / PYTHON_GIL=1 (one binary): pool of 3 "
+                     f"x{r['ft_pool3_vs_gil_on']:.2f}, zero-copy run() "
+                     f"x{r['ft_zero_copy_vs_gil_on']:.2f}")
     for ver, r in res.get("abi3_cost_ns", {}).items():
         lines.append(f"  abi3 against cp{ver.replace('.', '')} on {ver}: "
                      f"{r['zero_copy_run']:+.0f} ns per zero-copy run(), "

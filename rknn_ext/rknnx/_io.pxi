@@ -467,14 +467,17 @@ cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) excep
     self._release()
     check(ret, b"rknn_set_io_mem")
     self._set_slot((kind, idx), mem)
+    a = attr.copy() if typed else None
     if typed:
-        mem._layout = lay
-        mem._attr = attr.copy()
-        (<TensorAttr>mem._attr)._ntype = ntype
-        mem._bound = True
-    else:
-        mem._bound = False
-        mem._attr = None
+        (<TensorAttr>a)._ntype = ntype
+    with cython.critical_section(mem):       # as bind(): a view copies the layout whole
+        if typed:
+            mem._layout = lay
+            mem._attr = a
+            mem._bound = True
+        else:
+            mem._bound = False
+            mem._attr = None
     return 0
 
 

@@ -933,7 +933,8 @@ cdef int _mm_bind(TensorMem mem, MatmulTensorAttr attr, _Layout* lay) except -1:
     ta.c.size_with_stride = attr.c.size
     ta.c.type = attr.c.type
     ta.c.fmt = RKNN_TENSOR_UNDEFINED
-    mem._layout = lay[0]
-    mem._attr = ta
-    mem._bound = True
+    with cython.critical_section(mem):       # as bind(): a view copies the layout whole
+        mem._layout = lay[0]
+        mem._attr = ta
+        mem._bound = True
     return 0

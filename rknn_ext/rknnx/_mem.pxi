@@ -418,15 +418,19 @@ cdef class TensorMem:
             raise ValueError(f"TensorMem of {self.mem.size} bytes is too small for tensor "
                              f"{attr.name!r} {list(attr.dims)} {_type_name(attr.c.type)} "
                              f"{attr.layout}: expected at least {lay.extent} bytes")
-        self._layout = lay
-        self._attr = attr.copy()
-        self._bound = True
+        attr = attr.copy()
+        # in a critical section on the mem, as a view copies the layout: never half of one
+        with cython.critical_section(self):
+            self._layout = lay
+            self._attr = attr
+            self._bound = True
         return self
 
     def unbind(self):
         """Make new views plain byte buffers again."""
-        self._bound = False
-        self._attr = None
+        with cython.critical_section(self):
+            self._bound = False
+            self._attr = None
 
     def raw(self):
         """A writable memoryview of the raw bytes (``size`` of them), whatever the binding.
