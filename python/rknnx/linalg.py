@@ -47,7 +47,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from rknnx import lowlevel as _ll
+from rknnx import _guard, lowlevel as _ll
 from rknnx.runtime import refuse_if_unsupported
 
 __all__ = ["matmul", "Matmul", "SUPPORTED"]
@@ -587,6 +587,7 @@ class Matmul:
         if self._ctx is None or self._ctx.closed:
             return
         self._views.clear()
+        _guard.settle_views(lambda: sum(m.exports for m in self._mems.values()))
         busy = [x for x, m in self._mems.items() if m.exports]
         if busy:
             raise BufferError(f"rknnx.Matmul.close: numpy views of {', '.join(busy)} are still "
