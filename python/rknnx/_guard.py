@@ -70,9 +70,16 @@ def settle_views(counts) -> int:
     n = counts()
     if n and FREE_THREADED:
         import gc
+        import time
 
         gc.collect()
-        n = counts()
+        # the maker's thread frees them at its next check of the interpreter's signals:
+        # wait for that a little (20 ms at most), never for ever
+        for _ in range(20):
+            n = counts()
+            if not n:
+                break
+            time.sleep(0.001)
     return n
 
 

@@ -368,8 +368,9 @@ class ZeroCopySession(Closable):
         mems = self._owned if mems is None else [m for m in mems if m is not None]
         self._inputs = self._outputs = ()
         _guard.settle_views(lambda: sum(m.exports for m in mems))
-        viewed = [m for m in mems if m.exports]
-        n = sum(m.exports for m in viewed)
+        counted = [(m, m.exports) for m in mems]     # one look: views may end meanwhile
+        viewed = [m for m, k in counted if k]
+        n = sum(k for _, k in counted)
         # the views are made again whatever the count: a check that passes may be
         # followed by no change at all (check_closable(), a Model.close() that another
         # refusal stops), and a session without its views would give () as inputs
