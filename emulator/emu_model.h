@@ -1,14 +1,25 @@
 /*
  * rknnx emulator: the contract between the model half (file format, parser, graph
- * executor: model.c, exec.c) and the runtime half (the rknn_* API: contexts, queries,
- * conversions, memory, cache emulation: runtime_core.c, runtime_context.c,
- * runtime_io.c, runtime_layout.c, runtime_mem.c, runtime_custom.c, runtime_matmul.c).
+ * executor, stand-in: exec.c, model.c, model_standin.c) and the runtime half (the rknn_*
+ * API: contexts, queries, conversions, memory, cache emulation: runtime_core.c,
+ * runtime_context.c, runtime_io.c, runtime_layout.c, runtime_mem.c, runtime_custom.c,
+ * runtime_matmul.c, ...).
  *
  * The executor works in the *model's* terms: every input and output buffer it sees is
  * in the tensor's model type (emu_io_desc.type) and logical layout (emu_io_desc.fmt,
  * dims), packed, no stride padding.  Everything the user-facing API adds on top
  * (user type/format conversion, mean/std, quantization, want_float, native NC1HWC2 /
  * NHWC layouts with w_stride, cache coherence) is the runtime half's job.
+ *
+ * The half's files, bottom first: a file calls functions of the files listed before it,
+ * never of one listed after it (tests/package/test_emulator_layers.py reads this list).
+ * Each kind of model brings its own run function (emu_model_run_fn), which the runtime
+ * half takes from its kinds' table, so no file runs another kind's model by name.
+ *   exec.c              the ops: their checks and shape inference (asked by the parser),
+ *                       their kernels, and the graph run of the emulator's own models
+ *   model.c             the parser of the emulator's format (emulator/FORMAT.md), the
+ *                       model's accessors and its free
+ *   model_standin.c     the stand-in model of a vendor file (no graph) and its run
  */
 #ifndef RKNNX_EMU_MODEL_H
 #define RKNNX_EMU_MODEL_H
@@ -116,10 +127,19 @@ int emu_model_op_views(const emu_model *m, uint32_t op_index, const void *const 
                        void *const *outputs, const emu_run_env *env, emu_tensor_view *ins,
                        uint32_t *n_in, emu_tensor_view *outs, uint32_t *n_out);
 
-/* Run the graph: inputs[i] holds input i packed in its model type and layout at the
+/* A model's run: inputs[i] holds input i packed in its model type and layout at the
    current shape set's dims; outputs[o] receives output o likewise.  Thread-safe for
    distinct env->internal buffers.  Returns RKNN_SUCC or a negative status. */
+typedef int (*emu_model_run_fn)(const emu_model *m, const void *const *inputs,
+                                void *const *outputs, const emu_run_env *env);
+
+/* The run of the emulator's own models (exec.c): the graph, op by op.  A stand-in, which
+   has none, is refused (RKNN_ERR_PARAM_INVALID): it runs by emu_standin_model_run. */
 int emu_model_run(const emu_model *m, const void *const *inputs, void *const *outputs,
                   const emu_run_env *env);
+/* The run of a stand-in (model_standin.c, docs/standin.md): every output filled from a
+   digest of the inputs at env->shape_set; the rest of env is not read. */
+int emu_standin_model_run(const emu_model *m, const void *const *inputs, void *const *outputs,
+                          const emu_run_env *env);
 
 #endif /* RKNNX_EMU_MODEL_H */

@@ -1,5 +1,7 @@
 /*
  * rknnx emulator, model half: op checks, shape inference, kernels and the graph run.
+ * The bottom of the half: the parser (model.c) asks it about each op; it names no other
+ * file's function (emu_model.h's file map).
  *
  * Numerics (python/rknnx/emulator/reference.py implements exactly the same rules; see
  * emulator/FORMAT.md, "Op semantics"):
@@ -891,8 +893,6 @@ int emu_model_op_views(const emu_model *m, uint32_t op_index, const void *const 
     if (env->shape_set >= rows)
         return RKNN_ERR_PARAM_INVALID;
     const emu_op *op = &m->ops[op_index];
-    if (m->standin)
-        return emu_standin_model_run(m, inputs, outputs, env->shape_set);
     run_ctx c = {m, env, env->shape_set, inputs, outputs, NULL};
     for (uint32_t k = 0; k < op->n_in; k++) {
         fill_view_desc(&c, op->in[k], &ins[k], 0);
@@ -947,7 +947,7 @@ int emu_model_run(const emu_model *m, const void *const *inputs, void *const *ou
         if (!outputs[i])
             return RKNN_ERR_OUTPUT_INVALID;
     if (m->standin)
-        return emu_standin_model_run(m, inputs, outputs, env->shape_set);
+        return RKNN_ERR_PARAM_INVALID;   /* no graph: its kind's run (emu_standin_model_run) */
     run_ctx c = {m, env, env->shape_set, inputs, outputs,
                  env->internal ? env->internal + m->set_scratch[env->shape_set] : NULL};
     for (uint32_t o = 0; o < m->n_ops; o++) {

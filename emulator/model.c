@@ -98,43 +98,7 @@ static int rd_str(rd *r, char *dst, size_t cap, uint32_t min_len)
     return 0;
 }
 
-/* ---- helpers shared with exec.c -------------------------------------------------------- */
-
-size_t emu_model_dtype_size(rknn_tensor_type t)
-{
-    switch (t) {
-    case RKNN_TENSOR_INT8: case RKNN_TENSOR_UINT8: case RKNN_TENSOR_BOOL: return 1;
-    case RKNN_TENSOR_FLOAT16: case RKNN_TENSOR_INT16: case RKNN_TENSOR_UINT16:
-    case RKNN_TENSOR_BFLOAT16: return 2;
-    case RKNN_TENSOR_FLOAT32: case RKNN_TENSOR_INT32: case RKNN_TENSOR_UINT32: return 4;
-    case RKNN_TENSOR_INT64: return 8;
-    default: return 0;                 /* INT4 (sub-byte) and unknown values */
-    }
-}
-
 static uint32_t n_sets_rows(const emu_model *m) { return m->n_sets ? m->n_sets : 1; }
-
-const uint32_t *emu_model_tensor_dims(const emu_model *m, uint32_t set, uint32_t t)
-{
-    return m->set_dims + (uint64_t)set * m->dims_per_set + m->tensors[t].dim_offset;
-}
-
-uint64_t emu_model_tensor_elems(const emu_model *m, uint32_t set, uint32_t t)
-{
-    const uint32_t *d = emu_model_tensor_dims(m, set, t);
-    uint64_t n = 1;
-    for (uint32_t i = 0; i < m->tensors[t].n_dims; i++)
-        n *= d[i];                     /* bounded by EMU_MAX_ELEMS at inference time */
-    return n;
-}
-
-const emu_attr *emu_model_find_attr(const emu_op *op, const char *name)
-{
-    for (uint32_t i = 0; i < op->n_attrs; i++)
-        if (strcmp(op->attrs[i].name, name) == 0)
-            return &op->attrs[i];
-    return NULL;
-}
 
 /* ---- freeing --------------------------------------------------------------------------- */
 

@@ -1,6 +1,8 @@
 /*
- * rknnx emulator, model half: the parsed model shared by model.c (parser, accessors)
- * and exec.c (kernels, graph run).  Private to those two files.
+ * rknnx emulator, model half: the parsed model shared by exec.c (op checks, shape
+ * inference, kernels, graph run), model.c (parser, accessors) and model_standin.c (the
+ * stand-in model).  Private to the model half (the runtime half reads only the format's
+ * magic and version from it, in rknn_init).
  *
  * Everything here is immutable once emu_model_load returns, so any number of threads may
  * run one model at once as long as each brings its own env->internal buffer.
@@ -10,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "emu_model.h"
 
 /* ---- file format constants (see emulator/FORMAT.md) ---------------------------------- */
@@ -122,19 +125,48 @@ struct emu_model {
     uint64_t *set_scratch;             /* max(1,n_sets): offset of the scratch area */
     uint64_t internal_size;
     emu_io_desc *in_desc, *out_desc;   /* declared descs (set 0) */
-    int standin;                       /* a stand-in (model_standin.c): no graph; a run
-                                          fills the outputs from a digest of the inputs */
+    int standin;                       /* a stand-in (model_standin.c): no graph; its kind's
+                                          run (emu_standin_model_run) fills the outputs from
+                                          a digest of the inputs */
 };
 
-/* model_standin.c: the run of a stand-in model (docs/standin.md). */
-int emu_standin_model_run(const emu_model *m, const void *const *inputs, void *const *outputs,
-                          uint32_t set);
+/* ---- the parsed model's accessors, for every file of the half --------------------------
+ * Inline here, so that no file of the half calls another for them: the half's files call
+ * downward only (emu_model.h's file map). */
+static inline size_t emu_model_dtype_size(rknn_tensor_type t)   /* 0 if unsupported */
+{
+    switch (t) {
+    case RKNN_TENSOR_INT8: case RKNN_TENSOR_UINT8: case RKNN_TENSOR_BOOL: return 1;
+    case RKNN_TENSOR_FLOAT16: case RKNN_TENSOR_INT16: case RKNN_TENSOR_UINT16:
+    case RKNN_TENSOR_BFLOAT16: return 2;
+    case RKNN_TENSOR_FLOAT32: case RKNN_TENSOR_INT32: case RKNN_TENSOR_UINT32: return 4;
+    case RKNN_TENSOR_INT64: return 8;
+    default: return 0;                 /* INT4 (sub-byte) and unknown values */
+    }
+}
 
-/* ---- shared helpers ------------------------------------------------------------------ */
-size_t emu_model_dtype_size(rknn_tensor_type t);  /* 0 if unsupported */
-const uint32_t *emu_model_tensor_dims(const emu_model *m, uint32_t set, uint32_t t);
-uint64_t emu_model_tensor_elems(const emu_model *m, uint32_t set, uint32_t t);
-const emu_attr *emu_model_find_attr(const emu_op *op, const char *name);
+/* the dims of tensor t at shape set `set` (its row in set_dims) */
+static inline const uint32_t *emu_model_tensor_dims(const emu_model *m, uint32_t set, uint32_t t)
+{
+    return m->set_dims + (uint64_t)set * m->dims_per_set + m->tensors[t].dim_offset;
+}
+
+static inline uint64_t emu_model_tensor_elems(const emu_model *m, uint32_t set, uint32_t t)
+{
+    const uint32_t *d = emu_model_tensor_dims(m, set, t);
+    uint64_t n = 1;
+    for (uint32_t i = 0; i < m->tensors[t].n_dims; i++)
+        n *= d[i];                     /* bounded by EMU_MAX_ELEMS at inference time */
+    return n;
+}
+
+static inline const emu_attr *emu_model_find_attr(const emu_op *op, const char *name)
+{
+    for (uint32_t i = 0; i < op->n_attrs; i++)
+        if (strcmp(op->attrs[i].name, name) == 0)
+            return &op->attrs[i];
+    return NULL;
+}
 
 /* exec.c: checks op i's types and attrs and decodes them into the op (load time); then
    computes its output dims from its input dims for one shape set. */

@@ -168,8 +168,19 @@ static void put_elem(rknn_tensor_type t, uint8_t *q, uint32_t b)
 }
 
 int emu_standin_model_run(const emu_model *m, const void *const *inputs, void *const *outputs,
-                          uint32_t set)
+                          const emu_run_env *env)
 {
+    if (!m || !m->standin || !env || !inputs || !outputs)
+        return RKNN_ERR_PARAM_INVALID;
+    uint32_t set = env->shape_set;
+    if (set >= (m->n_sets ? m->n_sets : 1))
+        return RKNN_ERR_PARAM_INVALID;
+    for (uint32_t i = 0; i < m->n_inputs; i++)
+        if (!inputs[i])
+            return RKNN_ERR_INPUT_INVALID;
+    for (uint32_t o = 0; o < m->n_outputs; o++)
+        if (!outputs[o])
+            return RKNN_ERR_OUTPUT_INVALID;
     uint64_t d = 14695981039346656037ull;
     for (uint32_t i = 0; i < m->n_inputs; i++) {
         uint32_t t = m->inputs[i];

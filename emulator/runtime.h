@@ -143,6 +143,13 @@ typedef struct emu_platform {
 
 const emu_platform *emu_platform_find(const char *name);   /* case-insensitive; NULL if unknown */
 const emu_platform *emu_platform_current(int *from_env_bad); /* control, else env, else RK3588 */
+/* The same, and *chosen 1 when the control or the environment chose it (0: RK3588 by default) */
+const emu_platform *emu_platform_choice(int *from_env_bad, int *chosen);
+/* The chip rknn_init plays for a model built for `built_for` (its target; NULL: none named):
+   p, unless no chip was chosen and the model names a chip of another NPU group: then that
+   chip, said once per chip in a "W rknnx:" line */
+const emu_platform *emu_platform_for_model(const emu_platform *p, int chosen,
+                                           const char *built_for);
 uint32_t emu_platform_count(void);
 const emu_platform *emu_platform_at(uint32_t i);
 int emu_platform_supports_func(const emu_platform *p, const char *func);
@@ -387,25 +394,33 @@ const rknn_tensor_attr *emu_answers_attr(const emu_answers *an, int is_out, uint
                                          int kind, int current, uint32_t set);
 
 /* ---- contexts ------------------------------------------------------------------------------ */
+typedef struct emu_kind emu_kind;
+
 typedef struct emu_shared {   /* a loaded model shared by dup'd / weight-sharing contexts */
     atomic_long refs;
+    const emu_kind *kind;     /* the kind it was opened by: its run runs it */
     emu_model *model;
     emu_answers *answers;     /* what rknn_query and the calls answer for it */
     uint64_t *max_in_bytes;   /* per input: model-format bytes, max over shape sets */
     uint64_t *max_out_bytes;
 } emu_shared;
 
-/* A kind of model rknn_init can load besides the emulator's own format (a vendor .rknn
-   file: standin.c).  A kind adds itself with emu_kind_add from a constructor of its file,
-   so that the context layer, which loads models, never names an upper file. */
-typedef struct emu_kind {
+/* A kind of model rknn_init can load: the emulator's own format (runtime_context.c), and
+   besides it a vendor .rknn file (standin.c).  A kind adds itself with emu_kind_add from a
+   constructor of its file, so that the context layer, which loads models, never names an
+   upper file; and it brings the run of its models, so that rknn_run runs each model by its
+   kind's function and the model half never runs another kind's model by name. */
+struct emu_kind {
     const char *name;
-    int (*sniff)(const void *bytes, size_t n);        /* 1: these bytes are of this kind */
-    /* the model and its answers for platform p; else the runtime's status, having logged its
-       lines */
-    int (*open)(const void *bytes, size_t n, const emu_platform *p, emu_model **model,
-                emu_answers **answers);
-} emu_kind;
+    int (*sniff)(const void *bytes, size_t n);        /* 1: these bytes are of this kind
+                                                         (NULL: the fallback, the own format) */
+    /* the model and its answers for platform *p; else the runtime's status, having logged
+       its lines.  With no chip chosen (chosen 0) a model of another chip's NPU group sets *p to
+       its own chip (emu_platform_for_model) instead of being refused */
+    int (*open)(const void *bytes, size_t n, const emu_platform **p, int chosen,
+                emu_model **model, emu_answers **answers);
+    emu_model_run_fn run;     /* runs a model open returned (emu_model.h) */
+};
 
 enum { EMU_FLOW_NONE = 0, EMU_FLOW_GENERAL = 1, EMU_FLOW_ZERO_COPY = 2 };
 

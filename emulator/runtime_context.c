@@ -57,7 +57,7 @@ static void shared_put(emu_shared *s)
     free(s);
 }
 
-static emu_shared *shared_new(emu_model *m, emu_answers *an)
+static emu_shared *shared_new(const emu_kind *kind, emu_model *m, emu_answers *an)
 {
     emu_shared *s = calloc(1, sizeof *s);
     uint32_t ni = emu_model_n_inputs(m), no = emu_model_n_outputs(m);
@@ -72,6 +72,7 @@ static emu_shared *shared_new(emu_model *m, emu_answers *an)
         return NULL;
     }
     atomic_store(&s->refs, 1);
+    s->kind = kind;
     s->model = m;
     s->answers = an;
     uint32_t sets = emu_model_n_shape_sets(m);
@@ -257,10 +258,12 @@ void emu_kind_add(const emu_kind *k)
 }
 
 /* An emulator model (emulator/FORMAT.md): the model and its answers from the layout rules. */
-static int own_open(const uint8_t *bytes, size_t nbytes, const emu_platform *p, emu_model **out,
-                    emu_answers **answers)
+static int own_open(const void *model_bytes, size_t nbytes, const emu_platform **pp, int chosen,
+                    emu_model **out, emu_answers **answers)
 {
+    const uint8_t *bytes = model_bytes;
     static const char fn[] = "rknn_init";
+    const emu_platform *p = *pp;
     emu_model *m = NULL;
     int rc;
     int mini = p->family == EMU_FAM_RV1106 || p->family == EMU_FAM_RK2118;
@@ -291,6 +294,7 @@ static int own_open(const uint8_t *bytes, size_t nbytes, const emu_platform *p, 
         return rc;
     }
     const char *target = emu_model_target(m);
+    p = *pp = emu_platform_for_model(p, chosen, target);
     if (target && *target) {
         const emu_platform *tp = emu_platform_find(target);
         if (!tp || strcmp(tp->npu_group, p->npu_group) != 0) {
@@ -309,6 +313,10 @@ static int own_open(const uint8_t *bytes, size_t nbytes, const emu_platform *p, 
     return RKNN_SUCC;
 }
 
+/* the emulator's own format: what rknn_init reads when no kind added claims the bytes (no
+   sniff: own_open refuses bytes that are not of the format, in the runtime's words) */
+static const emu_kind g_own_kind = {"emulator model", NULL, own_open, emu_model_run};
+
 int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
               rknn_init_extend *extend)
 {
@@ -320,8 +328,8 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
         return RKNN_ERR_PARAM_INVALID;
     }
     *context = 0;
-    int env_bad;
-    const emu_platform *p = emu_platform_current(&env_bad);
+    int env_bad, chosen;
+    const emu_platform *p = emu_platform_choice(&env_bad, &chosen);
     if (!p) {
         EMU_ERR(fn, "RKNN_EMU_PLATFORM='%s' is not a known chip", getenv("RKNN_EMU_PLATFORM"));
         return RKNN_ERR_DEVICE_UNAVAILABLE;
@@ -398,7 +406,10 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
     for (int k = 0; k < g_n_kinds && !kind; k++)
         if (g_kinds[k]->sniff(bytes, nbytes))
             kind = g_kinds[k];
-    rc = kind ? kind->open(bytes, nbytes, p, &m, &an) : own_open(bytes, nbytes, p, &m, &an);
+    if (!kind)
+        kind = &g_own_kind;   /* and bytes that are no model are refused in its words */
+    /* with no chip chosen the open plays the model's own (p is then that chip) */
+    rc = kind->open(bytes, nbytes, &p, chosen, &m, &an);
     if (rc != RKNN_SUCC)
         goto fail;
     if (flag & RKNN_FLAG_SHARE_WEIGHT_MEM) {
@@ -431,7 +442,7 @@ int rknn_init(rknn_context *context, void *model, uint32_t size, uint32_t flag,
         goto fail;
     }
     c = emu_ctx_alloc(p, flag);
-    if (!c || !(c->shared = shared_new(m, an))) {
+    if (!c || !(c->shared = shared_new(kind, m, an))) {
         rc = RKNN_ERR_MALLOC_FAIL;
         goto fail;
     }

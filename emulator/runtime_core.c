@@ -322,11 +322,13 @@ const emu_platform *emu_platform_find(const char *name)
     return NULL;
 }
 
-const emu_platform *emu_platform_current(int *env_bad)
+const emu_platform *emu_platform_choice(int *env_bad, int *chosen)
 {
     const emu_platform *p;
     if (env_bad)
         *env_bad = 0;
+    if (chosen)
+        *chosen = 1;
     pthread_mutex_lock(&g_ctl_lock);
     p = g_platform_override;
     pthread_mutex_unlock(&g_ctl_lock);
@@ -339,7 +341,29 @@ const emu_platform *emu_platform_current(int *env_bad)
             *env_bad = 1;
         return p;
     }
+    if (chosen)
+        *chosen = 0;
     return &g_platforms[0];
+}
+
+const emu_platform *emu_platform_current(int *env_bad) { return emu_platform_choice(env_bad, NULL); }
+
+/* A PC user with no chip chosen opens a model of RK3566 and means to run it: the emulator
+   plays the chip the model was built for, saying so once per chip (a board refuses such a
+   model, and so does the emulator where a chip was chosen: the caller's check). */
+const emu_platform *emu_platform_for_model(const emu_platform *p, int chosen,
+                                           const char *built_for)
+{
+    static atomic_uint said;
+    const emu_platform *fp = built_for ? emu_platform_find(built_for) : NULL;
+    if (chosen || !fp || strcmp(fp->npu_group, p->npu_group) == 0)
+        return p;
+    unsigned bit = 1u << (unsigned)(fp - g_platforms);
+    if (emu_log_enabled(EMU_LOG_W) && !(atomic_fetch_or(&said, bit) & bit))
+        fprintf(stderr, "W rknnx: no chip chosen (RKNN_EMU_PLATFORM or "
+                "EmulatorControl.set_platform): the emulator plays %s, the chip the model was "
+                "built for; a chosen chip refuses a model of another, as a board does\n", fp->name);
+    return fp;
 }
 
 int rknn_emu_set_platform(const char *name)

@@ -441,7 +441,7 @@ int rknn_run(rknn_context context, rknn_run_extend *extend)
                         b->attr.pass_through ? EMU_CONV_RAW : EMU_CONV_TO_MODEL, b->mem->dev,
                         &lay[2 * i], c->in_buf[i], &lay[2 * i + 1]);
     }
-    rc = emu_model_run(c->m, ins, (void *const *)outs, &env);
+    rc = c->shared->kind->run(c->m, ins, (void *const *)outs, &env);   /* its kind's run */
     if (rc == RKNN_SUCC)
         emu_npu_apply_outputs(c);   /* rknn_emu_set_npu_output: the NPU "wrote" these */
     int64_t npu = emu_npu_time_us();

@@ -398,9 +398,10 @@ static int refuse(int mode, int status_glibc, const char *line)
 }
 
 /* the kind's open (emu_kind): the stand-in model and the answers of the runtime played */
-static int standin_open(const void *bytes, size_t nbytes, const emu_platform *p, emu_model **model,
-                        emu_answers **out)
+static int standin_open(const void *bytes, size_t nbytes, const emu_platform **pp, int chosen,
+                        emu_model **model, emu_answers **out)
 {
+    const emu_platform *p = *pp;
     *out = NULL;
     *model = NULL;
     int mode = sd_mode(p);
@@ -429,6 +430,9 @@ static int standin_open(const void *bytes, size_t nbytes, const emu_platform *p,
         return rc == RKNNX_FILE_E_NOMEM ? RKNN_ERR_MALLOC_FAIL
                                          : (mode == EMU_SD_MINI ? RKNN_ERR_FAIL : RKNN_ERR_MODEL_INVALID);
     }
+    /* no chip chosen: the file's own, and that chip's runtime (the mini runtime of RV1106) */
+    p = *pp = emu_platform_for_model(p, chosen, f->chip[0] ? f->chip : NULL);
+    mode = sd_mode(p);
     emu_answers *sd = NULL;
     emu_io_desc *ins = NULL, *outs = NULL;
     uint32_t *in_dims = NULL, *out_dims = NULL;
@@ -676,6 +680,7 @@ done:
     return rc;
 }
 
-static const emu_kind g_vendor_kind = {"vendor .rknn file", standin_sniff, standin_open};
+static const emu_kind g_vendor_kind = {"vendor .rknn file", standin_sniff, standin_open,
+                                       emu_standin_model_run};
 
 __attribute__((constructor)) static void standin_add_kind(void) { emu_kind_add(&g_vendor_kind); }

@@ -24,6 +24,23 @@ from helpers import (EMULATOR_ITSELF, GENERAL_PLATFORMS, NEEDS_EMULATOR, PLATFOR
                      model_bytes, random_input, rss_kib, skip_on_vendor_runtime, vendor_models,
                      vendor_runtime)
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """Parallel where pytest-xdist is loaded: what ``-n auto --dist loadgroup`` asks (one
+    worker per core; a module that builds something once stays on one worker), unless -n
+    was given (``-n 0``: one process).  pyproject.toml's addopts name no xdist option, since
+    a pytest without xdist (``pip install .`` does not bring it; a board's Debian pytest)
+    stops at an option it does not know.  Runs before xdist's own hook, which reads these."""
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput") \
+            or os.environ.get("PYTEST_XDIST_WORKER"):
+        return None
+    if config.option.numprocesses is None:
+        config.option.numprocesses = "auto"
+        if config.option.dist == "no":
+            config.option.dist = "loadgroup"
+    return None
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "needs(*functions): the test calls these librknnrt functions, which "

@@ -30,10 +30,14 @@ const char *rknn_emu_version(void);
 
 /* ---- platform ------------------------------------------------------------------------- */
 /* Choose the personality of contexts created from now on (existing contexts keep theirs).
- * name NULL or "" reverts to RKNN_EMU_PLATFORM / the default.  Returns 0, or
- * RKNN_ERR_PARAM_INVALID (-5) for an unknown name. */
+ * name NULL or "" reverts to RKNN_EMU_PLATFORM / the default.  With neither this control nor
+ * RKNN_EMU_PLATFORM, no chip is chosen: rknn_init plays the chip a model was built for (the
+ * default, RK3588, for one that names none or a chip of RK3588's NPU) and says so once per
+ * chip in a "W rknnx:" line; a chosen chip refuses a model of another NPU, as a board does.
+ * Returns 0, or RKNN_ERR_PARAM_INVALID (-5) for an unknown name. */
 int rknn_emu_set_platform(const char *name);
-/* The personality the next rknn_init would use (static string). */
+/* The personality the next rknn_init would use (static string); with no chip chosen, the
+ * default (a model of another chip plays its own: rknn_emu_context_platform says which). */
 const char *rknn_emu_get_platform(void);
 /* Known personalities: names by index 0 .. count-1 (NULL past the end). */
 int rknn_emu_platform_count(void);

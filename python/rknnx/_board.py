@@ -145,11 +145,12 @@ def _mini_refuses_container(model: bytes, chip: Optional[str]) -> bool:
 
 def _other_chip_fix(runtime: dict, built_for: str, chip: str) -> str:
     """What to do about a model built for another chip: on a board, convert it again; on
-    the emulator, which plays every chip, choose the model's."""
+    the emulator, which plays every chip (the model's own when none is chosen: it refuses
+    only where one was), choose the model's."""
     again = f"convert the model again with rknn-toolkit2 for target_platform='{chip.lower()}'"
     if runtime.get("is_emulator"):
         return (f"the emulator plays {built_for} when told so (RKNN_EMU_PLATFORM={built_for} in "
-                f"the environment); for a board of {chip}, {again}")
+                f"the environment) or when no chip is chosen; for a board of {chip}, {again}")
     return again
 
 

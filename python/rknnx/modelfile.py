@@ -393,6 +393,10 @@ class RuntimeFacts:
         ``""`` when it loads models with custom operators, else what happens.
     source : str
         Where the facts come from.
+    int16 : str
+        ``""`` when rknnx runs a file with int16 tensors (a ``w16a16i_dfp`` build) on it,
+        else why not: the runtime loads such a file but answers a type for those tensors
+        that rknnx cannot hold, so ``rknnx.Model`` refuses it (NotSupportedError).
     """
 
     runtime: str
@@ -402,6 +406,7 @@ class RuntimeFacts:
     refuses_family: dict
     source: str
     custom_ops: str = ""
+    int16: str = ""
 
 
 _GLIBC_CHIPS = ("RK3562", "RK3566", "RK3568", "RK3576", "RK3588", "RV1126B")
@@ -428,7 +433,10 @@ RUNTIME_FACTS: tuple = (
         source="runtime 1.5.2 (armhf) on every corpus file and the container 1 files of "
                "rknpu2 c28b080",
         custom_ops="aborts the process in rknn_init (dual_residual_custom, toolkit 1.6.1, "
-                   "after 'RKNN Model version: 1.6.1 not match with rknn runtime version')"),
+                   "after 'RKNN Model version: 1.6.1 not match with rknn runtime version')",
+        int16="int16 tensors: it answers type 10 for them (INT4 in the 2.x header), which "
+              "rknnx cannot hold in a numpy array; rknnx.Model refuses the file there "
+              "(NotSupportedError)"),
     RuntimeFacts(
         runtime="librknnrt 1.6.0", chips=_GLIBC_CHIPS, reads=frozenset({1, 2, 6}),
         refuses={0x1004: "Invalid RKNN format"},
@@ -451,8 +459,10 @@ class Support:
     ----------
     runtime : str
     verdict : str
-        ``"loads"``, ``"refuses"``, ``"crashes"``, ``"other chip"`` (the runtime does not
-        serve the file's chip) or ``"unknown"`` (no record for this container version).
+        ``"loads"``, ``"refuses"``, ``"crashes"``, ``"unusable"`` (the runtime loads the
+        file, rknnx cannot use what it answers: the reason says why), ``"other chip"`` (the
+        runtime does not serve the file's chip) or ``"unknown"`` (no record for this
+        container version).
     reason : str
     """
 
@@ -486,6 +496,9 @@ def runtime_support(model: ModelFile) -> tuple:
             out.append(Support(f.runtime, "refuses", f.refuses_family[model.npu_family]))
         elif ver in f.reads and model.custom_ops and f.custom_ops:
             out.append(Support(f.runtime, "crashes", f"custom operators: {f.custom_ops}"))
+        elif ver in f.reads and f.int16 and any(
+                t.dtype == "int16" for t in model.file_inputs + model.file_outputs):
+            out.append(Support(f.runtime, "unusable", f.int16))
         elif ver in f.reads:
             out.append(Support(f.runtime, "loads", f"reads container {_ver(ver)}"))
         else:

@@ -25,6 +25,21 @@
 #include <immintrin.h>
 #endif
 
+/* Byte shuffles of 16-byte vectors with constant indices: __builtin_shufflevector
+   (Clang, GCC >= 12) or __builtin_shuffle (GCC 10 and 11); SHUF2 picks from a (0..15)
+   and b (16..31). */
+#if RKNNX_K_VQ
+typedef unsigned char rknnx_lb_b16 __attribute__((vector_size(16)));
+#if RKNNX_K_WIDE
+#define RKNNX_LB_SHUF(a, ...) __builtin_shufflevector(a, a, __VA_ARGS__)
+#define RKNNX_LB_SHUF2(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+typedef unsigned char rknnx_lb_m16 __attribute__((vector_size(16)));
+#define RKNNX_LB_SHUF(a, ...) __builtin_shuffle(a, (rknnx_lb_m16){__VA_ARGS__})
+#define RKNNX_LB_SHUF2(a, b, ...) __builtin_shuffle(a, b, (rknnx_lb_m16){__VA_ARGS__})
+#endif
+#endif
+
 /* ---- the taps of one axis ------------------------------------------------------------ */
 
 void rknnx_lb_taps(ptrdiff_t s, ptrdiff_t n, int bits, int32_t *i, int32_t *wgt)
@@ -121,21 +136,31 @@ static void rknnx_lb_vblend(const unsigned char *restrict r0, const unsigned cha
 
 /* ---- source rows ----------------------------------------------------------------------- */
 
-/* The per-call tables of the NV12 conversion: each term of letterbox.h's sums by its
+/* The Q20 coefficients of the YUV -> BGR sums (letterbox.h): Y, R from V, G from V, G
+   from U, B from U, per matrix (RKNNX_LB_BT601, RKNNX_LB_BT709). */
+static const int32_t rknnx_lb_coef[2][5] = {
+    {1220542, 1673527, -852492, -409993, 2116026},     /* BT.601: OpenCV's integers */
+    {1220945, 1879825, -558796, -223607, 2215014}      /* BT.709: from Kr, Kb (letterbox.h) */
+};
+
+/* The per-call tables of the YUV conversion: each term of letterbox.h's sums by its
    byte, the rounding constant in the Y term. */
 typedef struct rknnx_lb_yuv {
     int32_t y[256], rv[256], gv[256], gu[256], bu[256];
+    int32_t k[5];               /* the matrix's coefficients (the vector paths') */
 } rknnx_lb_yuv;
 
-static void rknnx_lb_yuv_init(rknnx_lb_yuv *t)
+static void rknnx_lb_yuv_init(rknnx_lb_yuv *t, int matrix)
 {
-    for (int32_t k = 0; k < 256; k++) {
-        const int32_t c = k - 128, yy = k - 16;
-        t->y[k] = (yy < 0 ? 0 : yy) * 1220542 + (1 << 19);
-        t->rv[k] = 1673527 * c;
-        t->gv[k] = -852492 * c;
-        t->gu[k] = -409993 * c;
-        t->bu[k] = 2116026 * c;
+    const int32_t *k = rknnx_lb_coef[matrix == RKNNX_LB_BT709];
+    memcpy(t->k, k, sizeof t->k);
+    for (int32_t i = 0; i < 256; i++) {
+        const int32_t c = i - 128, yy = i - 16;
+        t->y[i] = (yy < 0 ? 0 : yy) * k[0] + (1 << 19);
+        t->rv[i] = k[1] * c;
+        t->gv[i] = k[2] * c;
+        t->gu[i] = k[3] * c;
+        t->bu[i] = k[4] * c;
     }
 }
 
@@ -150,53 +175,82 @@ static inline unsigned char rknnx_lb_sat(int32_t v)
     return (unsigned char)v;
 }
 
-/* ---- NV12 -> BGR in vectors ---------------------------------------------------------
+/* ---- YUV -> BGR in vectors ---------------------------------------------------------
    The same Q20 sums as the tables, lane by lane in 32-bit integers, over a run of pixel
-   pairs: the Y bytes and the UV bytes read as 16-bit lanes (little-endian: the low byte
-   is the even pixel's Y, the U) split into the even and the odd pixels, one chroma term
-   per pair.  Each pixel leaves as a 32-bit word B | G << 8 | R << 16 stored at d + 3x,
-   its fourth byte overwritten by the next pixel; the last pixel of a step stores 3. */
+   pairs: the Y bytes read as 16-bit lanes (little-endian: the low byte is the even
+   pixel's) split into the even and the odd pixels, one chroma term per pair (NV12: the UV
+   bytes as 16-bit lanes, U low; I420: N bytes of each plane).  Each pixel becomes a 32-bit
+   word B | G << 8 | R << 16; the words are put in pixel order (a shuffle of the even and
+   odd vectors) and their fourth bytes dropped (a byte shuffle of each 16 bytes: 4 pixels,
+   12 bytes stored with 4 bytes of slack, which the next step or the row's slack takes). */
 #if RKNNX_K_VQ && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define RKNNX_LB_VYUV 1
 #else
 #define RKNNX_LB_VYUV 0
 #endif
 
-#define RKNNX_LB_YUV_STEP(NAME, VI, VH, N, ATTR)                                         \
+#define RKNNX_LB_ARGS(...) __VA_ARGS__
+#if RKNNX_K_WIDE
+#define RKNNX_LB_SHUFI(M, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define RKNNX_LB_SHUFI(M, a, b, ...) __builtin_shuffle(a, b, (M){__VA_ARGS__})
+#endif
+
+/* 12 bytes of 4 words (B, G, R of each, the fourth dropped) at d; 16 written */
+#define RKNNX_LB_PACK4(d, wp)                                                               \
+    do {                                                                                    \
+        rknnx_lb_b16 q_;                                                                    \
+        memcpy(&q_, (wp), 16);                                                              \
+        q_ = RKNNX_LB_SHUF(q_, 0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 15, 15, 15, 15);     \
+        memcpy((d), &q_, 16);                                                               \
+    } while (0)
+
+#define RKNNX_LB_YUV_STEP(NAME, VI, VH, VB, N, LO, HI, ATTR)                               \
     ATTR static ptrdiff_t NAME(const unsigned char *restrict Y,                            \
-                               const unsigned char *restrict UV, unsigned char *restrict d, \
-                               ptrdiff_t x, ptrdiff_t end)                                   \
+                               const unsigned char *restrict U,                            \
+                               const unsigned char *restrict V, int i420,                  \
+                               const int32_t *k, unsigned char *restrict d, ptrdiff_t x,   \
+                               ptrdiff_t end)                                              \
     {                                                                                      \
+        const int32_t ky = k[0], krv = k[1], kgv = k[2], kgu = k[3], kbu = k[4];           \
         for (; x + 2 * (N) <= end; x += 2 * (N)) {                                         \
-            VH wy, wc;                                                                     \
+            VH wy;                                                                         \
+            VI u, v;                                                                       \
             memcpy(&wy, Y + x, sizeof wy);                                                 \
-            memcpy(&wc, UV + x, sizeof wc);                                                \
+            if (i420) {                                                                    \
+                VB bu, bv;                                                                 \
+                memcpy(&bu, U + x / 2, sizeof bu);                                         \
+                memcpy(&bv, V + x / 2, sizeof bv);                                         \
+                u = __builtin_convertvector(bu, VI) - 128;                                 \
+                v = __builtin_convertvector(bv, VI) - 128;                                 \
+            } else {                                                                       \
+                VH wc;                                                                     \
+                memcpy(&wc, U + x, sizeof wc);                                             \
+                u = __builtin_convertvector(wc & 0xff, VI) - 128;                          \
+                v = __builtin_convertvector(wc >> 8, VI) - 128;                            \
+            }                                                                              \
             VI ye = __builtin_convertvector(wy & 0xff, VI) - 16;                           \
             VI yo = __builtin_convertvector(wy >> 8, VI) - 16;                             \
-            VI u = __builtin_convertvector(wc & 0xff, VI) - 128;                           \
-            VI v = __builtin_convertvector(wc >> 8, VI) - 128;                             \
-            ye = (ye & ~(ye >> 31)) * 1220542 + (1 << 19);                                 \
-            yo = (yo & ~(yo >> 31)) * 1220542 + (1 << 19);                                 \
-            const VI cb = u * 2116026, cg = v * -852492 + u * -409993, cr = v * 1673527;   \
+            ye = (ye & ~(ye >> 31)) * ky + (1 << 19);                                      \
+            yo = (yo & ~(yo >> 31)) * ky + (1 << 19);                                      \
+            const VI cb = u * kbu, cg = v * kgv + u * kgu, cr = v * krv;                   \
             VI px[2];                                                                      \
-            for (int k = 0; k < 2; k++) {                                                  \
-                const VI yy = k ? yo : ye;                                                 \
+            for (int j = 0; j < 2; j++) {                                                  \
+                const VI yy = j ? yo : ye;                                                 \
                 VI b = (yy + cb) >> 20, g = (yy + cg) >> 20, r = (yy + cr) >> 20;          \
                 b = (b & ~(b >> 31)) | ((255 - b) >> 31);                                  \
                 g = (g & ~(g >> 31)) | ((255 - g) >> 31);                                  \
                 r = (r & ~(r >> 31)) | ((255 - r) >> 31);                                  \
-                px[k] = (b & 255) | ((g & 255) << 8) | ((r & 255) << 16);                  \
+                px[j] = (b & 255) | ((g & 255) << 8) | ((r & 255) << 16);                  \
             }                                                                              \
-            int32_t e[N], o[N];                                                            \
-            memcpy(e, &px[0], sizeof e);                                                   \
-            memcpy(o, &px[1], sizeof o);                                                   \
+            const VI lo = RKNNX_LB_SHUFI(VI, px[0], px[1], LO);                            \
+            const VI hi = RKNNX_LB_SHUFI(VI, px[0], px[1], HI);                            \
             unsigned char *q = d + 3 * x;                                                  \
-            for (int k = 0; k < (N) - 1; k++) {                                            \
-                memcpy(q + 6 * k, &e[k], 4);                                               \
-                memcpy(q + 6 * k + 3, &o[k], 4);                                           \
-            }                                                                              \
-            memcpy(q + 6 * ((N) - 1), &e[(N) - 1], 4);                                     \
-            memcpy(q + 6 * ((N) - 1) + 3, &o[(N) - 1], 3);                                 \
+            /* in rising addresses: each store's 4 bytes of slack are the next's */         \
+            for (int j = 0; j < (N) / 4; j++)                                              \
+                RKNNX_LB_PACK4(q + 12 * j, (const unsigned char *)&lo + 16 * j);           \
+            for (int j = 0; j < (N) / 4; j++)                                              \
+                RKNNX_LB_PACK4(q + 3 * (N) + 12 * j, (const unsigned char *)&hi + 16 * j); \
         }                                                                                  \
         return x;                                                                          \
     }
@@ -204,12 +258,15 @@ static inline unsigned char rknnx_lb_sat(int32_t v)
 #if RKNNX_LB_VYUV
 typedef int32_t rknnx_lb_v4i __attribute__((vector_size(16)));
 typedef uint16_t rknnx_lb_v4h __attribute__((vector_size(8)));
-RKNNX_LB_YUV_STEP(rknnx_lb_yuv_v128, rknnx_lb_v4i, rknnx_lb_v4h, 4, )
+typedef unsigned char rknnx_lb_v4b __attribute__((vector_size(4)));
+RKNNX_LB_YUV_STEP(rknnx_lb_yuv_v128, rknnx_lb_v4i, rknnx_lb_v4h, rknnx_lb_v4b, 4,
+                  RKNNX_LB_ARGS(0, 4, 1, 5), RKNNX_LB_ARGS(2, 6, 3, 7), )
 #endif
 #if RKNNX_LB_VYUV && RKNNX_K_AVX2
 typedef int32_t rknnx_lb_v8i __attribute__((vector_size(32)));
-RKNNX_LB_YUV_STEP(rknnx_lb_yuv_avx2, rknnx_lb_v8i, rknnx_lb_v8h, 8,
-                  __attribute__((target("avx2"))))
+RKNNX_LB_YUV_STEP(rknnx_lb_yuv_avx2, rknnx_lb_v8i, rknnx_lb_v8h, rknnx_lb_v8b, 8,
+                  RKNNX_LB_ARGS(0, 8, 1, 9, 2, 10, 3, 11),
+                  RKNNX_LB_ARGS(4, 12, 5, 13, 6, 14, 7, 15), __attribute__((target("avx2"))))
 #endif
 
 typedef struct rknnx_lb_rows {
@@ -222,9 +279,9 @@ typedef struct rknnx_lb_rows {
 } rknnx_lb_rows;
 
 /* The columns of row y the taps read, converted to 3 bytes a pixel into d (pixel x at
-   d + 3x): NV12 -> BGR, or gathered from pixels that are not 3 contiguous bytes.  Table
-   lookups at scattered columns: GCC's -O3 vectorizer makes this loop about 2.7 times
-   slower (measured on x86-64), so it is kept out here. */
+   d + 3x; d has 16 bytes of slack): NV12 or I420 -> BGR, or gathered from pixels that are
+   not 3 contiguous bytes.  Table lookups at scattered columns: GCC's -O3 vectorizer makes
+   this loop about 2.7 times slower (measured on x86-64), so it is kept out here. */
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-tree-vectorize")))
 #endif
@@ -233,9 +290,11 @@ static void rknnx_lb_convert(const rknnx_lb_params *p, const rknnx_lb_rows *rs, 
 {
     const int32_t *restrict cols = rs->cols;
     const ptrdiff_t n = rs->ncols;
-    if (p->fmt == RKNNX_LB_NV12) {
+    if (p->fmt != RKNNX_LB_BGR) {
+        const int i420 = p->fmt == RKNNX_LB_I420;
         const unsigned char *restrict Y = p->src + y * p->src_row;
-        const unsigned char *restrict UV = p->uv + (y >> 1) * p->uv_row;
+        const unsigned char *restrict U = p->uv + (y >> 1) * p->uv_row;
+        const unsigned char *restrict V = i420 ? p->v + (y >> 1) * p->v_row : U + 1;
         const rknnx_lb_yuv *restrict t = rs->yuv;
         ptrdiff_t j = 0;
 #if RKNNX_LB_VYUV
@@ -245,16 +304,24 @@ static void rknnx_lb_convert(const rknnx_lb_params *p, const rknnx_lb_rows *rs, 
             ptrdiff_t x = x0;
 #if RKNNX_K_AVX2
             if (rknnx_k_path() >= 2 && rknnx_k_have_avx2())
-                x = rknnx_lb_yuv_avx2(Y, UV, d, x, end);
+                x = rknnx_lb_yuv_avx2(Y, U, V, i420, t->k, d, x, end);
 #endif
-            x = rknnx_lb_yuv_v128(Y, UV, d, x, end);
-            while (j < n && cols[j] < x)
-                j++;
+            x = rknnx_lb_yuv_v128(Y, U, V, i420, t->k, d, x, end);
+            /* the first listed column the vectors left (ascending: a binary search) */
+            ptrdiff_t hi = n;
+            while (j < hi) {
+                const ptrdiff_t mid = j + (hi - j) / 2;
+                if (cols[mid] < x)
+                    j = mid + 1;
+                else
+                    hi = mid;
+            }
         }
 #endif
+        const ptrdiff_t cs = i420 ? 1 : 2;
         for (; j < n; j++) {
-            const ptrdiff_t x = cols[j], c = x & ~(ptrdiff_t)1;
-            const int32_t yy = t->y[Y[x]], u = UV[c], v = UV[c + 1];
+            const ptrdiff_t x = cols[j], c = (x >> 1) * cs;
+            const int32_t yy = t->y[Y[x]], u = U[c], v = V[c];
             d[3 * x] = rknnx_lb_sat(yy + t->bu[u]);
             d[3 * x + 1] = rknnx_lb_sat(yy + t->gv[v] + t->gu[u]);
             d[3 * x + 2] = rknnx_lb_sat(yy + t->rv[v]);
@@ -296,8 +363,8 @@ static const unsigned char *rknnx_lb_row(const rknnx_lb_params *p, rknnx_lb_rows
 /* the output is 3 contiguous bytes a pixel, channels in order, no table */
 static int rknnx_lb_packed(const rknnx_lb_params *p)
 {
-    return p->lut == NULL && p->dst_px == 3 && p->dst_ch[0] == 0 && p->dst_ch[1] == 1
-           && p->dst_ch[2] == 2;
+    return p->lut == NULL && p->elem <= 1 && p->dst_px == 3 && p->dst_ch[0] == 0
+           && p->dst_ch[1] == 1 && p->dst_ch[2] == 2;
 }
 
 /* the pad over output pixels [x0, x1) of row d (pat: one row of pad pixels, packed) */
@@ -308,6 +375,18 @@ static void rknnx_lb_fill(const rknnx_lb_params *p, unsigned char *d, ptrdiff_t 
         return;
     if (pat) {
         memcpy(d + 3 * x0, pat, (size_t)(3 * (x1 - x0)));
+        return;
+    }
+    if (p->elem > 1) {          /* float16 / float32 elements */
+        const size_t el = (size_t)p->elem;
+        for (ptrdiff_t x = x0; x < x1; x++)
+            for (int c = 0; c < 3; c++)
+                memcpy(d + x * p->dst_px + p->dst_ch[c], p->padx + c * el, el);
+        return;
+    }
+    if (p->dst_px == 1) {       /* planes (NCHW) */
+        for (int c = 0; c < 3; c++)
+            memset(d + p->dst_ch[c] + x0, p->pad[c], (size_t)(x1 - x0));
         return;
     }
     for (ptrdiff_t x = x0; x < x1; x++)
@@ -503,20 +582,85 @@ static void rknnx_lb_hrow(const void *src, int q16, int sw, const int32_t *xi,
         (sw ? rknnx_lb_h8s : rknnx_lb_h8)((const unsigned char *)src, xi, xw, n, o);
 }
 
-/* The horizontal pass of row d: packed straight into it, or through the row buffer ob
-   (packed, swapped) into any channel offsets, through the table. */
-static void rknnx_lb_hpass(const rknnx_lb_params *p, const void *src, int q16,
-                           const int32_t *xi, const int32_t *xw, const rknnx_lb_lanes *ln,
-                           const unsigned char *r1, int wy, unsigned char *d,
-                           unsigned char *ob, int direct)
+/* Packed pixels into three planes: p0[x] = s[3x], p1[x] = s[3x + 1], p2[x] = s[3x + 2],
+   16 pixels a step in vectors (two shuffles a plane), the rest plain. */
+#define RKNNX_LB_PLANES(NAME, ATTR)                                                         \
+    ATTR static ptrdiff_t NAME(const unsigned char *restrict s, ptrdiff_t n,                \
+                               unsigned char *restrict p0, unsigned char *restrict p1,      \
+                               unsigned char *restrict p2)                                  \
+    {                                                                                       \
+        ptrdiff_t x = 0;                                                                    \
+        for (; x + 16 <= n; x += 16) {                                                      \
+            rknnx_lb_b16 a, b, c;                                                           \
+            memcpy(&a, s + 3 * x, 16);                                                      \
+            memcpy(&b, s + 3 * x + 16, 16);                                                 \
+            memcpy(&c, s + 3 * x + 32, 16);                                                 \
+            rknnx_lb_b16 t = RKNNX_LB_SHUF2(a, b, 0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30,   \
+                                            0, 0, 0, 0, 0);                                 \
+            const rknnx_lb_b16 q0 = RKNNX_LB_SHUF2(t, c, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,  \
+                                                   17, 20, 23, 26, 29);                     \
+            t = RKNNX_LB_SHUF2(a, b, 1, 4, 7, 10, 13, 16, 19, 22, 25, 28, 31, 0, 0, 0, 0,   \
+                               0);                                                          \
+            const rknnx_lb_b16 q1 = RKNNX_LB_SHUF2(t, c, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,  \
+                                                   18, 21, 24, 27, 30);                     \
+            t = RKNNX_LB_SHUF2(a, b, 2, 5, 8, 11, 14, 17, 20, 23, 26, 29, 0, 0, 0, 0, 0,    \
+                               0);                                                          \
+            const rknnx_lb_b16 q2 = RKNNX_LB_SHUF2(t, c, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16,  \
+                                                   19, 22, 25, 28, 31);                     \
+            memcpy(p0 + x, &q0, 16);                                                        \
+            memcpy(p1 + x, &q1, 16);                                                        \
+            memcpy(p2 + x, &q2, 16);                                                        \
+        }                                                                                   \
+        return x;                                                                           \
+    }
+#if RKNNX_K_VQ
+RKNNX_LB_PLANES(rknnx_lb_planes_v128, )
+#endif
+#if RKNNX_K_AVX2
+RKNNX_LB_PLANES(rknnx_lb_planes_avx2, __attribute__((target("avx2"))))
+#endif
+
+static void rknnx_lb_planes(const unsigned char *restrict s, ptrdiff_t n,
+                            unsigned char *restrict p0, unsigned char *restrict p1,
+                            unsigned char *restrict p2)
 {
-    unsigned char *o = direct ? d + 3 * p->left : ob;
-    rknnx_lb_hrow(src, q16, p->swap_rb, xi, xw, p->nw, ln, r1, wy, o);
-    if (direct)
-        return;
+    ptrdiff_t x = 0;
+#if RKNNX_K_AVX2
+    if (rknnx_k_path() >= 2 && rknnx_k_have_avx2())
+        x = rknnx_lb_planes_avx2(s, n, p0, p1, p2);
+#endif
+#if RKNNX_K_VQ
+    if (x == 0 && rknnx_k_path() >= 1)
+        x = rknnx_lb_planes_v128(s, n, p0, p1, p2);
+#endif
+    for (; x < n; x++) {
+        p0[x] = s[3 * x];
+        p1[x] = s[3 * x + 1];
+        p2[x] = s[3 * x + 2];
+    }
+}
+
+/* The region's pixels of row d from ob (packed, swapped): into any channel offsets,
+   through the table. */
+static void rknnx_lb_store(const rknnx_lb_params *p, const unsigned char *restrict ob,
+                           unsigned char *d)
+{
     const unsigned char *lut = p->lut;
     const ptrdiff_t px = p->dst_px, k0 = p->dst_ch[0], k1 = p->dst_ch[1], k2 = p->dst_ch[2];
     unsigned char *restrict e = d + p->left * px;
+    if (!lut && px == 1) {      /* planes (NCHW): one contiguous run per channel */
+        rknnx_lb_planes(ob, p->nw, e + k0, e + k1, e + k2);
+        return;
+    }
+    if (p->elem > 1) {          /* float16 / float32: the table's elements */
+        const size_t el = (size_t)p->elem;
+        for (ptrdiff_t x = 0; x < p->nw; x++, e += px) {
+            memcpy(e + k0, lut + (size_t)ob[3 * x] * el, el);
+            memcpy(e + k1, lut + (256 + (size_t)ob[3 * x + 1]) * el, el);
+            memcpy(e + k2, lut + (512 + (size_t)ob[3 * x + 2]) * el, el);
+        }
+        return;
+    }
     if (lut) {
         for (ptrdiff_t x = 0; x < p->nw; x++, e += px) {
             e[k0] = lut[ob[3 * x]];
@@ -532,42 +676,407 @@ static void rknnx_lb_hpass(const rknnx_lb_params *p, const void *src, int q16,
     }
 }
 
+/* The horizontal pass of row d: packed straight into it, or through the row buffer ob
+   (packed, swapped) into any channel offsets, through the table. */
+static void rknnx_lb_hpass(const rknnx_lb_params *p, const void *src, int q16,
+                           const int32_t *xi, const int32_t *xw, const rknnx_lb_lanes *ln,
+                           const unsigned char *r1, int wy, unsigned char *d,
+                           unsigned char *ob, int direct)
+{
+    unsigned char *o = direct ? d + 3 * p->left : ob;
+    rknnx_lb_hrow(src, q16, p->swap_rb, xi, xw, p->nw, ln, r1, wy, o);
+    if (!direct)
+        rknnx_lb_store(p, ob, d);
+}
+
+/* ---- the exact-ratio paths ----------------------------------------------------------
+   Where every horizontal weight is 0 or 2048 (an odd integer downscale, 1:1), output pixel
+   x is the source pixel e[x] = xi[x] (+ 1 where the weight is 2048): a "pick"; where every
+   one is 1024 (an even integer downscale) it is the mean of pixels e[x], e[x] + 1: "pairs".
+   letterbox.h's sum has no rounding before its last shift, so it may be taken in any
+   order; these paths take it as (the horizontal weights' factor 2048 or 1024 taken out,
+   t = r0 (256 - wy) + r1 wy exact in 16 bits):
+     pick, one source row    v = r[e]
+     pick, rows r0 and r1    v = (t[e] + 128) >> 8
+     pairs, one source row   v = (r[e] + r[e + 1] + 1) >> 1
+     pairs, rows r0 and r1   v = (t[e] + t[e + 1] + 256) >> 9
+                               = ((t0 >> 1) + (t1 >> 1) + (t0 & t1 & 1) + 128) >> 8
+   (the last in 16 bits: with t0 + t1 = 2X + e, e in 0..2, (2X + e + 256) >> 9 is
+   (X + 128) >> 8 unless e = 2).  Each step works on contiguous bytes: the picked pixels
+   (or pixel pairs, 6 bytes an output pixel) are copied out first unless they are the
+   frame's own (1:1, 2:1), the arithmetic runs lane by lane over them (16-bit vectors), and
+   the swap of B and R is a byte shuffle on the way: the same numbers as the plain
+   loops on every path (tests/c/letterbox_check.c compares them with the per-pixel
+   expression). */
+
+enum { RKNNX_LB_HG = 0, RKNNX_LB_HS = 1, RKNNX_LB_HP = 2 };
+
+/* o[3x + c] = s[3 e[x] + c] (sw: + 2 - c): the picked pixels */
+static void rknnx_lb_pick3(const unsigned char *restrict s, const int32_t *restrict e,
+                           ptrdiff_t n, int sw, unsigned char *restrict o)
+{
+    if (sw) {
+        for (ptrdiff_t x = 0; x < n; x++) {
+            const unsigned char *p = s + 3 * (ptrdiff_t)e[x];
+            o[3 * x] = p[2];
+            o[3 * x + 1] = p[1];
+            o[3 * x + 2] = p[0];
+        }
+    } else {
+        for (ptrdiff_t x = 0; x < n; x++) {
+            const unsigned char *p = s + 3 * (ptrdiff_t)e[x];
+            o[3 * x] = p[0];
+            o[3 * x + 1] = p[1];
+            o[3 * x + 2] = p[2];
+        }
+    }
+}
+
+/* o[6x + k] = s[3 e[x] + k], k < 6: the pixel pairs, unswapped (e rises by 2 or more: 8
+   bytes copied but for the last pair, the two extra inside the next pair's pixels) */
+static void rknnx_lb_pick6(const unsigned char *restrict s, const int32_t *restrict e,
+                           ptrdiff_t n, unsigned char *restrict o)
+{
+    for (ptrdiff_t x = 0; x + 1 < n; x++)
+        memcpy(o + 6 * x, s + 3 * (ptrdiff_t)e[x], 8);
+    memcpy(o + 6 * (n - 1), s + 3 * (ptrdiff_t)e[n - 1], 6);
+}
+
+
+/* The byte steps in vectors: each returns where it stopped (a whole number of steps whose
+   16-byte loads and stores stay inside the n pixels); the plain loops finish.
+   swap3:  o[3x + c] = s[3x + (2 - c)], 5 pixels a step;
+   half3:  o[3x + c] = m[6x + c] (m[6x + 2 - c] swapped), 3 pixels a step. */
+#define RKNNX_LB_BYTES(SWAP3, HALF3, ATTR)                                                 \
+    ATTR static ptrdiff_t SWAP3(const unsigned char *restrict s, ptrdiff_t n,              \
+                                unsigned char *restrict o)                                 \
+    {                                                                                      \
+        ptrdiff_t x = 0;                                                                   \
+        for (; 3 * x + 16 <= 3 * n; x += 5) {                                              \
+            rknnx_lb_b16 v;                                                                \
+            memcpy(&v, s + 3 * x, 16);                                                     \
+            v = RKNNX_LB_SHUF(v, 2, 1, 0, 5, 4, 3, 8, 7, 6, 11, 10, 9, 14, 13, 12, 15);   \
+            memcpy(o + 3 * x, &v, 16);                                                     \
+        }                                                                                  \
+        return x;                                                                          \
+    }                                                                                      \
+    ATTR static ptrdiff_t HALF3(const unsigned char *restrict m, ptrdiff_t n, int sw,      \
+                                unsigned char *restrict o)                                 \
+    {                                                                                      \
+        ptrdiff_t x = 0;                                                                   \
+        if (sw) {                                                                          \
+            for (; 3 * x + 16 <= 3 * n; x += 3) {                                          \
+                rknnx_lb_b16 v;                                                            \
+                memcpy(&v, m + 6 * x, 16);                                                 \
+                v = RKNNX_LB_SHUF(v, 2, 1, 0, 8, 7, 6, 14, 13, 12, 15, 15, 15, 15, 15, 15, \
+                                  15);                                                     \
+                memcpy(o + 3 * x, &v, 16);                                                 \
+            }                                                                              \
+        } else {                                                                           \
+            for (; 3 * x + 16 <= 3 * n; x += 3) {                                          \
+                rknnx_lb_b16 v;                                                            \
+                memcpy(&v, m + 6 * x, 16);                                                 \
+                v = RKNNX_LB_SHUF(v, 0, 1, 2, 6, 7, 8, 12, 13, 14, 15, 15, 15, 15, 15, 15, \
+                                  15);                                                     \
+                memcpy(o + 3 * x, &v, 16);                                                 \
+            }                                                                              \
+        }                                                                                  \
+        return x;                                                                          \
+    }
+
+#if RKNNX_K_VQ
+RKNNX_LB_BYTES(rknnx_lb_swap3_v128, rknnx_lb_half3_v128, )
+#endif
+#if RKNNX_K_AVX2
+RKNNX_LB_BYTES(rknnx_lb_swap3_avx2, rknnx_lb_half3_avx2, __attribute__((target("avx2"))))
+#endif
+
+/* o[3x + c] = s[3x + c] (sw: + 2 - c), x < n: a copy unless swapped */
+static void rknnx_lb_copy3(const unsigned char *restrict s, ptrdiff_t n, int sw,
+                           unsigned char *restrict o)
+{
+    if (!sw) {
+        memcpy(o, s, (size_t)(3 * n));
+        return;
+    }
+    ptrdiff_t x = 0;
+#if RKNNX_K_AVX2
+    if (rknnx_k_path() >= 2 && rknnx_k_have_avx2())
+        x = rknnx_lb_swap3_avx2(s, n, o);
+#endif
+#if RKNNX_K_VQ
+    if (x == 0 && rknnx_k_path() >= 1)
+        x = rknnx_lb_swap3_v128(s, n, o);
+#endif
+    for (; x < n; x++) {
+        o[3 * x] = s[3 * x + 2];
+        o[3 * x + 1] = s[3 * x + 1];
+        o[3 * x + 2] = s[3 * x];
+    }
+}
+
+/* o[3x + c] = m[6x + c] (sw: m[6x + 2 - c]), x < n: the first pixel of each pair */
+static void rknnx_lb_half3(const unsigned char *restrict m, ptrdiff_t n, int sw,
+                           unsigned char *restrict o)
+{
+    ptrdiff_t x = 0;
+#if RKNNX_K_AVX2
+    if (rknnx_k_path() >= 2 && rknnx_k_have_avx2())
+        x = rknnx_lb_half3_avx2(m, n, sw, o);
+#endif
+#if RKNNX_K_VQ
+    if (x == 0 && rknnx_k_path() >= 1)
+        x = rknnx_lb_half3_v128(m, n, sw, o);
+#endif
+    for (; x < n; x++)
+        for (int c = 0; c < 3; c++)
+            o[3 * x + c] = m[6 * x + (sw ? 2 - c : c)];
+}
+
+/* The 16-bit arithmetic in vectors, N lanes a step, returning where it stopped:
+   blend:  o[j] = (a[j] (256 - wy) + b[j] wy + 128) >> 8, j < n;
+   pairs:  over j < n, t(k) = a[k] (256 - wy) + b[k] wy (b NULL: one row, the pair's
+           (a[j] + a[j + 3] + 1) >> 1), o[j] = ((t(j) >> 1) + (t(j + 3) >> 1)
+           + (t(j) & t(j + 3) & 1) + 128) >> 8; reads a and b up to n + 2. */
+#define RKNNX_LB_ARITH(BLEND, PAIRS, VB, VH, N, ATTR)                                      \
+    ATTR static ptrdiff_t BLEND(const unsigned char *restrict a,                            \
+                                const unsigned char *restrict b, ptrdiff_t n, int wy,       \
+                                unsigned char *restrict o)                                 \
+    {                                                                                      \
+        const VH va = (VH){0} + (uint16_t)(256 - wy), vb = (VH){0} + (uint16_t)wy;         \
+        ptrdiff_t j = 0;                                                                   \
+        for (; j + (N) <= n; j += (N)) {                                                   \
+            VB x, y;                                                                       \
+            memcpy(&x, a + j, N);                                                          \
+            memcpy(&y, b + j, N);                                                          \
+            const VH t = __builtin_convertvector(x, VH) * va                               \
+                         + __builtin_convertvector(y, VH) * vb + 128;                      \
+            const VB r = __builtin_convertvector(t >> 8, VB);                              \
+            memcpy(o + j, &r, N);                                                          \
+        }                                                                                  \
+        return j;                                                                          \
+    }                                                                                      \
+    ATTR static ptrdiff_t PAIRS(const unsigned char *restrict a,                            \
+                                const unsigned char *restrict b, ptrdiff_t n, int wy,       \
+                                unsigned char *restrict o)                                 \
+    {                                                                                      \
+        const VH va = (VH){0} + (uint16_t)(256 - wy), vb = (VH){0} + (uint16_t)wy;         \
+        ptrdiff_t j = 0;                                                                   \
+        if (!b) {                                                                          \
+            for (; j + (N) <= n; j += (N)) {                                               \
+                VB x, y;                                                                   \
+                memcpy(&x, a + j, N);                                                      \
+                memcpy(&y, a + j + 3, N);                                                  \
+                const VH t = __builtin_convertvector(x, VH)                                \
+                             + __builtin_convertvector(y, VH) + 1;                         \
+                const VB r = __builtin_convertvector(t >> 1, VB);                          \
+                memcpy(o + j, &r, N);                                                      \
+            }                                                                              \
+            return j;                                                                      \
+        }                                                                                  \
+        if (wy == 128) {        /* 2:1: (a + b + c + d + 2) >> 2 in bytes, from the      \
+                                   rounded-up means of the pairs (x | y) - ((x ^ y) >> 1), \
+                                   less 1 where a pair was odd and the means differ in   \
+                                   parity (the double rounding's excess, exactly) */     \
+            for (; j + (N) <= n; j += (N)) {                                               \
+                VB x0, y0, x1, y1;                                                         \
+                memcpy(&x0, a + j, N);                                                     \
+                memcpy(&y0, b + j, N);                                                     \
+                memcpy(&x1, a + j + 3, N);                                                 \
+                memcpy(&y1, b + j + 3, N);                                                 \
+                const VB dx = x0 ^ x1, dy = y0 ^ y1;                                       \
+                const VB s1 = (x0 | x1) - (dx >> 1), s2 = (y0 | y1) - (dy >> 1);           \
+                const VB ds = s1 ^ s2;                                                     \
+                const VB r = (s1 | s2) - (ds >> 1) - ((dx | dy) & ds & 1);                 \
+                memcpy(o + j, &r, N);                                                      \
+            }                                                                              \
+            return j;                                                                      \
+        }                                                                                  \
+        for (; j + (N) <= n; j += (N)) {                                                   \
+            VB x0, y0, x1, y1;                                                             \
+            memcpy(&x0, a + j, N);                                                         \
+            memcpy(&y0, b + j, N);                                                         \
+            memcpy(&x1, a + j + 3, N);                                                     \
+            memcpy(&y1, b + j + 3, N);                                                     \
+            const VH t0 = __builtin_convertvector(x0, VH) * va                             \
+                          + __builtin_convertvector(y0, VH) * vb;                          \
+            const VH t1 = __builtin_convertvector(x1, VH) * va                             \
+                          + __builtin_convertvector(y1, VH) * vb;                          \
+            const VH t = (t0 >> 1) + (t1 >> 1) + (t0 & t1 & 1) + 128;                     \
+            const VB r = __builtin_convertvector(t >> 8, VB);                              \
+            memcpy(o + j, &r, N);                                                          \
+        }                                                                                  \
+        return j;                                                                          \
+    }
+
+#if RKNNX_K_VQ
+typedef uint16_t rknnx_lb_h16v __attribute__((vector_size(32)));
+RKNNX_LB_ARITH(rknnx_lb_blend_v128, rknnx_lb_pairs_v128, rknnx_lb_b16, rknnx_lb_h16v, 16, )
+#endif
+#if RKNNX_K_AVX2
+typedef unsigned char rknnx_lb_b32 __attribute__((vector_size(32)));
+typedef uint16_t rknnx_lb_h32v __attribute__((vector_size(64)));
+RKNNX_LB_ARITH(rknnx_lb_blend_avx2, rknnx_lb_pairs_avx2, rknnx_lb_b32, rknnx_lb_h32v, 32,
+               __attribute__((target("avx2"))))
+#endif
+
+static void rknnx_lb_blend(const unsigned char *restrict a, const unsigned char *restrict b,
+                           ptrdiff_t n, int wy, unsigned char *restrict o)
+{
+    ptrdiff_t j = 0;
+#if RKNNX_K_AVX2
+    if (rknnx_k_path() >= 2 && rknnx_k_have_avx2())
+        j = rknnx_lb_blend_avx2(a, b, n, wy, o);
+#endif
+#if RKNNX_K_VQ
+    if (rknnx_k_path() >= 1)
+        j += rknnx_lb_blend_v128(a + j, b + j, n - j, wy, o + j);
+#endif
+    for (; j < n; j++)
+        o[j] = (unsigned char)((a[j] * (256 - wy) + b[j] * wy + 128) >> 8);
+}
+
+static void rknnx_lb_pairs(const unsigned char *restrict a, const unsigned char *restrict b,
+                           ptrdiff_t n, int wy, unsigned char *restrict o)
+{
+    ptrdiff_t j = 0;
+#if RKNNX_K_AVX2
+    if (rknnx_k_path() >= 2 && rknnx_k_have_avx2())
+        j = rknnx_lb_pairs_avx2(a, b, n, wy, o);
+#endif
+#if RKNNX_K_VQ
+    if (rknnx_k_path() >= 1)
+        j += rknnx_lb_pairs_v128(a + j, b ? b + j : NULL, n - j, wy, o + j);
+#endif
+    if (!b) {
+        for (; j < n; j++)
+            o[j] = (unsigned char)((a[j] + a[j + 3] + 1) >> 1);
+        return;
+    }
+    for (; j < n; j++) {
+        const int t0 = a[j] * (256 - wy) + b[j] * wy;
+        const int t1 = a[j + 3] * (256 - wy) + b[j + 3] * wy;
+        o[j] = (unsigned char)(((t0 >> 1) + (t1 >> 1) + (t0 & t1 & 1) + 128) >> 8);
+    }
+}
+
+/* What the exact-ratio paths need: the mode, the picked pixels e (ascending), the step
+   between them (1 for a pick, 2 for pairs: the frame's own bytes, nothing copied; 0:
+   irregular or wider, copied out), scratch rows a, b (6 bytes an output pixel) and m. */
+typedef struct rknnx_lb_exact {
+    int mode;
+    ptrdiff_t k;
+    const int32_t *e;
+    unsigned char *a, *b, *m;
+} rknnx_lb_exact;
+
+/* Row d of the region from source row r0 (r1 NULL) or rows r0, r1 blended by wy. */
+static void rknnx_lb_exact_row(const rknnx_lb_params *p, const rknnx_lb_exact *ex,
+                               const unsigned char *r0, const unsigned char *r1, int wy,
+                               unsigned char *d, unsigned char *ob, int direct)
+{
+    const ptrdiff_t n = p->nw;
+    const int sw = p->swap_rb ? 2 : 0;
+    const int32_t *e = ex->e;
+    unsigned char *o = direct ? d + 3 * p->left : ob;
+    if (ex->mode == RKNNX_LB_HS) {
+        if (!r1) {
+            if (ex->k == 1)
+                rknnx_lb_copy3(r0 + 3 * (ptrdiff_t)e[0], n, sw, o);
+            else
+                rknnx_lb_pick3(r0, e, n, sw, o);
+        } else if (ex->k == 1 && !sw) {
+            rknnx_lb_blend(r0 + 3 * (ptrdiff_t)e[0], r1 + 3 * (ptrdiff_t)e[0], 3 * n, wy, o);
+        } else {
+            rknnx_lb_pick3(r0, e, n, sw, ex->a);
+            rknnx_lb_pick3(r1, e, n, sw, ex->b);
+            rknnx_lb_blend(ex->a, ex->b, 3 * n, wy, o);
+        }
+    } else {
+        const unsigned char *a = r0 + 3 * (ptrdiff_t)e[0];
+        const unsigned char *b = r1 ? r1 + 3 * (ptrdiff_t)e[0] : NULL;
+        if (ex->k != 2) {
+            rknnx_lb_pick6(r0, e, n, ex->a);
+            a = ex->a;
+            if (r1) {
+                rknnx_lb_pick6(r1, e, n, ex->b);
+                b = ex->b;
+            }
+        }
+        rknnx_lb_pairs(a, b, 6 * n - 3, wy, ex->m);
+        rknnx_lb_half3(ex->m, n, sw, o);
+    }
+    if (!direct)
+        rknnx_lb_store(p, ob, d);
+}
+
+/* The exact-ratio mode of the horizontal taps (xi, xw: Q11), and e and the step. */
+static void rknnx_lb_exact_mode(const int32_t *xi, const int32_t *xw, ptrdiff_t n,
+                                int32_t *e, rknnx_lb_exact *ex)
+{
+    int pick = 1, pairs = 1;
+    for (ptrdiff_t x = 0; x < n; x++) {
+        pick &= xw[x] == 0 || xw[x] == 2048;
+        pairs &= xw[x] == 1024;
+    }
+    ex->mode = pick ? RKNNX_LB_HS : pairs ? RKNNX_LB_HP : RKNNX_LB_HG;
+    ex->e = e;
+    if (ex->mode == RKNNX_LB_HG)
+        return;
+    for (ptrdiff_t x = 0; x < n; x++)
+        e[x] = xi[x] + (xw[x] == 2048);
+    ex->k = pick ? 1 : 2;
+    for (ptrdiff_t x = 1; x < n; x++)
+        if (e[x] - e[x - 1] != ex->k)
+            ex->k = 0;
+}
+
 /* ---- the pass -------------------------------------------------------------------------- */
 
 int rknnx_lb_run(const rknnx_lb_params *p)
 {
     if (p->w < 2 || p->h < 2 || p->nw < 1 || p->nh < 1 || p->left < 0 || p->top < 0
             || p->left + p->nw > p->W || p->top + p->nh > p->H
-            || (p->fmt != RKNNX_LB_BGR && p->fmt != RKNNX_LB_NV12)
-            || (p->fmt == RKNNX_LB_NV12 && ((p->w | p->h) & 1)))
+            || (p->fmt != RKNNX_LB_BGR && p->fmt != RKNNX_LB_NV12 && p->fmt != RKNNX_LB_I420)
+            || (p->fmt != RKNNX_LB_BGR && ((p->w | p->h) & 1))
+            || (p->fmt == RKNNX_LB_I420 && !p->v)
+            || (p->matrix != RKNNX_LB_BT601 && p->matrix != RKNNX_LB_BT709)
+            || (p->elem != 0 && p->elem != 1 && p->elem != 2 && p->elem != 4)
+            || (p->elem > 1 && !p->lut))
         return RKNNX_LB_EINVAL;
     const int packed = rknnx_lb_packed(p);
     const size_t row3 = 3 * (size_t)p->w, nx = (size_t)p->nw;
-    /* one allocation: the taps and the lane tables, the 16-bit sums, two converted rows,
-       a row of output pixels (packed) and a row of pad pixels */
-    const size_t bytes = sizeof(rknnx_lb_yuv) + (nx * 8 + (size_t)p->w) * sizeof(int32_t)
-                         + row3 * sizeof(uint16_t) + 2 * row3 + 3 * nx + 3 * (size_t)p->W
-                         + (size_t)p->w;
+    /* one allocation: the taps, the picked pixels and the lane tables, the 16-bit sums,
+       two converted rows (16 bytes of slack each), a row of output pixels (packed), a row of pad pixels, the
+       column marks and three rows of the exact-ratio paths (with a vector's slack) */
+    const size_t bytes = sizeof(rknnx_lb_yuv) + (nx * 9 + (size_t)p->w) * sizeof(int32_t)
+                         + row3 * sizeof(uint16_t) + 2 * (row3 + 16) + 3 * nx + 3 * (size_t)p->W
+                         + (size_t)p->w + 3 * (6 * nx + 64) + 64;
     unsigned char *mem = malloc(bytes);
     if (!mem)
         return RKNNX_LB_ENOMEM;
     rknnx_lb_yuv *yuv = (rknnx_lb_yuv *)mem;
     int32_t *xi = (int32_t *)(yuv + 1), *xw = xi + nx, *cols = xw + nx;
-    int32_t *off = cols + p->w, *wab = off + 3 * nx;
-    uint16_t *t = (uint16_t *)(wab + 3 * nx);
+    int32_t *off = cols + p->w, *wab = off + 3 * nx, *pick = wab + 3 * nx;
+    uint16_t *t = (uint16_t *)(pick + nx);
     unsigned char *rows = (unsigned char *)(t + row3);
-    unsigned char *ob = rows + 2 * row3, *pat = ob + 3 * nx, *mark = pat + 3 * (size_t)p->W;
-    rknnx_lb_rows rs = {{-1, -1}, {rows, rows + row3}, 0, cols, 0, yuv};
-    for (ptrdiff_t x = 0; x < p->W; x++)
-        memcpy(pat + 3 * x, p->pad, 3);
-    if (!packed)
+    unsigned char *ob = rows + 2 * (row3 + 16), *pat = ob + 3 * nx, *mark = pat + 3 * (size_t)p->W;
+    unsigned char *scratch = mark + p->w;
+    rknnx_lb_rows rs = {{-1, -1}, {rows, rows + row3 + 16}, 0, cols, 0, yuv};
+    if (packed)
+        for (ptrdiff_t x = 0; x < p->W; x++)
+            memcpy(pat + 3 * x, p->pad, 3);
+    else
         pat = NULL;
 
     rknnx_lb_taps(p->w, p->nw, 11, xi, xw);
+    rknnx_lb_exact ex = {0, 0, pick, scratch, scratch + 6 * nx + 64,
+                         scratch + 2 * (6 * nx + 64)};
+    rknnx_lb_exact_mode(xi, xw, p->nw, pick, &ex);
     rknnx_lb_lanes ln = {off, wab, 0};
     int fused = 0;
 #if RKNNX_K_AVX2
-    if (rknnx_k_path() >= 2 && rknnx_k_have_avx2()) {
+    if (ex.mode == RKNNX_LB_HG && rknnx_k_path() >= 2 && rknnx_k_have_avx2()) {
         for (ptrdiff_t x = 0; x < p->nw; x++)
             for (int c = 0; c < 3; c++) {
                 off[3 * x + c] = 3 * xi[x] + (p->swap_rb ? 2 - c : c);
@@ -576,19 +1085,25 @@ int rknnx_lb_run(const rknnx_lb_params *p)
         ln.n = 3 * p->nw;
     }
 #endif
-    /* the columns the taps reach: their span, and the list of those read */
+    /* the columns the taps read: their span, and the list of those read */
     const ptrdiff_t x0 = xi[0], x1 = (ptrdiff_t)xi[p->nw - 1] + 2;
     memset(mark, 0, (size_t)p->w);
-    for (ptrdiff_t x = 0; x < p->nw; x++)
-        mark[xi[x]] = mark[xi[x] + 1] = 1;
+    for (ptrdiff_t x = 0; x < p->nw; x++) {
+        if (ex.mode == RKNNX_LB_HS)
+            mark[pick[x]] = 1;
+        else
+            mark[xi[x]] = mark[xi[x] + 1] = 1;
+    }
     for (ptrdiff_t x = x0; x < x1; x++)
         if (mark[x])
             cols[rs.ncols++] = (int32_t)x;
-    if (p->fmt == RKNNX_LB_NV12)
-        rknnx_lb_yuv_init(yuv);
+    if (p->fmt != RKNNX_LB_BGR)
+        rknnx_lb_yuv_init(yuv, p->matrix);
     /* the vertical sums at the taps only (AVX2, downscaling): fewer lanes than columns */
     fused = ln.n > 0 && p->nw < x1 - x0;
     const int64_t den = 2 * (int64_t)p->nh;
+    const int prefetch = p->fmt == RKNNX_LB_BGR && p->src_px == 3 && p->src_ch == 1
+                         && p->h >= 4 * p->nh;
     for (ptrdiff_t y = 0; y < p->H; y++) {
         unsigned char *d = p->dst + y * p->dst_row;
         const ptrdiff_t ry = y - p->top;
@@ -609,19 +1124,36 @@ int rknnx_lb_run(const rknnx_lb_params *p)
                 yw = 256;
             }
         }
+        /* a downscale by 4 or more reads rows far apart: ask for the next output row's
+           two rows now (the frame's own bytes, where they are read in place) */
+        if (prefetch && ry + 1 < p->nh) {
+            const int64_t nn = (2 * (int64_t)ry + 3) * (int64_t)p->h - (int64_t)p->nh;
+            const ptrdiff_t ny = nn > 0 ? (ptrdiff_t)(nn / den) : 0;
+            if (ny + 1 < p->h)
+                for (int k = 0; k < 2; k++) {
+                    const unsigned char *r = p->src + (ny + k) * p->src_row + 3 * x0;
+                    for (ptrdiff_t b = 0; b < 3 * (x1 - x0); b += 64)
+                        __builtin_prefetch(r + b);
+                }
+        }
         if (yw == 0 || yw == 256) {
             /* one source row: its bytes, exactly what the 16-bit sums would give */
             const unsigned char *r = rknnx_lb_row(p, &rs, (ptrdiff_t)yi + (yw == 256), NULL);
-            rknnx_lb_hpass(p, r, 0, xi, xw, &ln, NULL, 0, d, ob, packed);
+            if (ex.mode != RKNNX_LB_HG)
+                rknnx_lb_exact_row(p, &ex, r, NULL, 0, d, ob, packed);
+            else
+                rknnx_lb_hpass(p, r, 0, xi, xw, &ln, NULL, 0, d, ob, packed);
         } else {
             const unsigned char *r0 = rknnx_lb_row(p, &rs, (ptrdiff_t)yi, NULL);
             const unsigned char *r1 = rknnx_lb_row(p, &rs, (ptrdiff_t)yi + 1, r0);
-            if (fused) {
+            if (ex.mode != RKNNX_LB_HG) {
+                rknnx_lb_exact_row(p, &ex, r0, r1, (int)yw, d, ob, packed);
+            } else if (fused) {
                 rknnx_lb_hpass(p, r0, 0, xi, xw, &ln, r1, (int)yw, d, ob, packed);
-                continue;
+            } else {
+                rknnx_lb_vblend(r0 + 3 * x0, r1 + 3 * x0, t + 3 * x0, 3 * (x1 - x0), (int)yw);
+                rknnx_lb_hpass(p, t, 1, xi, xw, &ln, NULL, 0, d, ob, packed);
             }
-            rknnx_lb_vblend(r0 + 3 * x0, r1 + 3 * x0, t + 3 * x0, 3 * (x1 - x0), (int)yw);
-            rknnx_lb_hpass(p, t, 1, xi, xw, &ln, NULL, 0, d, ob, packed);
         }
     }
     free(mem);

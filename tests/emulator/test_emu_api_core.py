@@ -130,6 +130,28 @@ def test_target_must_match(emu, chip):
     assert lib.rknn_init(C.byref(h), bad, len(bad), 0, None) == TARGET_PLATFORM_UNMATCH
 
 
+def test_no_chip_chosen_plays_the_models(emu, monkeypatch):
+    """Neither the control nor RKNN_EMU_PLATFORM chose a chip: rknn_init plays the chip a
+    model was built for (issue 39, item 5); the default (RK3588) stays what the controls
+    answer, and a chosen chip refuses the model again."""
+    monkeypatch.delenv("RKNN_EMU_PLATFORM", raising=False)
+    lib = api()
+    h = C.c_uint64()
+    for chip in sorted(CHIPS):
+        m = samples.tiny_relu(target=chip)
+        emu.set_platform(None)
+        assert lib.rknn_init(C.byref(h), m, len(m), 0, None) == SUCC, chip
+        assert emu.context_platform(h.value) == chip and emu.platform == "RK3588"
+        assert lib.rknn_destroy(h.value) == SUCC
+        other = "RK3576" if chip != "RK3576" else "RK3588"
+        emu.set_platform(other)
+        assert lib.rknn_init(C.byref(h), m, len(m), 0, None) == TARGET_PLATFORM_UNMATCH, chip
+    emu.set_platform(None)
+    monkeypatch.setenv("RKNN_EMU_PLATFORM", "RK3588")
+    m = samples.tiny_relu(target="RK3566")
+    assert lib.rknn_init(C.byref(h), m, len(m), 0, None) == TARGET_PLATFORM_UNMATCH
+
+
 def test_rk3566_model_runs_on_rk3568(emu, make_ctx):
     c = make_ctx(samples.tiny_relu(target="RK3566"), platform="RK3568")
     c.inputs_set([np.float32([[-1, 2]])])

@@ -1,4 +1,5 @@
-"""The emulator's model half (emulator/model.c, emulator/exec.c) against the numpy reference.
+"""The emulator's model half (emulator/model.c, emulator/exec.c, emulator/model_standin.c)
+against the numpy reference.
 
 The C files are compiled at test time into a small shared library (no runtime half needed)
 and driven through ctypes with the contract of emulator/emu_model.h.  Integer outputs must
@@ -260,6 +261,63 @@ def test_run_validation(lib):
         rc = cm.lib.emu_model_run(cm.h, (C.c_void_p * 1)(None), (C.c_void_p * 2)(None, None), C.byref(env))
         assert rc == RKNN_ERR_INPUT_INVALID
         assert cm.lib.emu_model_run(None, None, None, None) == RKNN_ERR_PARAM_INVALID
+
+
+def _standin_digest(inputs) -> int:
+    """docs/standin.md's digest of the packed inputs."""
+    d, prime, mask = 14695981039346656037, 1099511628211, (1 << 64) - 1
+    for i, raw in enumerate(inputs):
+        raw = raw + bytes(-len(raw) % 8)
+        for k in range(0, len(raw), 8):
+            d = ((d ^ int.from_bytes(raw[k:k + 8], "little")) * prime) & mask
+        d = ((d ^ (i + 1)) * prime) & mask
+    return d
+
+
+def test_each_kind_runs_its_own_models(lib):
+    """A stand-in runs by its kind's run (emu_standin_model_run), an own model by the
+    graph's (emu_model_run); neither runs the other's model (issue 39, item 7: the
+    executor no longer runs a stand-in by name)."""
+    P = C.c_void_p
+    _sig(lib, "emu_model_new_standin", C.c_int, C.c_char_p, C.POINTER(Desc), C.c_uint32,
+         C.POINTER(Desc), C.c_uint32, C.c_uint32, P, P, C.POINTER(P))
+    _sig(lib, "emu_standin_model_run", C.c_int, P, P, P, C.POINTER(Env))
+    x_desc, y_desc = Desc(), Desc()
+    x_desc.name, x_desc.n_dims, x_desc.type, x_desc.fmt = b"x", 2, 2, 3     # int8 [1, 13]
+    x_desc.dims[0], x_desc.dims[1] = 1, 13
+    y_desc.name, y_desc.n_dims, y_desc.type, y_desc.fmt = b"y", 2, 0, 3     # float32 [1, 300]
+    y_desc.dims[0], y_desc.dims[1] = 1, 300
+    h = P()
+    assert lib.emu_model_new_standin(b"RK3588", C.byref(x_desc), 1, C.byref(y_desc), 1, 0,
+                                     None, None, C.byref(h)) == RKNN_SUCC
+    try:
+        x = np.arange(13, dtype=np.int8) - 6
+        y = np.full((1, 300), np.nan, np.float32)
+        env = Env(None, None, 0, 0, CUSTOM_FN(0), None, None)
+        ip, op = (P * 1)(x.ctypes.data), (P * 1)(y.ctypes.data)
+        assert lib.emu_model_run(h, ip, op, C.byref(env)) == RKNN_ERR_PARAM_INVALID
+        assert np.isnan(y).all()                       # the graph's run wrote nothing
+        assert lib.emu_standin_model_run(h, ip, op, C.byref(env)) == RKNN_SUCC
+        p = (_standin_digest([x.tobytes()]) ^ (0x9E3779B97F4A7C15 & ((1 << 64) - 1))) >> 56
+        want = ((p + np.arange(300)) % 256 - 128).astype(np.float32) / 32
+        np.testing.assert_array_equal(y[0], want)
+        env.shape_set = 1                              # a static stand-in has set 0 only
+        assert lib.emu_standin_model_run(h, ip, op, C.byref(env)) == RKNN_ERR_PARAM_INVALID
+        env.shape_set = 0
+        assert lib.emu_standin_model_run(h, (P * 1)(None), op, C.byref(env)) == \
+            RKNN_ERR_INPUT_INVALID
+    finally:
+        lib.emu_model_free(h)
+    with CModel(lib, samples.tiny_relu()) as cm:
+        x = np.float32([[-1, 2]])
+        y = np.zeros((1, 2), np.float32)
+        env = Env(None, None, 0, 0, CUSTOM_FN(0), None, None)
+        ip, op = (P * 1)(x.ctypes.data), (P * 1)(y.ctypes.data)
+        assert lib.emu_standin_model_run(cm.h, ip, op, C.byref(env)) == RKNN_ERR_PARAM_INVALID
+        internal = np.zeros(max(1, lib.emu_model_internal_size(cm.h)), np.uint8)
+        env = Env(None, internal.ctypes.data, internal.size, 0, CUSTOM_FN(0), None, None)
+        assert lib.emu_model_run(cm.h, ip, op, C.byref(env)) == RKNN_SUCC
+        assert y.tolist() == [[0, 2]]
 
 
 def test_op_times(lib):

@@ -236,7 +236,8 @@ def test_model_for_another_chip_names_both(models, emu, tmp_path):
     with pytest.raises(E.TargetPlatformUnmatchError,
                        match=rf"^model '{path}' was built for RK3566, but this NPU is RK3588: "
                              r"the emulator plays RK3566 when told so \(RKNN_EMU_PLATFORM=RK3566 "
-                             r"in the environment\); for a board of RK3588, convert the model "
+                             r"in the environment\) or when no chip is chosen; for a board of "
+                             r"RK3588, convert the model "
                              r"again with rknn-toolkit2 for target_platform='rk3588'"):
         rknnx.Model(path)
     # what the message says works

@@ -309,9 +309,16 @@ def test_doctor_model_describes_the_model(tmp_path):
             "image[1, 224, 224, 3]:int8)") in proc.stdout
     assert "           outputs logits[1, 1000]:int8" in proc.stdout
     assert "           NPU memory it takes: " in proc.stdout
+    # a model of another chip: the emulator with no chip chosen plays the model's (issue 39,
+    # item 5); a chosen chip refuses it
     other = tmp_path / "rk3566.rknn"
     other.write_bytes(samples.classifier(target="RK3566"))
-    proc = cli("doctor", "--model", str(other))
+    proc = cli("doctor", "--model", str(other), env={**ENV, "RKNN_EMU_PLATFORM": None})
+    assert proc.returncode == 0, proc.stderr
+    assert ("chip:      RK3566 (emulator personality: the model's chip, as no chip is chosen "
+            "(RKNN_EMU_PLATFORM chooses one))") in proc.stdout.splitlines()
+    assert "model:     opens here (static shapes; built for RK3566; inputs " in proc.stdout
+    proc = cli("doctor", "--model", str(other), env={**ENV, "RKNN_EMU_PLATFORM": "RK3588"})
     assert proc.returncode == 1
     assert "model:     cannot be opened: " in proc.stdout and "RK3566" in proc.stdout
 
@@ -381,11 +388,36 @@ def test_doctor_model_of_a_vendor_file_says_which_runtimes_load_it():
         proc.stdout.splitlines()
     # a file of a chip the emulator is not playing: what to set, and the file's facts
     other = RKNN_MODELS / "toolkit-2.5.0" / "cls_img_rv1106.rknn"
-    proc = cli("doctor", "--model", str(other))
+    proc = cli("doctor", "--model", str(other), env={**ENV, "RKNN_EMU_PLATFORM": "RK3588"})
     assert proc.returncode == 1
     assert "RKNN_EMU_PLATFORM=RV1106" in proc.stdout
     assert "file:      container 0x1004, rknn-toolkit2 2.5.0, for RV1106" in proc.stdout
     assert "           loads on:   librknnmrt 2.3.2" in proc.stdout.splitlines()
+
+
+def test_doctor_gives_one_answer_for_an_int16_file_on_1_5_2(tmp_path):
+    """librknnrt 1.5.2 (the emulator playing it) loads a file with int16 tensors but answers
+    type 10 for them, which rknnx refuses (NotSupportedError): doctor's file section says
+    the file is unusable there, as the model line does, and exits 1 (it said 'loads on:
+    librknnrt 1.5.2' and then exited 1); the 2.x runtime opens it, exit 0."""
+    from helpers import synthetic_rknn
+
+    path = tmp_path / "w16a16i_dfp.rknn"
+    path.write_bytes(synthetic_rknn("{'attrs': {}}", dtype=("int16", 5)))
+    proc = cli("doctor", "--model", str(path),
+               env={"RKNNX_RUNTIME": "emulator-1.5.2", "RKNN_EMU_PLATFORM": "RK3588"})
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert any(ln.startswith("model:     cannot be opened: ") and "type 10" in ln
+               for ln in lines), lines
+    assert "           loads on:   librknnrt 1.6.0" in lines
+    assert ("           unusable:   librknnrt 1.5.2 (int16 tensors: it answers type 10 for "
+            "them (INT4 in the 2.x header), which rknnx cannot hold in a numpy array; "
+            "rknnx.Model refuses the file there (NotSupportedError))") in lines
+    assert not any("loads on:" in ln and "1.5.2" in ln for ln in lines), lines
+    proc = cli("doctor", "--model", str(path), env={**ENV, "RKNN_EMU_PLATFORM": "RK3588"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "model:     opens here (static shapes; " in proc.stdout
 
 
 def test_run_says_when_it_resizes_and_letterboxes(tmp_path):
@@ -514,8 +546,13 @@ def test_detect_with_names_and_family(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (("--sample", "detector_random"), "family not given and the model's outputs fit yolov5 "
                                       "and yolox: pass family="),
-    (("--sample", "detector", "--family", "yolov8-seg"), "yolov8-seg takes the zoo's 13 outputs"),
+    (("--sample", "detector", "--family", "yolov8-seg"), "these 6 outputs are not "
+                                                        "yolov8-seg's"),
     (("--sample", "detector", "--conf", "2"), "--conf is a score threshold in 0..1; got 2.0"),
+    (("--sample", "detector", "--iou", "1.5"), "--iou is an overlap threshold in 0..1; got "
+                                               "1.5"),
+    (("--sample", "detector", "--iou", "-0.1"), "--iou is an overlap threshold in 0..1; got "
+                                                "-0.1"),
     (("--sample", "detector", "--names", "nope.txt"), "--names file 'nope.txt' does not exist"),
 ])
 def test_detect_errors_are_one_line(tmp_path, args, message):
@@ -526,6 +563,38 @@ def test_detect_errors_are_one_line(tmp_path, args, message):
     assert proc.stderr.strip().splitlines()[-1] == f"rknnx detect: error: {message}" or \
         message in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("ext", [".xbm", ".msp", ".bufr", ".nope"])
+def test_detect_refuses_a_picture_format_before_touching_the_file(tmp_path, ext):
+    """An extension Pillow knows and then refuses for RGB (or does not know): one line
+    naming -o, the existing file left as it was, no temporary file left beside it."""
+    _squares_png(tmp_path / "squares.png")
+    old = tmp_path / f"old{ext}"
+    old.write_bytes(b"the user's file")
+    proc = cli("detect", "--sample", "detector", "-i", str(tmp_path / "squares.png"),
+               "-o", str(old))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"rknnx detect: error: -o '{old}': Pillow does not write an RGB picture as " \
+        f"{ext}" in proc.stderr, proc.stderr
+    assert old.read_bytes() == b"the user's file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["squares.png", old.name])
+
+
+def test_detect_replaces_an_existing_picture_whole(tmp_path):
+    """A picture written over an existing file goes through a temporary file renamed
+    over it: the new picture, nothing left beside it."""
+    from PIL import Image
+
+    _squares_png(tmp_path / "squares.png")
+    out = tmp_path / "o.png"
+    out.write_bytes(b"old")
+    proc = cli("detect", "--sample", "detector", "-i", str(tmp_path / "squares.png"),
+               "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    with Image.open(out) as img:
+        assert img.size == (900, 700)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.png", "squares.png"]
 
 
 def test_detect_on_a_vendor_stand_in_says_its_boxes_are_not_the_networks(tmp_path):

@@ -29,3 +29,32 @@ def test_an_empty_file_parameter_set_collects_with_the_running_pytest(tmp_path):
                        capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     assert "2 skipped" in p.stdout, p.stdout[-2000:]
+
+
+def _pytest(*args):
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *args, "tests/package/test_errors.py"],
+                          capture_output=True, text=True, timeout=600, cwd=REPO)
+
+
+def test_the_suites_options_run_without_xdist():
+    """pyproject.toml's options work under a pytest without pytest-xdist (a board's Debian
+    pytest; `pip install .` does not bring xdist): the suite runs in one process, where
+    `-n auto --dist loadgroup` in addopts stopped it at once ('unrecognized arguments')."""
+    p = _pytest("-p", "no:xdist")
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-2000:]
+    assert "unrecognized arguments" not in out and "bringing up nodes" not in out
+    assert " passed" in p.stdout
+
+
+def test_the_suite_runs_in_parallel_where_xdist_is_installed():
+    """Where xdist is loaded, `python -m pytest` runs in workers, one per core, as the README
+    says (tests/conftest.py adds `-n auto --dist loadgroup`); `-n 0` runs in one process."""
+    pytest = __import__("pytest")
+    pytest.importorskip("xdist", reason="pytest-xdist is not installed here")
+    p = _pytest()
+    assert p.returncode == 0, (p.stdout + p.stderr)[-2000:]
+    assert "bringing up nodes" in p.stdout and " passed" in p.stdout
+    p = _pytest("-n", "0")
+    assert p.returncode == 0 and "bringing up nodes" not in p.stdout, p.stdout[-2000:]

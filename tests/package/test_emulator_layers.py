@@ -3,7 +3,11 @@
 up, and a file names (calls, or takes the address of) only functions of the files listed
 before it and of the model half; the model half names nothing of the runtime half; a file
 includes no header of a layer above it.  An upper file reaches a lower one's work only
-through a hook the upper one sets (emu_ctx_on_free, emu_kind_add), which this keeps true.
+through a hook the upper one sets (emu_ctx_on_free, emu_kind_add, a kind's run), which
+this keeps true.  The model half is one direction too (emulator/emu_model.h's file map):
+no circle of files calling each other, as exec.c, model.c and model_standin.c were (the
+executor ran a stand-in by name, the parser called the executor, which called the parser's
+accessors; issue 39, item 7).
 
 The C is read as text: comments and string literals removed, a function's definition is a
 name followed by its parameter list and a body at file level, a use any other occurrence
@@ -44,9 +48,10 @@ def _used(text: str) -> set:
     return set(re.findall(r"\b[A-Za-z_]\w*\b", text))
 
 
-def layer_map() -> list:
-    """The runtime half's files in runtime.h's file map, bottom first."""
-    head = (EMU / "runtime.h").read_text().split("*/", 1)[0]
+def layer_map(header: str = "runtime.h") -> list:
+    """The files in `header`'s file map, bottom first (runtime.h: the runtime half;
+    emu_model.h: the model half)."""
+    head = (EMU / header).read_text().split("*/", 1)[0]
     return re.findall(r"^ \*\s{2,}(\w+\.c)\s", head, re.M)
 
 
@@ -75,6 +80,60 @@ def upward_uses(texts: dict, order: list) -> list:
             if up:
                 found.append((user, home, fn))
     return found
+
+
+def calls_between(texts: dict, files) -> dict:
+    """user -> the other files of `files` whose functions it names (calls, or takes the
+    address of)."""
+    owner = {fn: name for name in files for fn in _defined(texts[name])}
+    return {user: sorted({owner[fn] for fn in _used(texts[user]) & owner.keys()} - {user})
+            for user in files}
+
+
+def circles(graph: dict) -> list:
+    """Every circle of files in `graph` (user -> files it names), each from its first file
+    in sorted order, without repeats."""
+    found = []
+
+    def walk(path):
+        for nxt in graph.get(path[-1], ()):
+            if nxt == path[0]:
+                found.append(path)
+            elif nxt not in path and nxt > path[0]:
+                walk(path + [nxt])
+
+    for start in sorted(graph):
+        walk([start])
+    return found
+
+
+def test_the_model_half_has_no_circle():
+    texts = sources()
+    assert circles(calls_between(texts, MODEL_HALF)) == []
+
+
+def test_the_model_half_map_lists_its_files_bottom_first():
+    order = layer_map("emu_model.h")
+    assert sorted(order) == sorted(MODEL_HALF), order
+    texts = sources()
+    graph = calls_between(texts, MODEL_HALF)
+    for user, owners in graph.items():
+        for home in owners:
+            assert order.index(home) < order.index(user), \
+                f"{user} names a function of {home}, listed after it in emu_model.h"
+
+
+@pytest.mark.parametrize("user, snippet, circle", [
+    # the executor running a stand-in by name, as it did before a kind brought its own run
+    ("exec.c", "int f(const emu_model *m) { return emu_standin_model_run(m, 0, 0, 0); }",
+     ["exec.c", "model_standin.c", "model.c"]),
+    # the executor freeing a model (the parser's) by name
+    ("exec.c", "void g(emu_model *m) { emu_model_free(m); }", ["exec.c", "model.c"]),
+])
+def test_a_model_half_circle_is_caught(user, snippet, circle):
+    texts = sources()
+    texts[user] += "\n" + _strip(snippet) + "\n"
+    assert circle in circles(calls_between(texts, MODEL_HALF))
 
 
 def test_the_map_lists_every_runtime_file_once():

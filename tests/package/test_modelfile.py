@@ -430,9 +430,29 @@ def test_runtime_support_agrees_with_every_recorded_init():
             assert verdict.reason.split(": ", 1)[-1] in logs, (rt, r["model_file"], logs)
         elif verdict.verdict == "crashes":
             assert r["init_status"] is None, (rt, r["model_file"])
+        elif verdict.verdict == "unusable":
+            # the runtime loads it; what it answers is what rknnx cannot use
+            assert r["init_ok"], (rt, r["model_file"])
         else:
             assert verdict.verdict == "other chip" and not r["init_ok"], (rt, r["model_file"])
-    assert seen == {"loads", "refuses", "crashes", "other chip"}
+    assert {"loads", "refuses", "crashes", "other chip"} <= seen, seen
+
+
+def test_runtime_support_says_1_5_2_is_unusable_for_int16_tensors():
+    """librknnrt 1.5.2 loads a file with int16 tensors (a w16a16i_dfp build) and answers type
+    10 for them, which rknnx cannot hold: its verdict says so (rknnx doctor and the Model's
+    NotSupportedError give the one answer); 1.6.0 loads it, and 1.5.2 a file of int8."""
+    from helpers import synthetic_rknn
+
+    int16 = modelfile.read(synthetic_rknn("{'attrs': {}}", dtype=("int16", 5)))
+    verdicts = {s.runtime: s for s in int16.runtime_support()}
+    assert verdicts["librknnrt 1.5.2"].verdict == "unusable"
+    assert verdicts["librknnrt 1.5.2"].reason.startswith(
+        "int16 tensors: it answers type 10 for them (INT4 in the 2.x header), which rknnx "
+        "cannot hold in a numpy array; rknnx.Model refuses the file there (NotSupportedError)")
+    assert verdicts["librknnrt 1.6.0"].verdict == "loads"
+    plain = modelfile.read(synthetic_rknn("{'attrs': {}}"))
+    assert {s.runtime: s.verdict for s in plain.runtime_support()}["librknnrt 1.5.2"] == "loads"
 
 
 def test_runtime_facts_table():

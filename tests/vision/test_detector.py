@@ -297,14 +297,40 @@ def test_bad_input(opened):
         assert len(det.detect(squares_picture(seed=0)[0])) == 3
     with pytest.raises(ValueError, match="family must be one of"):
         Detector(m, "yolov9")
-    with pytest.raises(ValueError, match="yolov8-seg takes the zoo's 13 outputs"):
+    with pytest.raises(ValueError, match="these 6 outputs are not yolov8-seg's"):
         Detector(m, "yolov8-seg")
     with pytest.raises(ValueError, match="workers must be an int >= 1; got 0"):
         Detector(m, workers=0)
-    with pytest.raises(ValueError, match="conf must be a finite number"):
+    with pytest.raises(ValueError, match=r"^Detector: conf must be a number in \[0, 1\]; "
+                                         r"got nan$"):
         Detector(m, conf=float("nan"))
     with pytest.raises(ValueError, match=r"classes: .*3\)? is not a class of this model \(1 classes\)"):
         Detector(m, classes=[3])
+
+
+def test_parameters_out_of_range_are_refused_before_any_work(opened, emu):
+    """conf and iou outside [0, 1], a max_det that is no count, another family: refused
+    naming the parameter and its range, with no session made (the counters stay)."""
+    m = opened("detector")
+    gc.collect()
+    before = live(emu)
+    for kw, msg in ((dict(conf=1.5), r"^Detector: conf must be a number in \[0, 1\]; got 1.5$"),
+                    (dict(conf=-0.1), r"^Detector: conf must be a number in \[0, 1\]"),
+                    (dict(iou=1.5), r"^Detector: iou must be a number in \[0, 1\]; got 1.5$"),
+                    (dict(iou=-0.1), r"^Detector: iou must be a number in \[0, 1\]"),
+                    (dict(max_det=1e10), r"^Detector: max_det must be an int >= 0 \(None: no "
+                                         r"limit\); got 10000000000.0$")):
+        with pytest.raises(ValueError, match=msg):
+            Detector(m, **kw)
+        assert live(emu) == before
+    with pytest.raises(ValueError, match=r"^decode: these 6 outputs are not yolov5's; their "
+                                         r"shapes .* fit yolov8$"):
+        Detector(m, family="yolov5")
+    # "no limit" takes no memory for it
+    with Detector(m, max_det=2 ** 62) as det:
+        assert len(det.detect(squares_picture(seed=0)[0])) == 3
+    with Detector(m, max_det=None) as det:
+        assert len(det.detect(squares_picture(seed=0)[0])) == 3
 
 
 def test_an_ambiguous_family_lists_the_candidates(opened):
@@ -330,9 +356,9 @@ def _float16_input_yolov5(target="RK3588"):
 
 
 def test_an_input_not_taking_pixels_needs_its_normalization(emu):
-    """A float16 image input: the runtime converts no uint8 pixels for it, its
-    normalization is not known: refused, saying what to give; given, the NPU's own
-    float16 is refused too (the detector writes uint8 or int8)."""
+    """A float16 image input (an unquantized export): the runtime converts no uint8 pixels
+    for it, its normalization is not known: refused, saying what to give; given, the
+    detector letterboxes the normalized pixels into the NPU's own float16 input."""
     gc.collect()
     before = live(emu)
     emu.set_platform("RK3588")
@@ -343,7 +369,68 @@ def test_an_input_not_taking_pixels_needs_its_normalization(emu):
             Detector(m, "yolov5", anchors=[(1, 1, 2, 2, 3, 3)] * 3)
         with pytest.raises(ValueError, match="give both mean= and std="):
             Detector(m, "yolov5", mean=0)
-        with pytest.raises(ValueError, match="takes float16 as the NPU does"):
-            Detector(m, "yolov5", mean=0, std=255, anchors=[(1, 1, 2, 2, 3, 3)] * 3)
+        frame = squares_picture(w=128, h=96)[0]
+        for mean, std in ((0, 255), ((10, 20, 30), (50, 60, 70))):
+            with Detector(m, "yolov5", mean=mean, std=std,
+                          anchors=[(1, 1, 2, 2, 3, 3)] * 3) as det:
+                d = det.detect(frame)
+                assert len(d) == 0 and d.letterbox.resized == (64, 48)   # zero weights
+                want = letterbox(frame, out=np.empty((1, 64, 64, 3), np.float16),
+                                 swap_rb=True, mean=mean, std=std)[0]
+                view = det.sessions[0].inputs[0]
+                assert view.dtype == np.float16
+                np.testing.assert_array_equal(view, want)
+                del view
     gc.collect()
     assert live(emu) == before
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(pad_value=300), r"Detector: pad_value is a pixel value 0\.\.255 \(an int, or "
+                          r"three ints\); got 300"),
+    (dict(pad_value=float("nan")), r"pad_value is a pixel value 0\.\.255.*got nan"),
+    (dict(pad_value=True), r"pad_value is a pixel value 0\.\.255.*got True"),
+    (dict(pad_value="x"), r"pad_value is a pixel value 0\.\.255.*got 'x'"),
+    (dict(mean="abc", std=255), r"Detector: mean is a number or three \(one per "
+                                r"channel\); got 'abc'"),
+    (dict(mean=0, std=float("inf")), r"Detector: std must be finite; got inf"),
+    (dict(mean=0, std=0), r"Detector: std must be non-zero; got 0")])
+def test_letterbox_parameters_are_refused_at_construction(opened, emu, kw, msg):
+    m = opened("detector")
+    before = live(emu)
+    with pytest.raises(ValueError, match=msg):
+        Detector(m, **kw)
+    gc.collect()
+    assert live(emu) == before           # refused before a session was made
+
+
+def test_detect_takes_a_decoders_i420_and_nv12_planes(opened):
+    # I420 (PyAV's yuv420p) and NV12 frames go to the letterbox as they are: the same
+    # detections as their BGR conversion by OpenCV (the conversions agree exactly)
+    cv2 = pytest.importorskip("cv2", reason="opencv-python-headless (the test extra)")
+    m = opened("detector")
+    img, _ = squares_picture(seed=1)
+    h, w = img.shape[:2]
+    i420 = cv2.cvtColor(img, cv2.COLOR_BGR2YUV_I420)
+    flat = i420.reshape(-1)
+    q = h * w // 4
+    y = i420[:h]
+    u = flat[h * w:h * w + q].reshape(h // 2, w // 2)
+    v = flat[h * w + q:].reshape(h // 2, w // 2)
+    uv = np.stack([u, v], -1).reshape(h // 2, w)
+    with Detector(m, workers=2) as det:
+        want = det.detect(cv2.cvtColor(i420, cv2.COLOR_YUV2BGR_I420))
+        assert len(want) == 3
+        got = [det.detect(i420, fmt="i420"), det.detect((y, u, v), fmt="I420"),
+               det.detect((y, uv), fmt="nv12"), det.submit(i420, fmt="i420").result(),
+               *det.map([i420, (y, u, v)], fmt="i420")]
+        for d in got:
+            np.testing.assert_array_equal(d.boxes, want.boxes)
+            np.testing.assert_array_equal(d.scores, want.scores)
+        # the stream's own matrix: BT.709 shifts the colours, the squares stay
+        assert len(det.detect(i420, fmt="i420", matrix="bt709")) == 3
+        with pytest.raises(ValueError, match=r"matrix is 'bt601' or 'bt709'"):
+            det.detect(i420, fmt="i420", matrix="smpte")
+        with pytest.raises(ValueError, match=r"\(Y, U, V\) triple of planes; got a sequence "
+                                             r"of 2"):
+            det.detect((y, u), fmt="i420")

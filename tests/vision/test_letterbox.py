@@ -88,6 +88,41 @@ def test_every_vector_path_equals_the_reference(hw, size, path):
         np.testing.assert_array_equal(img, ref.letterbox(f, size, swap_rb=swap, pad_value=9))
 
 
+# exact ratios: every horizontal weight 0 (odd k, 1:1) or 1024 (even k): the pick and
+# pairs paths of the kernel (letterbox.h), vertically 1:1, k:1 and in between
+EXACT = [((480, 640), (640, 640)), ((720, 1280), (640, 640)), ((1080, 1920), (640, 640)),
+         ((1088, 1920), (640, 640)), ((960, 1280), (640, 640)), ((2160, 3840), (640, 640)),
+         ((75, 500), (100, 100)), ((77, 10), (2, 64)), ((33, 70), (14, 14)),
+         ((301, 5), (5, 400)), ((200, 60), (12, 90))]
+
+
+@pytest.mark.parametrize("hw, size", EXACT, ids=lambda v: "x".join(map(str, v)))
+def test_exact_ratios_equal_the_reference_on_every_path_and_layout(hw, size, path):
+    f = _frame(*hw, seed=hw[0] * 7 + hw[1])
+    W, H = size
+    for swap in (False, True):
+        want = ref.letterbox(f, size, swap_rb=swap, pad_value=(9, 8, 7))
+        img, _ = letterbox(f, size, swap_rb=swap, pad_value=(9, 8, 7))
+        np.testing.assert_array_equal(img, want)
+        nchw = np.full((1, 3, H, W), 0xEE, np.uint8)
+        letterbox(f, out=nchw, swap_rb=swap, pad_value=(9, 8, 7))
+        np.testing.assert_array_equal(nchw[0].transpose(1, 2, 0), want)
+        blk = np.full((1, 1, H, W, 16), 0xEE, np.uint8)
+        letterbox(f, out=blk, swap_rb=swap, pad_value=(9, 8, 7))
+        np.testing.assert_array_equal(blk[0, 0, :, :, :3], want)
+        assert (blk[..., 3:] == 0xEE).all()
+        # a frame whose pixels are not 3 contiguous bytes (converted rows)
+        wide = np.zeros(hw + (4,), np.uint8)
+        wide[..., :3] = f
+        got, _ = letterbox(wide[..., :3], size, swap_rb=swap, pad_value=(9, 8, 7))
+        np.testing.assert_array_equal(got, want)
+    if hw[0] % 2 == 0 and hw[1] % 2 == 0:
+        nv = _nv12(*hw, seed=hw[1])
+        got, _ = letterbox(nv, size, fmt="nv12", swap_rb=True)
+        np.testing.assert_array_equal(got, ref.letterbox(nv, size, swap_rb=True,
+                                                         fmt="nv12"))
+
+
 def test_taps_of_the_c_equal_the_reference():
     for s, n in ((1920, 640), (1080, 360), (457, 320), (2, 64), (91, 416), (17, 333),
                  (7, 3), (100, 100), (3, 1000)):
@@ -272,10 +307,11 @@ def test_bad_input_is_refused_before_c():
         (lambda: letterbox(f), ValueError, r"give size=\(width, height\) or out="),
         (lambda: letterbox(f, (0, 64)), ValueError, r"at least 1"),
         (lambda: letterbox(f, "640"), TypeError, r"size is \(width, height\)"),
-        (lambda: letterbox(f, (64, 64), fmt="yuyv"), ValueError, r"'bgr', 'rgb' or 'nv12'"),
+        (lambda: letterbox(f, (64, 64), fmt="yuyv"), ValueError, r"'bgr', 'rgb', 'nv12' or 'i420'"),
         (lambda: letterbox(f, (64, 64), swap_rb=1), TypeError, r"True or False"),
         (lambda: letterbox(f, (64, 64), pad_value=300), ValueError, r"0\.\.255"),
-        (lambda: letterbox(f, (64, 64), pad_value=(1, 2)), ValueError, r"one value or three"),
+        (lambda: letterbox(f, (64, 64), pad_value=(1, 2)), ValueError,
+         r"pad_value is a pixel value 0\.\.255 \(an int, or three ints\); got \(1, 2\)"),
         (lambda: letterbox(_nv12(100, 99)[:, :99], (64, 64), fmt="nv12"), ValueError,
          r"even width and height; got 99x100"),
         (lambda: letterbox(np.zeros((151, 100), np.uint8), (64, 64), fmt="nv12"),
@@ -285,8 +321,8 @@ def test_bad_input_is_refused_before_c():
         (lambda: letterbox((np.zeros((4, 4), np.uint8), np.zeros((4, 4), np.uint8)), (8, 8),
                            fmt="nv12"), ValueError, r"UV plane of a 4x4 NV12 frame is \(2, 4\)"),
         (lambda: letterbox(f, fmt="nv12", size=(8, 8)), ValueError, r"\(H\*3/2, W\) array"),
-        (lambda: letterbox(f, out=np.empty((64, 64, 3), np.float32)), TypeError,
-         r"uint8 \(pixels\) or int8"),
+        (lambda: letterbox(f, out=np.empty((64, 64, 3), np.float64)), TypeError,
+         r"uint8 \(pixels\), int8 \(a quantized input\), float16 or float32"),
         (lambda: letterbox(f, out=np.empty((64, 64), np.uint8)), ValueError,
          r"not an image of 3 channels"),
         (lambda: letterbox(f, out=np.empty((2, 64, 64, 3), np.uint8)), ValueError,
@@ -331,3 +367,50 @@ def test_the_binding_refuses_geometry_outside_its_arrays():
         args[k] = v
         with pytest.raises(ValueError, match=msg):
             _kernels.letterbox_run(*args)
+
+
+@pytest.mark.parametrize("pad, shown", [
+    (float("nan"), "nan"), (None, "None"), ("x", "'x'"), (float("inf"), "inf"),
+    (True, "True"), ((1, True, 3), r"\(1, True, 3\)"), (-1, "-1"), (256, "256"),
+    (1.5, "1.5"), ((0, 0, float("nan")), r"\(0, 0, nan\)")])
+def test_pad_value_outside_the_pixels_is_refused_naming_it(pad, shown):
+    f = _frame(20, 20)
+    with pytest.raises(ValueError, match=r"letterbox: pad_value is a pixel value 0\.\.255 "
+                                         r"\(an int, or three ints\); got " + shown):
+        letterbox(f, (16, 16), pad_value=pad)
+    # the in-range forms go on working: numpy integers, floats that are integers
+    img, _ = letterbox(f, (16, 8), pad_value=(np.uint8(7), 8.0, 9))
+    assert (img[:, :4] == [7, 8, 9]).all() and (img[:, 12:] == [7, 8, 9]).all()
+
+
+@pytest.mark.parametrize("scale, zp, msg", [
+    (0.0, -128, r"quantization scale must be finite and > 0; got 0\.0"),
+    (float("nan"), -128, r"quantization scale must be finite and > 0; got nan"),
+    (-1 / 255, -128, r"quantization scale must be finite and > 0; got -0\.0039"),
+    (1 / 255, 1000, r"zero point must be in -128\.\.127 \(int8\); got 1000"),
+    (1 / 255, -129, r"zero point must be in -128\.\.127 \(int8\); got -129")])
+def test_an_int8_out_with_an_impossible_quantization_is_refused(scale, zp, msg):
+    from rknnx._tensors import QuantInfo, TensorInfo
+
+    f = _frame(20, 20)
+    out = np.full((1, 16, 16, 3), 5, np.int8)
+    info = TensorInfo(0, "x", (1, 16, 16, 3), np.dtype(np.int8), "NHWC",
+                      QuantInfo("affine", scale, zp))
+    with pytest.raises(ValueError, match=r"letterbox: the input's " + msg):
+        letterbox(f, out=out, info=info, mean=0, std=255)
+    assert (out == 5).all()              # refused before any byte is written
+
+
+@pytest.mark.parametrize("name", ["mean", "std"])
+@pytest.mark.parametrize("value, shown", [("abc", "'abc'"),
+                                          ((1, "b", 3), r"\(1, 'b', 3\)"),
+                                          (float("nan"), "nan"), (True, "True")])
+def test_mean_and_std_that_are_not_numbers_are_refused_naming_them(name, value, shown):
+    from rknnx._tensors import QuantInfo, TensorInfo
+
+    info = TensorInfo(0, "x", (1, 16, 16, 3), np.dtype(np.int8), "NHWC",
+                      QuantInfo("affine", 1 / 255, -128))
+    kw = {"mean": 0, "std": 255, name: value}
+    with pytest.raises(ValueError, match=rf"letterbox: {name} (is a number or three \(one "
+                                         rf"per channel\)|must be finite); got {shown}"):
+        letterbox(_frame(20, 20), out=np.empty((1, 16, 16, 3), np.int8), info=info, **kw)

@@ -96,10 +96,54 @@ def draw(rgb: np.ndarray, dets, path: str) -> None:
                 if vis[k]:
                     x, y = float(kp[k, 0]), float(kp[k, 1])
                     d.ellipse([x - 3, y - 3, x + 3, y + 3], fill=colour)
+    save(img, path)
+
+
+def output_format(path: str) -> str:
+    """The Pillow format `path`'s extension names, if Pillow writes RGB pictures in it (a
+    1x1 picture written to memory says so: .xbm, .msp, .bufr are known to Pillow and then
+    refused); a UserError otherwise, before anything is opened or run."""
+    import io
+
+    Image, _ = _pil()
+    Image.init()
+    ext = os.path.splitext(path)[1].lower()
+    fmt = Image.registered_extensions().get(ext)
+    why = "" if fmt in Image.SAVE else "no such format"
+    if not why:
+        try:
+            Image.new("RGB", (1, 1)).save(io.BytesIO(), format=fmt)
+        except Exception as exc:        # Pillow's refusals are OSError, ValueError, ...
+            why = str(exc)
+    if why:
+        raise UserError(f"-o {path!r}: Pillow does not write an RGB picture as "
+                        f"{ext or 'a file without an extension'} ({why}); use .png or "
+                        f".jpg")
+    return fmt
+
+
+def save(img, path: str) -> None:
+    """`img` written to `path` through a temporary file beside it, renamed over `path` once
+    whole: a refused or failed write leaves an existing file as it was."""
+    import tempfile
+
+    fmt = output_format(path)
+    d = os.path.dirname(os.path.abspath(path))
     try:
-        img.save(path)
-    except (OSError, ValueError) as exc:
+        fd, tmp = tempfile.mkstemp(prefix=".rknnx-detect-", suffix=os.path.splitext(path)[1],
+                                   dir=d)
+    except OSError as exc:
         raise UserError(f"cannot write {path!r} ({exc})") from exc
+    try:
+        with os.fdopen(fd, "wb") as f:
+            img.save(f, format=fmt)
+        os.replace(tmp, path)
+    except (OSError, ValueError) as exc:
+        os.unlink(tmp)
+        raise UserError(f"cannot write {path!r} ({exc})") from exc
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def _stand_in(args) -> bool:
@@ -130,6 +174,9 @@ def detect(args) -> int:
         raise UserError("give the picture to write: -o OUT.png")
     if not (0.0 <= args.conf <= 1.0):
         raise UserError(f"--conf is a score threshold in 0..1; got {args.conf}")
+    if not (0.0 <= args.iou <= 1.0):
+        raise UserError(f"--iou is an overlap threshold in 0..1; got {args.iou}")
+    output_format(args.output)
     rgb = read_image(args.input)
     names = read_names(args.names) if args.names else None
     load_runtime()

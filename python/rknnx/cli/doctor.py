@@ -55,9 +55,13 @@ def run(args) -> int:
                         driver_version=opened.driver_version)
     board_chip = platforms.detect_chip()
     chip = runtime.chip_of()               # the binding's: the personality, else the board's
+    models_chip = False
+    if isinstance(opened, rknnx.Model) and opened.chip and opened.chip != chip:
+        # the emulator with no chip chosen plays the chip the model was built for
+        chip, models_chip = opened.chip, True
     nodes = device_nodes()
     print(f"rknnx {rknnx.__version__}")
-    _print_runtime(info, fallback, chip, board_chip, nodes)
+    _print_runtime(info, fallback, chip, board_chip, nodes, models_chip)
     _print_chip(chip)
     cma = _cma()
     if cma and not info["is_emulator"]:
@@ -81,9 +85,10 @@ def run(args) -> int:
     return status
 
 
-def _print_runtime(info: dict, fallback, chip, board_chip, nodes: list) -> None:
-    """The runtime loaded, why, its entry points and versions; the chip and the NPU's
-    device nodes."""
+def _print_runtime(info: dict, fallback, chip, board_chip, nodes: list,
+                   models_chip: bool = False) -> None:
+    """The runtime loaded, why, its entry points and versions; the chip (`models_chip`: the
+    emulator plays the model's, no chip being chosen) and the NPU's device nodes."""
     if fallback:
         print("no NPU runtime on this machine, which cannot be a board -> the library uses "
               "the bundled CPU emulator (set RKNNX_RUNTIME to choose a library)")
@@ -99,6 +104,9 @@ def _print_runtime(info: dict, fallback, chip, board_chip, nodes: list) -> None:
         if info.get(key):
             print(f"{label} {info[key]}")
     where = "emulator personality" if info["is_emulator"] else "device tree"
+    if models_chip:
+        where += (": the model's chip, as no chip is chosen (RKNN_EMU_PLATFORM chooses "
+                  "one)")
     print(f"chip:      {chip or 'unknown'} ({where})")
     if info["is_emulator"] and board_chip:
         print(f"board:     {board_chip} (device tree)")
@@ -194,7 +202,8 @@ def file_lines(path, runtime_version, chip=None) -> list:
            f"{mf.chip or 'an unknown chip'}; {shapes}"]
     verdicts = mf.runtime_support()
     for verdict, label in (("loads", "loads on:  "), ("refuses", "refused by:"),
-                           ("crashes", "crashes:   "), ("unknown", "no record: ")):
+                           ("crashes", "crashes:   "), ("unusable", "unusable:  "),
+                           ("unknown", "no record: ")):
         names = [s.runtime if verdict == "loads" else f"{s.runtime} ({s.reason})"
                  for s in verdicts if s.verdict == verdict]
         if names:

@@ -133,7 +133,10 @@ class EmulatorControl:
 
     def set_platform(self, name: Optional[str]) -> None:
         """Personality of contexts created from now on; ``None`` reverts to
-        ``RKNN_EMU_PLATFORM`` (default RK3588).
+        ``RKNN_EMU_PLATFORM``.  With neither, no chip is chosen: ``rknn_init`` plays the
+        chip a model was built for (RK3588 for one that names none or RK3588's NPU), said
+        once per chip in a ``W rknnx:`` line; a chosen chip refuses a model of another NPU,
+        as a board does.
 
         Raises
         ------
@@ -146,7 +149,8 @@ class EmulatorControl:
 
     @property
     def platform(self) -> str:
-        """The personality the next ``rknn_init`` uses."""
+        """The personality the next ``rknn_init`` uses (with no chip chosen, RK3588: a
+        model of another chip plays its own, :meth:`context_platform` says which)."""
         return self.lib.rknn_emu_get_platform().decode()
 
     def context_platform(self, context: int) -> Optional[str]:

@@ -32,6 +32,8 @@ _CODES = {np.dtype(np.int8): 0, np.dtype(np.uint8): 1, np.dtype(np.int16): 2,
           np.dtype(np.float16): 3, np.dtype(np.float32): 4}
 _LAYOUTS = ("NCHW", "NHWC", "NC1HWC2")
 _DTYPES = {v: k for k, v in _CODES.items()}
+#: the codes of each integer type (a zero point lies among them)
+_CODE_RANGE = {0: (-128, 127), 1: (0, 255), 2: (-32768, 32767)}
 
 
 class DecodeWarning(UserWarning):
@@ -213,7 +215,8 @@ def _ncl_geometry(t: _T, info) -> None:
                          f"{tuple(info.shape)}")
     n, C, L = shape
     if n != 1:
-        raise ValueError(f"output {t.index}: a batch of {n}; decode takes one frame")
+        raise ValueError(f"output {t.index}: a 3-D output is one frame's [1, C, N]; got "
+                         f"shape {shape} (yolov8-pose's keypoints are 4-D [1, K, 3, N])")
     t.C, t.H, t.W, t.C2 = C, 1, L, C
     t.strides = (0, st[1], 0, st[2])
     t.layout = "NCL"
@@ -238,6 +241,11 @@ def _quantization(t: _T, info) -> None:
     t.scale, t.zp = q
     if t.scale <= 0 or not np.isfinite(t.scale):
         raise ValueError(f"output {i}: quantization scale {t.scale} is not positive")
+    lo, hi = _CODE_RANGE[t.code]
+    if not (lo <= t.zp <= hi and t.zp == int(t.zp)):
+        zp = int(t.zp) if np.isfinite(t.zp) and t.zp == int(t.zp) else t.zp
+        raise ValueError(f"output {i}: zero point {zp!r} of {dtype} codes must be an "
+                         f"integer in [{lo}, {hi}]")
     if t.code <= 1:
         t.lut = _lut(dtype, t.scale, t.zp)
 
@@ -270,6 +278,10 @@ class _Scale:
         self.qthr, self.qobj, self.qsum = 0, 0, -1
         self.fsum = float("-inf")
         self.score_lut = None
+
+    def sources(self):
+        """The output index of the box, class and score_sum tensors (-1: none)."""
+        return (self.box.index, self.cls.index, -1 if self.sum is None else self.sum.index)
 
     def desc(self):
         return (self.box.desc(), self.cls.desc(), None if self.sum is None else self.sum.desc(),
@@ -421,14 +433,65 @@ def _infer(shapes) -> List[str]:
     return out
 
 
+#: the plans of the calls made: what a call derives from the infos, the arrays' geometry
+#: and conf (docs/guide/decode.md, "What a call costs"); bounded, cleared when full
+_PLANS: dict = {}
+_PLANS_MAX = 64
+
+
+class _Entry:
+    """A cached plan: the infos it was made from (held, so that their identities in the
+    key are never another object's), the C plan and the class count."""
+
+    __slots__ = ("infos", "plan", "nc")
+
+    def __init__(self, infos, plan, nc):
+        self.infos, self.plan, self.nc = infos, plan, nc
+
+
+def _plan_key(family, outputs, infos, conf, layout, input_size):
+    """The key of a call's plan, or None when the call is not planned (a session, infos
+    or layouts that are not plain sequences)."""
+    if type(outputs) not in (list, tuple, np.ndarray):
+        return None
+    try:
+        key = (family, type(conf), conf,
+               layout if layout is None or type(layout) is str else tuple(layout),
+               input_size if input_size is None else tuple(input_size),
+               None if infos is None else tuple(map(id, infos)))
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 def decode(family, outputs, infos=None, *, conf: float = 0.25, iou: float = 0.45,
            max_det: int = 300, classes: Optional[Sequence[int]] = None,
            agnostic: bool = False, max_nms: int = 30000, anchors=None, layout=None,
            input_size: Optional[Tuple[int, int]] = None,
            names: Optional[Sequence[str]] = None) -> Detections:
+    key = None
+    if anchors is None:
+        key = _plan_key(family, outputs, infos, conf, layout, input_size)
+        hit = _PLANS.get(key) if key is not None else None
+        if hit is not None:
+            # the plan of an earlier call with these infos (the same objects), family,
+            # conf, layout and input size; its C reads the arrays only if each has the
+            # geometry it was made for (else None: planned again below)
+            if type(iou) is float and 0.0 <= iou <= 1.0 and type(max_det) is int and \
+                    0 <= max_det <= _NO_LIMIT and type(max_nms) is int and \
+                    0 <= max_nms <= _NO_LIMIT and type(agnostic) is bool:
+                pass
+            else:
+                max_det, max_nms = _check_parameters(conf, iou, max_det, max_nms, agnostic)
+            r = hit.plan.run((outputs,) if type(outputs) is np.ndarray else outputs,
+                             float(iou), max_det, max_nms, agnostic,
+                             None if classes is None else _class_flags(classes, hit.nc))
+            if r is not None:
+                return Detections._made(r[0], r[1], r[2], names)
     kw = dict(conf=conf, iou=iou, max_det=max_det, classes=classes, agnostic=agnostic,
               max_nms=max_nms, anchors=anchors, layout=layout, input_size=input_size,
-              names=names)
+              names=names, key=key)
     if not (hasattr(outputs, "output_attrs") and hasattr(outputs, "output_infos")):
         return _decode(family, outputs, infos, **kw)
     try:
@@ -440,7 +503,7 @@ def decode(family, outputs, infos=None, *, conf: float = 0.25, iou: float = 0.45
 
 
 def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnostic, max_nms,
-            anchors, layout, input_size, names) -> Detections:
+            anchors, layout, input_size, names, key=None) -> Detections:
     """Decode one frame's YOLO outputs into :class:`Detections` (boxes in input pixels).
 
     Parameters
@@ -459,12 +522,17 @@ def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnosti
         ``model.outputs``: the quantization and layout of each output.  Needed for integer
         outputs.  A 4-D array equal to ``info.shape`` is in ``info.layout``; one equal to
         its NHWC form is NHWC.
-    conf, iou : float
-        A candidate passes when its score >= conf; NMS suppresses IoU > iou.
-    max_det, max_nms : int
-        At most max_det boxes kept; at most max_nms best candidates enter the NMS.
+    conf, iou : float in [0, 1]
+        A candidate passes when its score >= conf; NMS suppresses IoU > iou.  A float
+        output's NaN or inf never becomes a detection (its cell is skipped, its box
+        dropped).
+    max_det, max_nms : int >= 0 or None
+        At most max_det boxes kept; at most max_nms best candidates enter the NMS; None
+        (or any count beyond the frame's candidates) is no limit: the arrays are sized by
+        what is found, never by max_det.
     classes : sequence of int, optional
-        Keep only these classes (a candidate's best class must be one of them).
+        Keep only these classes (a candidate's best class must be one of them); one
+        class is ``[k]``.
     agnostic : bool
         NMS across classes.
     anchors : sequence, optional
@@ -481,8 +549,9 @@ def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnosti
     Raises
     ------
     ValueError
-        Outputs that do not fit the family (count, shapes, channels), an unknown family,
-        a layout that cannot be told, bad parameters.
+        Outputs that do not fit the family (count, shapes, channels; another family's
+        outputs are named so), an unknown family, a layout that cannot be told, a zero
+        point outside its type's codes, parameters outside their ranges.
     TypeError
         An element type that is not decoded.
     """
@@ -495,8 +564,8 @@ def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnosti
     ts = [_tensor(i, a, infos[i] if infos is not None else None,
                   layouts[i] if layouts is not None else None)
           for i, a in enumerate(arrays)]
-    family = _family_of(family, ts)
-    _check_parameters(conf, iou, max_det, max_nms, agnostic)
+    family = _family_of(family, ts, anchors)
+    max_det, max_nms = _check_parameters(conf, iou, max_det, max_nms, agnostic)
     head = _head(family, ts, anchors)
     scales = head.scales
     W_in, H_in = _place(scales, head.kind, input_size, family)
@@ -504,9 +573,19 @@ def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnosti
         _thresholds(sc, head.nc, float(conf), head.kind, head.sigmoid)
     class_ok = _class_flags(classes, head.nc)
 
-    boxes, scores, cls_, index = _kernels.yolo_decode(
-        head.kind, [s.desc() for s in scales], head.nc, head.reg_max, head.sigmoid,
-        float(conf), float(iou), int(max_det), int(max_nms), bool(agnostic), class_ok)
+    arrs = [t.arr for t in ts]
+    plan = _kernels.YoloPlan(head.kind, [s.desc() for s in scales],
+                             [s.sources() for s in scales], arrs, head.nc, head.reg_max,
+                             head.sigmoid, float(conf))
+    boxes, scores, cls_, index = plan.run(arrs, float(iou), int(max_det), int(max_nms),
+                                          bool(agnostic), class_ok)
+    if key is not None and head.extra is None and \
+            all(t.arr is a for t, a in zip(ts, arrays)):
+        # the next call with these infos (held by the entry), conf, layout and input size
+        # reads its arrays through this plan (when they have these arrays' geometry)
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        _PLANS[key] = _Entry(None if infos is None else tuple(infos), plan, head.nc)
 
     masks = keypoints = None
     if family == "yolov8-seg":
@@ -552,12 +631,20 @@ def _outputs(outputs, infos, layout, input_size):
     return arrays, infos, layouts, input_size
 
 
-def _family_of(family, ts: List[_T]) -> str:
+def _family_of(family, ts: List[_T], anchors=None) -> str:
     """The family decoded: the one given (``yolo11`` is ``yolov8``), else the only one the
-    outputs' signature fits."""
+    outputs' signature fits.  A family given whose signature the outputs do not have while
+    they have another's is refused as such (not by the first count it reads)."""
+    cands = _infer([(1, t.C, t.W) if t.layout == "NCL" else (1, t.C, t.H, t.W)
+                    for t in ts])
+    if family is not None:
+        fam = family.lower()
+        fam = "yolov8" if fam == "yolo11" else fam
+        # (yolov5 with anchors= of its own: the signature's 3 anchors do not hold)
+        if cands and fam not in cands and not (fam == "yolov5" and anchors is not None):
+            raise ValueError(f"decode: these {len(ts)} outputs are not {family}'s; their "
+                             f"shapes ({_shapes(ts)}) fit {' and '.join(cands)}")
     if family is None:
-        cands = _infer([(1, t.C, t.W) if t.layout == "NCL" else (1, t.C, t.H, t.W)
-                        for t in ts])
         if len(cands) != 1:
             raise ValueError(f"decode: family not given and the outputs fit "
                              f"{'none of ' + str(FAMILIES) if not cands else cands}: pass it")
@@ -566,16 +653,28 @@ def _family_of(family, ts: List[_T]) -> str:
     return "yolov8" if family == "yolo11" else family
 
 
-def _check_parameters(conf, iou, max_det, max_nms, agnostic) -> None:
+#: the largest count the C takes (max_det, max_nms beyond it: no limit)
+_NO_LIMIT = 2 ** 62
+
+
+def _check_parameters(conf, iou, max_det, max_nms, agnostic, where="decode"):
+    """conf and iou in [0, 1]; max_det and max_nms ints >= 0 of any size (None: no
+    limit), returned clamped to what the C counts."""
     for name, v in (("conf", conf), ("iou", iou)):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.floating, np.integer)) \
-                or not np.isfinite(v):
-            raise ValueError(f"decode: {name} must be a finite number; got {v!r}")
+                or not 0.0 <= v <= 1.0:
+            raise ValueError(f"{where}: {name} must be a number in [0, 1]; got {v!r}")
+    counts = []
     for name, v in (("max_det", max_det), ("max_nms", max_nms)):
+        if v is None:
+            v = _NO_LIMIT
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise ValueError(f"decode: {name} must be an int >= 0; got {v!r}")
+            raise ValueError(f"{where}: {name} must be an int >= 0 (None: no limit); "
+                             f"got {v!r}")
+        counts.append(min(int(v), _NO_LIMIT))
     if not (agnostic is True or agnostic is False):
-        raise TypeError(f"decode: agnostic must be True or False; got {agnostic!r}")
+        raise TypeError(f"{where}: agnostic must be True or False; got {agnostic!r}")
+    return counts
 
 
 class _Head:
@@ -681,7 +780,8 @@ def _grid_head(family: str, ts: List[_T], anchors) -> _Head:
     """yolov5 (anchors x (5 + nc) channels per scale) and yolox (5 + nc): box, objectness
     and class scores of each cell in one output per scale."""
     if len(ts) < 1 or len(ts) > 8:
-        raise ValueError(f"{family} takes one output per scale; got {len(ts)}")
+        raise ValueError(f"decode: these {len(ts)} outputs are not {family}'s (one head "
+                         f"per scale, 1 to 8)")
     if family == "yolov5":
         anc = _anchors(anchors, len(ts))
         kind = _ANCHOR
@@ -717,7 +817,11 @@ def _anchors(anchors, n: int) -> list:
         raise ValueError("anchors: one flat (w, h, w, h, ...) sequence per scale") \
             from None
     if len(anc) != n:
-        raise ValueError(f"yolov5: {len(anc)} scales of anchors for {n} outputs")
+        raise ValueError(
+            f"yolov5: {len(anc)} scales of anchors for {n} outputs" if anchors is not None
+            else f"decode: these {n} outputs are not yolov5's (one head [1, 3 x (5 + nc), "
+                 f"H, W] per scale, 3 scales with the zoo's anchors; give anchors= for "
+                 f"other heads)")
     return anc
 
 
@@ -736,6 +840,9 @@ def _class_flags(classes, nc: int) -> Optional[np.ndarray]:
     """One uint8 flag per class kept (None: every class)."""
     if classes is None:
         return None
+    if isinstance(classes, (str, bytes)) or not hasattr(classes, "__iter__"):
+        raise TypeError(f"decode: classes is a sequence of class indices in [0, {nc}) "
+                        f"(one class: [{classes!r}]); got {classes!r}")
     class_ok = np.zeros(nc, np.uint8)
     for c in np.asarray(list(classes)).reshape(-1):
         if not isinstance(c, (int, np.integer)) or not 0 <= c < nc:
