@@ -60,6 +60,10 @@ Scenarios (``--only`` picks some, by name):
                  640x640x3 input, three 255-channel heads): the general flow phase by phase;
                  the stand-in's run against the flow's own input and output conversions
                  (emulator only; skipped with the reason elsewhere)
+- ``wheels``     the abi3, a version-specific and the free-threaded wheel side by side,
+                 each in a venv of its own interpreter (bench/wheels.py): zero-copy run()
+                 and model.run() per call, a Pool of 3 on 3.13t/3.14t (PYTHON_GIL=0) vs the
+                 GIL build of the same source; medians of 3 interleaved runs
 
 Prints a table per scenario (progress on stderr), then the targets; writes
 ``suite.json`` (machine, versions, every figure), ``phases.png`` (latency per phase,
@@ -107,7 +111,7 @@ HERE = Path(__file__).resolve().parent
 INCLUDE = HERE.parent / "include" / "rknnx"
 SCENARIOS = ("overhead", "sizes", "chain", "rknnlite", "detector", "letterbox",
              "letterbox_sizes", "decode", "masks", "pipeline", "streams", "pool", "standin",
-             "track")
+             "track", "wheels")
 SIZES = {"224x224x3": (224, 224), "640x640x3": (640, 640), "1920x1080x3": (1080, 1920)}
 CAMERA = (1080, 1920)          # the camera frame the pre-processing starts from (H, W)
 
@@ -1044,9 +1048,11 @@ RUNNERS = {"overhead": scenario_overhead, "sizes": scenario_sizes, "chain": scen
                st, tmp, say, frame_model, save),
            "track": lambda st, tmp, c, counters, say: track_bench.scenario(st.quick, say),
            "streams": lambda st, tmp, c, counters, say:
-           _streams().scenario(st.quick, tmp, counters, say)}
+           _streams().scenario(st.quick, tmp, counters, say),
+           "wheels": lambda st, tmp, c, counters, say: _wheels(st, say)}
 STEPS = {"letterbox_sizes": 1, "overhead": 2, "sizes": None, "chain": 1, "rknnlite": 1, "detector": 1, "letterbox": 1,
-         "decode": 1, "masks": 1, "pipeline": 1, "pool": None, "standin": 1, "streams": 2, "track": 3}
+         "decode": 1, "masks": 1, "pipeline": 1, "pool": None, "standin": 1, "streams": 2, "track": 3,
+         "wheels": 1}
 
 
 def _streams():
@@ -1056,6 +1062,18 @@ def _streams():
     import streams
 
     return streams
+
+
+def _wheels(st: Settings, say) -> Dict[str, Any]:
+    """bench/wheels.py (the wheels in dist/wheels, or RKNNX_BENCH_WHEELS)."""
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    import wheels as W
+    d = Path(os.environ.get("RKNNX_BENCH_WHEELS", HERE.parent / "dist" / "wheels"))
+    r = W.run(d, 2000 if st.quick else 20000, 300 if st.quick else 3000,
+              say=lambda *a: None)
+    say("wheels")
+    return r
 
 
 # -- the targets ----------------------------------------------------------------------------------
@@ -1176,6 +1194,13 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
     if sd and "ratio" in sd:
         add(f"stand-in of {sd['model']}: its run / the general flow's conversions (set + get)",
             round(sd["ratio"], 2), "<= 1x", sd["ratio"] <= 1, "x")
+    for ver, w in (r.get("wheels") or {}).get("ratios", {}).items():
+        add(f"{ver}t free-threaded / {ver} GIL build: zero-copy run() per call",
+            round(w["ft_zero_copy_vs_gil"], 2), "<= 1.3x", w["ft_zero_copy_vs_gil"] <= 1.3, "x")
+        add(f"{ver}t free-threaded / {ver} GIL build: model.run() per call",
+            round(w["ft_model_run_vs_gil"], 2), "<= 1.3x", w["ft_model_run_vs_gil"] <= 1.3, "x")
+        add(f"{ver}t (PYTHON_GIL=0) / {ver}: a Pool of 3, time for the frames",
+            round(w["ft_pool3_vs_gil"], 2), "<= 0.9x", w["ft_pool3_vs_gil"] <= 0.9, "x")
     p = r.get("pool")
     if p and 3 in p["workers"]:
         k1, k3 = p["workers"].index(1), p["workers"].index(3)
@@ -1212,6 +1237,10 @@ def _frame_rows(named: Dict[str, Dict[str, Any]], c_ns: Optional[float] = None) 
 
 def report(r: Dict[str, Any]) -> str:
     out = []
+    if r.get("wheels"):
+        sys.path.insert(0, str(HERE))
+        import wheels as W
+        out.append("== wheels ==\n" + W.report(r["wheels"]))
     o = r.get("overhead")
     if o:
         out.append("== overhead (tiny model, per call) ==")

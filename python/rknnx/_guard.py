@@ -22,7 +22,8 @@ import os
 import threading
 from typing import Any, Optional
 
-__all__ = ["Lock", "Role", "busy_error", "check_process", "forget_frames", "pid"]
+__all__ = ["Lock", "Role", "busy_error", "check_process", "forget_frames", "pid",
+           "settle_views", "FREE_THREADED"]
 
 #: the current process id, kept up to date across fork without a system call
 pid = os.getpid()
@@ -50,6 +51,36 @@ def check_process(obj: Any, creator: int) -> None:
     """RuntimeError if `obj` (created in process `creator`) is used in a child of fork."""
     if creator != pid:
         raise inherited_error(obj, creator)
+
+
+#: a free-threaded CPython (3.13t, 3.14t), whether or not the GIL was turned back on
+FREE_THREADED = bool(__import__("sysconfig").get_config_var("Py_GIL_DISABLED"))
+
+
+def settle_views(counts) -> int:
+    """The views `counts()` counts once the views this thread just dropped are freed.
+
+    On a GIL build an object is freed when its last reference goes, so the facade drops its
+    own numpy views of NPU memory and counts what is left.  A free-threaded CPython frees
+    an object whose last reference a thread other than its maker dropped only when the
+    maker's thread merges its reference counts (biased reference counting): the view is
+    dead but still counted, and a close from another thread would be refused.  A garbage
+    collection merges every thread's pending counts; it is run only there, when views
+    still count (the refusal path, or a close from another thread)."""
+    n = counts()
+    if n and FREE_THREADED:
+        import gc
+        import time
+
+        gc.collect()
+        # the maker's thread frees them at its next check of the interpreter's signals:
+        # wait for that a little (20 ms at most), never for ever
+        for _ in range(20):
+            n = counts()
+            if not n:
+                break
+            time.sleep(0.001)
+    return n
 
 
 _players = threading.local()             # .roles: the Roles the calling thread plays

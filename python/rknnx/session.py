@@ -367,8 +367,10 @@ class ZeroCopySession(Closable):
         made again."""
         mems = self._owned if mems is None else [m for m in mems if m is not None]
         self._inputs = self._outputs = ()
-        viewed = [m for m in mems if m.exports]
-        n = sum(m.exports for m in viewed)
+        _guard.settle_views(lambda: sum(m.exports for m in mems))
+        counted = [(m, m.exports) for m in mems]     # one look: views may end meanwhile
+        viewed = [m for m, k in counted if k]
+        n = sum(k for _, k in counted)
         # the views are made again whatever the count: a check that passes may be
         # followed by no change at all (check_closable(), a Model.close() that another
         # refusal stops), and a session without its views would give () as inputs
@@ -943,6 +945,7 @@ class ZeroCopySession(Closable):
         if ctx is None:
             return
         self._inputs = self._outputs = ()    # the session's own views go with it
+        _guard.settle_views(lambda: sum(m.exports for m in self._owned if m is not None))
         held = []
         for kind, mems, tensors in (("inputs", self._in_mems, self._of.inputs),
                                     ("outputs", self._out_mems, self._of.outputs)):

@@ -151,7 +151,7 @@ cdef class _ContextBase:
         (TensorMem.close marks a mem dead under the lock of each context it is bound to).
         Allocates nothing."""
         cdef TensorMem m
-        cdef unsigned long long deaths = _mem_deaths
+        cdef unsigned long long deaths = _atomic_load_u64(&_mem_deaths)
         for m in self._bound:
             if m._dead:
                 self._release()
@@ -222,11 +222,16 @@ cdef class _ContextBase:
         if self.ctx == 0 or self._closing:
             self._release()
             return 0
-        self._closing = True
         try:
-            # again under the lock: a borrower that claimed our weights while we waited
-            # for it (Context(share_weights_with=) claims them before its rknn_init)
-            self._close_check()
+            # the mark and the check of the claims in one critical section, as the claims
+            # check the mark (Context(share_weights_with=)): either a borrower is counted
+            # here, or it sees the mark and refuses
+            with cython.critical_section(self):
+                self._closing = True
+                # again under the lock: a borrower that claimed our weights while we
+                # waited for it (Context(share_weights_with=) claims them before its
+                # rknn_init)
+                self._close_check()
         except BaseException:
             self._closing = False
             self._release()
@@ -238,11 +243,11 @@ cdef class _ContextBase:
             # the view rule (see _check_no_views): views of our mems and outputs are
             # refused from now on (_closing), counted here, and counted again by each
             # mem / output group under the lock before it is freed
-            _check_no_views(sum([m._exports for m in mems])
-                            + sum([(<_OutputGroup>g)._exports for g in groups])
+            _check_no_views(sum([_views_of(m) for m in mems])
+                            + sum([_group_views(g) for g in groups])
                             + self._callback_views())
             for m in mems:
-                if m._pins:
+                if _atomic_load_int(&m._pins):
                     raise BufferError(f"{m!r} is the model buffer of an open Context; close "
                                       "that Context first")
         except BufferError:
@@ -346,7 +351,7 @@ cdef int _enter_run(_ContextBase self, const char* what) except -1:
     and the lock is taken again)."""
     while True:
         self._enter(what)
-        if self._bound_ok != _mem_deaths:
+        if self._bound_ok != _atomic_load_u64(&_mem_deaths):
             self._check_bound()
         if self._bindings_current():
             return 0

@@ -109,7 +109,6 @@ cdef class Context(_ContextBase):
     def __dealloc__(self):
         # Only frees (docs/architecture.md, Lifetime): no mem, output group or borrower is alive (each holds
         # a reference to us), so nothing else can use the handle.
-        global _live_contexts
         if self._custom is not None:
             # no Python code from a destructor: destroy callbacks return at once
             (<_CustomOpSet>self._custom)._kill()
@@ -120,11 +119,11 @@ cdef class Context(_ContextBase):
             self.ctx = 0
         if self._counted:
             self._counted = False
-            _live_contexts -= 1
+            _atomic_add_ssize(&_live_contexts, -1)
             if self._model_mem is not None:
-                self._model_mem._pins -= 1
+                _atomic_add_int(&self._model_mem._pins, -1)
             if self._weights_from is not None:
-                self._weights_from._weight_borrowers -= 1
+                _atomic_add_int(&self._weights_from._weight_borrowers, -1)
 
     cdef int _flow_error(self, int flow, const char* fn) except -1:
         """Raise FlowError for a call of `flow` on a context in the other flow."""
@@ -162,24 +161,27 @@ cdef class Context(_ContextBase):
 
     # the parts of the close sequence (_ContextBase._close) that are Context's own
     cdef int _close_check(self) except -1:
-        if self._weight_borrowers > 0:
-            raise RuntimeError(f"Context lends its weights to {self._weight_borrowers} open "
+        cdef int borrowers = _atomic_load_int(&self._weight_borrowers)
+        if borrowers > 0:
+            raise RuntimeError(f"Context lends its weights to {borrowers} open "
                                "Context(s) (share_weights_with); close them first")
         return 0
 
     cdef list _open_groups(self):
         cdef _OutputGroup g
-        cdef PyObject* p = self._groups
+        cdef PyObject* p
         groups = []
-        while p != NULL:
-            g = <_OutputGroup>p
-            if g.outs != NULL:
-                groups.append(g)
-            p = g._next                      # read after append: a collection may unlink
+        with cython.critical_section(self):  # the list's rule (_OutputGroup._unlink)
+            p = self._groups
+            while p != NULL:
+                g = <_OutputGroup>p
+                if g.outs != NULL:
+                    groups.append(g)
+                p = g._next                  # read after append: a collection may unlink
         return groups
 
     cdef Py_ssize_t _callback_views(self) noexcept:
-        return self._cb_views
+        return _atomic_load_ssize(&self._cb_views)
 
     cdef bint _children_open(self) noexcept:
         return _open_children(self._mems) or self._groups_open()
@@ -193,14 +195,13 @@ cdef class Context(_ContextBase):
         return ret
 
     cdef object _after_close(self):
-        global _live_contexts
         if self._counted:
             self._counted = False
-            _live_contexts -= 1
+            _atomic_add_ssize(&_live_contexts, -1)
             if self._model_mem is not None:
-                self._model_mem._pins -= 1
+                _atomic_add_int(&self._model_mem._pins, -1)
             if self._weights_from is not None:
-                self._weights_from._weight_borrowers -= 1
+                _atomic_add_int(&self._weights_from._weight_borrowers, -1)
         slots, self._slots, self._bound = self._slots, {}, []
         self._io_dims = {}
         model_mem, self._model_mem = self._model_mem, None
@@ -490,11 +491,13 @@ cdef class Context(_ContextBase):
     # -- general flow ------------------------------------------------------------------------
     cdef bint _groups_open(self) noexcept:
         """Whether an output group of ours still holds runtime buffers (allocates nothing)."""
-        cdef PyObject* p = self._groups
-        while p != NULL:
-            if (<_OutputGroup>p).outs != NULL:
-                return True
-            p = (<_OutputGroup>p)._next
+        cdef PyObject* p
+        with cython.critical_section(self):  # the list's rule (_OutputGroup._unlink)
+            p = self._groups
+            while p != NULL:
+                if (<_OutputGroup>p).outs != NULL:
+                    return True
+                p = (<_OutputGroup>p)._next
         return False
 
     def inputs_set(self, inputs):
@@ -972,4 +975,4 @@ cdef class Context(_ContextBase):
 
 def live_contexts():
     """Number of open :class:`Context` objects (what blocks a runtime switch)."""
-    return _live_contexts
+    return _atomic_load_ssize(&_live_contexts)

@@ -13,11 +13,13 @@ cdef Context _weights_source(object share_weights_with, rknn_init_extend* ext):
         raise TypeError(f"share_weights_with must be a Context, got "
                         f"{type(share_weights_with).__name__}")
     src = share_weights_with
-    # checked open and claimed with the GIL held all along (nothing between them lets
-    # another thread run): a close() that has not marked the source closing yet refuses
-    # from now on; the checks below may release the GIL (a query of the runtime)
-    src._check_open(b"share_weights_with")
-    src._weight_borrowers += 1
+    # checked open and claimed in one critical section on the source (the GIL on a GIL
+    # build), as its close() marks and checks: a close() that has not marked the source
+    # closing yet refuses from now on; the checks below may release the GIL (a query of
+    # the runtime)
+    with cython.critical_section(src):
+        src._check_open(b"share_weights_with")
+        _atomic_add_int(&src._weight_borrowers, 1)
     try:
         if _dynamic_ranges(src):
             raise ValueError(
@@ -26,10 +28,20 @@ cdef Context _weights_source(object share_weights_with, rknn_init_extend* ext):
                 "RKNN_FLAG_SHARE_WEIGHT_MEM for dynamic-shape models: load the model "
                 "into its own Context instead")
     except BaseException:
-        src._weight_borrowers -= 1
+        _atomic_add_int(&src._weight_borrowers, -1)
         raise
     ext.ctx = src.ctx
     return src
+
+
+cdef int _pin_model_mem(TensorMem mm) except -1:
+    """Claim the model's memory (its _pins) in one critical section on it, as its close()
+    marks and checks."""
+    with cython.critical_section(mm):
+        if mm._closing:
+            raise ValueError("Context(model_mem=...): the TensorMem is being closed")
+        _atomic_add_int(&mm._pins, 1)
+    return 0
 
 
 cdef TensorMem _model_mem_source(object model_mem, object model_offset, object model_size,
@@ -96,7 +108,7 @@ cdef int _context_init(Context self, object model, object flags, object share_we
     if model_mem is not None and model is not None:
         raise ValueError("pass either model or model_mem, not both")
     # The weights' source and the model's memory are claimed right after their open
-    # checks, with the GIL held all along: a close() in another thread then sees the claim
+    # checks, in one critical section on each: a close() in another thread then sees the claim
     # and refuses, instead of freeing them while rknn_init (GIL released) reads them.  The
     # claims are given back if the init fails.
     if share_weights_with is not None:
@@ -106,18 +118,19 @@ cdef int _context_init(Context self, object model, object flags, object share_we
     try:
         if model_mem is not None:
             mm = _model_mem_source(model_mem, model_offset, model_size, &ext, &ptr, &size)
-            if mm._closing:
+            try:
+                _pin_model_mem(mm)
+            except BaseException:
                 mm = None
-                raise ValueError("Context(model_mem=...): the TensorMem is being closed")
-            mm._pins += 1
+                raise
             pext = &ext
             cflags |= RKNN_FLAG_MODEL_BUFFER_ZERO_COPY
         _context_init_call(self, model, mm is not None, cflags, pext, ptr, size)
     except BaseException:
         if src is not None:
-            src._weight_borrowers -= 1
+            _atomic_add_int(&src._weight_borrowers, -1)
         if mm is not None:
-            mm._pins -= 1
+            _atomic_add_int(&mm._pins, -1)
         raise
     if mm is not None:
         self._model_mem = mm
@@ -133,7 +146,6 @@ cdef int _context_init_call(Context self, object model, bint from_mem, uint32_t 
                             rknn_init_extend* pext, void* ptr, uint32_t size) except -1:
     """rknn_init of a model path or bytes (or, with `from_mem`, of `ptr`/`size` already
     pointing into the model's memory), counted as a live context from before the call."""
-    global _live_contexts
     cdef Py_buffer view
     cdef bint have_view = False
     cdef bytes path
@@ -167,7 +179,7 @@ cdef int _context_init_call(Context self, object model, bint from_mem, uint32_t 
     # thread then refuses, instead of leaving this context in the old library.  Under
     # the loader lock, so no switch is half-done; undone if the init fails.
     with _load_lock:
-        _live_contexts += 1
+        _atomic_add_ssize(&_live_contexts, 1)
     ret = RKNN_ERR_FAIL
     try:
         if _api.rknn_init == NULL:       # the runtime was switched since the check
@@ -186,7 +198,7 @@ cdef int _context_init_call(Context self, object model, bint from_mem, uint32_t 
             if h != 0 and _api.rknn_destroy != NULL:
                 _api.rknn_destroy(h)
                 h = 0
-            _live_contexts -= 1
+            _atomic_add_ssize(&_live_contexts, -1)
     check(ret, b"rknn_init")
     if h == 0:
         raise RKNNError("rknn_init succeeded but returned a NULL context", None, "rknn_init")
@@ -199,7 +211,6 @@ cdef int _context_init_call(Context self, object model, bint from_mem, uint32_t 
 
 cdef Context _dup(Context self):
     """Context.dup: rknn_dup_context; the copy shares the model buffer / borrowed weights."""
-    global _live_contexts
     cdef rknn_context src, out = 0
     cdef int ret
     cdef Context c = Context.__new__(Context)
@@ -227,12 +238,12 @@ cdef Context _dup(Context self):
     c._chip = self._chip
     c._no_general = self._no_general
     c._ranges = self._ranges
-    _live_contexts += 1
+    _atomic_add_ssize(&_live_contexts, 1)
     # the duplicate reads the same model buffer / borrowed weights
     if self._model_mem is not None:
         c._model_mem = self._model_mem
-        self._model_mem._pins += 1
+        _atomic_add_int(&self._model_mem._pins, 1)
     if self._weights_from is not None:
         c._weights_from = self._weights_from
-        self._weights_from._weight_borrowers += 1
+        _atomic_add_int(&self._weights_from._weight_borrowers, 1)
     return c

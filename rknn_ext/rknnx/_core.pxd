@@ -75,6 +75,10 @@ cdef class TensorMem:
     cdef int _check_process(self) except -1
     cdef int _destroy(self) except -1
     cdef int _current_layout(self, _Layout* lay) except -1
+    cdef int _mark_closing(self) except -1
+    cdef bint _syncing_now(self) except -1
+    cdef int _claim_for_sync(self) except -1
+    cdef int _export(self, Py_buffer* buffer, int flags) except -1
 
 
 # A C call the context owes the runtime, made once its lock is free (see _ContextBase).
@@ -226,6 +230,7 @@ cdef class _OutputGroup:
 
     cdef int _release_c(self) except -1
     cdef void _unlink(self) noexcept
+    cdef void _unlink_locked(self, Context c) noexcept
 
 
 cdef class MatmulContext(_ContextBase):

@@ -49,6 +49,17 @@ cdef extern from "pythread.h" nogil:
     # which Cython's own declaration is not
     unsigned long PyThread_get_thread_ident()
 
+cdef extern from "rknnx_atomic.h" nogil:
+    # the counters threads touch without a common lock (rknn_ext/rknnx_atomic.h): one
+    # atomic read-modify-write each, so a free-threaded CPython loses none
+    Py_ssize_t _atomic_add_ssize "rknnx_atomic_add"(Py_ssize_t* p, Py_ssize_t d)
+    int _atomic_add_int "rknnx_atomic_add"(int* p, int d)
+    unsigned long long _atomic_add_u64 "rknnx_atomic_add"(unsigned long long* p,
+                                                          unsigned long long d)
+    Py_ssize_t _atomic_load_ssize "rknnx_atomic_load"(Py_ssize_t* p)
+    int _atomic_load_int "rknnx_atomic_load"(int* p)
+    unsigned long long _atomic_load_u64 "rknnx_atomic_load"(unsigned long long* p)
+
 from librknn cimport *           # the vendor declarations and the entry-point table
 from rknnx._rknnfile cimport file_says_static   # what model bytes say before rknn_init
 from rknnx.errors import (RKNNError, NotSupportedError, RuntimeNotFoundError, FlowError,

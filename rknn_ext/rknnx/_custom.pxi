@@ -280,19 +280,19 @@ cdef class _OpTensorView:
         buffer.suboffsets = NULL
         buffer.internal = NULL
         buffer.obj = self
-        self._exports += 1
-        self.context._cb_views += 1
+        _atomic_add_ssize(&self._exports, 1)
+        _atomic_add_ssize(&self.context._cb_views, 1)
         for m in self.mems:
-            m._exports += 1
+            _atomic_add_ssize(&m._exports, 1)
 
     def __releasebuffer__(self, Py_buffer* buffer):
-        self._exports -= 1
+        _atomic_add_ssize(&self._exports, -1)
         if self.context is not None:
-            self.context._cb_views -= 1
+            _atomic_add_ssize(&self.context._cb_views, -1)
         cdef TensorMem m
         if self.mems is not None:
             for m in self.mems:
-                m._exports -= 1
+                _atomic_add_ssize(&m._exports, -1)
 
 
 cdef tuple _bound_mems(Context ctx):

@@ -55,7 +55,7 @@ cdef void _dl_free(_DLBlock* blk) noexcept nogil:
         return
     if Py_IsInitialized():
         with gil:
-            blk.exports[0] -= 1
+            _atomic_add_ssize(blk.exports, -1)
             Py_DECREF(<object>blk.owner)
     free(blk)
 
@@ -120,5 +120,5 @@ cdef object _dlpack_export(object owner, void* data, const _Layout* lay, bint ve
                                 <void (*)(object) noexcept>_dl_capsule_destructor)
     # only now does the block own a reference and count as an export
     Py_INCREF(owner)
-    exports[0] += 1
+    _atomic_add_ssize(exports, 1)
     return capsule

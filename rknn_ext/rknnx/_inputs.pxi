@@ -195,8 +195,12 @@ cdef _IOSpecs _current_specs(Context self):
         sp.outs = NULL
     else:
         sp.out_src = outs
-    self._specs = sp
-    return sp
+    # published once per set of attributes (as _load_attrs publishes them): a thread that
+    # built the same specs at once takes the first ones
+    with cython.critical_section(self):
+        if self._specs is None or (<_IOSpecs>self._specs).src is not sp.src:
+            self._specs = sp
+        return self._specs
 
 
 cdef inline int _fast_accepts(const _InputSpec* s, const Py_buffer* v) noexcept:

@@ -240,11 +240,12 @@ cdef Outputs _new_outputs(Context self, uint32_t n, bint wf):
     result = Outputs.__new__(Outputs)
     result._group = g
     result._items = items
-    g._next = self._groups
-    if self._groups != NULL:
-        (<_OutputGroup>self._groups)._prev = <PyObject*>g
-    self._groups = <PyObject*>g
-    g._linked = True
+    with cython.critical_section(self):      # the list's rule (_OutputGroup._unlink)
+        g._next = self._groups
+        if self._groups != NULL:
+            (<_OutputGroup>self._groups)._prev = <PyObject*>g
+        self._groups = <PyObject*>g
+        g._linked = True
     return result
 
 
@@ -406,11 +407,13 @@ cdef int _claim_for_binding(TensorMem mem, const char* what) except -1:
     """Claim `mem` for a set_*_mem call, until _set_slot has registered the binding (the
     context then marks it dead when it closes): a close() in another thread refuses
     meanwhile, instead of destroying a mem the runtime has just been given.  Checked and
-    claimed with the GIL held all along, as close() checks and marks."""
-    mem._check_open(what.decode())
-    if mem._closing:
-        raise ValueError(f"{what.decode()}: the TensorMem is being closed in another thread")
-    mem._binding += 1
+    claimed in one critical section on the mem (the GIL on a GIL build), as close() marks
+    and checks."""
+    with cython.critical_section(mem):
+        mem._check_open(what.decode())
+        if mem._closing:
+            raise ValueError(f"{what.decode()}: the TensorMem is being closed in another thread")
+        _atomic_add_int(&mem._binding, 1)
     return 0
 
 
@@ -420,7 +423,7 @@ cdef int _set_io_mem(Context self, TensorMem mem, TensorAttr attr) except -1:
     try:
         return _set_io_mem_claimed(self, mem, attr)
     finally:
-        mem._binding -= 1
+        _atomic_add_int(&mem._binding, -1)
 
 
 cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) except -1:
@@ -464,14 +467,17 @@ cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) excep
     self._release()
     check(ret, b"rknn_set_io_mem")
     self._set_slot((kind, idx), mem)
+    a = attr.copy() if typed else None
     if typed:
-        mem._layout = lay
-        mem._attr = attr.copy()
-        (<TensorAttr>mem._attr)._ntype = ntype
-        mem._bound = True
-    else:
-        mem._bound = False
-        mem._attr = None
+        (<TensorAttr>a)._ntype = ntype
+    with cython.critical_section(mem):       # as bind(): a view copies the layout whole
+        if typed:
+            mem._layout = lay
+            mem._attr = a
+            mem._bound = True
+        else:
+            mem._bound = False
+            mem._attr = None
     return 0
 
 
@@ -481,7 +487,7 @@ cdef int _set_whole_mem(Context self, TensorMem mem, const char* what, bint weig
     try:
         return _set_whole_mem_claimed(self, mem, what, weight)
     finally:
-        mem._binding -= 1
+        _atomic_add_int(&mem._binding, -1)
 
 
 cdef int _set_whole_mem_claimed(Context self, TensorMem mem, const char* what,

@@ -228,9 +228,11 @@ def load_runtime(path=None):
             target = _resolve(target)
         if _handle != NULL and target is not None and target == _runtime_path:
             pass
-        elif _handle != NULL and (_live_contexts or _live_free_mems):
-            raise RuntimeError(f"cannot switch the runtime while {_live_contexts} context(s) "
-                               f"and {_live_free_mems} context-free TensorMem(s) "
+        elif _handle != NULL and (_atomic_load_ssize(&_live_contexts)
+                                  or _atomic_load_ssize(&_live_free_mems)):
+            raise RuntimeError(f"cannot switch the runtime while "
+                               f"{_atomic_load_ssize(&_live_contexts)} context(s) "
+                               f"and {_atomic_load_ssize(&_live_free_mems)} context-free TensorMem(s) "
                                f"are open on {_runtime_path}; close them first")
         else:
             old_handle = _handle

@@ -336,7 +336,6 @@ cdef class MatmulContext(_ContextBase):
     def __init__(self, M=None, K=None, N=None, type=None, B_layout=0, AC_layout=0,
                  B_quant_type=0, AC_quant_type=0, group_size=0, iommu_domain_id=0, *,
                  shapes=None):
-        global _live_contexts
         cdef rknn_matmul_info info
         cdef rknn_matmul_ctx h = 0
         cdef int ret, n, i
@@ -404,11 +403,10 @@ cdef class MatmulContext(_ContextBase):
         self._n_shapes = n
         self._dynamic = shapes is not None
         self._counted = True
-        _live_contexts += 1
+        _atomic_add_ssize(&_live_contexts, 1)
 
     def __dealloc__(self):
         # Only frees (docs/architecture.md, Lifetime): no mem is alive (each holds a reference to us).
-        global _live_contexts
         if self.ctx != 0:
             # in a fork child the handle is the parent's: never call the runtime with it
             if _api.rknn_matmul_destroy != NULL and self._pid == _this_pid:
@@ -416,7 +414,7 @@ cdef class MatmulContext(_ContextBase):
             self.ctx = 0
         if self._counted:
             self._counted = False
-            _live_contexts -= 1
+            _atomic_add_ssize(&_live_contexts, -1)
         free(self._shapes)
         free(self._io)
         self._shapes = NULL
@@ -457,10 +455,9 @@ cdef class MatmulContext(_ContextBase):
         return b"rknn_matmul_destroy"
 
     cdef object _after_close(self):
-        global _live_contexts
         if self._counted:
             self._counted = False
-            _live_contexts -= 1
+            _atomic_add_ssize(&_live_contexts, -1)
         slots, self._slots, self._bound, self._quant = self._slots, {}, [], {}
         del slots
         return None
@@ -611,7 +608,7 @@ cdef class MatmulContext(_ContextBase):
         try:
             self._set_io_mem_claimed(mem, which)
         finally:
-            mem._binding -= 1
+            _atomic_add_int(&mem._binding, -1)
 
     cdef int _set_io_mem_claimed(self, TensorMem mem, object which) except -1:
         cdef MatmulTensorAttr attr
@@ -936,7 +933,8 @@ cdef int _mm_bind(TensorMem mem, MatmulTensorAttr attr, _Layout* lay) except -1:
     ta.c.size_with_stride = attr.c.size
     ta.c.type = attr.c.type
     ta.c.fmt = RKNN_TENSOR_UNDEFINED
-    mem._layout = lay[0]
-    mem._attr = ta
-    mem._bound = True
+    with cython.critical_section(mem):       # as bind(): a view copies the layout whole
+        mem._layout = lay[0]
+        mem._attr = ta
+        mem._bound = True
     return 0

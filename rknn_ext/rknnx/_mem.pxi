@@ -41,8 +41,12 @@ _NOT_DIRECT = ("TensorMem cannot be created directly; use Context.create_mem(), 
 #     unmarked, with BufferError.
 #  3. Right before the C call that frees the memory, with the context lock held (so a run
 #     in flight has finished), they are counted again (_check_no_views).
-# Views are made and counted with the GIL held, so no view can slip between 1 and 3 while
-# the closing thread waits for the lock with the GIL released.
+# A view is made (its checks of the closing marks, then its count) inside a critical
+# section on its exporter (TensorMem, _OutputGroup), and steps 1 and 2 run inside one on
+# the same object: on a free-threaded CPython, where no GIL makes those steps whole, no
+# view can slip between 1 and 3 while the closing thread waits for the lock.  (On a GIL
+# build a critical section is nothing and the GIL does the same.)  The counts are atomic
+# (rknnx_atomic.h): a view released in any thread takes itself off without a lock.
 cdef int _check_no_views(Py_ssize_t n) except -1:
     if n > 0:
         raise BufferError(f"{n} buffer view(s) still exported; delete the numpy arrays first")
@@ -65,13 +69,18 @@ cdef inline void* _mem_data(rknn_tensor_mem* m) noexcept nogil:
 cdef void _count_free_mem() noexcept:
     # a mem of no context must be destroyed by the runtime that made it: it blocks a
     # runtime switch like an open context does
-    global _live_free_mems
-    _live_free_mems += 1
+    _atomic_add_ssize(&_live_free_mems, 1)
 
 
 cdef void _forget_free_mem() noexcept:
-    global _live_free_mems
-    _live_free_mems -= 1
+    _atomic_add_ssize(&_live_free_mems, -1)
+
+
+cdef Py_ssize_t _views_of(TensorMem m):
+    """The live views of a mem, counted inside a critical section on it (the view rule,
+    step 2, from a closing context: its mark set before, a view made after sees it)."""
+    with cython.critical_section(m):
+        return _atomic_load_ssize(&m._exports)
 
 
 cdef object _view_pin(object obj, void** addr, Py_ssize_t* nbytes):
@@ -174,16 +183,17 @@ cdef class TensorMem:
         """rknn_destroy_mem, once.  Bindings on other contexts are marked dead first,
         each under that context's lock, so no run can be using the memory when it is
         destroyed and no later run starts with it."""
-        global _mem_deaths
         cdef _ContextBase c
         cdef int ret = 0
         cdef rknn_context h
         if self.mem == NULL:
             return 0
-        if self._syncing:
+        if self._syncing_now():
             # sync() runs rknn_mem_sync with the GIL released, possibly under another
-            # context's lock (or none): never destroy the descriptor under it.  Checked
-            # and destroyed with the GIL held, as sync() counts itself before releasing it.
+            # context's lock (or none): never destroy the descriptor under it.  The mem
+            # or its context is marked closing before this check, and sync() checks those
+            # marks and counts itself in one critical section on the mem: either it
+            # refuses or it is counted here.
             raise BufferError("TensorMem is being synced (rknn_mem_sync) in another thread; "
                               "close it once sync() returned")
         require(<void*>_api.rknn_destroy_mem, b"rknn_destroy_mem")
@@ -195,18 +205,18 @@ cdef class TensorMem:
             for c in list(self._bound_to):
                 c._acquire()
                 self._dead = True
-                _mem_deaths += 1
+                _atomic_add_u64(&_mem_deaths, 1)
                 c._release()
-        # (each mark and its count go together, with the GIL held: a run() reading the
-        # count sees the mark)
+        # (each mark before its count, the count atomic: a run() that reads the count
+        # under a context's lock sees the mark made under that lock)
         self._dead = True
-        _mem_deaths += 1
+        _atomic_add_u64(&_mem_deaths, 1)
         if self.context is not None:
             c = self.context
             c._acquire()
-            if self._exports:                # the view rule, step 3 (see _check_no_views)
+            if _atomic_load_ssize(&self._exports):   # the view rule, step 3 (see _check_no_views)
                 c._release()
-                _check_no_views(self._exports)
+                _check_no_views(_atomic_load_ssize(&self._exports))
             h = c.ctx
             if h != 0:
                 ret = _api.rknn_destroy_mem(h, self.mem)
@@ -214,7 +224,7 @@ cdef class TensorMem:
                 self.mem = NULL
             c._release()
         else:
-            _check_no_views(self._exports)
+            _check_no_views(_atomic_load_ssize(&self._exports))
             ret = _api.rknn_destroy_mem(0, self.mem)
             if ret >= 0:
                 self.mem = NULL
@@ -244,22 +254,39 @@ cdef class TensorMem:
         if self.mem == NULL:
             return
         self._check_process()
-        if self._closing:
-            raise BufferError("TensorMem is being closed in another thread")
-        # the view rule (see _check_no_views): closing first, then the count, and again
-        # under the context lock in _destroy
-        self._closing = True
+        self._mark_closing()
         try:
-            _check_no_views(self._exports)
-            if self._pins > 0:
-                raise BufferError("TensorMem is the model buffer of an open Context "
-                                  "(RKNN_FLAG_MODEL_BUFFER_ZERO_COPY); close that Context first")
-            if self._binding > 0:
-                raise BufferError("TensorMem is being bound to a Context (set_io_mem, "
-                                  "set_weight_mem or set_internal_mem) in another thread")
             self._destroy()
         finally:
-            self._closing = False
+            with cython.critical_section(self):
+                self._closing = False
+
+    cdef int _mark_closing(self) except -1:
+        """close()'s first steps in one critical section on the mem (the view rule, steps
+        1 and 2, see _check_no_views; the claims of set_*_mem, Context(model_mem=) and
+        sync() are made in one too): mark it closing, then refuse, unmarked, while a
+        view, a pin or a claim is counted."""
+        with cython.critical_section(self):
+            if self._closing:
+                raise BufferError("TensorMem is being closed in another thread")
+            self._closing = True
+            try:
+                _check_no_views(_atomic_load_ssize(&self._exports))
+                if _atomic_load_int(&self._pins) > 0:
+                    raise BufferError("TensorMem is the model buffer of an open Context "
+                                      "(RKNN_FLAG_MODEL_BUFFER_ZERO_COPY); close that Context "
+                                      "first")
+                if _atomic_load_int(&self._binding) > 0:
+                    raise BufferError("TensorMem is being bound to a Context (set_io_mem, "
+                                      "set_weight_mem or set_internal_mem) in another thread")
+            except BaseException:
+                self._closing = False
+                raise
+        return 0
+
+    cdef bint _syncing_now(self) except -1:
+        with cython.critical_section(self):
+            return _atomic_load_int(&self._syncing) > 0
 
     @property
     def closed(self):
@@ -322,7 +349,7 @@ cdef class TensorMem:
     @property
     def exports(self):
         """Number of live buffer views (numpy arrays, memoryviews, DLPack capsules)."""
-        return self._exports
+        return _atomic_load_ssize(&self._exports)
 
     @property
     def attr(self):
@@ -391,15 +418,19 @@ cdef class TensorMem:
             raise ValueError(f"TensorMem of {self.mem.size} bytes is too small for tensor "
                              f"{attr.name!r} {list(attr.dims)} {_type_name(attr.c.type)} "
                              f"{attr.layout}: expected at least {lay.extent} bytes")
-        self._layout = lay
-        self._attr = attr.copy()
-        self._bound = True
+        attr = attr.copy()
+        # in a critical section on the mem, as a view copies the layout: never half of one
+        with cython.critical_section(self):
+            self._layout = lay
+            self._attr = attr
+            self._bound = True
         return self
 
     def unbind(self):
         """Make new views plain byte buffers again."""
-        self._bound = False
-        self._attr = None
+        with cython.critical_section(self):
+            self._bound = False
+            self._attr = None
 
     def raw(self):
         """A writable memoryview of the raw bytes (``size`` of them), whatever the binding.
@@ -452,18 +483,35 @@ cdef class TensorMem:
         require(<void*>_api.rknn_mem_sync, b"rknn_mem_sync")
         cdef int ret
         context._enter(b"sync")
-        if self.mem == NULL:
+        try:
+            self._claim_for_sync()
+        except BaseException:
             context._release()
-            raise ValueError("sync on closed TensorMem")
-        self._syncing += 1
+            raise
         with nogil:
             ret = _api.rknn_mem_sync(context.ctx, self.mem, <rknn_mem_sync_mode>m)
-        self._syncing -= 1
+        _atomic_add_int(&self._syncing, -1)
         context._release()
         check(ret, b"rknn_mem_sync")
 
+    cdef int _claim_for_sync(self) except -1:
+        """Count a sync in flight, refused once the mem or its context is closing (in one
+        critical section on the mem, as _destroy looks at the count after the marks)."""
+        with cython.critical_section(self):
+            if self.mem == NULL:
+                raise ValueError("sync on closed TensorMem")
+            if self._closing or (self.context is not None and self.context._closing):
+                raise ValueError("sync: the TensorMem is being closed in another thread")
+            _atomic_add_int(&self._syncing, 1)
+        return 0
+
     # -- buffer protocol --
     def __getbuffer__(self, Py_buffer* buffer, int flags):
+        # the view rule, step 1 and the count, whole (see _check_no_views)
+        with cython.critical_section(self):
+            self._export(buffer, flags)
+
+    cdef int _export(self, Py_buffer* buffer, int flags) except -1:
         cdef Py_ssize_t* arr
         cdef int i
         cdef _Layout* lay
@@ -536,13 +584,14 @@ cdef class TensorMem:
             buffer.strides = (arr + lay.ndim if lay.ndim and
                               (flags & PyBUF_STRIDES) == PyBUF_STRIDES else NULL)
         buffer.obj = self
-        self._exports += 1
+        _atomic_add_ssize(&self._exports, 1)
+        return 0
 
     def __releasebuffer__(self, Py_buffer* buffer):
         if buffer.internal != NULL:
             free(buffer.internal)
             buffer.internal = NULL
-        self._exports -= 1
+        _atomic_add_ssize(&self._exports, -1)
 
     def __array__(self, dtype=None, copy=None):
         """numpy's fallback when the buffer protocol fails: re-raise why (numpy would
@@ -583,10 +632,7 @@ cdef class TensorMem:
         if dl_device is not None and tuple(dl_device) != (_KDLCPU, 0):
             raise BufferError(f"TensorMem lives on device (kDLCPU={_KDLCPU}, 0), "
                               f"not {tuple(dl_device)}")
-        if self.mem.virt_addr == NULL:
-            raise BufferError("TensorMem has no CPU mapping (virt_addr is NULL)")
         cdef _Layout lay
-        self._current_layout(&lay)
         if max_version is not None:
             try:
                 major, minor = max_version
@@ -595,8 +641,16 @@ cdef class TensorMem:
                 raise TypeError(f"max_version must be a (major, minor) tuple of ints, got "
                                 f"{max_version!r}") from None
         cdef bint versioned = max_version is not None and major >= 1
-        return _dlpack_export(self, _mem_data(self.mem) if self.mem.size else <void*>_EMPTY,
-                              &lay, versioned, &self._exports)
+        # the view rule, step 1 and the count, whole (see _check_no_views)
+        with cython.critical_section(self):
+            if self.mem == NULL:
+                raise _ClosedViewError("cannot export a view: operation on closed TensorMem")
+            _refuse_view_of_closing(self)
+            if self.mem.virt_addr == NULL:
+                raise BufferError("TensorMem has no CPU mapping (virt_addr is NULL)")
+            self._current_layout(&lay)
+            return _dlpack_export(self, _mem_data(self.mem) if self.mem.size else <void*>_EMPTY,
+                                  &lay, versioned, &self._exports)
 
     def __dlpack_device__(self):
         """``(kDLCPU, 0)``: the data is addressable by the CPU."""
@@ -613,7 +667,7 @@ cdef class TensorMem:
                      f"{_type_name(self._attr.c.type)}")
         return (f"<TensorMem {kind} size={self.mem.size} fd={self.mem.fd} "
                 f"offset={self.mem.offset} phys=0x{self.mem.phys_addr:x}{bound} "
-                f"exports={self._exports}>")
+                f"exports={_atomic_load_ssize(&self._exports)}>")
 
 
 @cython.final
@@ -626,16 +680,23 @@ cdef class _RawBytes:
 
     def __getbuffer__(self, Py_buffer* buffer, int flags):
         cdef TensorMem m = self.mem
-        cdef Py_buffer inner
         if m is None:
             raise BufferError("not created by TensorMem.raw()")
+        # the view rule, step 1 and the count, whole, on the mem (see _check_no_views)
+        with cython.critical_section(m):
+            self._export(m, buffer, flags)
+
+    cdef int _export(self, TensorMem m, Py_buffer* buffer, int flags) except -1:
+        cdef Py_buffer inner
         m._check_process()
         if m.mem == NULL:
             raise _ClosedViewError("cannot export a view: operation on closed TensorMem")
-        # the mem's own simple export (which refuses while the mem is closing): raw bytes, counted in its _exports
+        # the mem's own simple export (which refuses while the mem is closing): raw bytes,
+        # counted in its _exports (its critical section is this one: the same object)
         PyObject_GetBuffer(m, &inner, PyBUF_SIMPLE)
         buffer.buf = inner.buf
         buffer.len = inner.len
+        _atomic_add_ssize(&m._exports, 1)    # ours, before the inner view goes
         PyBuffer_Release(&inner)
         buffer.readonly = 0
         buffer.itemsize = 1
@@ -654,11 +715,11 @@ cdef class _RawBytes:
         buffer.suboffsets = NULL
         buffer.internal = NULL
         buffer.obj = self
-        m._exports += 1
+        return 0
 
     def __releasebuffer__(self, Py_buffer* buffer):
         if self.mem is not None:
-            self.mem._exports -= 1
+            _atomic_add_ssize(&self.mem._exports, -1)
 
 
 cdef int _refuse_view_of_closing(TensorMem m) except -1:

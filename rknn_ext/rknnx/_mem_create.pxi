@@ -220,7 +220,6 @@ def create_mem2(size, flags=RKNN_MEM_FLAG_ALLOC_NO_CONTEXT, Context context=None
     if not f & RKNN_MEM_FLAG_ALLOC_NO_CONTEXT:
         raise ValueError("create_mem2 without a context needs MemAllocFlag.ALLOC_NO_CONTEXT "
                          "in flags (or pass context=)")
-    global _live_free_mems
     cdef uint64_t n = _mem_size(size, 0xFFFFFFFF)
     cdef rknn_tensor_mem* m = NULL
     cdef TensorMem t = TensorMem.__new__(TensorMem)
@@ -228,14 +227,14 @@ def create_mem2(size, flags=RKNN_MEM_FLAG_ALLOC_NO_CONTEXT, Context context=None
     # counted before the call (GIL released), under the loader lock, as Context() is: a
     # runtime switch cannot happen while the mem is being made in the current runtime
     with _load_lock:
-        _live_free_mems += 1
+        _atomic_add_ssize(&_live_free_mems, 1)
     try:
         require(<void*>_api.rknn_create_mem2, b"rknn_create_mem2")
         with nogil:
             m = _api.rknn_create_mem2(0, n, f)
     finally:
         if m == NULL:
-            _live_free_mems -= 1
+            _atomic_add_ssize(&_live_free_mems, -1)
     if m == NULL:
         raise RKNNError(f"rknn_create_mem2 returned NULL (size {n}, flags 0x{f:x})", None,
                         "rknn_create_mem2")

@@ -40,9 +40,16 @@ cdef class _OutputGroup:
     # threaded through the groups themselves: borrowed pointers, since each group holds
     # its context and leaves the list when released or freed, so every pointer in the
     # list is to a live group.  Cheaper per outputs_get than a WeakSet (no weakref, no
-    # callback when the group dies).  Linked and unlinked with the GIL held.
+    # callback when the group dies).  Linked, unlinked and walked inside a critical section
+    # on the context (the GIL on a GIL build).
     cdef void _unlink(self) noexcept:
         cdef Context c = self.context
+        if c is None:
+            return
+        with cython.critical_section(c):
+            self._unlink_locked(c)
+
+    cdef void _unlink_locked(self, Context c) noexcept:
         if not self._linked:
             return
         if self._prev != NULL:
@@ -67,13 +74,17 @@ cdef class _OutputGroup:
         c._check_not_busy("release")
         # the view rule (see _check_no_views): closing first, the count, and the count
         # again under the lock right before the runtime frees the buffers
-        self._closing = True
+        with cython.critical_section(self):
+            if self._closing:
+                raise BufferError("the outputs are being released in another thread")
+            self._closing = True
         try:
-            _check_no_views(self._exports)
+            with cython.critical_section(self):
+                _check_no_views(_atomic_load_ssize(&self._exports))
             c._acquire()
-            if self._exports:
+            if _atomic_load_ssize(&self._exports):
                 c._release()
-                _check_no_views(self._exports)
+                _check_no_views(_atomic_load_ssize(&self._exports))
             if c.ctx != 0:
                 ret = _api.rknn_outputs_release(c.ctx, self.n, self.outs)
             if ret >= 0:
@@ -85,6 +96,13 @@ cdef class _OutputGroup:
             self._closing = False
         check(ret, b"rknn_outputs_release")       # on failure the buffers stay held: retry
         return 0
+
+
+cdef Py_ssize_t _group_views(_OutputGroup g):
+    """The live views of an output group, counted inside a critical section on it (the view
+    rule, step 2, from a closing context: see _views_of)."""
+    with cython.critical_section(g):
+        return _atomic_load_ssize(&g._exports)
 
 
 # Output, Outputs and the other exporters below are no_gc_clear: their __releasebuffer__
@@ -165,6 +183,11 @@ cdef class Output:
         cdef _OutputGroup g = self._group
         if g is None:
             raise BufferError(_NOT_FROM_RUNTIME.format("Output"))
+        # the view rule, step 1 and the count, whole, on the group (see _check_no_views)
+        with cython.critical_section(g):
+            self._export(g, buffer, flags)
+
+    cdef int _export(self, _OutputGroup g, Py_buffer* buffer, int flags) except -1:
         if g.outs == NULL:
             raise _ClosedViewError("cannot export a view: operation on released outputs")
         if g._closing or g.context._closing:
@@ -197,13 +220,14 @@ cdef class Output:
             if (flags & PyBUF_FORMAT) == PyBUF_FORMAT:
                 buffer.format = b"B"
         buffer.obj = self
-        self._exports += 1
-        g._exports += 1
+        _atomic_add_ssize(&self._exports, 1)
+        _atomic_add_ssize(&g._exports, 1)
+        return 0
 
     def __releasebuffer__(self, Py_buffer* buffer):
-        self._exports -= 1
+        _atomic_add_ssize(&self._exports, -1)
         if self._group is not None:
-            self._group._exports -= 1
+            _atomic_add_ssize(&self._group._exports, -1)
 
     def numpy(self):
         """A numpy array viewing the buffer (zero-copy; same as ``np.asarray(self)``)."""
@@ -214,7 +238,7 @@ cdef class Output:
         return _array_fallback(self, dtype, copy)
 
     def __repr__(self):
-        state = "released" if self.released else f"exports={self._exports}"
+        state = "released" if self.released else f"exports={_atomic_load_ssize(&self._exports)}"
         return (f"<Output {self._i} {list(self.shape)} {self._layout.format.decode()} "
                 f"{state}>")
 

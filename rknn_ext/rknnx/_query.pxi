@@ -62,9 +62,15 @@ cdef int _load_attrs(Context self) except -1:
             outs.append(_attr_from_c(&a))
         if self._shape_gen == g:
             break
-    self._in_attrs = tuple(ins)
-    self._out_attrs = tuple(outs)
-    self._attrs_gen = g
+    # published once per shape generation, in a critical section on the context: threads
+    # that queried the same generation at once keep the first answer, so no reader of the
+    # cache ever holds a tuple that another thread's store has just freed (a free-threaded
+    # CPython has no GIL between the load of the field and its reference)
+    with cython.critical_section(self):
+        if self._in_attrs is None or self._attrs_gen != g:
+            self._in_attrs = tuple(ins)
+            self._out_attrs = tuple(outs)
+            self._attrs_gen = g
     return 0
 
 
