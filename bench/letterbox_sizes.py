@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List
 import numpy as np
 
 FRAMES = ((1920, 1080), (1280, 720), (1280, 960), (1920, 1088), (3840, 2160), (640, 480))
-FORMATS = ("bgr", "nv12")
+FORMATS = ("bgr", "nv12", "i420")
 TARGETS = ("nhwc", "nchw", "session")
 SIZE = (640, 640)
 PAD = 114
@@ -110,6 +110,18 @@ def _one_run(cv2, bodies, iters: int, threads: int) -> Dict[Any, Dict[str, float
     return {k: {n: float(statistics.median(v)) for n, v in d.items()} for k, d in times.items()}
 
 
+def _measure(cv2, frames, session, iters: int, runs: int, threads: int):
+    """The runs (the session's input view lives only in here: the session closes after)."""
+    W, H = SIZE
+    outs = {"nhwc": np.empty((H, W, 3), np.uint8),
+            "nchw": np.empty((1, 3, H, W), np.uint8), "session": session}
+    bodies = _bodies(cv2, frames, outs, session.inputs[0])
+    for b in bodies.values():                   # warm up (and check each runs)
+        b["rknnx"]()
+        b["opencv"]()
+    return [_one_run(cv2, bodies, iters, threads) for _ in range(runs)]
+
+
 def run(st, tmp, say, frame_model, save) -> Dict[str, Any]:
     """The scenario (``st``: the suite's settings; ``frame_model``/``save``: its model
     helpers, for the session's 640x640 model)."""
@@ -135,20 +147,10 @@ def run(st, tmp, say, frame_model, save) -> Dict[str, Any]:
     res: Dict[str, Any] = {"opencv_version": cv2.__version__, "opencv_threads": threads,
                            "runs": runs, "iters_per_run": iters, "cases": {}}
     with rknnx.Model(path) as m, m.zero_copy() as s:
-        view = s.inputs[0]
-        outs = {"nhwc": np.empty((H, W, 3), np.uint8),
-                "nchw": np.empty((1, 3, H, W), np.uint8), "session": s}
-        bodies = _bodies(cv2, frames, outs, view)
-        for b in bodies.values():                   # warm up (and check each runs)
-            b["rknnx"]()
-            b["opencv"]()
-        per_run = []
         try:
-            for _ in range(runs):
-                per_run.append(_one_run(cv2, bodies, iters, threads))
+            per_run = _measure(cv2, frames, s, iters, runs, threads)
         finally:
             cv2.setNumThreads(threads)
-        del view, bodies, outs
     for key in per_run[0]:
         size, fmt, target = key
         med = {n: statistics.median(r[key][n] for r in per_run) for n in per_run[0][key]}
@@ -162,20 +164,19 @@ def run(st, tmp, say, frame_model, save) -> Dict[str, Any]:
 
 
 def report(r: Dict[str, Any]) -> List[str]:
-    """The scenario's table lines for the suite's report."""
+    """The scenario's blocks for the suite's report: a title and one table."""
     if "skipped" in r:
         return [f"== letterbox_sizes: {r['skipped']} =="]
-    out = [f"== letterbox at every camera size -> 640x640 RGB (OpenCV {r['opencv_version']}, "
-           f"{r['opencv_threads']} threads by default; ratio = OpenCV / rknnx, medians of "
-           f"{r['runs']} interleaved runs) ==",
-           f"  {'frame':>9} {'fmt':>4} {'target':>7} | {'rknnx ms':>8} {'cv2 1t ms':>9} "
-           f"{'ratio 1t':>8} | {'cv2 ms':>7} {'ratio':>6}"]
+    rows = [f"  {'frame':>9} {'fmt':>4} {'target':>7} | {'rknnx ms':>8} {'cv2 1t ms':>9} "
+            f"{'ratio 1t':>8} | {'cv2 ms':>7} {'ratio':>6}"]
     for k, c in r["cases"].items():
         size, fmt, target = k.split()
-        out.append(f"  {size:>9} {fmt:>4} {target:>7} | {c['rknnx_ns'] / 1e6:8.3f} "
-                   f"{c['opencv_1thread_ns'] / 1e6:9.3f} {c['ratio_1thread']:8.2f} | "
-                   f"{c['opencv_ns'] / 1e6:7.3f} {c['ratio']:6.2f}")
-    return out
+        rows.append(f"  {size:>9} {fmt:>4} {target:>7} | {c['rknnx_ns'] / 1e6:8.3f} "
+                    f"{c['opencv_1thread_ns'] / 1e6:9.3f} {c['ratio_1thread']:8.2f} | "
+                    f"{c['opencv_ns'] / 1e6:7.3f} {c['ratio']:6.2f}")
+    return [f"== letterbox at every camera size -> 640x640 RGB (OpenCV {r['opencv_version']}, "
+            f"{r['opencv_threads']} threads by default; ratio = OpenCV / rknnx, medians of "
+            f"{r['runs']} interleaved runs) ==", "\n".join(rows)]
 
 
 def worst(r: Dict[str, Any]):

@@ -45,8 +45,16 @@ Scenarios (``--only`` picks some, by name):
                  letterbox (resize, copyMakeBorder, cvtColor) + the zoo's Python
                  post-processing (tests/vision/zoo_reference.py) on its float32 outputs, with
                  the per-stage breakdown (the emulated NPU work left out of the host CPU)
+- ``streams``    4 H.264 streams (1280x720, 1920x1080) -> tracks, host CPU per frame:
+                 ``rknnx.vision.Streams`` against cv2.VideoCapture + a pool of RKNNLite
+                 contexts + cv2 letterbox + the zoo's Python post-processing (+ trackers'
+                 ByteTrack), the decoders' share and the CPU inside rknn_run left out; the
+                 decoder's YUV into the letterbox vs PyAV's bgr24 + letterbox (bench/streams.py)
 - ``pool``       1..N workers with simulated NPU time: raw threads with one session each,
                  ``rknnx.Pool``, and a C thread pool on the same runtime; throughput vs N
+- ``track``      one ``rknnx.vision.Tracker.update`` at 5, 20 and 100 objects against
+                 roboflow ``trackers`` 2.6.1's ByteTrack (and norfair when installed) on the
+                 same detections, interleaved, medians of 3 (bench/track.py)
 - ``standin``    the emulator standing in for a vendor ``.rknn`` (``--standin-model``,
                  default ``yolo640_rk3588.rknn`` of the vendor data when it is here: a
                  640x640x3 input, three 255-channel heads): the general flow phase by phase;
@@ -93,11 +101,13 @@ import rknnx
 from rknnx import benchmark as B
 
 import letterbox_sizes            # bench/letterbox_sizes.py: the letterbox_sizes scenario
+import track as track_bench       # bench/track.py: the track scenario
 
 HERE = Path(__file__).resolve().parent
 INCLUDE = HERE.parent / "include" / "rknnx"
 SCENARIOS = ("overhead", "sizes", "chain", "rknnlite", "detector", "letterbox",
-             "letterbox_sizes", "decode", "masks", "pipeline", "pool", "standin")
+             "letterbox_sizes", "decode", "masks", "pipeline", "streams", "pool", "standin",
+             "track")
 SIZES = {"224x224x3": (224, 224), "640x640x3": (640, 640), "1920x1080x3": (1080, 1920)}
 CAMERA = (1080, 1920)          # the camera frame the pre-processing starts from (H, W)
 
@@ -668,7 +678,13 @@ def scenario_decode(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dic
         decode("yolov8", codes, infos, layout="NCHW")
     res["rknnx_nchw_ns"] = _median_ns(lambda: decode("yolov8", codes, infos, layout="NCHW"),
                                       fast)
-    res["zoo_python_ns"] = _median_ns(lambda: Z.yolov8(values), slow)
+    # the zoo's Python post_process (--zoo DIR), else a stand-in on its code path
+    import decode_cost
+    zoo_py, res["zoo_python"] = decode_cost.zoo_python(getattr(st, "zoo", None))
+    zb, zc, _ = zoo_py(values)
+    res["zoo_python_same_classes"] = bool(zc is not None and np.array_equal(
+        np.sort(zc), np.sort(det.classes)))
+    res["zoo_python_ns"] = _median_ns(lambda: zoo_py(values), slow)
     res["ratio"] = res["zoo_python_ns"] / max(res["rknnx_nchw_ns"], 1.0)
     # the zoo's C post-processing (bench/c/zoo_yolov8.c) with the NC1HWC2 -> NCHW
     # conversion its zero-copy demo does first, against decode reading the same native
@@ -695,6 +711,9 @@ def scenario_decode(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dic
     res["zoo_c_ns"] = float(statistics.median(t_zoo_c))
     res["ratio_native"] = res["zoo_python_ns"] / max(res["rknnx_native_ns"], 1.0)
     res["ratio_zoo_c"] = res["zoo_c_ns"] / max(res["rknnx_native_ns"], 1.0)
+    # the post-processing alone, frame by frame (bench/decode_cost.py)
+    import decode_cost
+    res["post_process"] = decode_cost.measure(Z, tmp, getattr(st, "zoo", None), st.quick)
     say("decode")
     return res
 
@@ -1022,9 +1041,21 @@ RUNNERS = {"overhead": scenario_overhead, "sizes": scenario_sizes, "chain": scen
            "masks": scenario_masks, "pipeline": scenario_pipeline, "pool": scenario_pool,
            "standin": scenario_standin,
            "letterbox_sizes": lambda st, tmp, c, counters, say: letterbox_sizes.run(
-               st, tmp, say, frame_model, save)}
+               st, tmp, say, frame_model, save),
+           "track": lambda st, tmp, c, counters, say: track_bench.scenario(st.quick, say),
+           "streams": lambda st, tmp, c, counters, say:
+           _streams().scenario(st.quick, tmp, counters, say)}
 STEPS = {"letterbox_sizes": 1, "overhead": 2, "sizes": None, "chain": 1, "rknnlite": 1, "detector": 1, "letterbox": 1,
-         "decode": 1, "masks": 1, "pipeline": 1, "pool": None, "standin": 1}
+         "decode": 1, "masks": 1, "pipeline": 1, "pool": None, "standin": 1, "streams": 2, "track": 3}
+
+
+def _streams():
+    """bench/streams.py (the streams scenario's own module)."""
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    import streams
+
+    return streams
 
 
 # -- the targets ----------------------------------------------------------------------------------
@@ -1108,12 +1139,21 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
         add("camera frame 1920x1080 -> boxes, host CPU per frame: RKNNLite + cv2 letterbox + "
             "zoo Python post-processing / rknnx.vision.Detector", round(pl["ratio"], 1),
             ">= 8x", pl["ratio"] >= 8, "x")
+    for row in _streams().target_rows(r.get("streams")):
+        add(*row)
     dc = r.get("decode")
     if dc and "ratio" in dc:
-        add("decode + NMS, yolov8n 640 int8 9 outputs, 20 objects: zoo-style numpy / "
-            "rknnx.vision.decode", round(dc["ratio"], 1), ">= 50x", dc["ratio"] >= 50, "x")
+        add("decode + NMS, yolov8n 640 int8 9 outputs, 20 objects: the zoo's Python "
+            "post_process (or its stand-in) / rknnx.vision.decode", round(dc["ratio"], 1), ">= 50x", dc["ratio"] >= 50, "x")
         add("(the same from native NC1HWC2 outputs)", round(dc["ratio_native"], 1), "(info)",
             True, "x")
+        own = (dc.get("post_process") or {}).get("anchor", "").startswith(
+            "the zoo's post_process")
+        for name, fr in (dc.get("post_process") or {}).get("frames", {}).items():
+            add(f"decode alone, yolov8n 640 int8 NCHW, {name}: rknnx.vision.decode from "
+                f"Python / the zoo's C post_process ({'its own' if own else 'the port'}, "
+                f"timed in C)", round(fr["ratio_nchw"], 2), "<= 1.2x", fr["ratio_nchw"] <= 1.2,
+                "x")
         if "ratio_zoo_c" in dc:
             add("decode + NMS, the same frame: the zoo's C (NC1HWC2 -> NCHW, then "
                 "postprocess.cc; bench/c/zoo_yolov8.c) / rknnx.vision.decode reading the "
@@ -1126,6 +1166,12 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
             mk["ratio"] >= 4, "x")
         add("(the same with the decode on both sides)", round(mk["ratio_with_decode"], 1),
             "(info)", True, "x")
+    tk = r.get("track")
+    for n in ("20", "100") if tk else ():
+        ratio = tk["counts"].get(n, {}).get("ratio", {}).get("trackers 2.6.1 ByteTrack")
+        if ratio:
+            add(f"Tracker.update at {n} objects: trackers 2.6.1 ByteTrack / rknnx.vision."
+                f"Tracker", round(ratio, 1), ">= 30x", ratio >= 30, "x")
     sd = r.get("standin")
     if sd and "ratio" in sd:
         add(f"stand-in of {sd['model']}: its run / the general flow's conversions (set + get)",
@@ -1230,21 +1276,32 @@ def report(r: Dict[str, Any]) -> str:
             out.append(f"== decode + NMS, yolov8n 640 int8, 9 outputs, {dc['objects']} planted "
                        f"objects ({dc['kept']} boxes kept; same as the reference: "
                        f"{'yes' if dc['same_as_reference'] else 'NO'}) ==")
-            rows = [["", "median", "zoo-style / this"],
-                    ["zoo-style numpy (float32 outputs)", B._ns(dc["zoo_python_ns"]), "1.00"],
+            out.append(f"Python anchor: {dc.get('zoo_python', 'zoo-style numpy')}")
+            rows = [["", "median", "zoo / this"],
+                    [("the zoo's Python" if dc.get("zoo_python", "").startswith(
+                        "the zoo's Python post_process") else
+                      "zoo Python stand-in") + " (float32 outputs)",
+                     B._ns(dc["zoo_python_ns"]), "1.00"],
                     ["rknnx.vision.decode, NCHW int8", B._ns(dc["rknnx_nchw_ns"]),
                      f"x{dc['ratio']:.1f}"],
                     ["rknnx.vision.decode, native NC1HWC2 int8", B._ns(dc["rknnx_native_ns"]),
                      f"x{dc['ratio_native']:.1f}"]]
             if "zoo_c_ns" in dc:
-                rows.append(["the zoo's C: NC1HWC2 -> NCHW + postprocess.cc",
+                rows.append(["the zoo's C port: NC1HWC2 -> NCHW + postprocess.cc",
                              B._ns(dc["zoo_c_ns"]),
                              f"x{dc['zoo_python_ns'] / max(dc['zoo_c_ns'], 1.0):.1f}"])
             out.append(_row_table(rows))
             if "zoo_c_ns" in dc:
-                out.append(f"the zoo's C / rknnx (native): x{dc['ratio_zoo_c']:.2f}; its kept "
+                out.append(f"the zoo's C with its NC1HWC2 -> NCHW copy / rknnx (native): "
+                           f"x{dc['ratio_zoo_c']:.2f}; its kept "
                            f"set ({dc['zoo_c_kept']} boxes) the same as rknnx's: "
                            f"{'yes' if dc['zoo_c_same_kept_set'] else 'NO'}")
+            if "post_process" in dc:
+                import decode_cost
+                out += decode_cost.report(dc["post_process"], B._ns)
+    if r.get("track"):
+        out.append("== track ==")
+        out.append(track_bench.report_lines(r["track"]))
     mk = r.get("masks")
     if mk:
         if "skipped" in mk:
@@ -1281,6 +1338,8 @@ def report(r: Dict[str, Any]) -> str:
             out.append(_row_table(rows))
             if "ratio" in pl:
                 out.append(f"ratio (host CPU): x{pl['ratio']:.1f}")
+    if r.get("streams"):
+        out.extend(_streams().report_lines(r["streams"]))
     p = r.get("pool")
     if p:
         out.append(f"== pool ({p['frames']} frames, simulated NPU time {p['npu_time_us']} us) ==")
@@ -1386,6 +1445,10 @@ def main(argv=None) -> int:
                         help="keep the other scenarios of the suite.json already in the "
                              "results directory (each scenario then says which run "
                              "measured it, under \"runs\"); the targets are recomputed")
+    parser.add_argument("--zoo", default=None, metavar="DIR",
+                        help="a checkout of airockchip/rknn_model_zoo (a directory named "
+                             "rknn_model_zoo): the decode scenario times its own C and "
+                             "Python post_process (default: the project's port stands in)")
     parser.add_argument("--standin-model", default=None,
                         help="the vendor .rknn of the standin scenario (default: "
                              "yolo640_rk3588.rknn of the vendor data, when it is here)")
@@ -1398,6 +1461,7 @@ def main(argv=None) -> int:
         parser.error("--workers must be >= 1")
     st = Settings(args.quick, args.workers, args.npu_time_us)
     st.standin_model = args.standin_model
+    st.zoo = args.zoo
     out = results_dir(args.out, args.quick)
     out.mkdir(parents=True, exist_ok=True)
     print(f"results into {out}", file=sys.stderr)

@@ -21,6 +21,10 @@
  * 5. at most 128 boxes kept, each clamped to the input and truncated to int (the
  *    letterbox of the bench's frame is the identity: no pad, scale 1).
  *
+ * A tensor with c1 == 0 is NCHW already (data [1, c, h, w]): step 1 is skipped for it,
+ * so that outputs all given so time the post-processing alone, as the zoo's
+ * non-zero-copy demo runs it on rknn_outputs_get's NCHW buffers.
+ *
  * zoo_yolov8_frame fills a zoo_dets; zoo_yolov8_loop times n frames (ns each).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -236,6 +240,7 @@ int zoo_yolov8_frame(const zoo_tensor *outs, int n_out, int in_w, int in_h, floa
                      float nms, zoo_dets *res)
 {
     int8_t *nchw[ZOO_MAX_OUT] = {NULL};
+    const int8_t *src[ZOO_MAX_OUT] = {NULL};
     zoo_cands cands = {NULL, NULL, NULL, 0, 0};
     int32_t *order = NULL;
     float *keys = NULL;
@@ -246,20 +251,25 @@ int zoo_yolov8_frame(const zoo_tensor *outs, int n_out, int in_w, int in_h, floa
         return -1;
     for (int o = 0; o < n_out; o++) {
         const zoo_tensor *t = &outs[o];
+        if (t->c1 == 0) {                 /* NCHW already: post_process alone */
+            src[o] = t->data;
+            continue;
+        }
         if (t->c2 < 1 || t->c1 * t->c2 < t->c)
             goto done;
         nchw[o] = (int8_t *)malloc((size_t)t->c * (size_t)t->h * (size_t)t->w);
         if (!nchw[o])
             goto done;
         to_nchw(t, nchw[o]);
+        src[o] = nchw[o];
     }
     for (int s = 0; s < 3; s++) {
         const zoo_tensor *bt = &outs[s * per], *ct = &outs[s * per + 1];
         const zoo_tensor *st = per == 3 ? &outs[s * per + 2] : NULL;
         if (ct->h < 1 || bt->h != ct->h || bt->w != ct->w)
             goto done;
-        if (scan_scale(nchw[s * per], bt, nchw[s * per + 1], ct,
-                       st ? nchw[s * per + 2] : NULL, st, in_h / ct->h, conf, &cands))
+        if (scan_scale(src[s * per], bt, src[s * per + 1], ct,
+                       st ? src[s * per + 2] : NULL, st, in_h / ct->h, conf, &cands))
             goto done;
     }
     if (cands.n) {

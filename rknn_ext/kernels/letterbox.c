@@ -136,21 +136,31 @@ static void rknnx_lb_vblend(const unsigned char *restrict r0, const unsigned cha
 
 /* ---- source rows ----------------------------------------------------------------------- */
 
-/* The per-call tables of the NV12 conversion: each term of letterbox.h's sums by its
+/* The Q20 coefficients of the YUV -> BGR sums (letterbox.h): Y, R from V, G from V, G
+   from U, B from U, per matrix (RKNNX_LB_BT601, RKNNX_LB_BT709). */
+static const int32_t rknnx_lb_coef[2][5] = {
+    {1220542, 1673527, -852492, -409993, 2116026},     /* BT.601: OpenCV's integers */
+    {1220945, 1879825, -558796, -223607, 2215014}      /* BT.709: from Kr, Kb (letterbox.h) */
+};
+
+/* The per-call tables of the YUV conversion: each term of letterbox.h's sums by its
    byte, the rounding constant in the Y term. */
 typedef struct rknnx_lb_yuv {
     int32_t y[256], rv[256], gv[256], gu[256], bu[256];
+    int32_t k[5];               /* the matrix's coefficients (the vector paths') */
 } rknnx_lb_yuv;
 
-static void rknnx_lb_yuv_init(rknnx_lb_yuv *t)
+static void rknnx_lb_yuv_init(rknnx_lb_yuv *t, int matrix)
 {
-    for (int32_t k = 0; k < 256; k++) {
-        const int32_t c = k - 128, yy = k - 16;
-        t->y[k] = (yy < 0 ? 0 : yy) * 1220542 + (1 << 19);
-        t->rv[k] = 1673527 * c;
-        t->gv[k] = -852492 * c;
-        t->gu[k] = -409993 * c;
-        t->bu[k] = 2116026 * c;
+    const int32_t *k = rknnx_lb_coef[matrix == RKNNX_LB_BT709];
+    memcpy(t->k, k, sizeof t->k);
+    for (int32_t i = 0; i < 256; i++) {
+        const int32_t c = i - 128, yy = i - 16;
+        t->y[i] = (yy < 0 ? 0 : yy) * k[0] + (1 << 19);
+        t->rv[i] = k[1] * c;
+        t->gv[i] = k[2] * c;
+        t->gu[i] = k[3] * c;
+        t->bu[i] = k[4] * c;
     }
 }
 
@@ -165,53 +175,82 @@ static inline unsigned char rknnx_lb_sat(int32_t v)
     return (unsigned char)v;
 }
 
-/* ---- NV12 -> BGR in vectors ---------------------------------------------------------
+/* ---- YUV -> BGR in vectors ---------------------------------------------------------
    The same Q20 sums as the tables, lane by lane in 32-bit integers, over a run of pixel
-   pairs: the Y bytes and the UV bytes read as 16-bit lanes (little-endian: the low byte
-   is the even pixel's Y, the U) split into the even and the odd pixels, one chroma term
-   per pair.  Each pixel leaves as a 32-bit word B | G << 8 | R << 16 stored at d + 3x,
-   its fourth byte overwritten by the next pixel; the last pixel of a step stores 3. */
+   pairs: the Y bytes read as 16-bit lanes (little-endian: the low byte is the even
+   pixel's) split into the even and the odd pixels, one chroma term per pair (NV12: the UV
+   bytes as 16-bit lanes, U low; I420: N bytes of each plane).  Each pixel becomes a 32-bit
+   word B | G << 8 | R << 16; the words are put in pixel order (a shuffle of the even and
+   odd vectors) and their fourth bytes dropped (a byte shuffle of each 16 bytes: 4 pixels,
+   12 bytes stored with 4 bytes of slack, which the next step or the row's slack takes). */
 #if RKNNX_K_VQ && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define RKNNX_LB_VYUV 1
 #else
 #define RKNNX_LB_VYUV 0
 #endif
 
-#define RKNNX_LB_YUV_STEP(NAME, VI, VH, N, ATTR)                                         \
+#define RKNNX_LB_ARGS(...) __VA_ARGS__
+#if RKNNX_K_WIDE
+#define RKNNX_LB_SHUFI(M, a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define RKNNX_LB_SHUFI(M, a, b, ...) __builtin_shuffle(a, b, (M){__VA_ARGS__})
+#endif
+
+/* 12 bytes of 4 words (B, G, R of each, the fourth dropped) at d; 16 written */
+#define RKNNX_LB_PACK4(d, wp)                                                               \
+    do {                                                                                    \
+        rknnx_lb_b16 q_;                                                                    \
+        memcpy(&q_, (wp), 16);                                                              \
+        q_ = RKNNX_LB_SHUF(q_, 0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 15, 15, 15, 15);     \
+        memcpy((d), &q_, 16);                                                               \
+    } while (0)
+
+#define RKNNX_LB_YUV_STEP(NAME, VI, VH, VB, N, LO, HI, ATTR)                               \
     ATTR static ptrdiff_t NAME(const unsigned char *restrict Y,                            \
-                               const unsigned char *restrict UV, unsigned char *restrict d, \
-                               ptrdiff_t x, ptrdiff_t end)                                   \
+                               const unsigned char *restrict U,                            \
+                               const unsigned char *restrict V, int i420,                  \
+                               const int32_t *k, unsigned char *restrict d, ptrdiff_t x,   \
+                               ptrdiff_t end)                                              \
     {                                                                                      \
+        const int32_t ky = k[0], krv = k[1], kgv = k[2], kgu = k[3], kbu = k[4];           \
         for (; x + 2 * (N) <= end; x += 2 * (N)) {                                         \
-            VH wy, wc;                                                                     \
+            VH wy;                                                                         \
+            VI u, v;                                                                       \
             memcpy(&wy, Y + x, sizeof wy);                                                 \
-            memcpy(&wc, UV + x, sizeof wc);                                                \
+            if (i420) {                                                                    \
+                VB bu, bv;                                                                 \
+                memcpy(&bu, U + x / 2, sizeof bu);                                         \
+                memcpy(&bv, V + x / 2, sizeof bv);                                         \
+                u = __builtin_convertvector(bu, VI) - 128;                                 \
+                v = __builtin_convertvector(bv, VI) - 128;                                 \
+            } else {                                                                       \
+                VH wc;                                                                     \
+                memcpy(&wc, U + x, sizeof wc);                                             \
+                u = __builtin_convertvector(wc & 0xff, VI) - 128;                          \
+                v = __builtin_convertvector(wc >> 8, VI) - 128;                            \
+            }                                                                              \
             VI ye = __builtin_convertvector(wy & 0xff, VI) - 16;                           \
             VI yo = __builtin_convertvector(wy >> 8, VI) - 16;                             \
-            VI u = __builtin_convertvector(wc & 0xff, VI) - 128;                           \
-            VI v = __builtin_convertvector(wc >> 8, VI) - 128;                             \
-            ye = (ye & ~(ye >> 31)) * 1220542 + (1 << 19);                                 \
-            yo = (yo & ~(yo >> 31)) * 1220542 + (1 << 19);                                 \
-            const VI cb = u * 2116026, cg = v * -852492 + u * -409993, cr = v * 1673527;   \
+            ye = (ye & ~(ye >> 31)) * ky + (1 << 19);                                      \
+            yo = (yo & ~(yo >> 31)) * ky + (1 << 19);                                      \
+            const VI cb = u * kbu, cg = v * kgv + u * kgu, cr = v * krv;                   \
             VI px[2];                                                                      \
-            for (int k = 0; k < 2; k++) {                                                  \
-                const VI yy = k ? yo : ye;                                                 \
+            for (int j = 0; j < 2; j++) {                                                  \
+                const VI yy = j ? yo : ye;                                                 \
                 VI b = (yy + cb) >> 20, g = (yy + cg) >> 20, r = (yy + cr) >> 20;          \
                 b = (b & ~(b >> 31)) | ((255 - b) >> 31);                                  \
                 g = (g & ~(g >> 31)) | ((255 - g) >> 31);                                  \
                 r = (r & ~(r >> 31)) | ((255 - r) >> 31);                                  \
-                px[k] = (b & 255) | ((g & 255) << 8) | ((r & 255) << 16);                  \
+                px[j] = (b & 255) | ((g & 255) << 8) | ((r & 255) << 16);                  \
             }                                                                              \
-            int32_t e[N], o[N];                                                            \
-            memcpy(e, &px[0], sizeof e);                                                   \
-            memcpy(o, &px[1], sizeof o);                                                   \
+            const VI lo = RKNNX_LB_SHUFI(VI, px[0], px[1], LO);                            \
+            const VI hi = RKNNX_LB_SHUFI(VI, px[0], px[1], HI);                            \
             unsigned char *q = d + 3 * x;                                                  \
-            for (int k = 0; k < (N) - 1; k++) {                                            \
-                memcpy(q + 6 * k, &e[k], 4);                                               \
-                memcpy(q + 6 * k + 3, &o[k], 4);                                           \
-            }                                                                              \
-            memcpy(q + 6 * ((N) - 1), &e[(N) - 1], 4);                                     \
-            memcpy(q + 6 * ((N) - 1) + 3, &o[(N) - 1], 3);                                 \
+            /* in rising addresses: each store's 4 bytes of slack are the next's */         \
+            for (int j = 0; j < (N) / 4; j++)                                              \
+                RKNNX_LB_PACK4(q + 12 * j, (const unsigned char *)&lo + 16 * j);           \
+            for (int j = 0; j < (N) / 4; j++)                                              \
+                RKNNX_LB_PACK4(q + 3 * (N) + 12 * j, (const unsigned char *)&hi + 16 * j); \
         }                                                                                  \
         return x;                                                                          \
     }
@@ -219,12 +258,15 @@ static inline unsigned char rknnx_lb_sat(int32_t v)
 #if RKNNX_LB_VYUV
 typedef int32_t rknnx_lb_v4i __attribute__((vector_size(16)));
 typedef uint16_t rknnx_lb_v4h __attribute__((vector_size(8)));
-RKNNX_LB_YUV_STEP(rknnx_lb_yuv_v128, rknnx_lb_v4i, rknnx_lb_v4h, 4, )
+typedef unsigned char rknnx_lb_v4b __attribute__((vector_size(4)));
+RKNNX_LB_YUV_STEP(rknnx_lb_yuv_v128, rknnx_lb_v4i, rknnx_lb_v4h, rknnx_lb_v4b, 4,
+                  RKNNX_LB_ARGS(0, 4, 1, 5), RKNNX_LB_ARGS(2, 6, 3, 7), )
 #endif
 #if RKNNX_LB_VYUV && RKNNX_K_AVX2
 typedef int32_t rknnx_lb_v8i __attribute__((vector_size(32)));
-RKNNX_LB_YUV_STEP(rknnx_lb_yuv_avx2, rknnx_lb_v8i, rknnx_lb_v8h, 8,
-                  __attribute__((target("avx2"))))
+RKNNX_LB_YUV_STEP(rknnx_lb_yuv_avx2, rknnx_lb_v8i, rknnx_lb_v8h, rknnx_lb_v8b, 8,
+                  RKNNX_LB_ARGS(0, 8, 1, 9, 2, 10, 3, 11),
+                  RKNNX_LB_ARGS(4, 12, 5, 13, 6, 14, 7, 15), __attribute__((target("avx2"))))
 #endif
 
 typedef struct rknnx_lb_rows {
@@ -237,9 +279,9 @@ typedef struct rknnx_lb_rows {
 } rknnx_lb_rows;
 
 /* The columns of row y the taps read, converted to 3 bytes a pixel into d (pixel x at
-   d + 3x): NV12 -> BGR, or gathered from pixels that are not 3 contiguous bytes.  Table
-   lookups at scattered columns: GCC's -O3 vectorizer makes this loop about 2.7 times
-   slower (measured on x86-64), so it is kept out here. */
+   d + 3x; d has 16 bytes of slack): NV12 or I420 -> BGR, or gathered from pixels that are
+   not 3 contiguous bytes.  Table lookups at scattered columns: GCC's -O3 vectorizer makes
+   this loop about 2.7 times slower (measured on x86-64), so it is kept out here. */
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-tree-vectorize")))
 #endif
@@ -248,9 +290,11 @@ static void rknnx_lb_convert(const rknnx_lb_params *p, const rknnx_lb_rows *rs, 
 {
     const int32_t *restrict cols = rs->cols;
     const ptrdiff_t n = rs->ncols;
-    if (p->fmt == RKNNX_LB_NV12) {
+    if (p->fmt != RKNNX_LB_BGR) {
+        const int i420 = p->fmt == RKNNX_LB_I420;
         const unsigned char *restrict Y = p->src + y * p->src_row;
-        const unsigned char *restrict UV = p->uv + (y >> 1) * p->uv_row;
+        const unsigned char *restrict U = p->uv + (y >> 1) * p->uv_row;
+        const unsigned char *restrict V = i420 ? p->v + (y >> 1) * p->v_row : U + 1;
         const rknnx_lb_yuv *restrict t = rs->yuv;
         ptrdiff_t j = 0;
 #if RKNNX_LB_VYUV
@@ -260,16 +304,24 @@ static void rknnx_lb_convert(const rknnx_lb_params *p, const rknnx_lb_rows *rs, 
             ptrdiff_t x = x0;
 #if RKNNX_K_AVX2
             if (rknnx_k_path() >= 2 && rknnx_k_have_avx2())
-                x = rknnx_lb_yuv_avx2(Y, UV, d, x, end);
+                x = rknnx_lb_yuv_avx2(Y, U, V, i420, t->k, d, x, end);
 #endif
-            x = rknnx_lb_yuv_v128(Y, UV, d, x, end);
-            while (j < n && cols[j] < x)
-                j++;
+            x = rknnx_lb_yuv_v128(Y, U, V, i420, t->k, d, x, end);
+            /* the first listed column the vectors left (ascending: a binary search) */
+            ptrdiff_t hi = n;
+            while (j < hi) {
+                const ptrdiff_t mid = j + (hi - j) / 2;
+                if (cols[mid] < x)
+                    j = mid + 1;
+                else
+                    hi = mid;
+            }
         }
 #endif
+        const ptrdiff_t cs = i420 ? 1 : 2;
         for (; j < n; j++) {
-            const ptrdiff_t x = cols[j], c = x & ~(ptrdiff_t)1;
-            const int32_t yy = t->y[Y[x]], u = UV[c], v = UV[c + 1];
+            const ptrdiff_t x = cols[j], c = (x >> 1) * cs;
+            const int32_t yy = t->y[Y[x]], u = U[c], v = V[c];
             d[3 * x] = rknnx_lb_sat(yy + t->bu[u]);
             d[3 * x + 1] = rknnx_lb_sat(yy + t->gv[v] + t->gu[u]);
             d[3 * x + 2] = rknnx_lb_sat(yy + t->rv[v]);
@@ -311,8 +363,8 @@ static const unsigned char *rknnx_lb_row(const rknnx_lb_params *p, rknnx_lb_rows
 /* the output is 3 contiguous bytes a pixel, channels in order, no table */
 static int rknnx_lb_packed(const rknnx_lb_params *p)
 {
-    return p->lut == NULL && p->dst_px == 3 && p->dst_ch[0] == 0 && p->dst_ch[1] == 1
-           && p->dst_ch[2] == 2;
+    return p->lut == NULL && p->elem <= 1 && p->dst_px == 3 && p->dst_ch[0] == 0
+           && p->dst_ch[1] == 1 && p->dst_ch[2] == 2;
 }
 
 /* the pad over output pixels [x0, x1) of row d (pat: one row of pad pixels, packed) */
@@ -323,6 +375,13 @@ static void rknnx_lb_fill(const rknnx_lb_params *p, unsigned char *d, ptrdiff_t 
         return;
     if (pat) {
         memcpy(d + 3 * x0, pat, (size_t)(3 * (x1 - x0)));
+        return;
+    }
+    if (p->elem > 1) {          /* float16 / float32 elements */
+        const size_t el = (size_t)p->elem;
+        for (ptrdiff_t x = x0; x < x1; x++)
+            for (int c = 0; c < 3; c++)
+                memcpy(d + x * p->dst_px + p->dst_ch[c], p->padx + c * el, el);
         return;
     }
     if (p->dst_px == 1) {       /* planes (NCHW) */
@@ -593,6 +652,15 @@ static void rknnx_lb_store(const rknnx_lb_params *p, const unsigned char *restri
         rknnx_lb_planes(ob, p->nw, e + k0, e + k1, e + k2);
         return;
     }
+    if (p->elem > 1) {          /* float16 / float32: the table's elements */
+        const size_t el = (size_t)p->elem;
+        for (ptrdiff_t x = 0; x < p->nw; x++, e += px) {
+            memcpy(e + k0, lut + (size_t)ob[3 * x] * el, el);
+            memcpy(e + k1, lut + (256 + (size_t)ob[3 * x + 1]) * el, el);
+            memcpy(e + k2, lut + (512 + (size_t)ob[3 * x + 2]) * el, el);
+        }
+        return;
+    }
     if (lut) {
         for (ptrdiff_t x = 0; x < p->nw; x++, e += px) {
             e[k0] = lut[ob[3 * x]];
@@ -806,17 +874,20 @@ static void rknnx_lb_half3(const unsigned char *restrict m, ptrdiff_t n, int sw,
             }                                                                              \
             return j;                                                                      \
         }                                                                                  \
-        if (wy == 128) {        /* 2:1: the sum of the 2x2 block, (s + 2) >> 2 */      \
+        if (wy == 128) {        /* 2:1: (a + b + c + d + 2) >> 2 in bytes, from the      \
+                                   rounded-up means of the pairs (x | y) - ((x ^ y) >> 1), \
+                                   less 1 where a pair was odd and the means differ in   \
+                                   parity (the double rounding's excess, exactly) */     \
             for (; j + (N) <= n; j += (N)) {                                               \
                 VB x0, y0, x1, y1;                                                         \
                 memcpy(&x0, a + j, N);                                                     \
                 memcpy(&y0, b + j, N);                                                     \
                 memcpy(&x1, a + j + 3, N);                                                 \
                 memcpy(&y1, b + j + 3, N);                                                 \
-                const VH t = __builtin_convertvector(x0, VH) + __builtin_convertvector(y0, VH) \
-                             + __builtin_convertvector(x1, VH)                             \
-                             + __builtin_convertvector(y1, VH) + 2;                        \
-                const VB r = __builtin_convertvector(t >> 2, VB);                          \
+                const VB dx = x0 ^ x1, dy = y0 ^ y1;                                       \
+                const VB s1 = (x0 | x1) - (dx >> 1), s2 = (y0 | y1) - (dy >> 1);           \
+                const VB ds = s1 ^ s2;                                                     \
+                const VB r = (s1 | s2) - (ds >> 1) - ((dx | dy) & ds & 1);                 \
                 memcpy(o + j, &r, N);                                                      \
             }                                                                              \
             return j;                                                                      \
@@ -966,16 +1037,20 @@ int rknnx_lb_run(const rknnx_lb_params *p)
 {
     if (p->w < 2 || p->h < 2 || p->nw < 1 || p->nh < 1 || p->left < 0 || p->top < 0
             || p->left + p->nw > p->W || p->top + p->nh > p->H
-            || (p->fmt != RKNNX_LB_BGR && p->fmt != RKNNX_LB_NV12)
-            || (p->fmt == RKNNX_LB_NV12 && ((p->w | p->h) & 1)))
+            || (p->fmt != RKNNX_LB_BGR && p->fmt != RKNNX_LB_NV12 && p->fmt != RKNNX_LB_I420)
+            || (p->fmt != RKNNX_LB_BGR && ((p->w | p->h) & 1))
+            || (p->fmt == RKNNX_LB_I420 && !p->v)
+            || (p->matrix != RKNNX_LB_BT601 && p->matrix != RKNNX_LB_BT709)
+            || (p->elem != 0 && p->elem != 1 && p->elem != 2 && p->elem != 4)
+            || (p->elem > 1 && !p->lut))
         return RKNNX_LB_EINVAL;
     const int packed = rknnx_lb_packed(p);
     const size_t row3 = 3 * (size_t)p->w, nx = (size_t)p->nw;
     /* one allocation: the taps, the picked pixels and the lane tables, the 16-bit sums,
-       two converted rows, a row of output pixels (packed), a row of pad pixels, the
+       two converted rows (16 bytes of slack each), a row of output pixels (packed), a row of pad pixels, the
        column marks and three rows of the exact-ratio paths (with a vector's slack) */
     const size_t bytes = sizeof(rknnx_lb_yuv) + (nx * 9 + (size_t)p->w) * sizeof(int32_t)
-                         + row3 * sizeof(uint16_t) + 2 * row3 + 3 * nx + 3 * (size_t)p->W
+                         + row3 * sizeof(uint16_t) + 2 * (row3 + 16) + 3 * nx + 3 * (size_t)p->W
                          + (size_t)p->w + 3 * (6 * nx + 64) + 64;
     unsigned char *mem = malloc(bytes);
     if (!mem)
@@ -985,9 +1060,9 @@ int rknnx_lb_run(const rknnx_lb_params *p)
     int32_t *off = cols + p->w, *wab = off + 3 * nx, *pick = wab + 3 * nx;
     uint16_t *t = (uint16_t *)(pick + nx);
     unsigned char *rows = (unsigned char *)(t + row3);
-    unsigned char *ob = rows + 2 * row3, *pat = ob + 3 * nx, *mark = pat + 3 * (size_t)p->W;
+    unsigned char *ob = rows + 2 * (row3 + 16), *pat = ob + 3 * nx, *mark = pat + 3 * (size_t)p->W;
     unsigned char *scratch = mark + p->w;
-    rknnx_lb_rows rs = {{-1, -1}, {rows, rows + row3}, 0, cols, 0, yuv};
+    rknnx_lb_rows rs = {{-1, -1}, {rows, rows + row3 + 16}, 0, cols, 0, yuv};
     if (packed)
         for (ptrdiff_t x = 0; x < p->W; x++)
             memcpy(pat + 3 * x, p->pad, 3);
@@ -1022,8 +1097,8 @@ int rknnx_lb_run(const rknnx_lb_params *p)
     for (ptrdiff_t x = x0; x < x1; x++)
         if (mark[x])
             cols[rs.ncols++] = (int32_t)x;
-    if (p->fmt == RKNNX_LB_NV12)
-        rknnx_lb_yuv_init(yuv);
+    if (p->fmt != RKNNX_LB_BGR)
+        rknnx_lb_yuv_init(yuv, p->matrix);
     /* the vertical sums at the taps only (AVX2, downscaling): fewer lanes than columns */
     fused = ln.n > 0 && p->nw < x1 - x0;
     const int64_t den = 2 * (int64_t)p->nh;

@@ -2,12 +2,16 @@
  * rknnx: the letterbox kernel (rknnx.vision.letterbox), as the binding sees it.
  *
  * One pass from a camera frame to a network's input: a 3-channel 8-bit frame (any
- * strides) or an NV12 frame (a Y plane and an interleaved UV plane, BT.601 limited range
- * as OpenCV's COLOR_YUV2BGR_NV12) is resized bilinearly into a region of the output
+ * strides), an NV12 frame (a Y plane and an interleaved UV plane, as OpenCV's
+ * COLOR_YUV2BGR_NV12) or an I420 frame (Y, U and V planes, as COLOR_YUV2BGR_I420), each
+ * plane with its own row stride, YUV in BT.601 or BT.709 limited range, is resized
+ * bilinearly into a region of the output
  * (nw x nh at left, top) and the rest filled with the pad bytes; each output channel
  * takes a source channel (swap_rb: the BGR <-> RGB swap) and, through an optional table of
  * 256 codes per channel, is written as the pixel (uint8) or as its normalized and
- * quantized code (an int8 pass-through input).  The output is addressed by strides, so
+ * quantized code (an int8 pass-through input), or its normalized float16 / float32 value
+ * (an unquantized input; a table of 256 elements per channel).  The output is addressed by
+ * strides, so
  * NHWC with padded rows, NCHW planes and NC1HWC2 blocks are the same loop.
  *
  * The arithmetic (integers only, the same on every path, and what the numpy reference of
@@ -23,12 +27,18 @@
  * Within 1 of OpenCV's INTER_LINEAR (Q11 both ways, horizontal first): the two results
  * differ by less than 1 before their roundings.
  *
- * NV12 -> BGR (before the resize), per pixel, u = U - 128, v = V - 128, with the BT.601
- * coefficients in Q20 and the sums rounded half up, saturated to 0..255:
+ * NV12 and I420 -> BGR (before the resize), per pixel (each 2x2 block shares its U, V),
+ * u = U - 128, v = V - 128, with the matrix's coefficients in Q20 and the sums rounded
+ * half up, saturated to 0..255; BT.601 (OpenCV's integers, so its conversion exactly):
  *   y = max(Y - 16, 0) * 1220542         (1.164)
  *   R = (y + 1673527 v + 2**19) >> 20    (1.596)
  *   G = (y - 852492 v - 409993 u + 2**19) >> 20   (0.813, 0.391)
  *   B = (y + 2116026 u + 2**19) >> 20    (2.018)
+ * BT.709 (Kr = 0.2126, Kb = 0.0722; 255/219 for Y, 255/224 for U, V: the nearest Q20):
+ *   y = max(Y - 16, 0) * 1220945         (1.16438)
+ *   R = (y + 1879825 v + 2**19) >> 20    (1.79274)
+ *   G = (y - 558796 v - 223607 u + 2**19) >> 20   (0.53291, 0.21325)
+ *   B = (y + 2215014 u + 2**19) >> 20    (2.11240)
  *
  * The sum has no rounding before its last shift, so a path may take it in any order.
  * Where the horizontal ratio is an exact integer k (every 1920, 1280 or 3840-wide camera
@@ -40,7 +50,10 @@
  *   k even, one source row:   v = (r[e] + r[e + 1] + 1) >> 1
  *   k even, rows r0, r1:      v = (t[e] + t[e + 1] + 256) >> 9   (a 2:1 downscale: the
  *                             mean of the 2x2 block, (a + b + c + d + 2) >> 2, as OpenCV's
- *                             INTER_LINEAR at an exact 2:1)
+ *                             INTER_LINEAR at an exact 2:1; taken in bytes as the
+ *                             rounded-up mean of the pairs' rounded-up means, less 1
+ *                             where a pair was odd and the two means differ in parity:
+ *                             the same integer for all 2**32 blocks, checked)
  * over contiguous bytes (the picked pixels copied out first unless they are the frame's
  * own), so its work follows the output's pixels, not the frame's.
  *
@@ -59,7 +72,13 @@
 
 enum {
     RKNNX_LB_BGR = 0,      /* 3 channels of 8 bits */
-    RKNNX_LB_NV12 = 1      /* Y plane + interleaved UV plane (U first), as BGR */
+    RKNNX_LB_NV12 = 1,     /* Y plane + interleaved UV plane (U first), as BGR */
+    RKNNX_LB_I420 = 2      /* Y, U and V planes, as BGR */
+};
+
+enum {
+    RKNNX_LB_BT601 = 0,    /* the YUV matrices, limited range */
+    RKNNX_LB_BT709 = 1
 };
 
 enum {
@@ -72,12 +91,16 @@ typedef struct rknnx_lb_params {
     /* the frame: w x h pixels */
     int fmt;
     ptrdiff_t w, h;
-    const unsigned char *src;   /* BGR: channel 0 of pixel (0, 0); NV12: the Y plane */
-    ptrdiff_t src_row;          /* bytes from a row to the next (either plane's, NV12) */
+    const unsigned char *src;   /* BGR: channel 0 of pixel (0, 0); NV12, I420: the Y plane */
+    ptrdiff_t src_row;          /* bytes from a row to the next (the Y plane's) */
     ptrdiff_t src_px;           /* BGR: bytes from a pixel to the next */
     ptrdiff_t src_ch;           /* BGR: bytes from a channel to the next */
-    const unsigned char *uv;    /* NV12: the UV plane (w/2 pairs a row, h/2 rows) */
+    const unsigned char *uv;    /* NV12: the UV plane (w/2 pairs a row, h/2 rows);
+                                   I420: the U plane (w/2 bytes a row, h/2 rows) */
     ptrdiff_t uv_row;
+    const unsigned char *v;     /* I420: the V plane (w/2 bytes a row, h/2 rows) */
+    ptrdiff_t v_row;
+    int matrix;                 /* NV12, I420: RKNNX_LB_BT601 or RKNNX_LB_BT709 */
     /* the output: W x H pixels, channel c of pixel (x, y) at
        dst + y dst_row + x dst_px + dst_ch[c] */
     unsigned char *dst;
@@ -88,9 +111,14 @@ typedef struct rknnx_lb_params {
     ptrdiff_t nw, nh, left, top;
     int swap_rb;                /* 0: output channel c is the frame's channel c (B, G, R
                                    for NV12); 1: channel 2 - c */
-    const unsigned char *lut;   /* NULL: the pixel itself; else 3 x 256 codes: output
-                                   channel c of value v is lut[256 c + v] */
-    unsigned char pad[3];       /* the bytes written outside the region, per channel */
+    const unsigned char *lut;   /* NULL: the pixel itself; else 3 x 256 codes of elem
+                                   bytes: output channel c of value v is the element at
+                                   lut + (256 c + v) elem */
+    unsigned char pad[3];       /* elem 1: the bytes written outside the region, per
+                                   channel */
+    int elem;                   /* the output's element: 0 or 1 byte (pixels, int8
+                                   codes), 2 (float16) or 4 (float32: a table needed) */
+    unsigned char padx[12];     /* elem 2, 4: the pad elements, channel c at padx + c elem */
 } rknnx_lb_params;
 
 /* Resize, pad, swap and convert in one pass; RKNNX_LB_OK or a negative RKNNX_LB_*.

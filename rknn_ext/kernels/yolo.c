@@ -39,16 +39,27 @@ static inline const char *y_at(const rknnx_y_tensor *t, ptrdiff_t c, ptrdiff_t y
     return t->base + o + y * t->s_y + x * t->s_x;
 }
 
+void rknnx_y_offsets_into(rknnx_y_tensor *t, ptrdiff_t *off)
+{
+    for (ptrdiff_t c = 0; c < t->C; c++)
+        off[c] = (c / t->C2) * t->s_c1 + (c % t->C2) * t->s_c2;
+    t->off = off;
+}
+
 /* the channel offsets of t (no division per access); the caller frees them */
 static ptrdiff_t *y_offsets(rknnx_y_tensor *t)
 {
     ptrdiff_t *off = (ptrdiff_t *)malloc(sizeof(ptrdiff_t) * (size_t)(t->C > 0 ? t->C : 1));
     if (!off)
         return NULL;
-    for (ptrdiff_t c = 0; c < t->C; c++)
-        off[c] = (c / t->C2) * t->s_c1 + (c % t->C2) * t->s_c2;
-    t->off = off;
+    rknnx_y_offsets_into(t, off);
     return off;
+}
+
+void rknnx_y_exps(const rknnx_y_tensor *t, float *exps)
+{
+    for (int d = 0; d < 256; d++)
+        exps[d] = expf(-(float)d * t->scale);
 }
 
 static inline int y_is8(const rknnx_y_tensor *t)
@@ -396,7 +407,7 @@ static float y_dfl(const rknnx_y_tensor *t, ptrdiff_t c0, ptrdiff_t n, ptrdiff_t
     return acc / sum;
 }
 
-static void y_box(const rknnx_y_spec *sp, const y_cand *c, float *const exps[],
+static void y_box(const rknnx_y_spec *sp, const y_cand *c, const float *const exps[],
                   float b[4])
 {
     const rknnx_y_scale *sc = &sp->scales[c->s];
@@ -456,6 +467,7 @@ ptrdiff_t rknnx_y_decode(const rknnx_y_spec *spec, float *boxes, float *scores,
     y_cands cands = {NULL, 0, 0};
     unsigned char *row = NULL;
     float *exps[16] = {NULL};
+    const float *dfl[16] = {NULL};
     ptrdiff_t *offs[48] = {NULL};
     double *areas = NULL;
     ptrdiff_t wmax = 1, idx0 = 0, kept = 0, ret = -1;
@@ -469,9 +481,12 @@ ptrdiff_t rknnx_y_decode(const rknnx_y_spec *spec, float *boxes, float *scores,
     local.scales = scs;
     local.nscales = ns;
     for (int s = 0; s < ns; s++) {
-        if (!(offs[3 * s] = y_offsets(&scs[s].box)) || !(offs[3 * s + 1] = y_offsets(&scs[s].cls)))
+        /* a plan's offsets are made already */
+        if (!scs[s].box.off && !(offs[3 * s] = y_offsets(&scs[s].box)))
             goto done;
-        if (scs[s].sum.base && !(offs[3 * s + 2] = y_offsets(&scs[s].sum)))
+        if (!scs[s].cls.off && !(offs[3 * s + 1] = y_offsets(&scs[s].cls)))
+            goto done;
+        if (scs[s].sum.base && !scs[s].sum.off && !(offs[3 * s + 2] = y_offsets(&scs[s].sum)))
             goto done;
     }
 
@@ -498,11 +513,15 @@ ptrdiff_t rknnx_y_decode(const rknnx_y_spec *spec, float *boxes, float *scores,
             const rknnx_y_tensor *t = &sp->scales[s].box;
             if (!y_is8(t))
                 continue;
+            if (sp->scales[s].exps) {      /* a plan's table */
+                dfl[s] = sp->scales[s].exps;
+                continue;
+            }
             exps[s] = (float *)malloc(256 * sizeof(float));
             if (!exps[s])
                 goto done;
-            for (int d = 0; d < 256; d++)
-                exps[s][d] = expf(-(float)d * t->scale);
+            rknnx_y_exps(t, exps[s]);
+            dfl[s] = exps[s];
         }
     }
     qsort(cands.v, cands.n, sizeof *cands.v, y_cmp);
@@ -514,7 +533,7 @@ ptrdiff_t rknnx_y_decode(const rknnx_y_spec *spec, float *boxes, float *scores,
             const y_cand *c = &cands.v[i];
             float b[4];
             int drop = 0;
-            y_box(sp, c, exps, b);
+            y_box(sp, c, dfl, b);
             if (!(isfinite(b[0]) && isfinite(b[1]) && isfinite(b[2]) && isfinite(b[3])))
                 continue;    /* a box of NaN or inf values is no detection */
             double ai = ((double)b[2] - b[0]) * ((double)b[3] - b[1]);

@@ -65,6 +65,8 @@ typedef struct {
     float fsum;              /* float score_sum: cells below it are skipped (-inf: none) */
     const float *score_lut;  /* 8-bit classes: the score of each code (sigmoid applied for
                                 pose); NULL: the value itself */
+    const float *exps;       /* 8-bit DFL boxes: exp(-d * scale) for d = 0..255, made once
+                                by a plan (rknnx_y_exps); NULL: made by each call */
 } rknnx_y_scale;
 
 typedef struct {
@@ -87,6 +89,12 @@ typedef struct {
    memory ran out. */
 ptrdiff_t rknnx_y_decode(const rknnx_y_spec *spec, float *boxes, float *scores,
                          int32_t *classes, int32_t *index);
+
+/* A plan's tables, made once for many calls: the byte offset of each of t's C channels
+   into off (C entries; t->off is then set to it), and the DFL table of an 8-bit box
+   tensor into exps (256 entries). */
+void rknnx_y_offsets_into(rknnx_y_tensor *t, ptrdiff_t *off);
+void rknnx_y_exps(const rknnx_y_tensor *t, float *exps);
 
 /* Masks: for n boxes (x1 y1 x2 y2 in input pixels) and their nm coefficients (float32,
    n x nm), sigmoid(coef . proto) at the proto's size, bilinear to H x W (half-pixel

@@ -1005,3 +1005,4 @@ def nchw_to_nc1hwc2(src, c2, *, layout="NCHW", out=None):
 
 include "_kernels_letterbox.pxi"   # rknnx.vision.letterbox: frame -> network input
 include "_kernels_yolo.pxi"        # rknnx.vision.decode: YOLO outputs -> boxes (yolo.c)
+include "_kernels_track.pxi"       # rknnx.vision.Tracker: ByteTrack's state in C (track.c)

@@ -13,6 +13,7 @@ cdef extern from "kernels/letterbox.h" nogil:
     enum:
         RKNNX_LB_BGR
         RKNNX_LB_NV12
+        RKNNX_LB_I420
         RKNNX_LB_OK
         RKNNX_LB_ENOMEM
     ctypedef struct rknnx_lb_params:
@@ -22,6 +23,9 @@ cdef extern from "kernels/letterbox.h" nogil:
         Py_ssize_t src_row, src_px, src_ch
         const unsigned char* uv
         Py_ssize_t uv_row
+        const unsigned char* v
+        Py_ssize_t v_row
+        int matrix
         unsigned char* dst
         Py_ssize_t W, H
         Py_ssize_t dst_row, dst_px
@@ -30,6 +34,8 @@ cdef extern from "kernels/letterbox.h" nogil:
         int swap_rb
         const unsigned char* lut
         unsigned char pad[3]
+        int elem
+        unsigned char padx[12]
     int rknnx_lb_run(const rknnx_lb_params* p)
     void rknnx_lb_taps(Py_ssize_t s, Py_ssize_t n, int bits, int32_t* i, int32_t* wgt)
 
@@ -75,27 +81,36 @@ def letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t 
                   Py_ssize_t src_px, Py_ssize_t src_ch, Py_ssize_t uv_row,
                   Py_ssize_t W, Py_ssize_t H, Py_ssize_t dst_row, Py_ssize_t dst_px,
                   tuple dst_ch, Py_ssize_t nw, Py_ssize_t nh, Py_ssize_t left,
-                  Py_ssize_t top, bint swap_rb, lut, bytes pad):
+                  Py_ssize_t top, bint swap_rb, lut, bytes pad, vplane=None,
+                  Py_ssize_t v_row=0, int matrix=0, int elem=1, bytes padx=None):
     """The C pass rknnx.vision.letterbox calls (rknnx.vision.letterbox is the API for
     people: it checks the user's arguments and works out these numbers).  Byte strides and offsets are
     relative to each array's first element (``a.ctypes.data``); `lut` is None or 768
-    bytes, `pad` 3 bytes."""
+    bytes, `pad` 3 bytes; I420: `uv` is the U plane, `vplane` the V plane; `matrix` 0
+    (BT.601) or 1 (BT.709); `elem` the output's element bytes (1, or 2 / 4 for float16 /
+    float32: `lut` then holds 768 elements, `padx` the 3 pad elements)."""
     cdef rknnx_lb_params p
-    cdef Py_buffer vs, vu, vd
+    cdef Py_buffer vs, vu, vv, vd
     cdef const unsigned char[::1] lv
     cdef long long lo, hi
     cdef long long ext[3]
     cdef long long chs[3]
     cdef int k, r = RKNNX_LB_OK
-    if fmt != RKNNX_LB_BGR and fmt != RKNNX_LB_NV12:
+    if fmt != RKNNX_LB_BGR and fmt != RKNNX_LB_NV12 and fmt != RKNNX_LB_I420:
         raise ValueError(f"letterbox: unknown format code {fmt}")
+    if matrix != 0 and matrix != 1:
+        raise ValueError(f"letterbox: unknown matrix code {matrix}")
     if w < 2 or h < 2 or nw < 1 or nh < 1 or left < 0 or top < 0 or left + nw > W \
             or top + nh > H:
         raise ValueError("letterbox: a region outside the output, or a frame under 2x2")
-    if fmt == RKNNX_LB_NV12 and (w % 2 or h % 2):
-        raise ValueError("letterbox: an NV12 frame has an even width and height")
+    if fmt != RKNNX_LB_BGR and (w % 2 or h % 2):
+        raise ValueError("letterbox: an NV12 or I420 frame has an even width and height")
     if len(dst_ch) != 3 or len(pad) != 3:
         raise ValueError("letterbox: three channels")
+    if elem != 1 and elem != 2 and elem != 4:
+        raise ValueError(f"letterbox: elements of 1, 2 or 4 bytes; got {elem}")
+    if elem > 1 and (lut is None or padx is None or len(padx) != 3 * elem):
+        raise ValueError("letterbox: float elements need the table and three pad elements")
     memset(&p, 0, sizeof(p))
     p.fmt = fmt
     p.w = w
@@ -104,6 +119,8 @@ def letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t 
     p.src_px = src_px
     p.src_ch = src_ch
     p.uv_row = uv_row
+    p.v_row = v_row
+    p.matrix = matrix
     p.W = W
     p.H = H
     p.dst_row = dst_row
@@ -113,17 +130,22 @@ def letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t 
     p.left = left
     p.top = top
     p.swap_rb = swap_rb
+    p.elem = elem
+    if elem > 1:
+        for k in range(3 * elem):
+            p.padx[k] = padx[k]
     for k in range(3):
         p.dst_ch[k] = dst_ch[k]
         chs[k] = p.dst_ch[k]
         p.pad[k] = pad[k]
     if lut is not None:
         lv = lut
-        if lv.shape[0] != 768:
+        if lv.shape[0] != 768 * elem:
             raise ValueError("letterbox: the table has 3 x 256 entries")
         p.lut = &lv[0]
     vs.buf = NULL
     vu.buf = NULL
+    vv.buf = NULL
     vd.buf = NULL
     _lb_getbuf(src, &vs, _LB_RO)
     try:
@@ -144,15 +166,28 @@ def letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t 
             if vu.itemsize != 1:
                 raise TypeError("letterbox: the UV plane has 8-bit elements")
             _lb_extent(&vu, &lo, &hi)
-            _lb_inside(<long long>(h // 2 - 1) * uv_row, <long long>(w - 1), ext, lo, hi,
-                       "UV plane")
+            # NV12: w bytes of U, V pairs a row; I420: w / 2 bytes of U
+            _lb_inside(<long long>(h // 2 - 1) * uv_row,
+                       <long long>(w - 1 if fmt == RKNNX_LB_NV12 else w // 2 - 1), ext, lo,
+                       hi, "UV plane" if fmt == RKNNX_LB_NV12 else "U plane")
             p.uv = <const unsigned char*>vu.buf
+            if fmt == RKNNX_LB_I420:
+                if vplane is None:
+                    raise ValueError("letterbox: an I420 frame needs its V plane")
+                _lb_getbuf(vplane, &vv, _LB_RO)
+                if vv.itemsize != 1:
+                    raise TypeError("letterbox: the V plane has 8-bit elements")
+                _lb_extent(&vv, &lo, &hi)
+                _lb_inside(<long long>(h // 2 - 1) * v_row, <long long>(w // 2 - 1), ext, lo,
+                           hi, "V plane")
+                p.v = <const unsigned char*>vv.buf
         _lb_getbuf(dst, &vd, _LB_RW)
-        if vd.itemsize != 1:
-            raise TypeError("letterbox: the output has 8-bit elements")
+        if vd.itemsize != elem:
+            raise TypeError(f"letterbox: the output has {8 * elem}-bit elements")
         _lb_extent(&vd, &lo, &hi)
-        _lb_inside(<long long>(H - 1) * dst_row, <long long>(W - 1) * dst_px, chs, lo, hi,
-                   "output")
+        # every element's last byte inside too
+        _lb_inside(<long long>(H - 1) * dst_row, <long long>(W - 1) * dst_px, chs, lo,
+                   hi - (elem - 1), "output")
         p.src = <const unsigned char*>vs.buf
         p.dst = <unsigned char*>vd.buf
         with nogil:
@@ -160,6 +195,8 @@ def letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t 
     finally:
         if vd.buf != NULL:
             _lb_release(&vd)
+        if vv.buf != NULL:
+            _lb_release(&vv)
         if vu.buf != NULL:
             _lb_release(&vu)
         if vs.buf != NULL:

@@ -4,11 +4,13 @@
  * ASan/UBSan where the compiler can) and runs it.
  *
  * Over a few hundred random geometries (frame sizes from 2x2, up- and downscaling, BGR
- * with strided pixels and rows, reversed rows, NV12 with padded rows; outputs packed,
- * NHWC with row padding, NCHW planes, with and without a table), every buffer allocated
- * at its exact size so the sanitizers see any overrun: each path of the dispatch
- * (rknnx_k_set_path 0, 1, 2) writes the same bytes as the plain one, the row padding of
- * the output is never written, and every byte outside the region is its pad byte.
+ * with strided pixels and rows, reversed rows, NV12 and I420 with padded rows, BT.601 and
+ * BT.709; half of them exact ratios; outputs packed, NHWC with row padding, NCHW planes,
+ * with and without a table), every buffer allocated at its exact size so the sanitizers
+ * see any overrun: each path of the dispatch (rknnx_k_set_path 0, 1, 2) writes the same
+ * bytes as the plain one, a BGR frame's region is letterbox.h's per-pixel expression, the
+ * row padding of the output is never written, and every byte outside the region is its
+ * pad byte.
  * Prints "letterbox_check: N checks, F failed".
  */
 #include <stdint.h>
@@ -75,8 +77,9 @@ static unsigned char reference(const rknnx_lb_params *p, ptrdiff_t x, ptrdiff_t 
 
 static void one(int fmt)
 {
-    const ptrdiff_t w = fmt == RKNNX_LB_NV12 ? 2 * (1 + rnd(60)) : 2 + rnd(120);
-    const ptrdiff_t h = fmt == RKNNX_LB_NV12 ? 2 * (1 + rnd(40)) : 2 + rnd(80);
+    const int yuv = fmt != RKNNX_LB_BGR;
+    const ptrdiff_t w = yuv ? 2 * (1 + rnd(60)) : 2 + rnd(120);
+    const ptrdiff_t h = yuv ? 2 * (1 + rnd(40)) : 2 + rnd(80);
     ptrdiff_t W = 1 + rnd(150), H = 1 + rnd(100);
     if (rnd(2)) {
         /* an exact ratio (the pick and pairs paths): w / k wide, 1:1 when k is 1 */
@@ -94,17 +97,28 @@ static void one(int fmt)
     p.W = W;
     p.H = H;
     /* the frame: exact size, strided */
-    unsigned char *src, *uvbuf = NULL;
+    unsigned char *src, *uvbuf = NULL, *vbuf = NULL;
     size_t src_n;
-    if (fmt == RKNNX_LB_NV12) {
+    if (yuv) {
+        /* NV12: w bytes of UV pairs a row; I420: w/2 of U, and a V plane as well */
+        const ptrdiff_t cw = fmt == RKNNX_LB_NV12 ? w : w / 2;
+        p.matrix = (int)rnd(2);
         p.src_row = w + rnd(9);
-        p.uv_row = w + rnd(9);
+        p.uv_row = cw + rnd(9);
         src_n = (size_t)((h - 1) * p.src_row + w);
         src = xmalloc(src_n);
-        size_t uv_n = (size_t)((h / 2 - 1) * p.uv_row + w);
+        size_t uv_n = (size_t)((h / 2 - 1) * p.uv_row + cw);
         uvbuf = xmalloc(uv_n);
         for (size_t i = 0; i < uv_n; i++)
             uvbuf[i] = (unsigned char)rnd(256);
+        if (fmt == RKNNX_LB_I420) {
+            p.v_row = cw + rnd(9);
+            size_t v_n = (size_t)((h / 2 - 1) * p.v_row + cw);
+            vbuf = xmalloc(v_n);
+            for (size_t i = 0; i < v_n; i++)
+                vbuf[i] = (unsigned char)rnd(256);
+            p.v = vbuf;
+        }
         p.src = src;
         p.uv = uvbuf;
     } else {
@@ -194,12 +208,13 @@ static void one(int fmt)
     free(got);
     free(src);
     free(uvbuf);
+    free(vbuf);
 }
 
 int main(void)
 {
     for (int i = 0; i < 300; i++)
-        one(i % 3 == 2 ? RKNNX_LB_NV12 : RKNNX_LB_BGR);
+        one(i % 4 == 2 ? RKNNX_LB_NV12 : i % 4 == 3 ? RKNNX_LB_I420 : RKNNX_LB_BGR);
     /* refusals: an odd NV12 frame, a region outside the output, a 1-pixel frame */
     unsigned char b[64] = {0};
     rknnx_lb_params p;
@@ -216,6 +231,14 @@ int main(void)
     p.left = 0;
     p.w = 1;
     check(rknnx_lb_run(&p) == RKNNX_LB_EINVAL, "1-pixel frame refused", 0, 0);
+    p.w = 2;
+    p.fmt = RKNNX_LB_I420;
+    check(rknnx_lb_run(&p) == RKNNX_LB_EINVAL, "I420 without a V plane refused", 0, 0);
+    p.v = b;
+    p.matrix = 2;
+    check(rknnx_lb_run(&p) == RKNNX_LB_EINVAL, "an unknown matrix refused", 0, 0);
+    p.matrix = RKNNX_LB_BT709;
+    check(rknnx_lb_run(&p) == RKNNX_LB_OK, "a 2x2 I420 frame, BT.709", 0, 0);
     printf("letterbox_check: %ld checks, %ld failed\n", checks, failed);
     return failed != 0;
 }

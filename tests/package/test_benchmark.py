@@ -171,10 +171,36 @@ def test_quick_suite_runs_and_writes_its_results(runtime, tmp_path):
     else:
         assert sd["skipped"].startswith("no vendor .rknn"), sd
     # the vision scenarios' targets, when they ran (letterbox and pipeline need OpenCV)
-    lb, dc, mk, pl = (r.get(k) or {} for k in ("letterbox", "decode", "masks", "pipeline"))
+    lb, dc, mk, pl, sm, ls = (r.get(k) or {} for k in ("letterbox", "decode", "masks",
+                                                       "pipeline", "streams",
+                                                       "letterbox_sizes"))
     vision = {"letterbox": 4 if lb and "skipped" not in lb else 0,
-              "decode": 3 if "ratio" in dc else 0, "masks": 2 if "ratio" in mk else 0,
-              "pipeline": 1 if "ratio" in pl else 0}
+              "letterbox_sizes": 2 if ls and "skipped" not in ls else 0,
+              # decode: its 3, and one per frame of the post_process comparison
+              "decode": 3 + len((dc.get("post_process") or {}).get("frames", {}))
+              if "ratio" in dc else 0, "masks": 2 if "ratio" in mk else 0,
+              "pipeline": 1 if "ratio" in pl else 0,
+              # streams: one per size measured, and the YUV-against-BGR line
+              "streams": 0 if not sm or "skipped" in sm else
+              sum(1 for v in sm.get("sizes", {}).values() if v.get("ratio"))
+              + bool(sm.get("yuv_vs_bgr"))}
+    if ls and "skipped" not in ls:
+        # every camera size x format x target, each with both OpenCV thread counts
+        assert len(ls["cases"]) == 6 * 3 * 3, sorted(ls["cases"])
+        assert "3840x2160 i420 session" in ls["cases"] and "640x480 bgr nchw" in ls["cases"]
+        for case in ls["cases"].values():
+            assert min(case.values()) > 0, case
+    # the tracker at 20 and 100 objects (where trackers is installed)
+    tk = r.get("track") or {}
+    vision["track"] = sum(bool(tk.get("counts", {}).get(n, {}).get("ratio", {}).get(
+        "trackers 2.6.1 ByteTrack")) for n in ("20", "100")) if tk else 0
+    if "sizes" in sm:
+        # every frame of the 4 streams through both pipelines, at both sizes
+        assert list(sm["sizes"]) == ["1280x720", "1920x1080"], sm
+        for v in sm["sizes"].values():
+            assert v["streams_host_ns"] > 0 and v["common_host_ns"] > 0 and v["ratio"] > 0
+            assert v["decoder_pyav_ns"] > 0 and v["decoder_cv2_ns"] > 0
+        assert sm["yuv_vs_bgr"]["frame"] == [1920, 1080]
     if "ratio" in dc:
         assert dc["same_as_reference"] is True, dc
         # the zoo's C port (bench/c/zoo_yolov8.c) keeps what decode keeps on this frame

@@ -356,9 +356,9 @@ def _float16_input_yolov5(target="RK3588"):
 
 
 def test_an_input_not_taking_pixels_needs_its_normalization(emu):
-    """A float16 image input: the runtime converts no uint8 pixels for it, its
-    normalization is not known: refused, saying what to give; given, the NPU's own
-    float16 is refused too (the detector writes uint8 or int8)."""
+    """A float16 image input (an unquantized export): the runtime converts no uint8 pixels
+    for it, its normalization is not known: refused, saying what to give; given, the
+    detector letterboxes the normalized pixels into the NPU's own float16 input."""
     gc.collect()
     before = live(emu)
     emu.set_platform("RK3588")
@@ -369,8 +369,18 @@ def test_an_input_not_taking_pixels_needs_its_normalization(emu):
             Detector(m, "yolov5", anchors=[(1, 1, 2, 2, 3, 3)] * 3)
         with pytest.raises(ValueError, match="give both mean= and std="):
             Detector(m, "yolov5", mean=0)
-        with pytest.raises(ValueError, match="takes float16 as the NPU does"):
-            Detector(m, "yolov5", mean=0, std=255, anchors=[(1, 1, 2, 2, 3, 3)] * 3)
+        frame = squares_picture(w=128, h=96)[0]
+        for mean, std in ((0, 255), ((10, 20, 30), (50, 60, 70))):
+            with Detector(m, "yolov5", mean=mean, std=std,
+                          anchors=[(1, 1, 2, 2, 3, 3)] * 3) as det:
+                d = det.detect(frame)
+                assert len(d) == 0 and d.letterbox.resized == (64, 48)   # zero weights
+                want = letterbox(frame, out=np.empty((1, 64, 64, 3), np.float16),
+                                 swap_rb=True, mean=mean, std=std)[0]
+                view = det.sessions[0].inputs[0]
+                assert view.dtype == np.float16
+                np.testing.assert_array_equal(view, want)
+                del view
     gc.collect()
     assert live(emu) == before
 
@@ -392,3 +402,35 @@ def test_letterbox_parameters_are_refused_at_construction(opened, emu, kw, msg):
         Detector(m, **kw)
     gc.collect()
     assert live(emu) == before           # refused before a session was made
+
+
+def test_detect_takes_a_decoders_i420_and_nv12_planes(opened):
+    # I420 (PyAV's yuv420p) and NV12 frames go to the letterbox as they are: the same
+    # detections as their BGR conversion by OpenCV (the conversions agree exactly)
+    cv2 = pytest.importorskip("cv2", reason="opencv-python-headless (the test extra)")
+    m = opened("detector")
+    img, _ = squares_picture(seed=1)
+    h, w = img.shape[:2]
+    i420 = cv2.cvtColor(img, cv2.COLOR_BGR2YUV_I420)
+    flat = i420.reshape(-1)
+    q = h * w // 4
+    y = i420[:h]
+    u = flat[h * w:h * w + q].reshape(h // 2, w // 2)
+    v = flat[h * w + q:].reshape(h // 2, w // 2)
+    uv = np.stack([u, v], -1).reshape(h // 2, w)
+    with Detector(m, workers=2) as det:
+        want = det.detect(cv2.cvtColor(i420, cv2.COLOR_YUV2BGR_I420))
+        assert len(want) == 3
+        got = [det.detect(i420, fmt="i420"), det.detect((y, u, v), fmt="I420"),
+               det.detect((y, uv), fmt="nv12"), det.submit(i420, fmt="i420").result(),
+               *det.map([i420, (y, u, v)], fmt="i420")]
+        for d in got:
+            np.testing.assert_array_equal(d.boxes, want.boxes)
+            np.testing.assert_array_equal(d.scores, want.scores)
+        # the stream's own matrix: BT.709 shifts the colours, the squares stay
+        assert len(det.detect(i420, fmt="i420", matrix="bt709")) == 3
+        with pytest.raises(ValueError, match=r"matrix is 'bt601' or 'bt709'"):
+            det.detect(i420, fmt="i420", matrix="smpte")
+        with pytest.raises(ValueError, match=r"\(Y, U, V\) triple of planes; got a sequence "
+                                             r"of 2"):
+            det.detect((y, u), fmt="i420")

@@ -3,6 +3,7 @@
 - ``info``: describe a model (tensors, native layouts, memory, versions, chip support);
 - ``run``: run a model on .npy arrays or images and save the outputs;
 - ``detect``: find objects in an image with a YOLO model and draw them;
+- ``track``: follow objects in videos with a YOLO model and a tracker; draw and write them;
 - ``bench``: general vs zero-copy, phase by phase;
 - ``doctor``: which runtime rknnx uses, the chip and what it supports;
 - ``emulator``: where the CPU emulator and the C headers are; the sample models;
@@ -19,10 +20,10 @@ import sys
 import warnings
 from typing import List, Optional
 
-from rknnx.cli import bench, detect, doctor, emulator, info, run, serve
+from rknnx.cli import bench, detect, doctor, emulator, info, run, serve, track
 from rknnx.cli._common import UserError
 
-_COMMANDS = (info, run, detect, bench, doctor, emulator, serve)
+_COMMANDS = (info, run, detect, track, bench, doctor, emulator, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,7 +2,8 @@
 (set/convert, sync, NPU work, run, get/convert, Python overhead), and the host CPU each
 flow spends per frame, with a progress bar, a table, --json and --plot; with --detect, a
 YOLO model's frames through rknnx.vision.Detector stage by stage (letterbox, NPU, decode:
-p50 and p99).
+p50 and p99); with --track (no MODEL), rknnx.vision.Tracker.update at 5, 20 and 100
+objects against roboflow trackers' ByteTrack (and norfair) on the same detections.
 
 On the emulator the NPU's work runs on this CPU: the host CPU per frame leaves it out.  The
 measuring is rknnx.benchmark's; the full suite with C baselines, frame sizes, pools and
@@ -97,8 +98,33 @@ def run_detect(args) -> int:
     return 0
 
 
+def run_track(args) -> int:
+    """``--track``: the time per Tracker.update against trackers' ByteTrack (and norfair)."""
+    from rknnx import _track_bench
+
+    if args.model or args.sample or args.detect or args.plot:
+        raise UserError("--track times the tracker alone: no MODEL, --sample, --detect or "
+                        "--plot")
+    frames = args.iterations or 300
+    result = _track_bench.measure(frames=frames)
+    if args.json == "-":
+        print(json.dumps(result, indent=2))
+        return 0
+    print(_track_bench.format_result(result))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+        print(f"wrote {args.json}")
+    return 0
+
+
 def run(args) -> int:
     from rknnx import benchmark
+
+    if args.track:
+        if args.iterations is not None and args.iterations < 1:
+            raise UserError(f"--iterations must be >= 1; got {args.iterations}")
+        return run_track(args)
 
     if args.iterations is not None and args.iterations < 1:
         raise UserError(f"--iterations must be >= 1; got {args.iterations}")
@@ -167,4 +193,8 @@ def add_parser(sub) -> None:
                    help="with --detect: the model's family (default: from its outputs)")
     p.add_argument("--workers", type=int, default=1,
                    help="with --detect: Detector workers (sessions, one per NPU core)")
+    p.add_argument("--track", action="store_true",
+                   help="time rknnx.vision.Tracker.update at 5, 20 and 100 objects against "
+                        "roboflow trackers' ByteTrack and norfair when installed (-n: "
+                        "frames per run, 300)")
     p.set_defaults(func=run)

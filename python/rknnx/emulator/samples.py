@@ -16,18 +16,23 @@ so their int8 outputs use the range instead of saturating.
 ``all_ops``            every op type, small, 3 shape sets (a fuzzing seed)
 ``tiny_relu`` ...      one-op models for quick checks
 =====================  ==================================================================
+
+and one video: ``squares_video`` writes bright squares that move, stop, hide, are born and
+leave (H.264 through PyAV), for the ``detector`` sample to find and a tracker to follow,
+and returns its ground truth.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .builder import ModelBuilder
 
 __all__ = ["classifier", "detector", "detector_random", "DETECTOR_NAMES", "multi_io", "dynamic", "custom_op_model", "all_ops", "tiny_relu",
-           "tiny_int8_add", "IMAGENET_MEAN", "IMAGENET_STD", "ALL"]
+           "tiny_int8_add", "IMAGENET_MEAN", "IMAGENET_STD", "ALL", "squares_video",
+           "SquaresTruth"]
 
 IMAGENET_MEAN = (123.675, 116.28, 103.53)
 IMAGENET_STD = (58.395, 57.12, 57.375)
@@ -378,6 +383,135 @@ def all_ops(target: str = "RK3588") -> bytes:
     b.output(c, d, ew, act, cst, cast, fd)
     b.shape_sets([[(1, 6, 6, 2), (2, 3)], [(1, 4, 8, 2), (2, 3)], [(1, 10, 6, 2), (2, 3)]])
     return b.build()
+
+
+class SquaresTruth(NamedTuple):
+    """The ground truth of :func:`squares_video`: per frame, the ids (int64 [N], from 1)
+    and boxes (float32 [N, 4], x1, y1, x2, y2 in the frame's pixels) of the squares in
+    view; the video's rate, size and codec."""
+
+    ids: List[np.ndarray]
+    boxes: List[np.ndarray]
+    fps: int
+    width: int
+    height: int
+    codec: str
+
+
+def _square_paths(n: int, frames: int, width: int, height: int, scene: str,
+                  rng: np.random.Generator):
+    """Per square: side, and per frame its top-left corner or None (out of view)."""
+    paths = []
+    if scene == "bands":
+        # square k keeps to column band k and row band order[k]: no two squares ever share
+        # a row or a column band (the detector's counting window sees one square only)
+        cw, rh = width / n, height / n
+        order = rng.permutation(n)
+        side = int(min(cw, rh) * 0.62)
+        margin = (min(cw, rh) - side) / 2 * 0.5
+        for k in range(n):
+            x0, x1 = k * cw + margin, (k + 1) * cw - margin - side
+            y0, y1 = order[k] * rh + margin, (order[k] + 1) * rh - margin - side
+            pos = np.array([rng.uniform(x0, x1), rng.uniform(y0, y1)])
+            vel = rng.uniform(1.0, 3.0, 2) * rng.choice([-1, 1], 2) * side / 60
+            born = 0 if k % 2 == 0 else int(rng.integers(1, max(2, frames // 6)))
+            dies = frames if k % 3 != 2 else int(frames - rng.integers(1, max(2, frames // 6)))
+            stop = int(rng.integers(frames // 4, frames // 2))
+            hide = int(rng.integers(frames // 2, 3 * frames // 4)) if k % 2 == 1 else frames
+            path = []
+            for f in range(frames):
+                if stop <= f < stop + 15:            # stands still for half a second
+                    pass
+                else:
+                    pos = pos + vel
+                    for a, (lo, hi) in enumerate(((x0, x1), (y0, y1))):
+                        if not lo <= pos[a] <= hi:   # bounces inside its cell
+                            vel[a] = -vel[a]
+                            pos[a] = min(max(pos[a], lo), hi)
+                seen = born <= f < dies and not (hide <= f < hide + 8)
+                path.append(pos.copy() if seen else None)
+            paths.append((side, path))
+    else:
+        # crossings: squares of one size on crossing straight lines (the detector sample
+        # adds up squares sharing a band, so their boxes merge near the crossings)
+        side = int(min(width, height) * 0.16)
+        for k in range(n):
+            a = np.array([rng.uniform(0, width - side), rng.uniform(0, height - side)])
+            b = np.array([width - side - a[0], height - side - a[1]])
+            path = [a + (b - a) * f / max(frames - 1, 1) for f in range(frames)]
+            paths.append((side, path))
+    return paths
+
+
+def squares_video(path, *, width: int = 1280, height: int = 720, frames: int = 120,
+                  fps: int = 30, squares: int = 3, scene: str = "bands", seed: int = 0,
+                  codec: Optional[str] = None) -> SquaresTruth:
+    """Write a video of bright squares on a dark picture (what :func:`detector` finds)
+    that move, stop for half a second, hide for 8 frames, are born late and leave early,
+    and return its ground truth.
+
+    ``scene="bands"`` keeps each square in a column band and a row band of its own, so no
+    two ever share one (the detector sample's limit: see :func:`detector`) and a tracker
+    can keep every id; ``scene="crossing"`` sends squares of one size across each other
+    (the detector's boxes merge at the crossings).  H.264 by libx264 where PyAV's FFmpeg
+    has it, else MPEG-4 part 2 (`codec` chooses), in the container `path`'s extension
+    names (``.mp4``, ``.mkv``, ``.ts`` ...).  Needs PyAV (``pip install 'rknnx[video]'``).
+
+    Returns
+    -------
+    SquaresTruth
+        Per frame, the ids and boxes of the squares in view.
+    """
+    try:
+        import av
+    except ImportError:
+        raise ImportError("squares_video writes with PyAV: pip install 'rknnx[video]' "
+                          "(or av)") from None
+    if scene not in ("bands", "crossing"):
+        raise ValueError(f"squares_video: scene is 'bands' or 'crossing'; got {scene!r}")
+    for name, v in (("width", width), ("height", height), ("frames", frames), ("fps", fps),
+                    ("squares", squares)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"squares_video: {name} is an int >= 1; got {v!r}")
+    if width % 2 or height % 2 or width < 64 or height < 64:
+        raise ValueError(f"squares_video: an even width and height of at least 64; got "
+                         f"{width}x{height}")
+    if codec is None:
+        codec = "libx264" if "libx264" in av.codecs_available else "mpeg4"
+    rng = np.random.default_rng(seed)
+    paths = _square_paths(int(squares), int(frames), int(width), int(height), scene, rng)
+    colours = [tuple(int(c) for c in rng.integers(170, 256, 3)) for _ in paths]
+    ids, boxes = [], []
+    out = av.open(str(path), "w")
+    try:
+        vs = out.add_stream(codec, rate=int(fps))
+        vs.width, vs.height, vs.pix_fmt = int(width), int(height), "yuv420p"
+        if codec == "libx264":
+            vs.options = {"crf": "18", "preset": "veryfast"}
+        else:
+            vs.bit_rate = 4_000_000
+        yy, xx = np.mgrid[0:height, 0:width]
+        background = (18 + 20 * (xx / width) + 10 * (yy / height)).astype(np.uint8)
+        for f in range(int(frames)):
+            img = np.repeat(background[:, :, None], 3, axis=2)
+            fid, fbox = [], []
+            for k, (side, p) in enumerate(paths):
+                if p[f] is None:
+                    continue
+                x, y = int(round(p[f][0])), int(round(p[f][1]))
+                img[y:y + side, x:x + side] = colours[k]
+                fid.append(k + 1)
+                fbox.append((x, y, x + side, y + side))
+            ids.append(np.asarray(fid, np.int64))
+            boxes.append(np.asarray(fbox, np.float32).reshape(-1, 4))
+            frame = av.VideoFrame.from_ndarray(img, format="bgr24")
+            for packet in vs.encode(frame):
+                out.mux(packet)
+        for packet in vs.encode(None):
+            out.mux(packet)
+    finally:
+        out.close()
+    return SquaresTruth(ids, boxes, int(fps), int(width), int(height), codec)
 
 
 #: every sample builder taking a ``target`` argument, by name

@@ -279,6 +279,10 @@ class _Scale:
         self.fsum = float("-inf")
         self.score_lut = None
 
+    def sources(self):
+        """The output index of the box, class and score_sum tensors (-1: none)."""
+        return (self.box.index, self.cls.index, -1 if self.sum is None else self.sum.index)
+
     def desc(self):
         return (self.box.desc(), self.cls.desc(), None if self.sum is None else self.sum.desc(),
                 self.box_off, self.cls_off, self.obj_off, self.group, self.na,
@@ -429,14 +433,65 @@ def _infer(shapes) -> List[str]:
     return out
 
 
+#: the plans of the calls made: what a call derives from the infos, the arrays' geometry
+#: and conf (docs/guide/decode.md, "What a call costs"); bounded, cleared when full
+_PLANS: dict = {}
+_PLANS_MAX = 64
+
+
+class _Entry:
+    """A cached plan: the infos it was made from (held, so that their identities in the
+    key are never another object's), the C plan and the class count."""
+
+    __slots__ = ("infos", "plan", "nc")
+
+    def __init__(self, infos, plan, nc):
+        self.infos, self.plan, self.nc = infos, plan, nc
+
+
+def _plan_key(family, outputs, infos, conf, layout, input_size):
+    """The key of a call's plan, or None when the call is not planned (a session, infos
+    or layouts that are not plain sequences)."""
+    if type(outputs) not in (list, tuple, np.ndarray):
+        return None
+    try:
+        key = (family, type(conf), conf,
+               layout if layout is None or type(layout) is str else tuple(layout),
+               input_size if input_size is None else tuple(input_size),
+               None if infos is None else tuple(map(id, infos)))
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 def decode(family, outputs, infos=None, *, conf: float = 0.25, iou: float = 0.45,
            max_det: int = 300, classes: Optional[Sequence[int]] = None,
            agnostic: bool = False, max_nms: int = 30000, anchors=None, layout=None,
            input_size: Optional[Tuple[int, int]] = None,
            names: Optional[Sequence[str]] = None) -> Detections:
+    key = None
+    if anchors is None:
+        key = _plan_key(family, outputs, infos, conf, layout, input_size)
+        hit = _PLANS.get(key) if key is not None else None
+        if hit is not None:
+            # the plan of an earlier call with these infos (the same objects), family,
+            # conf, layout and input size; its C reads the arrays only if each has the
+            # geometry it was made for (else None: planned again below)
+            if type(iou) is float and 0.0 <= iou <= 1.0 and type(max_det) is int and \
+                    0 <= max_det <= _NO_LIMIT and type(max_nms) is int and \
+                    0 <= max_nms <= _NO_LIMIT and type(agnostic) is bool:
+                pass
+            else:
+                max_det, max_nms = _check_parameters(conf, iou, max_det, max_nms, agnostic)
+            r = hit.plan.run((outputs,) if type(outputs) is np.ndarray else outputs,
+                             float(iou), max_det, max_nms, agnostic,
+                             None if classes is None else _class_flags(classes, hit.nc))
+            if r is not None:
+                return Detections._made(r[0], r[1], r[2], names)
     kw = dict(conf=conf, iou=iou, max_det=max_det, classes=classes, agnostic=agnostic,
               max_nms=max_nms, anchors=anchors, layout=layout, input_size=input_size,
-              names=names)
+              names=names, key=key)
     if not (hasattr(outputs, "output_attrs") and hasattr(outputs, "output_infos")):
         return _decode(family, outputs, infos, **kw)
     try:
@@ -448,7 +503,7 @@ def decode(family, outputs, infos=None, *, conf: float = 0.25, iou: float = 0.45
 
 
 def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnostic, max_nms,
-            anchors, layout, input_size, names) -> Detections:
+            anchors, layout, input_size, names, key=None) -> Detections:
     """Decode one frame's YOLO outputs into :class:`Detections` (boxes in input pixels).
 
     Parameters
@@ -518,9 +573,19 @@ def _decode(family, outputs, infos=None, *, conf, iou, max_det, classes, agnosti
         _thresholds(sc, head.nc, float(conf), head.kind, head.sigmoid)
     class_ok = _class_flags(classes, head.nc)
 
-    boxes, scores, cls_, index = _kernels.yolo_decode(
-        head.kind, [s.desc() for s in scales], head.nc, head.reg_max, head.sigmoid,
-        float(conf), float(iou), int(max_det), int(max_nms), bool(agnostic), class_ok)
+    arrs = [t.arr for t in ts]
+    plan = _kernels.YoloPlan(head.kind, [s.desc() for s in scales],
+                             [s.sources() for s in scales], arrs, head.nc, head.reg_max,
+                             head.sigmoid, float(conf))
+    boxes, scores, cls_, index = plan.run(arrs, float(iou), int(max_det), int(max_nms),
+                                          bool(agnostic), class_ok)
+    if key is not None and head.extra is None and \
+            all(t.arr is a for t, a in zip(ts, arrays)):
+        # the next call with these infos (held by the entry), conf, layout and input size
+        # reads its arrays through this plan (when they have these arrays' geometry)
+        if len(_PLANS) >= _PLANS_MAX:
+            _PLANS.clear()
+        _PLANS[key] = _Entry(None if infos is None else tuple(infos), plan, head.nc)
 
     masks = keypoints = None
     if family == "yolov8-seg":

@@ -68,6 +68,16 @@ class Detections:
         self.letterbox = None
 
     @classmethod
+    def _made(cls, boxes, scores, classes, names=None) -> "Detections":
+        """The decoder's own result: float32 [n, 4] boxes, float32 scores and int32
+        classes as the C wrote them (the checks of __init__ hold by construction)."""
+        d = cls.__new__(cls)
+        d.boxes, d.scores, d.classes = boxes, scores, classes
+        d.masks = d.keypoints = d.letterbox = None
+        d.names = tuple(names) if names is not None else None
+        return d
+
+    @classmethod
     def empty(cls, names=None) -> "Detections":
         """No boxes."""
         return cls(np.zeros((0, 4), np.float32), np.zeros(0, np.float32),
@@ -77,6 +87,11 @@ class Detections:
         return int(self.boxes.shape[0])
 
     def __getitem__(self, key) -> "Detections":
+        return self._take(self._key(key))
+
+    def _key(self, key):
+        """``key`` checked against the boxes and made an index numpy takes the same rows
+        with from every array (an int becomes a slice of one)."""
         n = len(self)
         if isinstance(key, (bool, np.bool_)):
             raise TypeError("Detections: index with an int, a slice or an array, not a bool")
@@ -99,6 +114,10 @@ class Detections:
             else:
                 raise IndexError(f"Detections: index with an int, a slice, an integer array "
                                  f"or a bool array; got {key.dtype} of shape {key.shape}")
+        return key
+
+    def _take(self, key) -> "Detections":
+        """The rows ``key`` (from :meth:`_key`) as a :class:`Detections`."""
         d = Detections(self.boxes[key], self.scores[key], self.classes[key],
                        None if self.masks is None else self.masks[key],
                        None if self.keypoints is None else self.keypoints[key],

@@ -188,6 +188,8 @@ class Detector(Closable):
             # a first decode of the (unrun) outputs checks family and the other
             # parameters now (conf 1: the unrun memory's candidates are few)
             decode(self.family, self._sessions[0], **{**self._decode_kw, "conf": 1.0})
+            self._layouts = [a.layout if len(a.dims) == 4 else None
+                             for a in self._sessions[0].output_attrs]
         except BaseException:
             self._release()
             raise
@@ -241,17 +243,18 @@ class Detector(Closable):
         view = s.inputs[0]
         native = view.dtype
         del view
-        if native not in (_U8, np.dtype(np.int8)):
+        if native not in (_U8, np.dtype(np.int8), np.dtype(np.float16), np.dtype(np.float32)):
             s.close()
             raise ValueError(f"Detector: input 0 of the model takes {native} as the NPU "
                              f"does (no uint8 conversion by the runtime); the detector "
-                             f"writes uint8 pixels or int8 codes only")
+                             f"writes uint8 pixels, int8 codes or float16 / float32 "
+                             f"normalized pixels only")
         return s
 
     # -- one frame ------------------------------------------------------------------------
     def _check_frame(self, frame, fmt):
-        if fmt == "nv12":
-            return
+        if isinstance(fmt, str) and fmt.lower() in ("nv12", "i420"):
+            return                       # letterbox checks the planes
         if not isinstance(frame, np.ndarray):
             raise TypeError(f"Detector: a frame is a uint8 numpy array (H, W, 3); got "
                             f"{type(frame).__name__}")
@@ -262,19 +265,24 @@ class Detector(Closable):
             raise ValueError(f"Detector: a frame is (H, W, 3) of at least 2x2 pixels; got "
                              f"shape {frame.shape}")
 
-    def _frame(self, session, frame, fmt) -> Detections:
+    def _frame(self, session, frame, src) -> Detections:
         t0 = time.perf_counter()
         try:
             kw = self._lb_kw
+            fmt, matrix = src
             if self._input_kind == "native":
-                box = letterbox(frame, out=session, fmt=fmt, mean=self._norm[0],
-                                std=self._norm[1], **kw)[1]
+                box = letterbox(frame, out=session, fmt=fmt, matrix=matrix,
+                                mean=self._norm[0], std=self._norm[1], **kw)[1]
             else:
-                box = letterbox(frame, out=session, fmt=fmt, **kw)[1]
+                box = letterbox(frame, out=session, fmt=fmt, matrix=matrix, **kw)[1]
             t1 = time.perf_counter()
             session.run()
             t2 = time.perf_counter()
-            det = decode(self.family, session, **self._decode_kw)
+            # the session's views, infos and layouts as decode(session) reads them, given
+            # so that decode's plan of the first frame serves the next
+            det = decode(self.family, session.outputs, session.output_infos,
+                         layout=self._layouts, input_size=self.input_size,
+                         **self._decode_kw)
         except BaseException as exc:
             # the frames of the error hold views of the session's memory
             _guard.forget_frames(exc)
@@ -287,7 +295,7 @@ class Detector(Closable):
         self._times.append((t1 - t0, t2 - t1, t3 - t2))
         return det
 
-    def _run(self, frame, fmt) -> Detections:
+    def _run(self, frame, src) -> Detections:
         if self._in_frame.played_here() or self._closing.held_here():
             # a callback inside a frame, or a signal handler inside a close: the session
             # it would wait for is this thread's
@@ -310,20 +318,24 @@ class Detector(Closable):
                         raise RuntimeError(
                             "the Detector was closed while this frame waited" if self._closed
                             else "detect: the Detector's Model was closed")
-                    return self._frame(s, frame, fmt)
+                    return self._frame(s, frame, src)
             finally:
                 self._free.put(s)
 
-    def detect(self, frame, *, fmt: str = "bgr") -> Detections:
+    def detect(self, frame, *, fmt: str = "bgr", matrix: str = "bt601") -> Detections:
         """Boxes in one frame: letterbox into a session's input, run, decode from its
         outputs in place, map back.
 
         Parameters
         ----------
-        frame : numpy.ndarray
+        frame : numpy.ndarray, (Y, UV) or (Y, U, V)
             uint8 ``(h, w, 3)`` (BGR unless the detector was made with ``swap_rb=False``),
-            any size and strides; or NV12 with ``fmt="nv12"`` (see
-            :func:`rknnx.vision.letterbox`).
+            any size and strides; or NV12 with ``fmt="nv12"``, I420 (a decoder's
+            ``yuv420p``: its planes with their strides) with ``fmt="i420"``, converted in
+            the letterbox's pass (see :func:`rknnx.vision.letterbox`).
+        fmt : {"bgr", "rgb", "nv12", "i420"}
+        matrix : {"bt601", "bt709"}
+            The YUV matrix of an NV12 or I420 frame (limited range).
 
         Returns
         -------
@@ -341,11 +353,11 @@ class Detector(Closable):
         """
         self._check_open("detect")
         self._check_frame(frame, fmt)
-        return self._run(frame, fmt)
+        return self._run(frame, (fmt, matrix))
 
     __call__ = detect
 
-    def submit(self, frame, *, fmt: str = "bgr") -> Future:
+    def submit(self, frame, *, fmt: str = "bgr", matrix: str = "bt601") -> Future:
         """Queue one frame on the worker threads (``workers > 1``; with one worker it runs
         now); a Future of its :class:`Detections`.  The frame is read by the worker:
         do not write into it before the future is done."""
@@ -354,16 +366,17 @@ class Detector(Closable):
         if self._pool is None:
             f = Future()
             try:
-                f.set_result(self._run(frame, fmt))
+                f.set_result(self._run(frame, (fmt, matrix)))
             except Exception as e:
                 f.set_exception(e)
             return f
         try:
-            return self._pool.submit(self._run, frame, fmt)
+            return self._pool.submit(self._run, frame, (fmt, matrix))
         except RuntimeError:
             raise RuntimeError("submit on a closed Detector") from None
 
-    def map(self, frames: Iterable, *, fmt: str = "bgr") -> Iterator[Detections]:
+    def map(self, frames: Iterable, *, fmt: str = "bgr",
+            matrix: str = "bt601") -> Iterator[Detections]:
         """:meth:`detect` every frame, on the worker threads, yielding the results in the
         order of `frames` (at most ``2 * workers`` frames in flight).  Closing the
         detector meanwhile ends the iteration with RuntimeError."""
@@ -373,18 +386,18 @@ class Detector(Closable):
         except TypeError:
             raise TypeError(f"Detector.map takes an iterable of frames; got "
                             f"{type(frames).__name__}") from None
-        return self._map(it, fmt)
+        return self._map(it, fmt, matrix)
 
-    def _map(self, it, fmt):
+    def _map(self, it, fmt, matrix):
         if self._pool is None:
             for frame in it:
-                yield self.detect(frame, fmt=fmt)
+                yield self.detect(frame, fmt=fmt, matrix=matrix)
             return
         window = deque()
         limit = 2 * len(self._sessions)
         try:
             for frame in it:
-                window.append(self.submit(frame, fmt=fmt))
+                window.append(self.submit(frame, fmt=fmt, matrix=matrix))
                 if len(window) >= limit:
                     yield self._result(window.popleft())
             while window:

@@ -20,9 +20,11 @@ import numpy as np
 
 __all__ = ["letterbox", "Letterbox"]
 
-_FORMATS = {"bgr": 0, "rgb": 0, "nv12": 1}
+_FORMATS = {"bgr": 0, "rgb": 0, "nv12": 1, "i420": 2}
+_MATRICES = {"bt601": 0, "bt709": 1}
 _U8 = np.dtype(np.uint8)
 _I8 = np.dtype(np.int8)
+_FLOATS = (np.dtype(np.float16), np.dtype(np.float32))
 
 
 @dataclass(frozen=True)
@@ -129,8 +131,63 @@ def _u8(a, what: str) -> np.ndarray:
     return a
 
 
+def _plane(a, what: str) -> np.ndarray:
+    a = _u8(a, what)
+    if a.ndim != 2:
+        raise ValueError(f"letterbox: {what} is 2-D (rows, columns); got shape {a.shape}")
+    if a.strides[1] != 1:
+        raise ValueError(f"letterbox: {what} has contiguous rows (a row stride is fine, a "
+                         f"column stride is not)")
+    return a
+
+
+def _i420(frame):
+    """(Y, U, V, w, h) of an I420 frame: a (Y, U, V) triple of planes with their own
+    strides, or one contiguous (h*3/2, w) array (Y, then U, then V, each packed)."""
+    if isinstance(frame, (tuple, list)):
+        if len(frame) != 3:
+            raise ValueError(f"letterbox: an I420 frame is a (H*3/2, W) array or a (Y, U, "
+                             f"V) triple of planes; got a sequence of {len(frame)}")
+        y = _plane(frame[0], "the Y plane")
+        u = _plane(frame[1], "the U plane")
+        v = _plane(frame[2], "the V plane")
+        h, w = y.shape
+        _even(w, h, "I420")
+        for name, c in (("U", u), ("V", v)):
+            if c.shape != (h // 2, w // 2):
+                raise ValueError(f"letterbox: the {name} plane of a {w}x{h} I420 frame is "
+                                 f"({h // 2}, {w // 2}); got shape {c.shape}")
+        return y, u, v, w, h
+    a = _u8(frame, "an I420 frame")
+    if a.ndim != 2:
+        raise ValueError(f"letterbox: an I420 frame is a (H*3/2, W) array (or a (Y, U, V) "
+                         f"triple); got shape {a.shape}")
+    rows, w = a.shape
+    if rows % 3:
+        raise ValueError(f"letterbox: an I420 frame has H*3/2 rows (a multiple of 3); got "
+                         f"{rows}")
+    h = rows // 3 * 2
+    _even(w, h, "I420")
+    if w < 2 or h < 2:
+        raise ValueError(f"letterbox: a frame of {w}x{h} pixels; at least 2x2")
+    if a.strides != (w, 1):
+        raise ValueError("letterbox: a (H*3/2, W) I420 array is contiguous (its U and V "
+                         "planes run across its rows); give a strided frame as its "
+                         "(Y, U, V) planes")
+    flat = a.reshape(-1)
+    q = (h // 2) * (w // 2)
+    return (a[:h], flat[h * w:h * w + q].reshape(h // 2, w // 2),
+            flat[h * w + q:h * w + 2 * q].reshape(h // 2, w // 2), w, h)
+
+
 def _frame(frame, fmt: str):
-    """(code, array, uv, w, h, (row, px, ch) strides, uv row stride, flipped channels)."""
+    """(code, array, uv, v, w, h, (row, px, ch) strides, uv row stride, v row stride,
+    flipped channels)."""
+    if fmt == "i420":
+        y, u, v, w, h = _i420(frame)
+        if w < 2 or h < 2:
+            raise ValueError(f"letterbox: a frame of {w}x{h} pixels; at least 2x2")
+        return 2, y, u, v, w, h, (y.strides[0], 1, 0), u.strides[0], v.strides[0], False
     if fmt == "nv12":
         if isinstance(frame, (tuple, list)):
             if len(frame) != 2:
@@ -169,7 +226,7 @@ def _frame(frame, fmt: str):
         if y.strides[1] != 1 or uv.strides[-1] != 1:
             raise ValueError("letterbox: NV12 planes have contiguous rows (a row stride "
                              "is fine, a column stride is not)")
-        return 1, y, uv, w, h, (y.strides[0], 1, 0), uv.strides[0], False
+        return 1, y, uv, None, w, h, (y.strides[0], 1, 0), uv.strides[0], 0, False
     a = _u8(frame, "the frame")
     if a.ndim != 3 or a.shape[2] != 3:
         raise ValueError(f"letterbox: a {fmt.upper()} frame is (H, W, 3); got shape "
@@ -181,12 +238,12 @@ def _frame(frame, fmt: str):
     flipped = a.strides[2] < 0
     if flipped:                     # frame[..., ::-1]: read it forwards, swapped
         a = a[..., ::-1]
-    return 0, a, None, w, h, a.strides, 0, flipped
+    return 0, a, None, None, w, h, a.strides, 0, 0, flipped
 
 
-def _even(w: int, h: int) -> None:
+def _even(w: int, h: int, fmt: str = "NV12") -> None:
     if w % 2 or h % 2:
-        raise ValueError(f"letterbox: an NV12 frame has an even width and height; got "
+        raise ValueError(f"letterbox: an {fmt} frame has an even width and height; got "
                          f"{w}x{h}")
 
 
@@ -332,29 +389,39 @@ def _table(out_dtype: np.dtype, quant, mean, std) -> Optional[np.ndarray]:
 
 def letterbox(frame, size: Optional[Tuple[int, int]] = None, *, out=None,
               swap_rb: bool = False, pad_value: Union[int, Sequence[int]] = 0,
-              fmt: str = "bgr", info=None, mean=None, std=None
-              ) -> Tuple[np.ndarray, Letterbox]:
+              fmt: str = "bgr", info=None, mean=None, std=None,
+              matrix: str = "bt601") -> Tuple[np.ndarray, Letterbox]:
     """Resize a frame into a network's input, keeping its aspect ratio, in one pass.
 
     Parameters
     ----------
-    frame : numpy.ndarray or (Y, UV)
+    frame : numpy.ndarray, (Y, UV) or (Y, U, V)
         ``fmt="bgr"`` (or ``"rgb"``: the same, 3 channels as they are): a uint8
         ``(h, w, 3)`` array, any strides (a camera buffer with padded rows, a crop, a
         ``[..., ::-1]`` view).  ``fmt="nv12"``: a uint8 ``(h*3/2, w)`` array (its rows may
         be strided) or a ``(Y, UV)`` pair of planes, ``Y`` ``(h, w)`` and ``UV``
-        ``(h/2, w)`` or ``(h/2, w/2, 2)``; converted as ``cv2.COLOR_YUV2BGR_NV12`` (BT.601
-        limited range) before the resize.  At least 2x2 pixels.
+        ``(h/2, w)`` or ``(h/2, w/2, 2)``, each with its own row stride (a hardware
+        decoder's buffer: 1920x1080 in 1920x1088 rows of 2304 bytes); converted as
+        ``cv2.COLOR_YUV2BGR_NV12`` before the resize.  ``fmt="i420"`` (PyAV's
+        ``yuv420p``): a ``(Y, U, V)`` triple of planes, ``Y`` ``(h, w)``, ``U`` and ``V``
+        ``(h/2, w/2)``, each with its own row stride (``frame.planes``), or one contiguous
+        ``(h*3/2, w)`` array (``frame.to_ndarray()``); converted as
+        ``cv2.COLOR_YUV2BGR_I420``.  At least 2x2 pixels.
     size : (width, height), optional
         The input's size; default: the size of `out`.
     out : numpy.ndarray or ZeroCopySession, optional
         Where to write: an array ``(H, W, 3)``, ``(1, H, W, 3)`` (NHWC, e.g. a session's
         input view with its ``w_stride`` row padding), ``(1, 3, H, W)`` (NCHW) or
-        ``(1, C1, H, W, C2)`` (NC1HWC2), uint8 or int8; or a
+        ``(1, C1, H, W, C2)`` (NC1HWC2), uint8, int8 (quantized codes), float16 or
+        float32 (an unquantized input: the normalized pixels); or a
         :class:`~rknnx.session.ZeroCopySession`, meaning its input 0 described by its
         bound attribute.  Default: a new ``(H, W, 3)`` uint8 array.
     swap_rb : bool
         Swap channels 0 and 2 (BGR <-> RGB).
+    matrix : {"bt601", "bt709"}
+        The YUV matrix of an NV12 or I420 frame, limited range: ``"bt601"`` (OpenCV's and
+        PyAV's default, the integers of OpenCV's conversion) or ``"bt709"`` (HD streams
+        that say so).
     pad_value : int or 3 ints
         The pixel value around the resized frame (per channel of the written image).
     info : TensorInfo, TensorAttr or FileTensor, optional
@@ -365,7 +432,8 @@ def letterbox(frame, size: Optional[Tuple[int, int]] = None, *, out=None,
     mean, std : float or 3 floats, optional
         The model's normalization (per channel of the written image), needed for an int8
         `out` (a pass-through input: ``model.zero_copy(inputs="native")``) unless `info`
-        carries it; each pixel ``p`` becomes
+        carries it, and for a float16 or float32 `out` (``(p - mean) / std`` in float32,
+        then rounded to the output's type); each pixel ``p`` of an int8 `out` becomes
         ``clip(rint(((p - mean) / std) / scale) + zero_point)`` (``p - 128`` for the
         model zoo's mean 0, std 255 and scale 1/255, zero point -128).  Given with a uint8
         `out`, the uint8 codes of that rule.
@@ -382,7 +450,8 @@ def letterbox(frame, size: Optional[Tuple[int, int]] = None, *, out=None,
     TypeError
         A frame or `out` of another dtype, an `out` that is not an array or session.
     ValueError
-        A frame under 2x2, not 3 channels, an odd NV12 size, an `out` that is not a
+        A frame under 2x2, not 3 channels, an odd NV12 or I420 size, an unknown `fmt` or
+        `matrix`, an `out` that is not a
         3-channel image or does not match `size`, read-only, overlapping the frame; an
         int8 `out` with no quantization or normalization known.
 
@@ -398,19 +467,24 @@ def letterbox(frame, size: Optional[Tuple[int, int]] = None, *, out=None,
     from rknnx import _kernels
 
     if not isinstance(fmt, str) or fmt.lower() not in _FORMATS:
-        raise ValueError(f"letterbox: fmt is 'bgr', 'rgb' or 'nv12'; got {fmt!r}")
+        raise ValueError(f"letterbox: fmt is 'bgr', 'rgb', 'nv12' or 'i420'; got {fmt!r}")
     fmt = fmt.lower()
+    if not isinstance(matrix, str) or matrix.lower() not in _MATRICES:
+        raise ValueError(f"letterbox: matrix is 'bt601' or 'bt709' (limited range); got "
+                         f"{matrix!r}")
     if not (swap_rb is True or swap_rb is False):
         raise TypeError(f"letterbox: swap_rb is True or False; got {swap_rb!r}")
-    code, src, uv, w, h, (s_row, s_px, s_ch), uv_row, flipped = _frame(frame, fmt)
-    arr, info, (W, H, d_row, d_px, d_ch) = _output(out, info, size, src, uv)
+    code, src, uv, vp, w, h, (s_row, s_px, s_ch), uv_row, v_row, flipped = _frame(frame, fmt)
+    arr, info, (W, H, d_row, d_px, d_ch) = _output(out, info, size, src, uv, vp)
     lut = _codes(arr.dtype, info, mean, std)
-    pad = _pad_bytes(pad_value, lut)
+    elem = arr.dtype.itemsize
+    pad = _pad_bytes(pad_value, lut, elem)
     box = geometry((w, h), (W, H))
     nw, nh = box.resized
     _kernels.letterbox_run(src, uv, arr, code, w, h, s_row, s_px, s_ch, uv_row, W, H, d_row,
                            d_px, d_ch, nw, nh, box.pad[0], box.pad[1], swap_rb != flipped,
-                           lut, pad)
+                           lut, pad if elem == 1 else b"\0\0\0", vp, v_row,
+                           _MATRICES[matrix.lower()], elem, pad if elem > 1 else None)
     return arr, box
 
 
@@ -427,7 +501,7 @@ def _size(size) -> Optional[Tuple[int, int]]:
     return W, H
 
 
-def _output(out, info, size, src, uv):
+def _output(out, info, size, src, uv, vp=None):
     """(array, info, (W, H, row, px, (ch0, ch1, ch2) byte strides)) of what letterbox
     writes: `out` (an array or a session's input 0) or a new (H, W, 3) uint8 array of
     `size`; a writable uint8 or int8 image of `size`, apart from the frame's planes."""
@@ -437,9 +511,9 @@ def _output(out, info, size, src, uv):
         if wh is None:
             raise ValueError("letterbox: give size=(width, height) or out=")
         arr = np.empty((wh[1], wh[0], 3), _U8)
-    if arr.dtype not in (_U8, _I8):
-        raise TypeError(f"letterbox: out is uint8 (pixels) or int8 (a quantized input); "
-                        f"got {arr.dtype}")
+    if arr.dtype not in (_U8, _I8) + _FLOATS:
+        raise TypeError(f"letterbox: out is uint8 (pixels), int8 (a quantized input), "
+                        f"float16 or float32 (an unquantized input); got {arr.dtype}")
     oH, oW, d_row, d_px, d_ch = _out_strides(arr, layout)
     if oH < 1 or oW < 1:
         raise ValueError(f"letterbox: out of shape {shape_str(arr.shape)} holds an image of "
@@ -449,7 +523,7 @@ def _output(out, info, size, src, uv):
                          f"{oW}x{oH}")
     if not arr.flags.writeable:
         raise ValueError("letterbox: out is read-only")
-    if np.may_share_memory(arr, src) or (uv is not None and np.may_share_memory(arr, uv)):
+    if any(a is not None and np.may_share_memory(arr, a) for a in (src, uv, vp)):
         raise ValueError("letterbox: out overlaps the frame")
     return arr, info, (oW, oH, d_row, d_px, d_ch)
 
@@ -461,8 +535,20 @@ def _codes(dtype: np.dtype, info, mean, std) -> Optional[np.ndarray]:
     if mean is None and info is not None:
         mean = getattr(info, "mean", None) or None
         std = std if std is not None else (getattr(info, "std", None) or None)
-    if not (dtype == _I8 or mean is not None or std is not None):
+    if not (dtype == _I8 or dtype in _FLOATS or mean is not None or std is not None):
         return None
+    if dtype in _FLOATS:
+        if mean is None or std is None:
+            raise ValueError(f"letterbox: a {dtype} out takes each pixel normalized: give "
+                             f"mean= and std= (the model's normalization, e.g. mean=0, "
+                             f"std=255), or info= of a file that says them")
+        m3, s3 = channel_values(mean, "mean"), channel_values(std, "std")
+        if any(v == 0 for v in s3):
+            raise ValueError(f"letterbox: std must be finite and non-zero, mean finite; "
+                             f"got mean={mean!r}, std={std!r}")
+        v = np.arange(256, dtype=np.float32)
+        x = (v[None, :] - np.float32(m3)[:, None]) / np.float32(s3)[:, None]
+        return np.ascontiguousarray(x.astype(dtype)).view(np.uint8).reshape(-1)
     quant = _quant_of(info)
     if quant is None:
         raise ValueError("letterbox: an int8 out holds quantized codes; give info= "
@@ -482,8 +568,11 @@ def _codes(dtype: np.dtype, info, mean, std) -> Optional[np.ndarray]:
     return _table(dtype, quant, m3, s3)
 
 
-def _pad_bytes(pad_value, lut) -> bytes:
-    """The three codes of the padding: `pad_value` per channel, through the table."""
+def _pad_bytes(pad_value, lut, elem: int = 1) -> bytes:
+    """The three codes of the padding (elements of `elem` bytes): `pad_value` per channel,
+    through the table."""
     pads = pad_values(pad_value)
-    return bytes(int(lut[256 * c + v]) for c, v in enumerate(pads)) if lut is not None \
-        else bytes(pads)
+    if lut is None:
+        return bytes(pads)
+    return b"".join(bytes(lut[(256 * c + v) * elem:(256 * c + v + 1) * elem])
+                    for c, v in enumerate(pads))

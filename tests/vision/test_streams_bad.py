@@ -1,0 +1,257 @@
+"""rknnx.vision.Streams on bad input: a missing file, an unreadable one, a V4L2 device that
+is not there, a video whose codec the decoder lacks, a file cut short, a source failing
+midway, frames changing size, a source that blocks: each a clear error in that stream's
+last record (or its normal end), the other streams whole, no hang; flat memory over 10,000
+frames; every thread joined and the emulator's live counters back at their baseline."""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import rknnx
+from helpers import live, model_bytes, rss_kib
+from rknnx.vision import Streams
+from rknnx.vision import streams as streams_module
+from stream_helpers import RecordingTracker, tiny_yolo
+
+av = pytest.importorskip("av", reason="PyAV (the video extra: pip install 'rknnx[video]') "
+                                      "is not installed")
+
+FRAMES = 30
+
+
+@pytest.fixture(scope="module")
+def video(tmp_path_factory):
+    from rknnx.emulator.samples import squares_video
+
+    d = tmp_path_factory.mktemp("bad")
+    path = d / "squares.mp4"
+    squares_video(path, width=320, height=240, frames=FRAMES, squares=2)
+    return str(path)
+
+
+@pytest.fixture
+def baseline(emu):
+    emu.set_platform("RK3588")
+    gc.collect()
+    threads = set(threading.enumerate())
+    counters = live(emu)
+    yield
+    gc.collect()
+    left = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
+    assert not left, f"threads left running: {left}"
+    assert live(emu) == counters
+
+
+def run(sources, **kw):
+    kw.setdefault("tracker", None)
+    with Streams(model_bytes("detector"), sources, **kw) as streams:
+        recs = list(streams)
+    return recs, streams.stats()
+
+
+def only_error(recs, stream):
+    errs = [r for r in recs if r.error is not None]
+    assert [r.stream for r in errs] == [stream], errs
+    assert errs[0] is [r for r in recs if r.stream == stream][-1]
+    return errs[0]
+
+
+def test_a_missing_file_fails_its_stream_alone(video, baseline, tmp_path):
+    missing = str(tmp_path / "nothing.mp4")
+    recs, stats = run([video, missing])
+    err = only_error(recs, 1)
+    assert err.index == 0 and isinstance(err.error, FileNotFoundError)
+    assert "No such file or directory" in str(err.error) and missing in str(err.error)
+    assert [r.index for r in recs if r.stream == 0] == list(range(FRAMES))
+    assert [s.state for s in stats] == ["ended", "failed"]
+
+
+def test_an_unreadable_file_fails_its_stream_alone(video, baseline, tmp_path):
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(np.random.default_rng(0).integers(0, 256, 50_000, np.uint8).tobytes())
+    recs, _ = run([str(junk), video])
+    err = only_error(recs, 0)
+    assert isinstance(err.error, ValueError) and "Invalid data found" in str(err.error)
+    assert [r.index for r in recs if r.stream == 1] == list(range(FRAMES))
+
+
+def test_a_v4l2_device_that_is_not_there_fails_its_stream(video, baseline):
+    dev = "/dev/video99"
+    if os.path.exists(dev):                       # pragma: no cover - a real camera
+        pytest.skip(f"{dev} exists here")
+    recs, stats = run([dev, video])
+    err = only_error(recs, 0)
+    assert isinstance(err.error, FileNotFoundError) and dev in str(err.error)
+    assert stats[0].live and not stats[1].live
+
+
+def test_a_codec_the_decoder_lacks_fails_its_stream(video, baseline, tmp_path):
+    from rknnx.emulator.samples import squares_video
+
+    avi = tmp_path / "m4.avi"
+    squares_video(avi, width=160, height=128, frames=5, codec="mpeg4")
+    data = avi.read_bytes()
+    assert data.count(b"FMP4") == 2
+    avi.write_bytes(data.replace(b"FMP4", b"ZQ9X"))   # a fourcc no decoder knows
+    recs, _ = run([str(avi), video])
+    err = only_error(recs, 0)
+    assert isinstance(err.error, LookupError)
+    assert str(err.error).startswith(f"stream 0: {str(avi)!r}'s video codec has no decoder "
+                                     f"in PyAV's FFmpeg")
+    assert [r.index for r in recs if r.stream == 1] == list(range(FRAMES))
+
+
+def test_a_file_cut_short_ends_early_in_order(video, baseline, tmp_path):
+    from rknnx.emulator.samples import squares_video
+
+    ts = tmp_path / "cut.ts"
+    squares_video(ts, width=320, height=240, frames=FRAMES, squares=2)
+    data = ts.read_bytes()
+    ts.write_bytes(data[:len(data) // 2])
+    recs, stats = run([str(ts), video])
+    short = [r.index for r in recs if r.stream == 0]
+    assert 0 < len(short) < FRAMES and short == list(range(len(short)))
+    assert stats[0].state in ("ended", "failed")
+    assert [r.index for r in recs if r.stream == 1] == list(range(FRAMES))
+
+
+def test_a_source_failing_midway_ends_with_its_error(video, baseline):
+    def camera():
+        f = np.full((240, 320, 3), 20, np.uint8)
+        for _ in range(5):
+            yield f
+        raise OSError("camera unplugged")
+
+    recs, stats = run([camera(), video])
+    err = only_error(recs, 0)
+    assert err.index == 5 and type(err.error) is OSError
+    assert str(err.error) == "camera unplugged"
+    assert [r.index for r in recs if r.stream == 0] == list(range(6))
+    assert stats[0].state == "failed" and stats[0].frames == 5 and stats[0].error is err.error
+    assert [r.index for r in recs if r.stream == 1] == list(range(FRAMES))
+
+
+def test_frames_changing_size_go_on_and_reset_the_tracker(baseline):
+    small = np.full((240, 320, 3), 20, np.uint8)
+    small[40:120, 40:120] = 230
+    big = np.full((480, 640, 3), 20, np.uint8)
+    big[300:460, 400:560] = 230
+    tracker = RecordingTracker()
+    recs, stats = run([[small] * 3 + [big] * 3], tracker=tracker)
+    assert [r.index for r in recs] == list(range(6)) and stats[0].state == "ended"
+    for r in recs:
+        h, w = (240, 320) if r.index < 3 else (480, 640)
+        assert len(r.detections) >= 1
+        b = r.detections.boxes[0]
+        assert 0 <= b[0] < b[2] <= w and 0 <= b[1] < b[3] <= h
+    assert abs(recs[4].detections.boxes[0][0] - 400) < 16
+    calls = tracker.copies[0].calls
+    assert [c[0] for c in calls] == ["update"] * 3 + ["reset"] + ["update"] * 3
+
+
+def test_a_source_that_blocks_times_out_alone(video, baseline):
+    release = threading.Event()
+
+    def stuck():
+        f = np.full((240, 320, 3), 20, np.uint8)
+        yield f
+        release.wait()                       # a camera that hangs in its own code
+        yield f
+
+    recs = []
+    try:
+        with Streams(model_bytes("detector"), [stuck(), video], tracker=None,
+                     timeout=0.5) as streams:
+            for r in streams:
+                recs.append(r)
+                if r.error is not None:
+                    release.set()            # the camera comes back after its time-out
+    finally:
+        release.set()
+    err = only_error(recs, 0)
+    assert isinstance(err.error, TimeoutError) and err.index == 1
+    assert str(err.error) == "stream 0: no frame from its source (generator) in 0.5 s " \
+                             "(timeout=)"
+    assert [r.index for r in recs if r.stream == 1] == list(range(FRAMES))
+    assert streams.overran == []
+
+
+def test_a_source_still_blocked_at_close_is_named(baseline, monkeypatch):
+    monkeypatch.setattr(streams_module, "CLOSE_DEADLINE", 0.3)
+    release = threading.Event()
+
+    def stuck():
+        release.wait()
+        yield np.zeros((240, 320, 3), np.uint8)
+
+    streams = Streams(model_bytes("detector"), [stuck()], tracker=None, timeout=0.2)
+    try:
+        recs = []
+        with pytest.warns(RuntimeWarning, match=r"rknnx-streams-source-0 still running "
+                                                r"after the close's deadline"):
+            for r in streams:                # the time-out record, then the close
+                recs.append(r)
+        assert isinstance(recs[-1].error, TimeoutError)
+        assert streams.overran == ["rknnx-streams-source-0"]
+    finally:
+        release.set()
+    for t in threading.enumerate():
+        if t.name == "rknnx-streams-source-0":
+            t.join(10)
+
+
+def test_memory_stays_flat_over_10000_frames(baseline, emu):
+    frames = [np.full((48, 64, 3), v, np.uint8) for v in (30, 200, 120, 250)]
+
+    def source(n):
+        for k in range(n):
+            yield frames[k % 4]
+
+    model = rknnx.Model(tiny_yolo())
+
+    def once(n):
+        count = 0
+        with Streams(model, [source(n), source(n)], workers=2,
+                     tracker=RecordingTracker()) as streams:
+            for r in streams:
+                count += 1
+                assert r.error is None
+        return count, streams.stats()
+
+    once(500)                                # warm: allocator pools, first-use caches
+    gc.collect()
+    before = rss_kib()
+    n, stats = once(5000)
+    gc.collect()
+    grown = rss_kib() - before
+    assert n == 10_000 and [s.frames for s in stats] == [5000, 5000]
+    assert grown < 4096, f"RSS grew by {grown} KiB over 10,000 frames"
+    model.close()
+
+
+def test_a_path_source_without_pyav_says_how_to_install(baseline, monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_av(name, *a, **kw):
+        if name == "av":
+            raise ImportError("No module named 'av'")
+        return real(name, *a, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", no_av)
+    with pytest.raises(ImportError, match=r"reading a path or URL needs PyAV: pip install "
+                                          r"'rknnx\[video\]'"):
+        Streams(model_bytes("detector"), ["a.mp4"], tracker=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with Streams(model_bytes("detector"), [[np.zeros((32, 32, 3), np.uint8)]],
+                     tracker=None) as s:
+            assert len(list(s)) == 1
