@@ -31,9 +31,8 @@ def pytest_cmdline_main(config):
     was given (``-n 0``: one process).  pyproject.toml's addopts name no xdist option, since
     a pytest without xdist (``pip install .`` does not bring it; a board's Debian pytest)
     stops at an option it does not know.  Runs before xdist's own hook, which reads these."""
-    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput") \
-            or os.environ.get("PYTEST_XDIST_WORKER"):
-        return None
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
+        return None                      # (a worker: its controller chose)
     if config.option.numprocesses is None:
         config.option.numprocesses = "auto"
         if config.option.dist == "no":

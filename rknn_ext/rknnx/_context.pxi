@@ -571,6 +571,7 @@ cdef class Context(_ContextBase):
             ext.non_block = 1
         if timeout_ms is not _ZERO and timeout_ms:     # (the default costs no truth test)
             ext.timeout_ms = _timeout(timeout_ms)
+        self._check_open(b"run")
         require(<void*>_api.rknn_run, b"rknn_run")
         _enter_run(self, b"run")            # closed, closed bound mems, bound dims
         with nogil:

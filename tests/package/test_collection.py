@@ -32,9 +32,14 @@ def test_an_empty_file_parameter_set_collects_with_the_running_pytest(tmp_path):
 
 
 def _pytest(*args):
+    """pytest on one quick file of the suite, as a user starts it (not as a worker of this
+    run: no PYTEST_XDIST_* in its environment)."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            *args, "tests/package/test_errors.py"],
-                          capture_output=True, text=True, timeout=600, cwd=REPO)
+                          capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
 
 
 def test_the_suites_options_run_without_xdist():
