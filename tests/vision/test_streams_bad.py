@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import os
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -255,3 +256,125 @@ def test_a_path_source_without_pyav_says_how_to_install(baseline, monkeypatch):
         with Streams(model_bytes("detector"), [[np.zeros((32, 32, 3), np.uint8)]],
                      tracker=None) as s:
             assert len(list(s)) == 1
+
+
+# -- the review's findings ----------------------------------------------------------------------
+def moving_square(buf, x):
+    buf[:] = 0
+    buf[60:140, x:x + 60] = 255
+    return buf
+
+
+def test_a_source_refilling_one_buffer_gets_each_frames_own_boxes(baseline):
+    """A source that refills the array it yielded before (cv2's read(image=buf)) is read as
+    each frame, not as the newest: the worker reads after the yield, so Streams copies a
+    frame that comes back at the same address."""
+    xs = [20 + 20 * k for k in range(8)]
+    buf = np.zeros((240, 320, 3), np.uint8)
+    fresh = [moving_square(np.zeros((240, 320, 3), np.uint8), x) for x in xs]
+
+    def refilled():
+        for x in xs:
+            yield moving_square(buf, x)
+
+    recs, _ = run([refilled(), iter(fresh)], frames=True)
+    boxes = {k: [r.detections.boxes for r in recs if r.stream == k] for k in (0, 1)}
+    assert len(boxes[0]) == len(xs)
+    for a, b in zip(boxes[0], boxes[1]):
+        np.testing.assert_array_equal(a, b)
+    assert len({round(float(b[0, 0])) for b in boxes[0]}) == len(xs)   # every frame its own
+
+
+def test_a_close_from_inside_a_source_stops_and_the_end_closes_everything(baseline):
+    frame = moving_square(np.zeros((240, 320, 3), np.uint8), 40)
+    holder = {}
+
+    def closer():
+        for k in range(1000):
+            if k == 3:
+                holder["s"].close()          # from the source's own thread: it only stops
+            yield frame
+
+    s = holder["s"] = Streams(model_bytes("detector"), [closer()], tracker=None)
+    recs = list(s)
+    assert len(recs) <= 3 and all(r.error is None for r in recs)
+    assert s.closed and s.detector.closed
+
+
+def test_a_close_racing_another_waits_for_its_joins(baseline):
+    """close() while another thread's close joins a source stuck in user code returns only
+    once that close has joined everything and closed the Detector."""
+    frame = moving_square(np.zeros((240, 320, 3), np.uint8), 40)
+    release = threading.Event()
+
+    def stuck():
+        yield frame
+        release.wait(3)
+        yield frame
+
+    m = rknnx.Model(model_bytes("detector"))
+    s = Streams(m, [stuck()], tracker=None, timeout=None)
+    it = iter(s)
+    next(it)
+    closer = threading.Thread(target=s.close)
+    closer.start()
+    threading.Timer(0.5, release.set).start()
+    time.sleep(0.2)                                 # the first close is under way
+    s.close()                                       # what the `with` exit does
+    assert s.closed and s.detector.closed
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("rknnx-streams")]
+    closer.join()
+    m.close()
+
+
+def test_a_base_exception_in_a_tracker_fails_its_stream_not_the_workers(baseline):
+    class GivesUp(RecordingTracker):
+        def copy(self):
+            return GivesUp()
+
+        def update(self, dets, dt=None):
+            raise SystemExit("the tracker gave up")
+
+    frames = [moving_square(np.zeros((240, 320, 3), np.uint8), 20 + 4 * k) for k in range(5)]
+    recs, stats = run([iter(frames), iter(frames)], tracker=GivesUp(), timeout=5)
+    assert sorted(r.stream for r in recs) == [0, 1]      # each stream: its error, alone
+    for r in recs:
+        assert isinstance(r.error, SystemExit) and "gave up" in str(r.error)
+    assert [s.state for s in stats] == ["failed", "failed"]
+
+
+def test_next_in_a_child_of_fork_is_refused_not_a_hang(baseline):
+    frames = [moving_square(np.zeros((240, 320, 3), np.uint8), 20 + k) for k in range(50)]
+    with Streams(model_bytes("detector"), [iter(frames)], tracker=None) as s:
+        next(iter(s))
+        pid = os.fork()
+        if pid == 0:                     # the child: next() must raise at once
+            code = 3
+            try:
+                import signal
+
+                signal.alarm(10)         # a hang ends the child with SIGALRM
+                next(s)
+            except RuntimeError as e:
+                code = 0 if "fork" in str(e) else 4
+            except BaseException:
+                code = 5
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0, status
+        list(s)
+
+
+def test_a_duck_tracker_without_low_is_named(baseline):
+    class NoLow:
+        def update(self, dets, dt=None):
+            return None
+
+        def reset(self):
+            pass
+
+        def copy(self):
+            return NoLow()
+
+    with pytest.raises(TypeError, match="low score threshold `low`"):
+        Streams(model_bytes("detector"), [iter([])], tracker=NoLow())

@@ -215,6 +215,22 @@ def test_dt_ages_lost_tracks_in_seconds():
     assert tr.update(Detections.empty(), dt=0.2).ended.tolist() == [1]
 
 
+@pytest.mark.parametrize("dt", [1e3, 1e200, 1e307])
+def test_a_gap_past_the_buffer_ends_the_tracks_and_stays_finite(dt):
+    """A gap longer than the buffer predicts as the buffer + 1 frame (a step of 1e200 frames
+    made NaN boxes, and 1e307 an error blaming the detections): every track unmatched in
+    it ends, and one matched again after it keeps finite boxes."""
+    tr = Tracker()
+    for f in range(5):
+        tr.update(dets([box(10 + 4 * f, 20)]))
+    t = tr.update(Detections.empty(), dt=dt)
+    assert t.ended.tolist() == [1]
+    t = tr.update(dets([box(30, 20)]), dt=dt)
+    assert np.isfinite(t.boxes).all()
+    t = tr.update(dets([box(31, 20)]))
+    assert t.ids.tolist() == [2] and np.isfinite(t.boxes).all()
+
+
 def test_dt_zero_predicts_nothing():
     tr = Tracker()
     for f in range(10):
@@ -266,12 +282,14 @@ def test_parameters_are_read_only_attributes():
     ({"low": 0.6, "high": 0.5}, ValueError, "low must be <= high"),
     ({"new": "0.6"}, TypeError, "new must be a number"),
     ({"match": True}, TypeError, "match must be a number"),
-    ({"buffer": -1}, ValueError, "buffer must be >= 0"),
+    ({"buffer": -1}, ValueError, r"buffer must be an int in \[0, 2147483647\]"),
     ({"buffer": 2.5}, TypeError, "buffer must be an int"),
-    ({"fps": 0}, ValueError, "fps must be a finite number > 0"),
-    ({"fps": float("nan")}, ValueError, "fps must be a finite number > 0"),
+    ({"fps": 0}, ValueError, r"fps must be a number in \(0, 10000\]"),
+    ({"fps": float("nan")}, ValueError, r"fps must be a number in \(0, 10000\]"),
+    ({"fps": 1e300}, ValueError, r"fps must be a number in \(0, 10000\], got 1e\+300"),
     ({"fps": None}, TypeError, "fps must be a number"),
-    ({"min_hits": -2}, ValueError, "min_hits must be >= 0"),
+    ({"min_hits": -2}, ValueError, r"min_hits must be an int in \[0, 2147483647\]"),
+    ({"min_hits": 2**31}, ValueError, r"min_hits must be an int in \[0, 2147483647\]"),
     ({"state": "xyxy"}, ValueError, "state must be 'xyah' or 'xywh'"),
     ({"per_class": 1}, TypeError, "per_class must be a bool"),
 ])

@@ -188,6 +188,12 @@ def user_frame(frame, where: str):
                     f"width, height, format)")
 
 
+def _copied(data):
+    if isinstance(data, np.ndarray):
+        return data.copy()
+    return tuple(p.copy() for p in data)
+
+
 def dmabuf_frame(obj, where: str):
     """An NV12 frame in a dma-buf fd, mapped read-only: its (Y, UV) planes with their
     pitches (MPP's 1920x1080 in a 1920x1088 buffer, a 2304-byte pitch, ...)."""
@@ -317,6 +323,11 @@ class _FrameSource(_Source):
                 eng.check_stop(st)
                 data, fmt, keep = user_frame(
                     frame, f"stream {st.stream}'s frame {st.decoded}")
+                if keep is None:
+                    # a worker reads the frame later than the yield, and a source may
+                    # refill the array it yielded (cv2's read(image=buf), a camera's ring):
+                    # its own copy, made here in the source's thread, beside the workers
+                    data = _copied(data)
                 eng.pace(st, None)
                 self.post(data, fmt, keep)
         finally:
@@ -553,6 +564,7 @@ class _Engine:
         self.unfinished = len(streams)
         self.threads = []
         self.started = False
+        self.life = threading.Lock()     # start() against stop(): no thread started after
 
     # -- the sources' side ------------------------------------------------------------------
     def check_stop(self, st):
@@ -675,8 +687,8 @@ class _Engine:
                         item.keep.sync(_SYNC_READ_END)
                 else:
                     result = det.detect(item.data, fmt=item.fmt, matrix=item.matrix)
-            except Exception as exc:
-                result = exc
+            except BaseException as exc:     # SystemExit too: the stream's error, the
+                result = exc                 # worker goes on (a dead worker hangs the rest)
             self.deliver(st, seq, item, result)
 
     def deliver(self, st, seq, item, result):
@@ -713,7 +725,7 @@ class _Engine:
             return self.finish(st, result, index=item.index)
         try:
             tracks = self.track(st, item, result)
-        except Exception as exc:
+        except BaseException as exc:
             with self.cv:
                 st.stop = True
                 self.cv.notify_all()
@@ -816,9 +828,13 @@ class _Engine:
 
     # -- lifetime ---------------------------------------------------------------------------
     def start(self):
-        if self.started:
-            return
-        self.started = True
+        with self.life:
+            if self.started or self.stop_event.is_set():
+                return
+            self.started = True
+            self._start()
+
+    def _start(self):
         for st in self.streams:
             st.last_frame = time.monotonic()
             src = _AvSource(self, st) if isinstance(st.source, (str, os.PathLike)) \
@@ -838,6 +854,8 @@ class _Engine:
         if deadline is None:
             deadline = CLOSE_DEADLINE
         self.stop_event.set()
+        with self.life:                  # a start under way has started all it will
+            pass
         with self.cv:
             self.cv.notify_all()
         with self.out_cv:
@@ -848,7 +866,7 @@ class _Engine:
         end = time.monotonic() + deadline
         late = []
         for t in self.threads:
-            if t is me:
+            if t is me or t.ident is None:
                 continue
             t.join(max(0.0, end - time.monotonic()))
             if t.is_alive():
@@ -916,8 +934,11 @@ class Streams(Closable):
         URLs, ``/dev/videoN`` V4L2 cameras; the ``video`` extra), or an iterable of frames
         (uint8 BGR ``(h, w, 3)``, NV12 ``(h*3/2, w)``, a ``(Y, UV)`` NV12 or ``(Y, U, V)``
         I420 tuple of planes, or dma-buf objects with ``fd``, ``size``, ``pitches``,
-        ``offsets``, ``width``, ``height``, ``format="nv12"``, mapped read-only).  A source
-        given twice is two streams; a dict's names are in :attr:`names`.
+        ``offsets``, ``width``, ``height``, ``format="nv12"``, mapped read-only).  A numpy
+        frame is copied when it is yielded (a source may refill the array it yielded: the
+        workers read it later); a dma-buf is read in place.  A source given twice is two
+        streams (a generator object given twice is one iterator read by two threads:
+        give two generators); a dict's names are in :attr:`names`.
     workers : int, optional
         A model's Detector's sessions and threads (default 1); not with a Detector.
     tracker : bool, Tracker, or None
@@ -976,6 +997,7 @@ class Streams(Closable):
         self._engine = None
         self._closed = True
         self._made_in = _guard.pid
+        self._close_lock = threading.Lock()
         items = _sources(sources)
         lives = list(live) if isinstance(live, (list, tuple)) else [live] * len(items)
         if len(lives) != len(items) or any(v is not None and v is not True and v is not False
@@ -1032,17 +1054,16 @@ class Streams(Closable):
         if tracker is None or tracker is False:
             return None
         if tracker is True:
-            try:
-                from rknnx.vision.tracker import Tracker
-            except ImportError:
-                raise ImportError("Streams: tracker=True needs rknnx.vision.Tracker, which "
-                                  "this build lacks; pass tracker=None") from None
+            from rknnx.vision.tracker import Tracker
+
             return Tracker()
         if not (callable(getattr(tracker, "update", None)) and
                 callable(getattr(tracker, "copy", None)) and
-                callable(getattr(tracker, "reset", None))):
+                callable(getattr(tracker, "reset", None)) and
+                isinstance(getattr(tracker, "low", None), (int, float))):
             raise TypeError(f"Streams: tracker is True, None, or a Tracker (update, reset, "
-                            f"copy) to copy per stream; got {type(tracker).__name__}")
+                            f"copy, and its low score threshold `low`) to copy per stream; "
+                            f"got {type(tracker).__name__}")
         return tracker
 
     # -- iteration --------------------------------------------------------------------------
@@ -1055,6 +1076,7 @@ class Streams(Closable):
         eng = self._engine
         if self._closed or eng is None:
             raise StopIteration
+        _guard.check_process(self, self._made_in)
         eng.start()
         try:
             rec = eng.next_record()
@@ -1077,6 +1099,7 @@ class Streams(Closable):
         eng = self._engine
         if self._closed or eng is None:
             raise StopAsyncIteration
+        _guard.check_process(self, self._made_in)
         eng.start()
         loop = asyncio.get_running_loop()
         while True:
@@ -1136,11 +1159,29 @@ class Streams(Closable):
         if self._closed:
             raise RuntimeError(f"{what} on a closed Streams")
 
+    def close(self) -> None:
+        """Stop every source and worker and join their threads (with a deadline: a source
+        blocked in its own code is named in a RuntimeWarning and left as a daemon thread),
+        then close the Detector it opened; a second call does nothing.  A close while
+        another thread's close runs waits for it (it returns once everything is joined),
+        except from the Streams' own threads (a source's iterator), which only stop."""
+        eng = self._engine
+        if eng is not None and threading.current_thread() in eng.threads:
+            eng.stop_event.set()         # from inside: the closing thread cannot join
+            with eng.cv:                 # itself; the consumer's close joins the rest
+                eng.cv.notify_all()
+            with eng.out_cv:
+                eng.out_cv.notify_all()
+                eng.wake()
+            return
+        with self._close_lock:
+            super().close()
+
     def _close_now(self) -> None:
         eng = self._engine
-        self._closed = True
         late = eng.stop()
         self._late = late
+        self._closed = True
         if eng.own_det:
             eng.det.close()
         if late:

@@ -144,9 +144,16 @@ def _unit(name: str, value) -> float:
 def _count(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"Tracker: {name} must be an int >= 0, got {type(value).__name__}")
-    if value < 0:
-        raise ValueError(f"Tracker: {name} must be >= 0, got {value}")
+    if not 0 <= value <= _INT_MAX:
+        raise ValueError(f"Tracker: {name} must be an int in [0, {_INT_MAX}], got {value}")
     return int(value)
+
+
+#: the largest count the C state holds (an int32)
+_INT_MAX = 2**31 - 1
+#: the highest frame rate taken (a high-speed camera's; beyond it the buffer in frames and
+#: the prediction steps leave the filter's float range)
+_FPS_MAX = 10000.0
 
 
 class Tracker:
@@ -246,8 +253,9 @@ class Tracker:
         self._buffer = _count("buffer", buffer)
         if isinstance(fps, bool) or not isinstance(fps, (int, float, np.integer, np.floating)):
             raise TypeError(f"Tracker: fps must be a number > 0, got {type(fps).__name__}")
-        if not (math.isfinite(fps) and fps > 0):
-            raise ValueError(f"Tracker: fps must be a finite number > 0, got {fps!r}")
+        if not (math.isfinite(fps) and 0 < fps <= _FPS_MAX):
+            raise ValueError(f"Tracker: fps must be a number in (0, {_FPS_MAX:g}], got "
+                             f"{fps!r}")
         self._fps = float(fps)
         self._min_hits = _count("min_hits", min_hits)
         if not isinstance(state, str) or state not in _STATES:
@@ -281,7 +289,9 @@ class Tracker:
         dt : float, optional
             Seconds since the previous update: the filter predicts ``dt * fps`` frames
             ahead (a live stream that dropped frames, or ``detect_fps`` below the
-            stream's), and a lost track ages as many.  By default one frame.
+            stream's), and a lost track ages as many (a gap longer than the buffer counts
+            as the buffer + 1 frame: every track it leaves unmatched ends).  By default one
+            frame.
 
         Returns
         -------
@@ -309,7 +319,10 @@ class Tracker:
             if not (math.isfinite(dt) and dt >= 0):
                 raise ValueError(f"Tracker.update: dt must be a finite number of seconds "
                                  f">= 0, got {dt!r}")
-            step = float(dt) * self._fps
+            # a gap longer than a lost track is kept predicts as one frame past it: every
+            # track left unmatched then ends, as after the real gap, and the filter's
+            # covariance stays finite (a step of 1e200 frames made NaN boxes)
+            step = min(float(dt) * self._fps, self._buffer * self._fps / 30.0 + 1.0)
         boxes, scores, classes = detections.boxes, detections.scores, detections.classes
         if not (boxes.flags.c_contiguous and boxes.dtype == _F32):
             boxes = np.ascontiguousarray(boxes, _F32)
