@@ -48,19 +48,25 @@ def unchosen(emu, monkeypatch):
 
 @needs_vendor_data
 def test_a_vendor_file_of_another_chip_opens_on_a_fresh_emulator_as_its_chip(emu):
+    word = _emulator_word()
+    # the emulator playing librknnrt 1.5.2 (a glibc runtime) refuses an RV1106 file as that
+    # runtime does on every platform (the mini runtime serves RV1106: docs/standin.md)
+    files = [(RK3566_FILE, "RK3566"), (RK3566_FILE, "RK3566")]
+    if word != "emulator-1.5.2":
+        files.append((RV1106_FILE, "RV1106"))
     code = (
         "import rknnx\n"
-        "for p in (%r, %r, %r):\n"
+        "for p in %r:\n"
         "    with rknnx.Model(p) as m:\n"
         "        print(m.chip, [tuple(t.shape) for t in m.inputs],\n"
         "              [tuple(t.shape) for t in m.outputs], sep='|')\n"
-    ) % (str(RK3566_FILE), str(RK3566_FILE), str(RV1106_FILE))
-    proc = run_python(code, env={"RKNNX_RUNTIME": _emulator_word(), "RKNN_EMU_PLATFORM": None,
+    ) % ([str(p) for p, _ in files],)
+    proc = run_python(code, env={"RKNNX_RUNTIME": word, "RKNN_EMU_PLATFORM": None,
                                  "RKNN_LOG_LEVEL": None})
     assert proc.returncode == 0, proc.stderr
     rows = [line.split("|") for line in proc.stdout.splitlines()]
-    for row, path, chip in zip(rows, (RK3566_FILE, RK3566_FILE, RV1106_FILE),
-                               ("RK3566", "RK3566", "RV1106")):
+    assert len(rows) == len(files)
+    for row, (path, chip) in zip(rows, files):
         mf = modelfile.read(path)
         assert row == [chip, str([tuple(t.shape) for t in mf.inputs]),
                        str([tuple(t.shape) for t in mf.outputs])]
@@ -69,7 +75,7 @@ def test_a_vendor_file_of_another_chip_opens_on_a_fresh_emulator_as_its_chip(emu
     assert said == [
         f"{NOTICE} (RKNN_EMU_PLATFORM or EmulatorControl.set_platform): the emulator plays "
         f"{chip}, the chip the model was built for; a chosen chip refuses a model of "
-        "another, as a board does" for chip in ("RK3566", "RV1106")], proc.stderr
+        "another, as a board does" for chip in dict.fromkeys(c for _, c in files)], proc.stderr
     assert "E RKNN:" not in proc.stderr
 
 
