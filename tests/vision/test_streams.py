@@ -9,14 +9,12 @@ their baseline after close."""
 from __future__ import annotations
 
 import asyncio
-import gc
-import threading
 
 import numpy as np
 import pytest
 
 import rknnx
-from helpers import live, model_bytes
+from helpers import model_bytes
 from rknnx.vision import Detector, Record, Streams
 from stream_helpers import RecordingTracker, bgr_to_nv12, idf1, iou_matrix, memfd_nv12
 
@@ -42,20 +40,6 @@ def videos(tmp_path_factory):
                               seed=seed)
         out.append((str(path), truth))
     return out
-
-
-@pytest.fixture
-def baseline(emu):
-    """Threads and the emulator's live counters before the test; both must be back after."""
-    emu.set_platform("RK3588")
-    gc.collect()
-    threads = set(threading.enumerate())
-    counters = live(emu)
-    yield
-    gc.collect()
-    left = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
-    assert not left, f"threads left running: {left}"
-    assert live(emu) == counters
 
 
 def decoded_frames(path):

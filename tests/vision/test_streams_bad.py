@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import rknnx
-from helpers import live, model_bytes, rss_kib
+from helpers import model_bytes, rss_kib
 from rknnx.vision import Streams
 from rknnx.vision import streams as streams_module
 from stream_helpers import RecordingTracker, tiny_yolo
@@ -35,19 +35,6 @@ def video(tmp_path_factory):
     path = d / "squares.mp4"
     squares_video(path, width=320, height=240, frames=FRAMES, squares=2)
     return str(path)
-
-
-@pytest.fixture
-def baseline(emu):
-    emu.set_platform("RK3588")
-    gc.collect()
-    threads = set(threading.enumerate())
-    counters = live(emu)
-    yield
-    gc.collect()
-    left = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
-    assert not left, f"threads left running: {left}"
-    assert live(emu) == counters
 
 
 def run(sources, **kw):

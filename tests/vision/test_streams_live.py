@@ -8,7 +8,6 @@ the iteration stops and joins everything."""
 from __future__ import annotations
 
 import _thread
-import gc
 import os
 import threading
 import time
@@ -16,8 +15,7 @@ import time
 import numpy as np
 import pytest
 
-import rknnx
-from helpers import live, model_bytes
+from helpers import model_bytes
 from rknnx.vision import Streams
 from stream_helpers import RecordingTracker, TsServer, free_port
 
@@ -37,19 +35,6 @@ def videos(tmp_path_factory):
     squares_video(mp4, width=640, height=360, frames=FRAMES, squares=3)
     squares_video(ts, width=640, height=360, frames=FRAMES, squares=3)
     return str(mp4), str(ts)
-
-
-@pytest.fixture
-def baseline(emu):
-    emu.set_platform("RK3588")
-    gc.collect()
-    threads = set(threading.enumerate())
-    counters = live(emu)
-    yield
-    gc.collect()
-    left = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
-    assert not left, f"threads left running: {left}"
-    assert live(emu) == counters
 
 
 def gaps(indexes):
