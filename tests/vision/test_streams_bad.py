@@ -365,3 +365,11 @@ def test_a_duck_tracker_without_low_is_named(baseline):
 
     with pytest.raises(TypeError, match="low score threshold `low`"):
         Streams(model_bytes("detector"), [iter([])], tracker=NoLow())
+
+
+def test_planes_of_the_wrong_rank_are_named(baseline):
+    y = np.zeros(240 * 320, np.uint8)
+    u = v = np.zeros(120 * 160, np.uint8)
+    recs, _ = run([iter([(y, u, v)])])
+    err = only_error(recs, 0).error
+    assert isinstance(err, ValueError) and "a 2-D Y plane (h, w)" in str(err), err

@@ -179,6 +179,11 @@ def user_frame(frame, where: str):
                          f"(h*3/2, w) NV12")
     if isinstance(frame, tuple) and len(frame) in (2, 3) and \
             all(isinstance(p, np.ndarray) for p in frame):
+        if frame[0].ndim != 2 or any(p.ndim not in (2, 3) for p in frame[1:]):
+            raise ValueError(f"{where} has planes of shapes "
+                             f"{[tuple(p.shape) for p in frame]}; a (Y, UV) NV12 or "
+                             f"(Y, U, V) I420 frame has a 2-D Y plane (h, w) and 2-D "
+                             f"chroma planes")
         return frame, ("nv12" if len(frame) == 2 else "i420"), None
     if hasattr(frame, "fd") and hasattr(frame, "pitches"):
         return dmabuf_frame(frame, where)
