@@ -104,10 +104,14 @@ import numpy as np
 import rknnx
 from rknnx import benchmark as B
 
-import letterbox_sizes            # bench/letterbox_sizes.py: the letterbox_sizes scenario
-import track as track_bench       # bench/track.py: the track scenario
-
 HERE = Path(__file__).resolve().parent
+# the scenarios in modules of their own beside this file, found however it was loaded (a
+# script puts bench/ on sys.path; a test loading it by its path does not)
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import letterbox_sizes  # noqa: E402  bench/letterbox_sizes.py: the letterbox_sizes scenario
+import track as track_bench  # noqa: E402  bench/track.py: the track scenario
 INCLUDE = HERE.parent / "include" / "rknnx"
 SCENARIOS = ("overhead", "sizes", "chain", "rknnlite", "detector", "letterbox",
              "letterbox_sizes", "decode", "masks", "pipeline", "streams", "pool", "standin",
