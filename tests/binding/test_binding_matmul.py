@@ -57,7 +57,9 @@ def expand(vals, K, N, gs):
         return np.full((K, N), v[0])
     if v.size == N:
         return np.broadcast_to(v[None, :], (K, N)).copy()
-    return v.reshape(N, K // gs)[:, np.arange(K) // gs].T
+    # np.repeat, not arange(K) // gs: Debian bookworm's numpy 1.24.2 on i386 returns an int
+    # array floor-divided by a scalar unchanged on some x86 processors (seen in CI's root)
+    return v.reshape(N, K // gs).repeat(gs, axis=1).T
 
 
 def reference(t, a, b, sa=1.0, za=0, sb=(1.0,), zb=(0,), sc=1.0, zc=0, gs=0):

@@ -30,7 +30,7 @@ def reference(ka, kb, kc, a, b, sa=1.0, za=0, sb=1.0, zb=0, sc=1.0, zc=0, gs=0):
     """C = A @ B in float64 (integers exactly), with the quantization the types apply."""
     K, N = b.shape
     sbk = np.broadcast_to(np.asarray(sb, np.float64), (K, N)) if np.size(sb) in (1, N) else \
-        np.asarray(sb, np.float64).reshape(N, K // gs)[:, np.arange(K) // gs].T
+        np.asarray(sb, np.float64).reshape(N, K // gs).repeat(gs, axis=1).T
     zbk = np.broadcast_to(np.asarray(zb, np.int64), (K, N))
     if ka == "float16":
         bf = b.astype(np.float64) if kb == "float16" else (b.astype(np.float64) - zbk) * sbk
