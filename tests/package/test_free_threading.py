@@ -3,7 +3,7 @@ without the GIL, so importing rknnx leaves it off, and the threaded stress
 (tests/stress/threads.py) holds on every build, in a short form here.
 
 The import test needs a free-threaded interpreter (it skips, saying so, on a GIL build);
-.ci/run runs this file on the cached 3.13t of scripts/build-python (docs/wheels.md)."""
+scripts/test-wheels runs this file on the cached 3.13t of scripts/build-python (docs/wheels.md)."""
 
 from __future__ import annotations
 
