@@ -4,6 +4,8 @@ personalities (RV1106 has no general API: Model.run goes through zero-copy memor
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -135,11 +137,15 @@ def test_reused_out_arrays_are_checked_again(models):
     x = np.array([[1.0, -2.0]], np.float32)
     out = [np.empty((1, 2), np.float32)]
     assert m.run(x, out=out)[0] is out[0]
-    out[0].shape = (2, 1)                               # reshaped in place
+    with warnings.catch_warnings():                     # numpy 2.5 deprecates it
+        warnings.simplefilter("ignore", DeprecationWarning)
+        out[0].shape = (2, 1)                           # reshaped in place
     with pytest.raises(ValueError, match=r"out\[0\] must be a writable C-contiguous float32 "
                                          r"array of shape \(1, 2\); got \(2, 1\) float32"):
         m.run(x, out=out)
-    out[0].shape = (1, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        out[0].shape = (1, 2)
     m.run(x, out=out)
     out[0].flags.writeable = False                      # made read-only in place
     with pytest.raises(ValueError, match=r"got \(1, 2\) float32, read-only"):
