@@ -24,13 +24,6 @@ def cli(*args, cwd=None):
     return run_python(code, env=ENV, cwd=cwd, timeout=300)
 
 
-def needs_tracker():
-    import rknnx.vision
-
-    if not hasattr(rknnx.vision, "Tracker"):
-        pytest.skip("rknnx.vision.Tracker is not in this build")
-
-
 def frames_of(path):
     import av
 
@@ -39,7 +32,6 @@ def frames_of(path):
 
 
 def test_track_the_sample_writes_its_video_and_tracks_it(tmp_path):
-    needs_tracker()
     from rknnx.emulator.samples import squares_video
 
     proc = cli("track", "--sample", "detector", "-o", "out.mp4", "--json", "t.jsonl",
@@ -72,7 +64,6 @@ def test_track_the_sample_writes_its_video_and_tracks_it(tmp_path):
 
 
 def test_track_several_sources_into_a_folder(tmp_path):
-    needs_tracker()
     from rknnx.emulator.samples import squares_video
 
     squares_video(tmp_path / "a.mp4", width=320, height=240, frames=20, squares=2)

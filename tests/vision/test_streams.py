@@ -20,9 +20,6 @@ from stream_helpers import RecordingTracker, bgr_to_nv12, idf1, iou_matrix, memf
 
 av = pytest.importorskip("av", reason="PyAV (the video extra: pip install 'rknnx[video]') "
                                       "is not installed")
-Tracker = getattr(rknnx.vision, "Tracker", None)
-needs_tracker = pytest.mark.skipif(Tracker is None, reason="rknnx.vision.Tracker is not in "
-                                                           "this build")
 
 FRAMES = 60
 
@@ -108,7 +105,6 @@ def test_files_in_order_nothing_lost_boxes_as_the_detectors(videos, baseline, wo
     model.close()
 
 
-@needs_tracker
 @pytest.mark.parametrize("workers", [1, 3])
 @pytest.mark.parametrize("n_streams", [1, 8])
 def test_tracks_keep_the_squares_ids(videos, baseline, workers, n_streams):
@@ -359,7 +355,6 @@ def test_a_bad_frame_fails_its_stream_alone(baseline):
     assert st[1].error is errs[0].error
 
 
-@needs_tracker
 def test_tracks_are_no_worse_than_trackers_bytetrack_on_the_same_frames(videos, baseline):
     """IDF1 of Streams' tracks >= that of the same decoded frames through the Detector and
     roboflow trackers' ByteTrack, less 0.02 (issue 38 item 4)."""
