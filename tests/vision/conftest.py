@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from helpers import live
+from rknnx import _kernels
 
 
 @pytest.fixture
@@ -22,3 +23,11 @@ def baseline(emu):
     left = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
     assert not left, f"threads left running: {left}"
     assert live(emu) == counters
+
+
+@pytest.fixture(params=_kernels._kernel_paths())
+def path(request):
+    """Each path of the kernels' dispatch this build and processor have."""
+    before = _kernels._kernel_path(request.param)
+    yield request.param
+    _kernels._kernel_path(before)

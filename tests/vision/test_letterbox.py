@@ -17,14 +17,6 @@ cv2 = pytest.importorskip("cv2", reason="opencv-python-headless (the test extra)
                                         "installed: the comparisons with OpenCV need it")
 
 
-@pytest.fixture(params=_kernels._kernel_paths())
-def path(request):
-    """Each path of the kernels' dispatch this build and processor have."""
-    before = _kernels._kernel_path(request.param)
-    yield request.param
-    _kernels._kernel_path(before)
-
-
 def _frame(h, w, seed=0):
     return np.random.default_rng(seed).integers(0, 256, (h, w, 3), np.uint8)
 

@@ -14,13 +14,6 @@ from rknnx import _kernels
 from rknnx.vision import letterbox
 
 
-@pytest.fixture(params=_kernels._kernel_paths())
-def path(request):
-    before = _kernels._kernel_path(request.param)
-    yield request.param
-    _kernels._kernel_path(before)
-
-
 MEAN, STD = (123.675, 116.28, 103.53), (58.395, 57.12, 57.375)
 
 

@@ -18,14 +18,6 @@ cv2 = pytest.importorskip("cv2", reason="opencv-python-headless (the test extra)
                                         "installed: the comparisons with OpenCV need it")
 
 
-@pytest.fixture(params=_kernels._kernel_paths())
-def path(request):
-    """Each path of the kernels' dispatch this build and processor have."""
-    before = _kernels._kernel_path(request.param)
-    yield request.param
-    _kernels._kernel_path(before)
-
-
 def _i420(h, w, seed=0):
     """A contiguous (h*3/2, w) I420 array (Y, then U, then V, each packed)."""
     return np.random.default_rng(seed).integers(0, 256, (h * 3 // 2, w), np.uint8)
