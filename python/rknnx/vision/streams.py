@@ -125,13 +125,14 @@ class Record(_RecordBase):
 
 class StreamStats(collections.namedtuple(
         "StreamStats", "stream name source decoder live state frames decoded drops "
-                       "skipped fps p50 p99 tracks reconnects error")):
+                       "skipped fps p50 p99 tracks reconnects error bound")):
     """One stream's figures (:meth:`Streams.stats`): `frames` records given, `decoded`
     frames its source gave, `drops` live frames replaced by a newer one before a worker
     took them, `skipped` frames left out by ``detect_fps``, `fps` records per second of
     the stream's running time, `p50`/`p99` seconds from the frame's decode to its tracks,
     `tracks` distinct track ids, `state` ``"waiting"``, ``"running"``, ``"ended"`` or
-    ``"failed"`` (`error` says why)."""
+    ``"failed"`` (`error` says why), `bound` dma-buf frames bound as the model's input
+    without a copy (they already had its size and layout)."""
 
 
 def _size_of(frame, fmt):
@@ -200,13 +201,17 @@ def _copied(data):
 
 
 def dmabuf_frame(obj, where: str):
-    """An NV12 frame in a dma-buf fd, mapped read-only: its (Y, UV) planes with their
-    pitches (MPP's 1920x1080 in a 1920x1088 buffer, a 2304-byte pitch, ...)."""
+    """A frame in a dma-buf fd, mapped read-only: NV12's (Y, UV) planes with their pitches
+    (MPP's 1920x1080 in a 1920x1088 buffer, a 2304-byte pitch, ...), or one plane of
+    packed 3-byte pixels (``format`` "bgr" or "rgb": the bytes' order, GStreamer's BGR and
+    RGB), which a worker binds as the model's input where it already is the input's
+    bytes (its size, no padding, the model's channel order)."""
     import mmap
 
     fmt = str(getattr(obj, "format", "nv12")).lower()
-    if fmt != "nv12":
-        raise ValueError(f"{where}: a dma-buf frame's format is 'nv12'; got {fmt!r}")
+    if fmt not in ("nv12", "bgr", "rgb"):
+        raise ValueError(f"{where}: a dma-buf frame's format is 'nv12', 'bgr' or 'rgb'; "
+                         f"got {fmt!r}")
     try:
         fd, size = int(obj.fd), int(obj.size)
         w, h = int(obj.width), int(obj.height)
@@ -215,6 +220,22 @@ def dmabuf_frame(obj, where: str):
     except (AttributeError, TypeError, ValueError) as exc:
         raise TypeError(f"{where}: a dma-buf frame has int fd, size, width, height and "
                         f"sequences pitches, offsets ({exc})") from None
+    if fmt != "nv12":
+        if len(pitches) < 1 or len(offsets) < 1:
+            raise ValueError(f"{where}: a {fmt.upper()} dma-buf has one plane: pitches and "
+                             f"offsets of 1; got {pitches}, {offsets}")
+        if w < 2 or h < 2:
+            raise ValueError(f"{where}: a frame has a width and height of at least 2; got "
+                             f"{w}x{h}")
+        if pitches[0] < 3 * w:
+            raise ValueError(f"{where}: plane 0's pitch {pitches[0]} is under 3 bytes a "
+                             f"pixel of the width {w} ({3 * w})")
+        if offsets[0] < 0 or offsets[0] + pitches[0] * (h - 1) + 3 * w > size:
+            raise ValueError(f"{where}: plane 0 ({h} rows of {pitches[0]} bytes at offset "
+                             f"{offsets[0]}) ends past the buffer's {size} bytes")
+        mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+        px = np.ndarray((h, w, 3), np.uint8, mm, offsets[0], (pitches[0], 3, 1))
+        return px, "bgr", _DmaBuf(fd, (offsets[0], w, h, pitches[0], fmt))
     if len(pitches) < 2 or len(offsets) < 2:
         raise ValueError(f"{where}: an NV12 dma-buf has two planes: pitches and offsets of "
                          f"2; got {pitches}, {offsets}")
@@ -238,10 +259,12 @@ class _DmaBuf:
     """The CPU-access bracket of a dma-buf (DMA_BUF_IOCTL_SYNC: the caches made coherent
     before the CPU reads it, released after); a memfd has none and is plain memory."""
 
-    __slots__ = ("fd",)
+    __slots__ = ("fd", "packed")
 
-    def __init__(self, fd):
+    def __init__(self, fd, packed=None):
         self.fd = fd
+        # a packed 3-channel frame's (offset, width, height, pitch, byte order); None: NV12
+        self.packed = packed
 
     def sync(self, flags):
         import fcntl
@@ -516,6 +539,7 @@ class _Stream:
         self.depth = 1 if live else FILE_DEPTH
         self.decoded = 0
         self.drops = 0
+        self.bound = 0                   # dma-buf frames bound as the input (no copy)
         self.skipped = 0
         self.epoch = 0
         self.reconnects = 0
@@ -684,12 +708,27 @@ class _Engine:
                 self.deliver(st, seq, item, None)
                 continue
             try:
-                if item.keep is not None and isinstance(item.keep, _DmaBuf):
-                    item.keep.sync(_SYNC_READ_START)
-                    try:
-                        result = det.detect(item.data, fmt=item.fmt, matrix=item.matrix)
-                    finally:
-                        item.keep.sync(_SYNC_READ_END)
+                kb = item.keep
+                if kb is not None and isinstance(kb, _DmaBuf):
+                    packed = kb.packed
+                    if packed is not None and det._bindable(*packed[1:]):
+                        # already the input's bytes: bound as the input, no copy (the
+                        # NPU reads it; no CPU access to bracket)
+                        result = det._detect_bound(kb.fd, packed[0])
+                        with st.order:
+                            st.bound += 1
+                    else:
+                        kb.sync(_SYNC_READ_START)
+                        try:
+                            if packed is not None:   # its channel order, as it says
+                                det._check_open("detect")
+                                result = det._run(item.data, (
+                                    "bgr", "bt601", det._swap_for(packed[4])))
+                            else:
+                                result = det.detect(item.data, fmt=item.fmt,
+                                                    matrix=item.matrix)
+                        finally:
+                            kb.sync(_SYNC_READ_END)
                 else:
                     result = det.detect(item.data, fmt=item.fmt, matrix=item.matrix)
             except BaseException as exc:     # SystemExit too: the stream's error, the
@@ -939,7 +978,10 @@ class Streams(Closable):
         URLs, ``/dev/videoN`` V4L2 cameras; the ``video`` extra), or an iterable of frames
         (uint8 BGR ``(h, w, 3)``, NV12 ``(h*3/2, w)``, a ``(Y, UV)`` NV12 or ``(Y, U, V)``
         I420 tuple of planes, or dma-buf objects with ``fd``, ``size``, ``pitches``,
-        ``offsets``, ``width``, ``height``, ``format="nv12"``, mapped read-only).  A numpy
+        ``offsets``, ``width``, ``height``, ``format`` ``"nv12"``, or ``"bgr"`` /
+        ``"rgb"`` for packed 3-byte pixels in that byte order: mapped read-only, or, a
+        packed frame that already has the model input's size and layout, bound as the
+        input with ``bind_input_fd``, no copy: ``stats()[i].bound`` counts them).  A numpy
         frame is copied when it is yielded (a source may refill the array it yielded: the
         workers read it later); a dma-buf is read in place.  A source given twice is two
         streams (a generator object given twice is one iterator read by two threads:
@@ -1145,7 +1187,8 @@ class Streams(Closable):
                 st.decoded, st.drops, st.skipped, fps,
                 float(np.percentile(lat, 50)) if lat.size else None,
                 float(np.percentile(lat, 99)) if lat.size else None,
-                st.n_tracks + st.ids_before + st.max_id, st.reconnects, st.failed))
+                st.n_tracks + st.ids_before + st.max_id, st.reconnects, st.failed,
+                st.bound))
         return out
 
     # -- lifetime ---------------------------------------------------------------------------
