@@ -435,6 +435,10 @@ class _AvSource(_Source):
         self.ctx = self.decoder(self.vstream)
         self.fps = float(self.vstream.average_rate) if self.vstream.average_rate else None
         self.tb = self.vstream.time_base
+        # the time base as two ints: a frame's seconds are pts * num / den, one int
+        # product and a true division (correctly rounded: the float of the Fraction
+        # pts * time_base, without making a Fraction per frame)
+        self.tb_nd = (self.tb.numerator, self.tb.denominator) if self.tb else None
 
     def decoder(self, vstream):
         """The stream's decoder: the MPP hardware decoder where `av` has it (pyav-rkmpp on
@@ -497,7 +501,8 @@ class _AvSource(_Source):
     def frame(self, frame):
         st, eng = self.st, self.engine
         eng.check_stop(st)
-        pts = float(frame.pts * self.tb) if frame.pts is not None and self.tb else None
+        p, nd = frame.pts, self.tb_nd
+        pts = (p * nd[0]) / nd[1] if p is not None and nd is not None else None
         fmt = frame.format.name
         w, h = frame.width, frame.height
         # the stream's own matrix where the decoder reports it (BT.709: HD cameras);
@@ -536,6 +541,7 @@ class _Stream:
         self.label = repr(os.fspath(source)) if isinstance(source, (str, os.PathLike)) \
             else type(source).__name__
         self.slot = collections.deque()
+        self.room = None                 # the engine's condition: its slot has room
         self.depth = 1 if live else FILE_DEPTH
         self.decoded = 0
         self.drops = 0
@@ -583,7 +589,13 @@ class _Engine:
         self.detect_fps = detect_fps
         self.reconnect = reconnect
         self.timeout = timeout
-        self.cv = threading.Condition(threading.Lock())
+        # one lock, and a condition per waiter so that a change wakes only whom it
+        # concerns: `cv` the workers (a frame or an end ready), each stream's `room` its
+        # source (a file's slot has room); stops wake them all (wake_all)
+        self.lock = threading.Lock()
+        self.cv = threading.Condition(self.lock)
+        for st in streams:
+            st.room = threading.Condition(self.lock)
         self.stop_event = threading.Event()
         self.rr = 0
         self.out = collections.deque()
@@ -637,19 +649,25 @@ class _Engine:
                     st.drops += 1
             else:
                 while len(st.slot) >= st.depth and not (self.stop_event.is_set() or st.stop):
-                    self.cv.wait()       # a file: decoding waits
+                    st.room.wait()       # a file: decoding waits
                     st.last_frame = time.monotonic()
             if self.stop_event.is_set() or st.stop:
                 raise _Stop
             st.slot.append(item)
-            self.cv.notify_all()
+            self.cv.notify()             # one worker: each frame wakes one
+
+    def wake_all(self):
+        """Under the lock: every waiting worker and source (a stop, a stream's end)."""
+        self.cv.notify_all()
+        for st in self.streams:
+            st.room.notify_all()
 
     def ended(self, st, err):
         with self.cv:
             if not st.done:
                 st.done = True
                 st.err = err
-            self.cv.notify_all()
+            self.cv.notify_all()         # (rare: any worker may take the end)
 
     # -- the workers' side ------------------------------------------------------------------
     def take(self):
@@ -673,7 +691,10 @@ class _Engine:
                     self.rr = (self.rr + k + 1) % n
                     seq = st.seq
                     st.seq += 1
-                    self.cv.notify_all()  # a file's decoder waiting for room
+                    if item is _END:      # the last end lets the waiting workers go
+                        self.cv.notify_all()
+                    else:
+                        st.room.notify()  # its decoder, if it waits for room
                     return st, seq, item
                 if all(st.end_taken for st in streams):
                     return None
@@ -765,14 +786,14 @@ class _Engine:
         if isinstance(result, BaseException):
             with self.cv:
                 st.stop = True           # its source stops; its end finishes it
-                self.cv.notify_all()
+                self.wake_all()
             return self.finish(st, result, index=item.index)
         try:
             tracks = self.track(st, item, result)
         except BaseException as exc:
             with self.cv:
                 st.stop = True
-                self.cv.notify_all()
+                self.wake_all()
             return self.finish(st, exc, index=item.index)
         now = time.perf_counter()
         st.latencies.append(now - item.t)
@@ -827,7 +848,7 @@ class _Engine:
             st.failed = err
         with self.cv:
             st.stop = True
-            self.cv.notify_all()
+            self.wake_all()
         if err is None:
             return None
         rec = Record(st.stream, st.decoded if index is None else index, None, None, None)
@@ -901,7 +922,7 @@ class _Engine:
         with self.life:                  # a start under way has started all it will
             pass
         with self.cv:
-            self.cv.notify_all()
+            self.wake_all()
         with self.out_cv:
             self.out.clear()
             self.out_cv.notify_all()
@@ -1217,7 +1238,7 @@ class Streams(Closable):
         if eng is not None and threading.current_thread() in eng.threads:
             eng.stop_event.set()         # from inside: the closing thread cannot join
             with eng.cv:                 # itself; the consumer's close joins the rest
-                eng.cv.notify_all()
+                eng.wake_all()
             with eng.out_cv:
                 eng.out_cv.notify_all()
                 eng.wake()
