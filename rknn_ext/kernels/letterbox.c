@@ -209,8 +209,8 @@ static inline unsigned char rknnx_lb_sat(int32_t v)
     ATTR static ptrdiff_t NAME(const unsigned char *restrict Y,                            \
                                const unsigned char *restrict U,                            \
                                const unsigned char *restrict V, int i420,                  \
-                               const int32_t *k, unsigned char *restrict d, ptrdiff_t x,   \
-                               ptrdiff_t end)                                              \
+                               const int32_t *k, int sw, unsigned char *restrict d,        \
+                               ptrdiff_t x, ptrdiff_t end)                                 \
     {                                                                                      \
         const int32_t ky = k[0], krv = k[1], kgv = k[2], kgu = k[3], kbu = k[4];           \
         for (; x + 2 * (N) <= end; x += 2 * (N)) {                                         \
@@ -237,7 +237,8 @@ static inline unsigned char rknnx_lb_sat(int32_t v)
             VI px[2];                                                                      \
             for (int j = 0; j < 2; j++) {                                                  \
                 const VI yy = j ? yo : ye;                                                 \
-                VI b = (yy + cb) >> 20, g = (yy + cg) >> 20, r = (yy + cr) >> 20;          \
+                VI b = (yy + (sw ? cr : cb)) >> 20, g = (yy + cg) >> 20;                   \
+                VI r = (yy + (sw ? cb : cr)) >> 20;                                        \
                 b = (b & ~(b >> 31)) | ((255 - b) >> 31);                                  \
                 g = (g & ~(g >> 31)) | ((255 - g) >> 31);                                  \
                 r = (r & ~(r >> 31)) | ((255 - r) >> 31);                                  \
@@ -298,8 +299,8 @@ __attribute__((target("avx2")))
 static ptrdiff_t rknnx_lb_yuv_avx2(const unsigned char *restrict Y,
                                    const unsigned char *restrict U,
                                    const unsigned char *restrict V, int i420,
-                                   const int32_t *k, unsigned char *restrict d, ptrdiff_t x,
-                                   ptrdiff_t end)
+                                   const int32_t *k, int sw, unsigned char *restrict d,
+                                   ptrdiff_t x, ptrdiff_t end)
 {
     int32_t w[5];
     for (int i = 0; i < 5; i++)
@@ -361,9 +362,9 @@ static ptrdiff_t rknnx_lb_yuv_avx2(const unsigned char *restrict Y,
 #undef RKNNX_LB_CH
         }
         /* per lane: bytes 0-7 the even pixels, 8-15 the odd ones, saturated */
-        const __m256i B = _mm256_packus_epi16(be, bo);
+        const __m256i b8 = _mm256_packus_epi16(be, bo), r8 = _mm256_packus_epi16(re, ro);
         const __m256i G = _mm256_packus_epi16(ge, go);
-        const __m256i R = _mm256_packus_epi16(re, ro);
+        const __m256i B = sw ? r8 : b8, R = sw ? b8 : r8;     /* sw: R, G, B */
 #define RKNNX_LB_OUT(T)                                                                     \
     _mm256_or_si256(_mm256_or_si256(_mm256_shuffle_epi8(B, sh[T][0]),                       \
                                     _mm256_shuffle_epi8(G, sh[T][1])),                      \
@@ -389,14 +390,15 @@ typedef struct rknnx_lb_rows {
 } rknnx_lb_rows;
 
 /* The columns of row y the taps read, converted to 3 bytes a pixel into d (pixel x at
-   d + 3x; d has 16 bytes of slack): NV12 or I420 -> BGR, or gathered from pixels that are
-   not 3 contiguous bytes.  Table lookups at scattered columns: GCC's -O3 vectorizer makes
+   d + 3x; d has 16 bytes of slack unless exact: then nothing past the last column is
+   written): NV12 or I420 -> BGR (sw 2: R, G, B), or gathered from pixels that are not 3
+   contiguous bytes (sw 0).  Table lookups at scattered columns: GCC's -O3 vectorizer makes
    this loop about 2.7 times slower (measured on x86-64), so it is kept out here. */
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-tree-vectorize")))
 #endif
 static void rknnx_lb_convert(const rknnx_lb_params *p, const rknnx_lb_rows *rs, ptrdiff_t y,
-                             unsigned char *restrict d)
+                             int sw, int exact, unsigned char *restrict d)
 {
     const int32_t *restrict cols = rs->cols;
     const ptrdiff_t n = rs->ncols;
@@ -414,9 +416,11 @@ static void rknnx_lb_convert(const rknnx_lb_params *p, const rknnx_lb_rows *rs, 
             ptrdiff_t x = x0;
 #if RKNNX_K_AVX2
             if (rknnx_k_path() >= 2 && rknnx_k_have_avx2())
-                x = rknnx_lb_yuv_avx2(Y, U, V, i420, t->k, d, x, end);
+                x = rknnx_lb_yuv_avx2(Y, U, V, i420, t->k, sw, d, x, end);
 #endif
-            x = rknnx_lb_yuv_v128(Y, U, V, i420, t->k, d, x, end);
+            /* the 128-bit step stores 4 bytes past its pixels: exact, it stops 2 pixels
+               short, which the plain loop rewrites */
+            x = rknnx_lb_yuv_v128(Y, U, V, i420, t->k, sw, d, x, exact ? end - 2 : end);
             /* the first listed column the vectors left (ascending: a binary search) */
             ptrdiff_t hi = n;
             while (j < hi) {
@@ -432,9 +436,9 @@ static void rknnx_lb_convert(const rknnx_lb_params *p, const rknnx_lb_rows *rs, 
         for (; j < n; j++) {
             const ptrdiff_t x = cols[j], c = (x >> 1) * cs;
             const int32_t yy = t->y[Y[x]], u = U[c], v = V[c];
-            d[3 * x] = rknnx_lb_sat(yy + t->bu[u]);
+            d[3 * x + sw] = rknnx_lb_sat(yy + t->bu[u]);
             d[3 * x + 1] = rknnx_lb_sat(yy + t->gv[v] + t->gu[u]);
-            d[3 * x + 2] = rknnx_lb_sat(yy + t->rv[v]);
+            d[3 * x + 2 - sw] = rknnx_lb_sat(yy + t->rv[v]);
         }
     } else {
         const unsigned char *restrict s = p->src + y * p->src_row;
@@ -464,7 +468,7 @@ static const unsigned char *rknnx_lb_row(const rknnx_lb_params *p, rknnx_lb_rows
         k ^= 1;
     rs->next = k ^ 1;
     rs->y[k] = y;
-    rknnx_lb_convert(p, rs, y, rs->buf[k]);
+    rknnx_lb_convert(p, rs, y, 0, 0, rs->buf[k]);
     return rs->buf[k];
 }
 
@@ -1212,6 +1216,9 @@ int rknnx_lb_run(const rknnx_lb_params *p)
     /* the vertical sums at the taps only (AVX2, downscaling): fewer lanes than columns */
     fused = ln.n > 0 && p->nw < x1 - x0;
     const int64_t den = 2 * (int64_t)p->nh;
+    /* a YUV frame whose rows go 1:1 into packed pixels (all its columns, in order) */
+    const int yuv1 = packed && p->fmt != RKNNX_LB_BGR && ex.mode == RKNNX_LB_HS && ex.k == 1
+                     && p->nw == p->w && pick[0] == 0;
     const int prefetch = p->fmt == RKNNX_LB_BGR && p->src_px == 3 && p->src_ch == 1
                          && p->h >= 4 * p->nh;
     for (ptrdiff_t y = 0; y < p->H; y++) {
@@ -1246,7 +1253,12 @@ int rknnx_lb_run(const rknnx_lb_params *p)
                         __builtin_prefetch(r + b);
                 }
         }
-        if (yw == 0 || yw == 256) {
+        if ((yw == 0 || yw == 256) && yuv1) {
+            /* a YUV frame's row at 1:1 into packed pixels: converted in place, swapped on
+               the way (no row buffer, no copy) */
+            rknnx_lb_convert(p, &rs, (ptrdiff_t)yi + (yw == 256), p->swap_rb ? 2 : 0, 1,
+                             d + 3 * p->left);
+        } else if (yw == 0 || yw == 256) {
             /* one source row: its bytes, exactly what the 16-bit sums would give */
             const unsigned char *r = rknnx_lb_row(p, &rs, (ptrdiff_t)yi + (yw == 256), NULL);
             if (ex.mode != RKNNX_LB_HG)

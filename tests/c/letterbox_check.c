@@ -13,8 +13,8 @@
  * pad byte.
  * And the YUV -> BGR conversion over every (Y, U, V) triple, NV12 and I420, BT.601 and
  * BT.709, on each path of the dispatch (frames of 512 x 128 pixels at 1:1, one per V, each
- * 2x2 block four Ys and a U): every byte is letterbox.h's Q20 sum, written out below from
- * its text, not from the kernel's tables.
+ * 2x2 block four Ys and a U; odd Vs swapped to RGB): every byte is letterbox.h's Q20 sum,
+ * written out below from its text, not from the kernel's tables.
  * Prints "letterbox_check: N checks, F failed".
  */
 #include <stdint.h>
@@ -268,11 +268,12 @@ static void yuv_all(int fmt, int matrix, int level)
                 }
             }
         memset(o, 0, (size_t)(3 * w * h));
+        p.swap_rb = V & 1;
         check(rknnx_lb_run(&p) == RKNNX_LB_OK, "run (every YUV)", (long)fmt, (long)V);
         for (ptrdiff_t r = 0; r < h; r++)
             for (ptrdiff_t x = 0; x < w; x++)
                 for (int c = 0; c < 3; c++)
-                    bad += o[3 * (r * w + x) + c]
+                    bad += o[3 * (r * w + x) + (p.swap_rb ? 2 - c : c)]
                            != yuv_reference(matrix, y[r * w + x], (int)(x >> 1), V, c);
     }
     check(bad == 0, "every (Y, U, V): letterbox.h's sums", (long)(fmt * 100 + matrix * 10 + level),
