@@ -1074,6 +1074,142 @@ static void rknnx_lb_pairs(const unsigned char *restrict a, const unsigned char 
     }
 }
 
+/* ---- 2:1 both ways from a YUV frame, in one pass ------------------------------------
+   Where the horizontal taps are pairs of adjacent pixels (e[x] = e[0] + 2x, e[0] even)
+   and the row's vertical weight is 128 with yi even, output pixel x is the mean of the
+   2x2 block of converted pixels (a + b + c + d + 2) >> 2 (letterbox.h's pairs form with
+   t = 128 (r0 + r1)), and the block's four pixels share one U, V: the AVX2 path converts
+   the two rows' 32 pixels a step with one chroma computation, takes the means in 16-bit
+   lanes (each pixel clamped to 0..255 first, as the conversion's bytes) and writes the 16
+   output pixels interleaved and swapped: no row buffers, no pair pass.  The plain loop
+   finishes a row from the tables. */
+#if RKNNX_LB_VYUV && RKNNX_K_AVX2
+/* the 24 bytes of a lane's 8 output pixels from BG (B 0-7, G 8-15) and RR (R 0-7):
+   [0] bytes 0-15 from BG, [1] from RR, [2] bytes 16-23 from BG, [3] from RR */
+static const signed char rknnx_lb_ilv8[4][16] = {
+    {0, 8, -1, 1, 9, -1, 2, 10, -1, 3, 11, -1, 4, 12, -1, 5},
+    {-1, -1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1},
+    {13, -1, 6, 14, -1, 7, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+    {-1, 5, -1, -1, 6, -1, -1, 7, -1, -1, -1, -1, -1, -1, -1, -1}};
+
+__attribute__((target("avx2")))
+static ptrdiff_t rknnx_lb_yuv_half_avx2(const unsigned char *restrict Y0,
+                                        const unsigned char *restrict Y1,
+                                        const unsigned char *restrict U,
+                                        const unsigned char *restrict V, int i420,
+                                        const int32_t *k, int sw, ptrdiff_t n,
+                                        unsigned char *restrict o)
+{
+    int32_t w[5];
+    for (int i = 0; i < 5; i++)
+        rknnx_lb_split(k[i], w + i);
+    const __m256i wy = _mm256_set1_epi32(w[0]), wrv = _mm256_set1_epi32(w[1]);
+    const __m256i wgv = _mm256_set1_epi32(w[2]), wgu = _mm256_set1_epi32(w[3]);
+    const __m256i wbu = _mm256_set1_epi32(w[4]);
+    const __m256i m8 = _mm256_set1_epi16(0xff), c16 = _mm256_set1_epi16(16);
+    const __m256i c128 = _mm256_set1_epi16(128), half = _mm256_set1_epi32(1 << 19);
+    const __m256i two = _mm256_set1_epi16(2), zero = _mm256_setzero_si256();
+    __m256i sh[4];
+    for (int i = 0; i < 4; i++)
+        sh[i] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)rknnx_lb_ilv8[i]));
+    ptrdiff_t x = 0;
+    for (; x + 16 <= n; x += 16) {
+        __m256i u, v;
+        if (i420) {
+            u = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(U + x)));
+            v = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(V + x)));
+        } else {
+            const __m256i uv = _mm256_loadu_si256((const __m256i *)(U + 2 * x));
+            u = _mm256_and_si256(uv, m8);
+            v = _mm256_srli_epi16(uv, 8);
+        }
+        u = _mm256_sub_epi16(u, c128);
+        v = _mm256_sub_epi16(v, c128);
+        const __m256i us = _mm256_slli_epi16(u, 7), vs = _mm256_slli_epi16(v, 7);
+        const __m256i up0 = _mm256_unpacklo_epi16(us, u), up1 = _mm256_unpackhi_epi16(us, u);
+        const __m256i vp0 = _mm256_unpacklo_epi16(vs, v), vp1 = _mm256_unpackhi_epi16(vs, v);
+        const __m256i cb0 = _mm256_madd_epi16(up0, wbu), cb1 = _mm256_madd_epi16(up1, wbu);
+        const __m256i cr0 = _mm256_madd_epi16(vp0, wrv), cr1 = _mm256_madd_epi16(vp1, wrv);
+        const __m256i cg0 = _mm256_add_epi32(_mm256_madd_epi16(vp0, wgv),
+                                             _mm256_madd_epi16(up0, wgu));
+        const __m256i cg1 = _mm256_add_epi32(_mm256_madd_epi16(vp1, wgv),
+                                             _mm256_madd_epi16(up1, wgu));
+        __m256i sb = two, sg = two, sr = two;     /* the blocks' sums + 2, 16-bit lanes */
+        for (int r = 0; r < 2; r++) {
+            const __m256i yb = _mm256_loadu_si256((const __m256i *)((r ? Y1 : Y0) + 2 * x));
+            const __m256i ye = _mm256_subs_epu16(_mm256_and_si256(yb, m8), c16);
+            const __m256i yo = _mm256_subs_epu16(_mm256_srli_epi16(yb, 8), c16);
+            const __m256i es = _mm256_slli_epi16(ye, 7), os = _mm256_slli_epi16(yo, 7);
+            const __m256i e0 = _mm256_add_epi32(
+                _mm256_madd_epi16(_mm256_unpacklo_epi16(es, ye), wy), half);
+            const __m256i e1 = _mm256_add_epi32(
+                _mm256_madd_epi16(_mm256_unpackhi_epi16(es, ye), wy), half);
+            const __m256i o0 = _mm256_add_epi32(
+                _mm256_madd_epi16(_mm256_unpacklo_epi16(os, yo), wy), half);
+            const __m256i o1 = _mm256_add_epi32(
+                _mm256_madd_epi16(_mm256_unpackhi_epi16(os, yo), wy), half);
+/* a channel's 16 pixels (even or odd), clamped to 0..255 in 16-bit lanes */
+#define RKNNX_LB_PX(A0, A1, C0, C1)                                                         \
+    _mm256_min_epi16(_mm256_max_epi16(                                                      \
+        _mm256_packs_epi32(_mm256_srai_epi32(_mm256_add_epi32(A0, C0), 20),                 \
+                           _mm256_srai_epi32(_mm256_add_epi32(A1, C1), 20)), zero), m8)
+            sb = _mm256_add_epi16(sb, _mm256_add_epi16(RKNNX_LB_PX(e0, e1, cb0, cb1),
+                                                       RKNNX_LB_PX(o0, o1, cb0, cb1)));
+            sg = _mm256_add_epi16(sg, _mm256_add_epi16(RKNNX_LB_PX(e0, e1, cg0, cg1),
+                                                       RKNNX_LB_PX(o0, o1, cg0, cg1)));
+            sr = _mm256_add_epi16(sr, _mm256_add_epi16(RKNNX_LB_PX(e0, e1, cr0, cr1),
+                                                       RKNNX_LB_PX(o0, o1, cr0, cr1)));
+#undef RKNNX_LB_PX
+        }
+        sb = _mm256_srli_epi16(sb, 2);
+        sg = _mm256_srli_epi16(sg, 2);
+        sr = _mm256_srli_epi16(sr, 2);
+        /* per lane 8 output pixels: B 0-7, G 8-15; R 0-7 (twice) */
+        const __m256i bg = _mm256_packus_epi16(sw ? sr : sb, sg);
+        const __m256i rr = _mm256_packus_epi16(sw ? sb : sr, sw ? sb : sr);
+        const __m256i p1 = _mm256_or_si256(_mm256_shuffle_epi8(bg, sh[0]),
+                                           _mm256_shuffle_epi8(rr, sh[1]));
+        const __m256i p2 = _mm256_or_si256(_mm256_shuffle_epi8(bg, sh[2]),
+                                           _mm256_shuffle_epi8(rr, sh[3]));
+        unsigned char *q = o + 3 * x;
+        _mm_storeu_si128((__m128i *)q, _mm256_castsi256_si128(p1));
+        _mm_storel_epi64((__m128i *)(q + 16), _mm256_castsi256_si128(p2));
+        _mm_storeu_si128((__m128i *)(q + 24), _mm256_extracti128_si256(p1, 1));
+        _mm_storel_epi64((__m128i *)(q + 40), _mm256_extracti128_si256(p2, 1));
+    }
+    return x;
+}
+#endif
+
+/* Output pixels [0, n) of row yi / 2 of a 2:1 YUV frame (rows yi, yi + 1, yi even; the
+   pairs from pixel e0, even), packed into o (sw 2: R, G, B) */
+static void rknnx_lb_yuv_half(const rknnx_lb_params *p, const rknnx_lb_yuv *t, ptrdiff_t yi,
+                              ptrdiff_t e0, ptrdiff_t n, int sw, unsigned char *restrict o)
+{
+    const int i420 = p->fmt == RKNNX_LB_I420;
+    const unsigned char *Y0 = p->src + yi * p->src_row + e0, *Y1 = Y0 + p->src_row;
+    const unsigned char *U = p->uv + (yi >> 1) * p->uv_row + (i420 ? e0 / 2 : e0);
+    const unsigned char *V = i420 ? p->v + (yi >> 1) * p->v_row + e0 / 2 : U + 1;
+    ptrdiff_t x = 0;
+#if RKNNX_LB_VYUV && RKNNX_K_AVX2
+    x = rknnx_lb_yuv_half_avx2(Y0, Y1, U, V, i420, t->k, sw, n, o);
+#endif
+    const ptrdiff_t cs = i420 ? 1 : 2;
+    for (; x < n; x++) {
+        const int32_t u = U[x * cs], v = V[x * cs];
+        int32_t s[3] = {2, 2, 2};
+        for (int k = 0; k < 4; k++) {
+            const int32_t yy = t->y[(k & 2 ? Y1 : Y0)[2 * x + (k & 1)]];
+            s[0] += rknnx_lb_sat(yy + t->bu[u]);
+            s[1] += rknnx_lb_sat(yy + t->gv[v] + t->gu[u]);
+            s[2] += rknnx_lb_sat(yy + t->rv[v]);
+        }
+        o[3 * x + sw] = (unsigned char)(s[0] >> 2);
+        o[3 * x + 1] = (unsigned char)(s[1] >> 2);
+        o[3 * x + 2 - sw] = (unsigned char)(s[2] >> 2);
+    }
+}
+
 /* What the exact-ratio paths need: the mode, the picked pixels e (ascending), the step
    between them (1 for a pick, 2 for pairs: the frame's own bytes, nothing copied; 0:
    irregular or wider, copied out), scratch rows a, b (6 bytes an output pixel) and m. */
@@ -1219,6 +1355,12 @@ int rknnx_lb_run(const rknnx_lb_params *p)
     /* a YUV frame whose rows go 1:1 into packed pixels (all its columns, in order) */
     const int yuv1 = packed && p->fmt != RKNNX_LB_BGR && ex.mode == RKNNX_LB_HS && ex.k == 1
                      && p->nw == p->w && pick[0] == 0;
+    /* a YUV frame's pairs of adjacent pixels from an even column (the 2:1 path, AVX2) */
+    int yuvhalf = 0;
+#if RKNNX_LB_VYUV && RKNNX_K_AVX2
+    yuvhalf = p->fmt != RKNNX_LB_BGR && ex.mode == RKNNX_LB_HP && ex.k == 2
+              && (pick[0] & 1) == 0 && rknnx_k_path() >= 2 && rknnx_k_have_avx2();
+#endif
     const int prefetch = p->fmt == RKNNX_LB_BGR && p->src_px == 3 && p->src_ch == 1
                          && p->h >= 4 * p->nh;
     for (ptrdiff_t y = 0; y < p->H; y++) {
@@ -1265,6 +1407,12 @@ int rknnx_lb_run(const rknnx_lb_params *p)
                 rknnx_lb_exact_row(p, &ex, r, NULL, 0, d, ob, packed);
             else
                 rknnx_lb_hpass(p, r, 0, xi, xw, &ln, NULL, 0, d, ob, packed);
+        } else if (yuvhalf && yw == 128 && (yi & 1) == 0) {
+            /* 2:1 both ways from YUV: the two rows converted and averaged in one pass */
+            unsigned char *o = packed ? d + 3 * p->left : ob;
+            rknnx_lb_yuv_half(p, yuv, (ptrdiff_t)yi, pick[0], p->nw, p->swap_rb ? 2 : 0, o);
+            if (!packed)
+                rknnx_lb_store(p, ob, d);
         } else {
             const unsigned char *r0 = rknnx_lb_row(p, &rs, (ptrdiff_t)yi, NULL);
             const unsigned char *r1 = rknnx_lb_row(p, &rs, (ptrdiff_t)yi + 1, r0);
