@@ -1361,8 +1361,6 @@ int rknnx_lb_run(const rknnx_lb_params *p)
     yuvhalf = p->fmt != RKNNX_LB_BGR && ex.mode == RKNNX_LB_HP && ex.k == 2
               && (pick[0] & 1) == 0 && rknnx_k_path() >= 2 && rknnx_k_have_avx2();
 #endif
-    const int prefetch = p->fmt == RKNNX_LB_BGR && p->src_px == 3 && p->src_ch == 1
-                         && p->h >= 4 * p->nh;
     for (ptrdiff_t y = 0; y < p->H; y++) {
         unsigned char *d = p->dst + y * p->dst_row;
         const ptrdiff_t ry = y - p->top;
@@ -1382,18 +1380,6 @@ int rknnx_lb_run(const rknnx_lb_params *p)
                 yi = (int64_t)p->h - 2;
                 yw = 256;
             }
-        }
-        /* a downscale by 4 or more reads rows far apart: ask for the next output row's
-           two rows now (the frame's own bytes, where they are read in place) */
-        if (prefetch && ry + 1 < p->nh) {
-            const int64_t nn = (2 * (int64_t)ry + 3) * (int64_t)p->h - (int64_t)p->nh;
-            const ptrdiff_t ny = nn > 0 ? (ptrdiff_t)(nn / den) : 0;
-            if (ny + 1 < p->h)
-                for (int k = 0; k < 2; k++) {
-                    const unsigned char *r = p->src + (ny + k) * p->src_row + 3 * x0;
-                    for (ptrdiff_t b = 0; b < 3 * (x1 - x0); b += 64)
-                        __builtin_prefetch(r + b);
-                }
         }
         if ((yw == 0 || yw == 256) && yuv1) {
             /* a YUV frame's row at 1:1 into packed pixels: converted in place, swapped on
