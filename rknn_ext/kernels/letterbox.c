@@ -825,25 +825,17 @@ static void rknnx_lb_hpass(const rknnx_lb_params *p, const void *src, int q16,
 
 enum { RKNNX_LB_HG = 0, RKNNX_LB_HS = 1, RKNNX_LB_HP = 2 };
 
-/* o[3x + c] = s[3 e[x] + c] (sw: + 2 - c): the picked pixels */
+/* o[3x + c] = s[3 e[x] + c], x < n: the picked pixels, unswapped (the swap is a vector
+   pass after), 4 bytes a pixel copied while the pixel after e[x] is in the row of w (the
+   fourth byte is the next pixel's first, rewritten by it) */
 static void rknnx_lb_pick3(const unsigned char *restrict s, const int32_t *restrict e,
-                           ptrdiff_t n, int sw, unsigned char *restrict o)
+                           ptrdiff_t n, ptrdiff_t w, unsigned char *restrict o)
 {
-    if (sw) {
-        for (ptrdiff_t x = 0; x < n; x++) {
-            const unsigned char *p = s + 3 * (ptrdiff_t)e[x];
-            o[3 * x] = p[2];
-            o[3 * x + 1] = p[1];
-            o[3 * x + 2] = p[0];
-        }
-    } else {
-        for (ptrdiff_t x = 0; x < n; x++) {
-            const unsigned char *p = s + 3 * (ptrdiff_t)e[x];
-            o[3 * x] = p[0];
-            o[3 * x + 1] = p[1];
-            o[3 * x + 2] = p[2];
-        }
-    }
+    ptrdiff_t x = 0;
+    for (; x + 1 < n && e[x] + 1 < w; x++)
+        memcpy(o + 3 * x, s + 3 * (ptrdiff_t)e[x], 4);
+    for (; x < n; x++)
+        memcpy(o + 3 * x, s + 3 * (ptrdiff_t)e[x], 3);
 }
 
 /* o[6x + k] = s[3 e[x] + k], k < 6: the pixel pairs, unswapped (e rises by 2 or more: 8
@@ -1231,16 +1223,25 @@ static void rknnx_lb_exact_row(const rknnx_lb_params *p, const rknnx_lb_exact *e
     unsigned char *o = direct ? d + 3 * p->left : ob;
     if (ex->mode == RKNNX_LB_HS) {
         if (!r1) {
-            if (ex->k == 1)
+            if (ex->k == 1) {
                 rknnx_lb_copy3(r0 + 3 * (ptrdiff_t)e[0], n, sw, o);
-            else
-                rknnx_lb_pick3(r0, e, n, sw, o);
+            } else if (!sw) {
+                rknnx_lb_pick3(r0, e, n, p->w, o);
+            } else {
+                rknnx_lb_pick3(r0, e, n, p->w, ex->a);
+                rknnx_lb_copy3(ex->a, n, sw, o);
+            }
         } else if (ex->k == 1 && !sw) {
             rknnx_lb_blend(r0 + 3 * (ptrdiff_t)e[0], r1 + 3 * (ptrdiff_t)e[0], 3 * n, wy, o);
         } else {
-            rknnx_lb_pick3(r0, e, n, sw, ex->a);
-            rknnx_lb_pick3(r1, e, n, sw, ex->b);
-            rknnx_lb_blend(ex->a, ex->b, 3 * n, wy, o);
+            rknnx_lb_pick3(r0, e, n, p->w, ex->a);
+            rknnx_lb_pick3(r1, e, n, p->w, ex->b);
+            if (!sw) {
+                rknnx_lb_blend(ex->a, ex->b, 3 * n, wy, o);
+            } else {
+                rknnx_lb_blend(ex->a, ex->b, 3 * n, wy, ex->m);
+                rknnx_lb_copy3(ex->m, n, sw, o);
+            }
         }
     } else {
         const unsigned char *a = r0 + 3 * (ptrdiff_t)e[0];
