@@ -255,8 +255,9 @@ cdef Py_ssize_t _fast_inputs(_IOSpecs sp, object items, Py_ssize_t n, bint exact
     positions, n <= sp.n_in and <= _FAST_MAX) against `sp`, each one taken filling its
     rknn_input: how many were taken before the first the general path must see (an Input,
     None, another layout, type, size or shape; with `exact`, anything but a numpy.ndarray,
-    not a subclass, of the attribute's exact dims, leading ones included).  Each view is held from the moment `nviews` counts
-    it: the caller releases views[0:nviews[0]], also when this raises."""
+    not a subclass, of the attribute's exact dims, leading ones included).  Each view is
+    held from the moment `nviews` counts it: the caller releases views[0:nviews[0]], also
+    when this raises."""
     cdef Py_ssize_t k
     cdef _InputSpec* s
     cdef Py_buffer* v
