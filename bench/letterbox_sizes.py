@@ -97,10 +97,15 @@ def _one_run(cv2, bodies, iters: int, threads: int) -> Dict[Any, Dict[str, float
     times: Dict[Any, Dict[str, List[int]]] = {
         k: {"rknnx": [], "opencv_1": [], "opencv": []} for k in bodies}
     chunk = max(1, min(5, iters))
-    for _ in range(max(1, iters // chunk)):
+    for rnd in range(max(1, iters // chunk)):
         for key, b in bodies.items():
-            for name, fn, nthr in (("rknnx", b["rknnx"], None), ("opencv_1", b["opencv"], 1),
-                                   ("opencv", b["opencv"], threads)):
+            order = [("rknnx", b["rknnx"], None), ("opencv_1", b["opencv"], 1),
+                     ("opencv", b["opencv"], threads)]
+            # who comes first after another frame's body reads its frame from memory
+            # (evicted by the bodies before it; it warms the caches for the next):
+            # each body comes first in a third of the rounds
+            k = rnd % 3
+            for name, fn, nthr in order[k:] + order[:k]:
                 if nthr is not None:
                     cv2.setNumThreads(nthr)
                 for _ in range(chunk):

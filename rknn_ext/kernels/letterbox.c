@@ -209,8 +209,8 @@ static inline unsigned char rknnx_lb_sat(int32_t v)
     ATTR static ptrdiff_t NAME(const unsigned char *restrict Y,                            \
                                const unsigned char *restrict U,                            \
                                const unsigned char *restrict V, int i420,                  \
-                               const int32_t *k, unsigned char *restrict d, ptrdiff_t x,   \
-                               ptrdiff_t end)                                              \
+                               const int32_t *k, int sw, unsigned char *restrict d,        \
+                               ptrdiff_t x, ptrdiff_t end)                                 \
     {                                                                                      \
         const int32_t ky = k[0], krv = k[1], kgv = k[2], kgu = k[3], kbu = k[4];           \
         for (; x + 2 * (N) <= end; x += 2 * (N)) {                                         \
@@ -237,7 +237,8 @@ static inline unsigned char rknnx_lb_sat(int32_t v)
             VI px[2];                                                                      \
             for (int j = 0; j < 2; j++) {                                                  \
                 const VI yy = j ? yo : ye;                                                 \
-                VI b = (yy + cb) >> 20, g = (yy + cg) >> 20, r = (yy + cr) >> 20;          \
+                VI b = (yy + (sw ? cr : cb)) >> 20, g = (yy + cg) >> 20;                   \
+                VI r = (yy + (sw ? cb : cr)) >> 20;                                        \
                 b = (b & ~(b >> 31)) | ((255 - b) >> 31);                                  \
                 g = (g & ~(g >> 31)) | ((255 - g) >> 31);                                  \
                 r = (r & ~(r >> 31)) | ((255 - r) >> 31);                                  \
@@ -263,10 +264,120 @@ RKNNX_LB_YUV_STEP(rknnx_lb_yuv_v128, rknnx_lb_v4i, rknnx_lb_v4h, rknnx_lb_v4b, 4
                   RKNNX_LB_ARGS(0, 4, 1, 5), RKNNX_LB_ARGS(2, 6, 3, 7), )
 #endif
 #if RKNNX_LB_VYUV && RKNNX_K_AVX2
-typedef int32_t rknnx_lb_v8i __attribute__((vector_size(32)));
-RKNNX_LB_YUV_STEP(rknnx_lb_yuv_avx2, rknnx_lb_v8i, rknnx_lb_v8h, rknnx_lb_v8b, 8,
-                  RKNNX_LB_ARGS(0, 8, 1, 9, 2, 10, 3, 11),
-                  RKNNX_LB_ARGS(4, 12, 5, 13, 6, 14, 7, 15), __attribute__((target("avx2"))))
+/* The AVX2 step, 32 pixels (16 pairs) a step, in intrinsics: the same Q20 sums, but each
+   32-bit product from one vpmaddwd of 16-bit halves (a coefficient k split as
+   k = 128 kh + kl, |kl| < 128: x k = (x << 7) kh + x kl, the pair (x << 7, x) times
+   (kh, kl), every factor within int16 for x in -128..255: exact), and the saturation to
+   0..255 from the saturating packs (vpackssdw of the shifted sums, which stay within
+   +-2**11, then vpackuswb: the plain loop's clamp, exactly); the even and odd pixels'
+   bytes are interleaved into B, G, R triples by byte shuffles (vpshufb), in-lane, the two
+   lanes' 48 bytes put in order by vperm2i128.  Half the instructions of the generic
+   step above (vpmulld, the clamps by hand and the 4-byte words go). */
+static void rknnx_lb_split(int32_t k, int32_t *w)
+{
+    const int32_t hi = k / 128, lo = k - 128 * hi;
+    *w = (int32_t)((uint32_t)(uint16_t)hi | (uint32_t)(uint16_t)lo << 16);
+}
+
+/* The byte shuffles of the interleave: byte q of a lane's 48 bytes out (pixel p = q / 3,
+   channel q % 3), in vector t = q / 16 from channel c's vector, takes its byte
+   (p >> 1) + 8 (p & 1) (the even pixels first, then the odd ones) where q % 3 = c, else
+   zero (-1); rknnx_lb_ilv[3 t + c]. */
+static const signed char rknnx_lb_ilv[9][16] = {
+    {0, -1, -1, 8, -1, -1, 1, -1, -1, 9, -1, -1, 2, -1, -1, 10},
+    {-1, 0, -1, -1, 8, -1, -1, 1, -1, -1, 9, -1, -1, 2, -1, -1},
+    {-1, -1, 0, -1, -1, 8, -1, -1, 1, -1, -1, 9, -1, -1, 2, -1},
+    {-1, -1, 3, -1, -1, 11, -1, -1, 4, -1, -1, 12, -1, -1, 5, -1},
+    {10, -1, -1, 3, -1, -1, 11, -1, -1, 4, -1, -1, 12, -1, -1, 5},
+    {-1, 10, -1, -1, 3, -1, -1, 11, -1, -1, 4, -1, -1, 12, -1, -1},
+    {-1, 13, -1, -1, 6, -1, -1, 14, -1, -1, 7, -1, -1, 15, -1, -1},
+    {-1, -1, 13, -1, -1, 6, -1, -1, 14, -1, -1, 7, -1, -1, 15, -1},
+    {5, -1, -1, 13, -1, -1, 6, -1, -1, 14, -1, -1, 7, -1, -1, 15},
+};
+
+__attribute__((target("avx2")))
+static ptrdiff_t rknnx_lb_yuv_avx2(const unsigned char *restrict Y,
+                                   const unsigned char *restrict U,
+                                   const unsigned char *restrict V, int i420,
+                                   const int32_t *k, int sw, unsigned char *restrict d,
+                                   ptrdiff_t x, ptrdiff_t end)
+{
+    int32_t w[5];
+    for (int i = 0; i < 5; i++)
+        rknnx_lb_split(k[i], w + i);
+    const __m256i wy = _mm256_set1_epi32(w[0]), wrv = _mm256_set1_epi32(w[1]);
+    const __m256i wgv = _mm256_set1_epi32(w[2]), wgu = _mm256_set1_epi32(w[3]);
+    const __m256i wbu = _mm256_set1_epi32(w[4]);
+    const __m256i m8 = _mm256_set1_epi16(0xff), c16 = _mm256_set1_epi16(16);
+    const __m256i c128 = _mm256_set1_epi16(128), half = _mm256_set1_epi32(1 << 19);
+    __m256i sh[3][3];
+    for (int t = 0; t < 3; t++)
+        for (int c = 0; c < 3; c++)
+            sh[t][c] = _mm256_broadcastsi128_si256(
+                _mm_loadu_si128((const __m128i *)rknnx_lb_ilv[3 * t + c]));
+    for (; x + 32 <= end; x += 32) {
+        const __m256i yb = _mm256_loadu_si256((const __m256i *)(Y + x));
+        const __m256i ye = _mm256_subs_epu16(_mm256_and_si256(yb, m8), c16);
+        const __m256i yo = _mm256_subs_epu16(_mm256_srli_epi16(yb, 8), c16);
+        __m256i u, v;
+        if (i420) {
+            u = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(U + x / 2)));
+            v = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(V + x / 2)));
+        } else {
+            const __m256i uv = _mm256_loadu_si256((const __m256i *)(U + x));
+            u = _mm256_and_si256(uv, m8);
+            v = _mm256_srli_epi16(uv, 8);
+        }
+        u = _mm256_sub_epi16(u, c128);
+        v = _mm256_sub_epi16(v, c128);
+        /* the pairs (x << 7, x): ..0 pairs 0-3 and 8-11, ..1 pairs 4-7 and 12-15 */
+        const __m256i us = _mm256_slli_epi16(u, 7), vs = _mm256_slli_epi16(v, 7);
+        const __m256i up0 = _mm256_unpacklo_epi16(us, u), up1 = _mm256_unpackhi_epi16(us, u);
+        const __m256i vp0 = _mm256_unpacklo_epi16(vs, v), vp1 = _mm256_unpackhi_epi16(vs, v);
+        const __m256i es = _mm256_slli_epi16(ye, 7), os = _mm256_slli_epi16(yo, 7);
+        const __m256i ep0 = _mm256_unpacklo_epi16(es, ye), ep1 = _mm256_unpackhi_epi16(es, ye);
+        const __m256i op0 = _mm256_unpacklo_epi16(os, yo), op1 = _mm256_unpackhi_epi16(os, yo);
+        /* B, G, R of the even (e) and odd (o) pixels, 16-bit lanes: pairs 0-7, 8-15 */
+        __m256i be, ge, re, bo, go, ro;
+        {
+            const __m256i cb0 = _mm256_madd_epi16(up0, wbu), cb1 = _mm256_madd_epi16(up1, wbu);
+            const __m256i cr0 = _mm256_madd_epi16(vp0, wrv), cr1 = _mm256_madd_epi16(vp1, wrv);
+            const __m256i cg0 = _mm256_add_epi32(_mm256_madd_epi16(vp0, wgv),
+                                                 _mm256_madd_epi16(up0, wgu));
+            const __m256i cg1 = _mm256_add_epi32(_mm256_madd_epi16(vp1, wgv),
+                                                 _mm256_madd_epi16(up1, wgu));
+            const __m256i e0 = _mm256_add_epi32(_mm256_madd_epi16(ep0, wy), half);
+            const __m256i e1 = _mm256_add_epi32(_mm256_madd_epi16(ep1, wy), half);
+            const __m256i o0 = _mm256_add_epi32(_mm256_madd_epi16(op0, wy), half);
+            const __m256i o1 = _mm256_add_epi32(_mm256_madd_epi16(op1, wy), half);
+#define RKNNX_LB_CH(Y0, Y1, C0, C1)                                                         \
+    _mm256_packs_epi32(_mm256_srai_epi32(_mm256_add_epi32(Y0, C0), 20),                     \
+                       _mm256_srai_epi32(_mm256_add_epi32(Y1, C1), 20))
+            be = RKNNX_LB_CH(e0, e1, cb0, cb1);
+            ge = RKNNX_LB_CH(e0, e1, cg0, cg1);
+            re = RKNNX_LB_CH(e0, e1, cr0, cr1);
+            bo = RKNNX_LB_CH(o0, o1, cb0, cb1);
+            go = RKNNX_LB_CH(o0, o1, cg0, cg1);
+            ro = RKNNX_LB_CH(o0, o1, cr0, cr1);
+#undef RKNNX_LB_CH
+        }
+        /* per lane: bytes 0-7 the even pixels, 8-15 the odd ones, saturated */
+        const __m256i b8 = _mm256_packus_epi16(be, bo), r8 = _mm256_packus_epi16(re, ro);
+        const __m256i G = _mm256_packus_epi16(ge, go);
+        const __m256i B = sw ? r8 : b8, R = sw ? b8 : r8;     /* sw: R, G, B */
+#define RKNNX_LB_OUT(T)                                                                     \
+    _mm256_or_si256(_mm256_or_si256(_mm256_shuffle_epi8(B, sh[T][0]),                       \
+                                    _mm256_shuffle_epi8(G, sh[T][1])),                      \
+                    _mm256_shuffle_epi8(R, sh[T][2]))
+        const __m256i q0 = RKNNX_LB_OUT(0), q1 = RKNNX_LB_OUT(1), q2 = RKNNX_LB_OUT(2);
+#undef RKNNX_LB_OUT
+        unsigned char *q = d + 3 * x;
+        _mm256_storeu_si256((__m256i *)q, _mm256_permute2x128_si256(q0, q1, 0x20));
+        _mm256_storeu_si256((__m256i *)(q + 32), _mm256_permute2x128_si256(q2, q0, 0x30));
+        _mm256_storeu_si256((__m256i *)(q + 64), _mm256_permute2x128_si256(q1, q2, 0x31));
+    }
+    return x;
+}
 #endif
 
 typedef struct rknnx_lb_rows {
@@ -279,14 +390,15 @@ typedef struct rknnx_lb_rows {
 } rknnx_lb_rows;
 
 /* The columns of row y the taps read, converted to 3 bytes a pixel into d (pixel x at
-   d + 3x; d has 16 bytes of slack): NV12 or I420 -> BGR, or gathered from pixels that are
-   not 3 contiguous bytes.  Table lookups at scattered columns: GCC's -O3 vectorizer makes
+   d + 3x; d has 16 bytes of slack unless exact: then nothing past the last column is
+   written): NV12 or I420 -> BGR (sw 2: R, G, B), or gathered from pixels that are not 3
+   contiguous bytes (sw 0).  Table lookups at scattered columns: GCC's -O3 vectorizer makes
    this loop about 2.7 times slower (measured on x86-64), so it is kept out here. */
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-tree-vectorize")))
 #endif
 static void rknnx_lb_convert(const rknnx_lb_params *p, const rknnx_lb_rows *rs, ptrdiff_t y,
-                             unsigned char *restrict d)
+                             int sw, int exact, unsigned char *restrict d)
 {
     const int32_t *restrict cols = rs->cols;
     const ptrdiff_t n = rs->ncols;
@@ -304,9 +416,11 @@ static void rknnx_lb_convert(const rknnx_lb_params *p, const rknnx_lb_rows *rs, 
             ptrdiff_t x = x0;
 #if RKNNX_K_AVX2
             if (rknnx_k_path() >= 2 && rknnx_k_have_avx2())
-                x = rknnx_lb_yuv_avx2(Y, U, V, i420, t->k, d, x, end);
+                x = rknnx_lb_yuv_avx2(Y, U, V, i420, t->k, sw, d, x, end);
 #endif
-            x = rknnx_lb_yuv_v128(Y, U, V, i420, t->k, d, x, end);
+            /* the 128-bit step stores 4 bytes past its pixels: exact, it stops 2 pixels
+               short, which the plain loop rewrites */
+            x = rknnx_lb_yuv_v128(Y, U, V, i420, t->k, sw, d, x, exact ? end - 2 : end);
             /* the first listed column the vectors left (ascending: a binary search) */
             ptrdiff_t hi = n;
             while (j < hi) {
@@ -322,9 +436,9 @@ static void rknnx_lb_convert(const rknnx_lb_params *p, const rknnx_lb_rows *rs, 
         for (; j < n; j++) {
             const ptrdiff_t x = cols[j], c = (x >> 1) * cs;
             const int32_t yy = t->y[Y[x]], u = U[c], v = V[c];
-            d[3 * x] = rknnx_lb_sat(yy + t->bu[u]);
+            d[3 * x + sw] = rknnx_lb_sat(yy + t->bu[u]);
             d[3 * x + 1] = rknnx_lb_sat(yy + t->gv[v] + t->gu[u]);
-            d[3 * x + 2] = rknnx_lb_sat(yy + t->rv[v]);
+            d[3 * x + 2 - sw] = rknnx_lb_sat(yy + t->rv[v]);
         }
     } else {
         const unsigned char *restrict s = p->src + y * p->src_row;
@@ -354,7 +468,7 @@ static const unsigned char *rknnx_lb_row(const rknnx_lb_params *p, rknnx_lb_rows
         k ^= 1;
     rs->next = k ^ 1;
     rs->y[k] = y;
-    rknnx_lb_convert(p, rs, y, rs->buf[k]);
+    rknnx_lb_convert(p, rs, y, 0, 0, rs->buf[k]);
     return rs->buf[k];
 }
 
@@ -711,25 +825,17 @@ static void rknnx_lb_hpass(const rknnx_lb_params *p, const void *src, int q16,
 
 enum { RKNNX_LB_HG = 0, RKNNX_LB_HS = 1, RKNNX_LB_HP = 2 };
 
-/* o[3x + c] = s[3 e[x] + c] (sw: + 2 - c): the picked pixels */
+/* o[3x + c] = s[3 e[x] + c], x < n: the picked pixels, unswapped (the swap is a vector
+   pass after), 4 bytes a pixel copied while the pixel after e[x] is in the row of w (the
+   fourth byte is the next pixel's first, rewritten by it) */
 static void rknnx_lb_pick3(const unsigned char *restrict s, const int32_t *restrict e,
-                           ptrdiff_t n, int sw, unsigned char *restrict o)
+                           ptrdiff_t n, ptrdiff_t w, unsigned char *restrict o)
 {
-    if (sw) {
-        for (ptrdiff_t x = 0; x < n; x++) {
-            const unsigned char *p = s + 3 * (ptrdiff_t)e[x];
-            o[3 * x] = p[2];
-            o[3 * x + 1] = p[1];
-            o[3 * x + 2] = p[0];
-        }
-    } else {
-        for (ptrdiff_t x = 0; x < n; x++) {
-            const unsigned char *p = s + 3 * (ptrdiff_t)e[x];
-            o[3 * x] = p[0];
-            o[3 * x + 1] = p[1];
-            o[3 * x + 2] = p[2];
-        }
-    }
+    ptrdiff_t x = 0;
+    for (; x + 1 < n && e[x] + 1 < w; x++)
+        memcpy(o + 3 * x, s + 3 * (ptrdiff_t)e[x], 4);
+    for (; x < n; x++)
+        memcpy(o + 3 * x, s + 3 * (ptrdiff_t)e[x], 3);
 }
 
 /* o[6x + k] = s[3 e[x] + k], k < 6: the pixel pairs, unswapped (e rises by 2 or more: 8
@@ -960,6 +1066,142 @@ static void rknnx_lb_pairs(const unsigned char *restrict a, const unsigned char 
     }
 }
 
+/* ---- 2:1 both ways from a YUV frame, in one pass ------------------------------------
+   Where the horizontal taps are pairs of adjacent pixels (e[x] = e[0] + 2x, e[0] even)
+   and the row's vertical weight is 128 with yi even, output pixel x is the mean of the
+   2x2 block of converted pixels (a + b + c + d + 2) >> 2 (letterbox.h's pairs form with
+   t = 128 (r0 + r1)), and the block's four pixels share one U, V: the AVX2 path converts
+   the two rows' 32 pixels a step with one chroma computation, takes the means in 16-bit
+   lanes (each pixel clamped to 0..255 first, as the conversion's bytes) and writes the 16
+   output pixels interleaved and swapped: no row buffers, no pair pass.  The plain loop
+   finishes a row from the tables. */
+#if RKNNX_LB_VYUV && RKNNX_K_AVX2
+/* the 24 bytes of a lane's 8 output pixels from BG (B 0-7, G 8-15) and RR (R 0-7):
+   [0] bytes 0-15 from BG, [1] from RR, [2] bytes 16-23 from BG, [3] from RR */
+static const signed char rknnx_lb_ilv8[4][16] = {
+    {0, 8, -1, 1, 9, -1, 2, 10, -1, 3, 11, -1, 4, 12, -1, 5},
+    {-1, -1, 0, -1, -1, 1, -1, -1, 2, -1, -1, 3, -1, -1, 4, -1},
+    {13, -1, 6, 14, -1, 7, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+    {-1, 5, -1, -1, 6, -1, -1, 7, -1, -1, -1, -1, -1, -1, -1, -1}};
+
+__attribute__((target("avx2")))
+static ptrdiff_t rknnx_lb_yuv_half_avx2(const unsigned char *restrict Y0,
+                                        const unsigned char *restrict Y1,
+                                        const unsigned char *restrict U,
+                                        const unsigned char *restrict V, int i420,
+                                        const int32_t *k, int sw, ptrdiff_t n,
+                                        unsigned char *restrict o)
+{
+    int32_t w[5];
+    for (int i = 0; i < 5; i++)
+        rknnx_lb_split(k[i], w + i);
+    const __m256i wy = _mm256_set1_epi32(w[0]), wrv = _mm256_set1_epi32(w[1]);
+    const __m256i wgv = _mm256_set1_epi32(w[2]), wgu = _mm256_set1_epi32(w[3]);
+    const __m256i wbu = _mm256_set1_epi32(w[4]);
+    const __m256i m8 = _mm256_set1_epi16(0xff), c16 = _mm256_set1_epi16(16);
+    const __m256i c128 = _mm256_set1_epi16(128), half = _mm256_set1_epi32(1 << 19);
+    const __m256i two = _mm256_set1_epi16(2), zero = _mm256_setzero_si256();
+    __m256i sh[4];
+    for (int i = 0; i < 4; i++)
+        sh[i] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)rknnx_lb_ilv8[i]));
+    ptrdiff_t x = 0;
+    for (; x + 16 <= n; x += 16) {
+        __m256i u, v;
+        if (i420) {
+            u = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(U + x)));
+            v = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(V + x)));
+        } else {
+            const __m256i uv = _mm256_loadu_si256((const __m256i *)(U + 2 * x));
+            u = _mm256_and_si256(uv, m8);
+            v = _mm256_srli_epi16(uv, 8);
+        }
+        u = _mm256_sub_epi16(u, c128);
+        v = _mm256_sub_epi16(v, c128);
+        const __m256i us = _mm256_slli_epi16(u, 7), vs = _mm256_slli_epi16(v, 7);
+        const __m256i up0 = _mm256_unpacklo_epi16(us, u), up1 = _mm256_unpackhi_epi16(us, u);
+        const __m256i vp0 = _mm256_unpacklo_epi16(vs, v), vp1 = _mm256_unpackhi_epi16(vs, v);
+        const __m256i cb0 = _mm256_madd_epi16(up0, wbu), cb1 = _mm256_madd_epi16(up1, wbu);
+        const __m256i cr0 = _mm256_madd_epi16(vp0, wrv), cr1 = _mm256_madd_epi16(vp1, wrv);
+        const __m256i cg0 = _mm256_add_epi32(_mm256_madd_epi16(vp0, wgv),
+                                             _mm256_madd_epi16(up0, wgu));
+        const __m256i cg1 = _mm256_add_epi32(_mm256_madd_epi16(vp1, wgv),
+                                             _mm256_madd_epi16(up1, wgu));
+        __m256i sb = two, sg = two, sr = two;     /* the blocks' sums + 2, 16-bit lanes */
+        for (int r = 0; r < 2; r++) {
+            const __m256i yb = _mm256_loadu_si256((const __m256i *)((r ? Y1 : Y0) + 2 * x));
+            const __m256i ye = _mm256_subs_epu16(_mm256_and_si256(yb, m8), c16);
+            const __m256i yo = _mm256_subs_epu16(_mm256_srli_epi16(yb, 8), c16);
+            const __m256i es = _mm256_slli_epi16(ye, 7), os = _mm256_slli_epi16(yo, 7);
+            const __m256i e0 = _mm256_add_epi32(
+                _mm256_madd_epi16(_mm256_unpacklo_epi16(es, ye), wy), half);
+            const __m256i e1 = _mm256_add_epi32(
+                _mm256_madd_epi16(_mm256_unpackhi_epi16(es, ye), wy), half);
+            const __m256i o0 = _mm256_add_epi32(
+                _mm256_madd_epi16(_mm256_unpacklo_epi16(os, yo), wy), half);
+            const __m256i o1 = _mm256_add_epi32(
+                _mm256_madd_epi16(_mm256_unpackhi_epi16(os, yo), wy), half);
+/* a channel's 16 pixels (even or odd), clamped to 0..255 in 16-bit lanes */
+#define RKNNX_LB_PX(A0, A1, C0, C1)                                                         \
+    _mm256_min_epi16(_mm256_max_epi16(                                                      \
+        _mm256_packs_epi32(_mm256_srai_epi32(_mm256_add_epi32(A0, C0), 20),                 \
+                           _mm256_srai_epi32(_mm256_add_epi32(A1, C1), 20)), zero), m8)
+            sb = _mm256_add_epi16(sb, _mm256_add_epi16(RKNNX_LB_PX(e0, e1, cb0, cb1),
+                                                       RKNNX_LB_PX(o0, o1, cb0, cb1)));
+            sg = _mm256_add_epi16(sg, _mm256_add_epi16(RKNNX_LB_PX(e0, e1, cg0, cg1),
+                                                       RKNNX_LB_PX(o0, o1, cg0, cg1)));
+            sr = _mm256_add_epi16(sr, _mm256_add_epi16(RKNNX_LB_PX(e0, e1, cr0, cr1),
+                                                       RKNNX_LB_PX(o0, o1, cr0, cr1)));
+#undef RKNNX_LB_PX
+        }
+        sb = _mm256_srli_epi16(sb, 2);
+        sg = _mm256_srli_epi16(sg, 2);
+        sr = _mm256_srli_epi16(sr, 2);
+        /* per lane 8 output pixels: B 0-7, G 8-15; R 0-7 (twice) */
+        const __m256i bg = _mm256_packus_epi16(sw ? sr : sb, sg);
+        const __m256i rr = _mm256_packus_epi16(sw ? sb : sr, sw ? sb : sr);
+        const __m256i p1 = _mm256_or_si256(_mm256_shuffle_epi8(bg, sh[0]),
+                                           _mm256_shuffle_epi8(rr, sh[1]));
+        const __m256i p2 = _mm256_or_si256(_mm256_shuffle_epi8(bg, sh[2]),
+                                           _mm256_shuffle_epi8(rr, sh[3]));
+        unsigned char *q = o + 3 * x;
+        _mm_storeu_si128((__m128i *)q, _mm256_castsi256_si128(p1));
+        _mm_storel_epi64((__m128i *)(q + 16), _mm256_castsi256_si128(p2));
+        _mm_storeu_si128((__m128i *)(q + 24), _mm256_extracti128_si256(p1, 1));
+        _mm_storel_epi64((__m128i *)(q + 40), _mm256_extracti128_si256(p2, 1));
+    }
+    return x;
+}
+#endif
+
+/* Output pixels [0, n) of row yi / 2 of a 2:1 YUV frame (rows yi, yi + 1, yi even; the
+   pairs from pixel e0, even), packed into o (sw 2: R, G, B) */
+static void rknnx_lb_yuv_half(const rknnx_lb_params *p, const rknnx_lb_yuv *t, ptrdiff_t yi,
+                              ptrdiff_t e0, ptrdiff_t n, int sw, unsigned char *restrict o)
+{
+    const int i420 = p->fmt == RKNNX_LB_I420;
+    const unsigned char *Y0 = p->src + yi * p->src_row + e0, *Y1 = Y0 + p->src_row;
+    const unsigned char *U = p->uv + (yi >> 1) * p->uv_row + (i420 ? e0 / 2 : e0);
+    const unsigned char *V = i420 ? p->v + (yi >> 1) * p->v_row + e0 / 2 : U + 1;
+    ptrdiff_t x = 0;
+#if RKNNX_LB_VYUV && RKNNX_K_AVX2
+    x = rknnx_lb_yuv_half_avx2(Y0, Y1, U, V, i420, t->k, sw, n, o);
+#endif
+    const ptrdiff_t cs = i420 ? 1 : 2;
+    for (; x < n; x++) {
+        const int32_t u = U[x * cs], v = V[x * cs];
+        int32_t s[3] = {2, 2, 2};
+        for (int k = 0; k < 4; k++) {
+            const int32_t yy = t->y[(k & 2 ? Y1 : Y0)[2 * x + (k & 1)]];
+            s[0] += rknnx_lb_sat(yy + t->bu[u]);
+            s[1] += rknnx_lb_sat(yy + t->gv[v] + t->gu[u]);
+            s[2] += rknnx_lb_sat(yy + t->rv[v]);
+        }
+        o[3 * x + sw] = (unsigned char)(s[0] >> 2);
+        o[3 * x + 1] = (unsigned char)(s[1] >> 2);
+        o[3 * x + 2 - sw] = (unsigned char)(s[2] >> 2);
+    }
+}
+
 /* What the exact-ratio paths need: the mode, the picked pixels e (ascending), the step
    between them (1 for a pick, 2 for pairs: the frame's own bytes, nothing copied; 0:
    irregular or wider, copied out), scratch rows a, b (6 bytes an output pixel) and m. */
@@ -981,16 +1223,25 @@ static void rknnx_lb_exact_row(const rknnx_lb_params *p, const rknnx_lb_exact *e
     unsigned char *o = direct ? d + 3 * p->left : ob;
     if (ex->mode == RKNNX_LB_HS) {
         if (!r1) {
-            if (ex->k == 1)
+            if (ex->k == 1) {
                 rknnx_lb_copy3(r0 + 3 * (ptrdiff_t)e[0], n, sw, o);
-            else
-                rknnx_lb_pick3(r0, e, n, sw, o);
+            } else if (!sw) {
+                rknnx_lb_pick3(r0, e, n, p->w, o);
+            } else {
+                rknnx_lb_pick3(r0, e, n, p->w, ex->a);
+                rknnx_lb_copy3(ex->a, n, sw, o);
+            }
         } else if (ex->k == 1 && !sw) {
             rknnx_lb_blend(r0 + 3 * (ptrdiff_t)e[0], r1 + 3 * (ptrdiff_t)e[0], 3 * n, wy, o);
         } else {
-            rknnx_lb_pick3(r0, e, n, sw, ex->a);
-            rknnx_lb_pick3(r1, e, n, sw, ex->b);
-            rknnx_lb_blend(ex->a, ex->b, 3 * n, wy, o);
+            rknnx_lb_pick3(r0, e, n, p->w, ex->a);
+            rknnx_lb_pick3(r1, e, n, p->w, ex->b);
+            if (!sw) {
+                rknnx_lb_blend(ex->a, ex->b, 3 * n, wy, o);
+            } else {
+                rknnx_lb_blend(ex->a, ex->b, 3 * n, wy, ex->m);
+                rknnx_lb_copy3(ex->m, n, sw, o);
+            }
         }
     } else {
         const unsigned char *a = r0 + 3 * (ptrdiff_t)e[0];
@@ -1102,8 +1353,15 @@ int rknnx_lb_run(const rknnx_lb_params *p)
     /* the vertical sums at the taps only (AVX2, downscaling): fewer lanes than columns */
     fused = ln.n > 0 && p->nw < x1 - x0;
     const int64_t den = 2 * (int64_t)p->nh;
-    const int prefetch = p->fmt == RKNNX_LB_BGR && p->src_px == 3 && p->src_ch == 1
-                         && p->h >= 4 * p->nh;
+    /* a YUV frame whose rows go 1:1 into packed pixels (all its columns, in order) */
+    const int yuv1 = packed && p->fmt != RKNNX_LB_BGR && ex.mode == RKNNX_LB_HS && ex.k == 1
+                     && p->nw == p->w && pick[0] == 0;
+    /* a YUV frame's pairs of adjacent pixels from an even column (the 2:1 path, AVX2) */
+    int yuvhalf = 0;
+#if RKNNX_LB_VYUV && RKNNX_K_AVX2
+    yuvhalf = p->fmt != RKNNX_LB_BGR && ex.mode == RKNNX_LB_HP && ex.k == 2
+              && (pick[0] & 1) == 0 && rknnx_k_path() >= 2 && rknnx_k_have_avx2();
+#endif
     for (ptrdiff_t y = 0; y < p->H; y++) {
         unsigned char *d = p->dst + y * p->dst_row;
         const ptrdiff_t ry = y - p->top;
@@ -1124,25 +1382,24 @@ int rknnx_lb_run(const rknnx_lb_params *p)
                 yw = 256;
             }
         }
-        /* a downscale by 4 or more reads rows far apart: ask for the next output row's
-           two rows now (the frame's own bytes, where they are read in place) */
-        if (prefetch && ry + 1 < p->nh) {
-            const int64_t nn = (2 * (int64_t)ry + 3) * (int64_t)p->h - (int64_t)p->nh;
-            const ptrdiff_t ny = nn > 0 ? (ptrdiff_t)(nn / den) : 0;
-            if (ny + 1 < p->h)
-                for (int k = 0; k < 2; k++) {
-                    const unsigned char *r = p->src + (ny + k) * p->src_row + 3 * x0;
-                    for (ptrdiff_t b = 0; b < 3 * (x1 - x0); b += 64)
-                        __builtin_prefetch(r + b);
-                }
-        }
-        if (yw == 0 || yw == 256) {
+        if ((yw == 0 || yw == 256) && yuv1) {
+            /* a YUV frame's row at 1:1 into packed pixels: converted in place, swapped on
+               the way (no row buffer, no copy) */
+            rknnx_lb_convert(p, &rs, (ptrdiff_t)yi + (yw == 256), p->swap_rb ? 2 : 0, 1,
+                             d + 3 * p->left);
+        } else if (yw == 0 || yw == 256) {
             /* one source row: its bytes, exactly what the 16-bit sums would give */
             const unsigned char *r = rknnx_lb_row(p, &rs, (ptrdiff_t)yi + (yw == 256), NULL);
             if (ex.mode != RKNNX_LB_HG)
                 rknnx_lb_exact_row(p, &ex, r, NULL, 0, d, ob, packed);
             else
                 rknnx_lb_hpass(p, r, 0, xi, xw, &ln, NULL, 0, d, ob, packed);
+        } else if (yuvhalf && yw == 128 && (yi & 1) == 0) {
+            /* 2:1 both ways from YUV: the two rows converted and averaged in one pass */
+            unsigned char *o = packed ? d + 3 * p->left : ob;
+            rknnx_lb_yuv_half(p, yuv, (ptrdiff_t)yi, pick[0], p->nw, p->swap_rb ? 2 : 0, o);
+            if (!packed)
+                rknnx_lb_store(p, ob, d);
         } else {
             const unsigned char *r0 = rknnx_lb_row(p, &rs, (ptrdiff_t)yi, NULL);
             const unsigned char *r1 = rknnx_lb_row(p, &rs, (ptrdiff_t)yi + 1, r0);

@@ -62,6 +62,15 @@
  * swap, the pick of every other pixel, the planes of an NCHW output) on 128-bit vectors
  * or AVX2, where rknnx_k_path() (kernels.h, the one dispatch of the kernels) allows: the
  * same numbers as the plain loops.
+ * The YUV -> BGR sums run on 128-bit vectors (32-bit lanes) or AVX2, where each 32-bit
+ * product is one vpmaddwd of 16-bit halves (k = 128 kh + kl with |kl| < 128, so
+ * x k = (x << 7) kh + x kl, exact for x in -128..255) and the clamp to 0..255 is the
+ * saturating packs: the same integers (tests/c/letterbox_check.c checks all 2**24
+ * (Y, U, V) triples of both matrices on every path).  A frame at 1:1 into packed pixels is
+ * converted straight into the output, swapped on the way; at 2:1 both ways (pairs of
+ * adjacent pixels from an even column, rows yi, yi + 1 with yi even: one chroma row for
+ * the 2x2 block) the AVX2 path converts the two rows with one chroma computation and
+ * takes each block's (a + b + c + d + 2) >> 2 of the clamped pixels in the same pass.
  * Built with the kernels' warnings and -ffp-contract=off; no floating point is used.
  */
 #ifndef RKNNX_LETTERBOX_H

@@ -11,6 +11,11 @@
  * bytes as the plain one, a BGR frame's region is letterbox.h's per-pixel expression, the
  * row padding of the output is never written, and every byte outside the region is its
  * pad byte.
+ * And the YUV -> BGR conversion over every (Y, U, V) triple, NV12 and I420, BT.601 and
+ * BT.709, on each path of the dispatch (frames of 512 x 128 pixels at 1:1, one per V, each
+ * 2x2 block four Ys and a U; odd Vs swapped to RGB): every byte is letterbox.h's Q20 sum,
+ * written out below from its text, not from the kernel's tables; and 2:1 YUV frames (the
+ * one-pass path) against the 2x2 means of those bytes.
  * Prints "letterbox_check: N checks, F failed".
  */
 #include <stdint.h>
@@ -211,8 +216,171 @@ static void one(int fmt)
     free(vbuf);
 }
 
+/* letterbox.h's YUV -> BGR sums, from its text: channel c (B, G, R) of (Y, U, V) */
+static unsigned char yuv_reference(int matrix, int Y, int U, int V, int c)
+{
+    static const int32_t k[2][5] = {{1220542, 1673527, -852492, -409993, 2116026},
+                                    {1220945, 1879825, -558796, -223607, 2215014}};
+    const int32_t *m = k[matrix];
+    const int32_t y = (Y < 16 ? 0 : Y - 16) * m[0], u = U - 128, v = V - 128;
+    const int32_t s = c == 0 ? y + m[4] * u : c == 1 ? y + m[2] * v + m[3] * u : y + m[1] * v;
+    const int32_t r = (s + (1 << 19)) >> 20;
+    return (unsigned char)(r < 0 ? 0 : r > 255 ? 255 : r);
+}
+
+/* Every (Y, U, V): per V a 512 x 128 frame, pixel (2i + a, 2j + b) of Y 4j + 2b + a and
+   U i, resized 1:1 into a packed output; each byte against yuv_reference. */
+static void yuv_all(int fmt, int matrix, int level)
+{
+    const ptrdiff_t w = 512, h = 128;
+    unsigned char *y = xmalloc((size_t)(w * h)), *u = xmalloc((size_t)(w * h / 2));
+    unsigned char *v = xmalloc((size_t)(w / 2 * h / 2)), *o = xmalloc((size_t)(3 * w * h));
+    for (ptrdiff_t r = 0; r < h; r++)
+        for (ptrdiff_t x = 0; x < w; x++)
+            y[r * w + x] = (unsigned char)(4 * (r >> 1) + 2 * (r & 1) + (x & 1));
+    rknnx_lb_params p;
+    memset(&p, 0, sizeof p);
+    p.fmt = fmt;
+    p.w = p.W = p.nw = w;
+    p.h = p.H = p.nh = h;
+    p.src = y;
+    p.src_row = w;
+    p.uv = u;
+    p.uv_row = fmt == RKNNX_LB_NV12 ? w : w / 2;
+    p.v = fmt == RKNNX_LB_I420 ? v : NULL;
+    p.v_row = w / 2;
+    p.matrix = matrix;
+    p.dst = o;
+    p.dst_row = 3 * w;
+    p.dst_px = 3;
+    p.dst_ch[1] = 1;
+    p.dst_ch[2] = 2;
+    rknnx_k_set_path(level);
+    long bad = 0;
+    for (int V = 0; V < 256; V++) {
+        for (ptrdiff_t r = 0; r < h / 2; r++)
+            for (ptrdiff_t i = 0; i < w / 2; i++) {
+                if (fmt == RKNNX_LB_NV12) {
+                    u[r * w + 2 * i] = (unsigned char)i;
+                    u[r * w + 2 * i + 1] = (unsigned char)V;
+                } else {
+                    u[r * (w / 2) + i] = (unsigned char)i;
+                    v[r * (w / 2) + i] = (unsigned char)V;
+                }
+            }
+        memset(o, 0, (size_t)(3 * w * h));
+        p.swap_rb = V & 1;
+        check(rknnx_lb_run(&p) == RKNNX_LB_OK, "run (every YUV)", (long)fmt, (long)V);
+        for (ptrdiff_t r = 0; r < h; r++)
+            for (ptrdiff_t x = 0; x < w; x++)
+                for (int c = 0; c < 3; c++)
+                    bad += o[3 * (r * w + x) + (p.swap_rb ? 2 - c : c)]
+                           != yuv_reference(matrix, y[r * w + x], (int)(x >> 1), V, c);
+    }
+    check(bad == 0, "every (Y, U, V): letterbox.h's sums", (long)(fmt * 100 + matrix * 10 + level),
+          bad);
+    rknnx_k_set_path(2);
+    free(y);
+    free(u);
+    free(v);
+    free(o);
+}
+
+/* 2:1 both ways from NV12 and I420 (the one-pass path on AVX2) at widths with and without
+   a vector step's tail, some with a left pad column, packed and NCHW outputs, each swap:
+   every output byte is the 2x2 block's (a + b + c + d + 2) >> 2 of yuv_reference's bytes,
+   on each path of the dispatch. */
+static void yuv_halves(void)
+{
+    static const ptrdiff_t sizes[][2] = {{2, 2}, {32, 4}, {34, 6}, {64, 2}, {98, 10},
+                                         {1280, 8}, {1282, 4}};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (int fmt = RKNNX_LB_NV12; fmt <= RKNNX_LB_I420; fmt++)
+            for (int level = 0; level <= 2; level++) {
+                const ptrdiff_t w = sizes[si][0], h = sizes[si][1];
+                const ptrdiff_t cw = fmt == RKNNX_LB_NV12 ? w : w / 2, pad = rnd(2);
+                rknnx_lb_params p;
+                memset(&p, 0, sizeof p);
+                p.fmt = fmt;
+                p.w = w;
+                p.h = h;
+                p.nw = w / 2;
+                p.nh = h / 2;
+                p.W = p.nw + pad;
+                p.H = p.nh;
+                p.left = pad;
+                p.matrix = (int)rnd(2);
+                p.swap_rb = (int)rnd(2);
+                p.src_row = w + rnd(5);
+                p.uv_row = cw + rnd(5);
+                p.v_row = cw + rnd(5);
+                const size_t yn = (size_t)((h - 1) * p.src_row + w);
+                const size_t un = (size_t)((h / 2 - 1) * p.uv_row + cw);
+                const size_t vn = (size_t)((h / 2 - 1) * p.v_row + cw);
+                unsigned char *y = xmalloc(yn), *u = xmalloc(un), *v = xmalloc(vn);
+                for (size_t i = 0; i < yn; i++)
+                    y[i] = (unsigned char)rnd(256);
+                for (size_t i = 0; i < un; i++)
+                    u[i] = (unsigned char)rnd(256);
+                for (size_t i = 0; i < vn; i++)
+                    v[i] = (unsigned char)rnd(256);
+                p.src = y;
+                p.uv = u;
+                p.v = fmt == RKNNX_LB_I420 ? v : NULL;
+                const int planes = (int)rnd(2);
+                size_t dn;
+                if (planes) {
+                    p.dst_px = 1;
+                    p.dst_row = p.W;
+                    for (int c = 0; c < 3; c++)
+                        p.dst_ch[c] = c * p.W * p.H;
+                    dn = (size_t)(3 * p.W * p.H);
+                } else {
+                    p.dst_px = 3;
+                    p.dst_row = 3 * p.W;
+                    p.dst_ch[1] = 1;
+                    p.dst_ch[2] = 2;
+                    dn = (size_t)(3 * p.W * p.H);
+                }
+                unsigned char *o = xmalloc(dn);
+                p.dst = o;
+                rknnx_k_set_path(level);
+                check(rknnx_lb_run(&p) == RKNNX_LB_OK, "run (2:1 YUV)", (long)w, (long)level);
+                long bad = 0;
+                for (ptrdiff_t r = 0; r < p.nh; r++)
+                    for (ptrdiff_t x = 0; x < p.nw; x++) {
+                        const ptrdiff_t cy = r * p.uv_row;
+                        const int U = fmt == RKNNX_LB_NV12 ? u[cy + 2 * x] : u[cy + x];
+                        const int V = fmt == RKNNX_LB_NV12 ? u[cy + 2 * x + 1]
+                                                           : v[r * p.v_row + x];
+                        for (int c = 0; c < 3; c++) {
+                            int sum = 2;
+                            for (int k = 0; k < 4; k++)
+                                sum += yuv_reference(p.matrix,
+                                                     y[(2 * r + (k >> 1)) * p.src_row + 2 * x
+                                                       + (k & 1)], U, V, c);
+                            const int oc = p.swap_rb ? 2 - c : c;
+                            bad += o[r * p.dst_row + (x + pad) * p.dst_px + p.dst_ch[oc]]
+                                   != sum >> 2;
+                        }
+                    }
+                check(bad == 0, "2:1 YUV: the 2x2 means of the conversion",
+                      (long)(w * 100 + fmt * 10 + level), bad);
+                free(y);
+                free(u);
+                free(v);
+                free(o);
+            }
+    rknnx_k_set_path(2);
+}
+
 int main(void)
 {
+    for (int fmt = RKNNX_LB_NV12; fmt <= RKNNX_LB_I420; fmt++)
+        for (int matrix = 0; matrix < 2; matrix++)
+            for (int level = 0; level <= 2; level++)
+                yuv_all(fmt, matrix, level);
+    yuv_halves();
     for (int i = 0; i < 300; i++)
         one(i % 4 == 2 ? RKNNX_LB_NV12 : i % 4 == 3 ? RKNNX_LB_I420 : RKNNX_LB_BGR);
     /* refusals: an odd NV12 frame, a region outside the output, a 1-pixel frame */

@@ -80,6 +80,29 @@ def test_i420_within_one_of_opencv_and_equal_to_the_reference(hw, size, path):
         np.testing.assert_array_equal(nchw[0].transpose(1, 2, 0), got)
 
 
+
+@pytest.mark.parametrize("hw", [(720, 1280), (960, 1280), (100, 1282), (4, 34)],
+                         ids=lambda v: "x".join(map(str, v)))
+def test_yuv_at_2_to_1_equals_opencv_exactly(hw, path):
+    # an exact 2:1 both ways is the kernel's one-pass path (AVX2): each output pixel the
+    # 2x2 mean of the converted block, as OpenCV's cvtColor then INTER_LINEAR at 2:1
+    # (its 2x2 mean), byte for byte; 1282 and 34 wide leave a vector step's tail
+    h, w = hw
+    W, H = w // 2, h // 2 + 6
+    for fmt, code in (("nv12", cv2.COLOR_YUV2BGR_NV12), ("i420", cv2.COLOR_YUV2BGR_I420)):
+        a = _i420(h, w, seed=w + h)
+        bgr = cv2.cvtColor(a, code)
+        r = cv2.resize(bgr, (W, h // 2), interpolation=cv2.INTER_LINEAR)
+        r = cv2.copyMakeBorder(r, 3, 3, 0, 0, cv2.BORDER_CONSTANT, value=(114, 114, 114))
+        for swap in (False, True):
+            want = r[..., ::-1] if swap else r
+            got, box = letterbox(a, (W, H), fmt=fmt, swap_rb=swap, pad_value=114)
+            assert box.resized == (W, h // 2) and box.pad == (0, 3)
+            np.testing.assert_array_equal(got, want)
+            nchw = np.empty((1, 3, H, W), np.uint8)
+            letterbox(a, out=nchw, fmt=fmt, swap_rb=swap, pad_value=114)
+            np.testing.assert_array_equal(nchw[0].transpose(1, 2, 0), want)
+
 def test_i420_planes_with_their_own_strides_equal_the_array():
     # PyAV's planes: each a buffer of rows of its line size (padded to 32 or 64 bytes)
     h, w = 240, 322
