@@ -173,7 +173,8 @@ int emu_npu_memory_short(uint64_t bytes);     /* RKNN_EMU_NPU_MEMORY below bytes
 enum {
     EMU_QUIRK_MEM_SIZE_DUP = 1,        /* 1.4.0: MEM_SIZE asked, then a second dup */
     EMU_QUIRK_CUSTOM_DUP_DESTROY = 2,  /* 1.6.0: a dup copy destroyed, a run with custom ops */
-    EMU_ANSWER_FLAT_HW = 4             /* 1.4.0: a stand-in's NATIVE_OUTPUT_ATTR [N,C1,1,H*W,C2] */
+    EMU_ANSWER_FLAT_HW = 4,            /* 1.4.0: a stand-in's NATIVE_OUTPUT_ATTR [N,C1,1,H*W,C2] */
+    EMU_ANSWER_SCALAR_DEQ = 8          /* 1.4.0: outputs_get(want_float) by (q - zp) * scale only */
 };
 typedef struct emu_played {
     const char *version;      /* "1.6.0" */

@@ -609,6 +609,8 @@ int rknn_outputs_get(rknn_context context, uint32_t n_outputs, rknn_output outpu
             rc = RKNN_ERR_PARAM_INVALID;
             goto out;
         }
+        if (c->played && (c->played->quirks & EMU_ANSWER_SCALAR_DEQ))
+            ld[k].deq_c2 = 0;   /* 1.4.0: the scalar formula for every element */
         if (o->is_prealloc) {
             uint64_t need = emu_layout_bytes(&ld[k]);
             if (!o->buf || o->size < need) {

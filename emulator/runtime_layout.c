@@ -609,14 +609,20 @@ void emu_convert(const emu_io_desc *d, int mode, const void *src, const emu_layo
     }
     /* The vendor's rknn_outputs_get(want_float=1) dequantizes some elements with its
        vector formula and the rest with the scalar one (docs/abi-notes.md, "NPU-side
-       bytes"): with C2 = 16 (RK3588) the channels of the whole C2 blocks take the vector
-       path and the channels of a partial last block the scalar one; with C2 = 8 (RK3566)
-       the pixels of the whole groups of 8 (in h*W + w order) take the vector path, every
-       channel, and the remaining pixels the scalar one. */
+       bytes"; librknnrt 1.5.2 and 1.6.0): with C2 = 16 (RK3588) the channels of the whole
+       C2 blocks at the pixels (in h*W + w order) of the whole groups of 4 take the vector
+       path; with C2 = 8 (RK3566) every channel but the last of a C % 8 == 1 output, at the
+       pixels of the whole groups of 8; every other element the scalar one.  deq_c2 0 (a
+       context playing 1.4.0): the scalar one everywhere. */
     uint32_t dc2 = k.mode == EMU_CONV_FROM_MODEL ? ld->deq_c2 : 0;
-    uint64_t vec_c = dc2 >= 16 ? (uint64_t)(C / dc2) * dc2 : 0;
-    uint64_t hw_all = (uint64_t)ls->H * ls->W;
-    uint64_t vec_hw = dc2 == 8 ? hw_all / 8 * 8 : 0;
+    uint64_t vec_c = 0, vec_hw = 0, hw_all = (uint64_t)ls->H * ls->W;
+    if (dc2 >= 16) {
+        vec_c = (uint64_t)(C / dc2) * dc2;
+        vec_hw = hw_all / 4 * 4;
+    } else if (dc2 == 8) {
+        vec_c = C % 8 == 1 ? C - 1 : C;
+        vec_hw = hw_all / 8 * 8;
+    }
     for (uint32_t n = 0; n < ls->N; n++)
         for (uint32_t h = 0; h < ls->H; h++)
             for (uint32_t w = 0; w < ls->W; w++) {
@@ -629,7 +635,7 @@ void emu_convert(const emu_io_desc *d, int mode, const void *src, const emu_layo
                     int pix_vec = (uint64_t)h * ls->W + w < vec_hw;
                     for (uint32_t c = 0; c < C; c++)
                         conv_one(&k, s + (bs + cs[c]) * k.es_s, t + (bd + cd[c]) * k.es_d, c,
-                                 pix_vec || c < vec_c);
+                                 pix_vec && c < vec_c);
                 }
             }
     free(cs);

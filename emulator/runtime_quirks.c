@@ -18,9 +18,13 @@
  *          c28b080 multiple_input_demo RK3588); the emulator plays the crash at that
  *          second rknn_dup_context, earlier and never later.
  *
- * and one answer: 1.4.0 reports a vendor file's NC1HWC2 outputs (NATIVE_OUTPUT_ATTR) with H
+ * and two answers: 1.4.0 reports a vendor file's NC1HWC2 outputs (NATIVE_OUTPUT_ATTR) with H
  * and W flattened, [1,1,1,16384,16] for [1,8,128,128] (tk2_2c2d03d multiple_input_demo
- * RK3588, its recorded answer); the stand-in answers so for a context playing 1.4.0.
+ * RK3588, its recorded answer); the stand-in answers so for a context playing 1.4.0.  And
+ * 1.4.0's rknn_outputs_get(want_float=1) dequantizes every int8 element by the scalar
+ * formula (q - zp) * scale, where 1.5.2 and 1.6.0 take the vector one for whole groups
+ * (tk2_2c2d03d multiple_input_demo RK3566: 16,384 pixels, every one scalar on 1.4.0;
+ * docs/abi-notes.md, "NPU-side bytes"); a context playing 1.4.0 does so.
  *
  * The emulator plays such a crash as one E line naming it, then abort(): a client that sets
  * it off loses its process, as on the vendor runtime, with a signal a test can see in a
@@ -35,7 +39,7 @@
 #include "runtime.h"
 
 static const emu_played g_played[] = {
-    {"1.4.0", EMU_QUIRK_MEM_SIZE_DUP | EMU_ANSWER_FLAT_HW},
+    {"1.4.0", EMU_QUIRK_MEM_SIZE_DUP | EMU_ANSWER_FLAT_HW | EMU_ANSWER_SCALAR_DEQ},
     {"1.6.0", EMU_QUIRK_CUSTOM_DUP_DESTROY},
 };
 #define N_PLAYED (sizeof g_played / sizeof g_played[0])

@@ -31,8 +31,8 @@ import subprocess
 import sys
 import time
 
-FEATURES = ("open", "run=ctypes", "sessions", "pool", "rknnlite", "custom ops", "bad input",
-            "matmul")
+FEATURES = ("open", "run=ctypes", "sessions", "pool", "detector", "rknnlite", "custom ops",
+            "bad input", "matmul")
 #: features whose mismatches the stand-in NPU can cause (NPU-side conversions, small outputs)
 HARNESS_LIMITED = {"sessions"}
 
@@ -267,6 +267,8 @@ def feature(name, path):
             with rknnx.Pool(m, workers=2) as pool:
                 pool.submit(*x).result()
             return "2 pools of 2 workers, results equal run"
+        if name == "detector":
+            return detector(m)
         if name == "rknnlite":
             from rknnx.lite import RKNNLite
 
@@ -305,6 +307,76 @@ def feature(name, path):
         raise ValueError(f"unknown feature {name!r}")
     finally:
         m.close()
+
+
+def _same_dets(a, b, what):
+    same([len(a)], [len(b)], f"{what}: detections")
+    for field in ("boxes", "scores", "labels", "masks", "keypoints"):
+        x, y = getattr(a, field, None), getattr(b, field, None)
+        if (x is None) != (y is None):
+            raise Mismatch(f"{what}: {field} on one side only")
+        if x is not None:
+            same(x, y, f"{what}: {field}")
+
+
+def _in_frame(det, box):
+    """`det` (decode's, in the model's input pixels) in the frame's, as Detector maps them."""
+    det.boxes = box.to_frame(det.boxes)
+    if det.keypoints is not None:
+        det.keypoints = box.to_frame_points(det.keypoints)
+    return det
+
+
+def detector(m):
+    """Detector with 1 worker, with 3 (map and submit), and decode by hand give the same
+    detections bit for bit: decode of the 1-worker session's own output views, and (on a
+    vendor runtime under the stand-in, whose NPU bytes do not depend on the input) of
+    letterbox + run(raw=True), the runtime's conversion.  A frame of the model's size: the
+    letterbox is a copy, its box the identity."""
+    import numpy as np
+    from rknnx import lowlevel
+    from rknnx.vision import Detector, decode
+
+    # a yolov5 head fits yolox's signature too: the file's name says which
+    named = next((f for f in ("yolov5", "yolox") if f in os.path.basename(m.path or "")), None)
+    try:
+        one_ = Detector(m, named, workers=1, conf=0.25)
+    except ValueError as e:
+        raise NotApplicable(f"not a detection model: {e}") from None
+    try:
+        family = one_.family
+        w, h = one_.input_size
+        frames = [np.random.default_rng(k).integers(0, 256, (h, w, 3), np.uint8)
+                  for k in range(4)]
+        want = [one_.detect(f) for f in frames]
+        s = one_.sessions[0]
+        views = [v.copy() for v in s.outputs]
+        own = decode(family, views, s.output_infos, conf=0.25, input_size=(w, h),
+                     layout=[i.native.layout if one_.output_kind == "native" and v.ndim == 5
+                             else None for i, v in zip(s.output_infos, views)])
+        del views
+    finally:
+        one_.close()
+    _same_dets(want[-1], _in_frame(own, want[-1].letterbox), "decode of the session's views")
+    with Detector(m, family, workers=3, conf=0.25) as three:
+        got = list(three.map(iter(frames)))
+        subs = [f.result() for f in [three.submit(f) for f in frames[:3]]]
+    for k, (a, b) in enumerate(zip(want, got)):
+        _same_dets(a, b, f"3 workers' map, frame {k}")
+    for k, (a, b) in enumerate(zip(want, subs)):
+        _same_dets(a, b, f"3 workers' submit, frame {k}")
+    routes = "decode of the views"
+    if not lowlevel.runtime_info()["is_emulator"]:
+        for k, f in enumerate(frames[:2]):
+            x = np.ascontiguousarray(f[..., ::-1])[None]                      # BGR -> RGB
+            if m.inputs[0].layout == "NCHW":
+                x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+            raw = m.run(x, raw=True)                        # the runtime's own conversion
+            _same_dets(want[k], _in_frame(decode(family, raw, m.outputs, conf=0.25),
+                                          want[k].letterbox),
+                       f"decode of run(raw=True), frame {k}")
+        routes += " and of run(raw=True)"
+    return f"{family}: 1 worker = 3 workers = {routes}, {len(want[0])} boxes"
 
 
 def one(names, path):

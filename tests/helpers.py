@@ -76,8 +76,10 @@ def compile_c(sources, out: Path, *, shared=False, flags=(), libs=()) -> Path:
     return out
 
 
-def run_python(code: str, env=None, timeout=120, cwd=None) -> subprocess.CompletedProcess:
-    """Run `code` in a fresh interpreter (fresh runtime loader state)."""
+def run_python(code: str, env=None, timeout=120, cwd=None, args=(),
+               stdin=None) -> subprocess.CompletedProcess:
+    """Run `code` in a fresh interpreter (fresh runtime loader state), with `args` as its
+    sys.argv[1:] and `stdin` (a str) on its standard input."""
     full_env = dict(os.environ)
     # unbuffered: a child that ends with os._exit() or a crash still hands over what it
     # printed (the host's environment may or may not set this)
@@ -88,8 +90,8 @@ def run_python(code: str, env=None, timeout=120, cwd=None) -> subprocess.Complet
                 full_env.pop(k, None)
             else:
                 full_env[k] = v
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=full_env, timeout=timeout, cwd=cwd)
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          env=full_env, timeout=timeout, cwd=cwd, input=stdin)
 
 
 # ---- which runtime the suite runs on ---------------------------------------------------

@@ -717,7 +717,8 @@ class ZeroCopySession(Closable):
         info = self._of.outputs[index]
         q = _quant(attr)            # the bound attribute's: what the bytes hold
         # int8/uint8 codes of an affine output: dequantized by the kernels, and where the
-        # runtime's outputs_get(want_float=1) takes its vector formula, by that (_dequant)
+        # runtime's outputs_get(want_float=1) takes its vector formula (by the chip and the
+        # runtime's version), by that (_dequant)
         codes = q.kind == "affine" and view.dtype in (_I8, _U8)
         logical = info.shape_in("NCHW")
         if attr.layout == "NC1HWC2":
@@ -731,7 +732,8 @@ class ZeroCopySession(Closable):
                 view = view.reshape(n, c1, h, w, c2)
             shape = (n, channels, h, w) if layout == "NCHW" else (n, h, w, channels)
             _check_read_out(out, shape, dtype)
-            where = _dequant.vector_part(self._of.chip, shape, layout, c2) if codes else None
+            where = _dequant.vector_part(self._of.chip, shape, layout, c2,
+                                          self._of.version) if codes else None
             if where is not None:
                 res = _ll.nc1hwc2_to_nchw(view, channels, layout=layout, dtype=_F32,
                                           out=out if dtype == _F32 else None,
@@ -764,7 +766,7 @@ class ZeroCopySession(Closable):
             return _into(_real(src, q), out, dtype)
         native = info.native
         c2 = native.shape[4] if native is not None and native.layout == "NC1HWC2" else None
-        where = _dequant.vector_part(self._of.chip, src.shape, layout, c2)
+        where = _dequant.vector_part(self._of.chip, src.shape, layout, c2, self._of.version)
         kdt = _F32 if where is not None else dtype
         if kdt in (_F32, _F16) and (out is None or not np.may_share_memory(out, src)):
             res = _ll.dequantize(src, q.scale, q.zero_point, dtype=kdt,

@@ -3,12 +3,15 @@
 in docs/abi-notes.md, "NPU-side bytes").
 
 The vendor's runtime dequantizes an int8 output by two formulas, `(q - zp) * scale` and
-`q * scale - zp * scale`, and which elements take which depends on the chip (whole C2
-blocks of channels on RK3588, whole groups of 8 pixels on RK3566). The hand-set detector
-sample has outputs where the two chips pick differently ([1,1,40,40] with zero point -128:
-one channel, no whole block, on RK3588; 1600 pixels, all in whole groups, on RK3566): the
-raw codes agree bit for bit and the floats differ in some elements, each equal to its
-chip's formula and within the documented bound (two float32 ulps of 256 * scale).
+`q * scale - zp * scale`, and which elements take which depends on the chip (librknnrt
+1.5.2 and 1.6.0: on RK3588 the whole C2 blocks of 16 channels at the whole groups of 4
+pixels; on RK3566 the whole groups of 8 pixels, every channel but the last of a C % 8 == 1
+output; tests/facade/test_vendor_dequant.py holds the rule to the vendor's answers). A
+model built here has an output where the two chips pick differently ([1,9,5,5] with zero
+point -100: no whole block of 16 channels on RK3588, all scalar; on RK3566 channels 0-7 at
+pixels 0-23 vector): the raw codes agree bit for bit and the floats differ in some
+elements, each equal to its chip's formula and within the documented bound (two float32
+ulps of 256 * scale).
 """
 
 from __future__ import annotations
@@ -20,9 +23,12 @@ from helpers import NEEDS_SAMPLES, run_python, skip_on_vendor_runtime
 
 CHILD = """
 import numpy as np, rknnx, sys
-from rknnx.emulator import samples
-img = np.random.default_rng(0).integers(0, 256, (1, 640, 640, 3), dtype=np.uint8)
-with rknnx.Model(samples.detector(target={chip!r})) as m:
+from rknnx.emulator.builder import ModelBuilder
+b = ModelBuilder({chip!r})
+x = b.input("x", (1, 5, 5, 9), "int8", zp=-100, scale=0.0173)
+b.output(b.relu(x, out_scale=0.0173, out_zp=-100, out="y"))
+img = np.random.default_rng(0).uniform(-1, 3.5, (1, 5, 5, 9)).astype(np.float32)
+with rknnx.Model(b.build()) as m:
     floats = m.run(img)
     raw = m.run(img, raw=True)
     quant = [(o.quant.scale, o.quant.zero_point) for o in m.outputs]
@@ -60,17 +66,20 @@ def test_floats_differ_within_the_documented_bound(both_chips):
         assert np.all(np.abs(a - b) <= bound)
         assert np.allclose(a, b, rtol=0, atol=scale / 1000)     # the guide's advice
         differing += int(np.count_nonzero(a != b))
-    # the sample's [1,1,40,40] output (index 3) is where the chips pick differently
+    # the [1,9,5,5] output is where the chips pick differently
     assert differing > 0
-    assert np.count_nonzero(floats_a[3] != floats_b[3]) == differing
 
 
 def test_each_chip_uses_its_formula(both_chips):
-    raw, quant = both_chips["RK3588"][1][3], both_chips["RK3588"][2][3]
+    raw, quant = both_chips["RK3588"][1][0], both_chips["RK3588"][2][0]
     scale, zp = np.float32(quant[0]), np.float32(quant[1])
-    q = raw.astype(np.float32)
-    scalar = (q - zp) * scale                  # RK3588: one channel, no whole C2 block
-    vector = q * scale - zp * scale            # RK3566: 1600 pixels, whole groups of 8
-    assert zp != 0 and not np.array_equal(scalar, vector)
-    assert np.array_equal(both_chips["RK3588"][0][3], scalar)
-    assert np.array_equal(both_chips["RK3566"][0][3], vector)
+    q = raw.astype(np.float32).reshape(1, 9, 5, 5)
+    scalar = (q - zp) * scale                  # RK3588: 9 channels, no whole C2 block
+    vector = q * scale - zp * scale            # RK3566: channels 0-7, pixels 0-23
+    assert zp != 0 and not np.array_equal(scalar[:, :8, :4], vector[:, :8, :4])
+    assert np.array_equal(both_chips["RK3588"][0][0].reshape(q.shape), scalar)
+    rk3566 = both_chips["RK3566"][0][0].reshape(q.shape)
+    assert np.array_equal(rk3566[:, :8].reshape(1, 8, 25)[..., :24],
+                          vector[:, :8].reshape(1, 8, 25)[..., :24])
+    assert np.array_equal(rk3566[:, 8], scalar[:, 8])                 # C % 8 == 1
+    assert np.array_equal(rk3566.reshape(1, 9, 25)[..., 24], scalar.reshape(1, 9, 25)[..., 24])

@@ -82,10 +82,11 @@ def dequantize_output(q: np.ndarray, scale: float, zp: int, c2: int = 0) -> np.n
 
     The vendor runtime dequantizes some elements with its vector formula ``q * scale -
     zp * scale`` (both products rounded to float32) and the others with ``(q - zp) * scale``
-    (docs/abi-notes.md, "NPU-side bytes"): with ``c2 >= 16`` (RK3588) the channels of the
-    whole C2 blocks take the vector one; with ``c2 == 8`` (RK3566) the pixels of the whole
-    groups of 8 (``h * W + w`` order) do, every channel.  ``q`` is NCHW for 4-D outputs;
-    other shapes, and ``c2 == 0``, take the scalar formula everywhere.
+    (docs/abi-notes.md, "NPU-side bytes"; librknnrt 1.5.2 and 1.6.0): with ``c2 >= 16``
+    (RK3588) the channels of the whole C2 blocks at the pixels (``h * W + w`` order) of the
+    whole groups of 4 take the vector one; with ``c2 == 8`` (RK3566) every channel but the
+    last of a C % 8 == 1 output, at the pixels of the whole groups of 8.  ``q`` is NCHW for
+    4-D outputs; other shapes, and ``c2 == 0``, take the scalar formula everywhere.
     """
     q = np.asarray(q)
     scalar = dequantize(q, scale, zp)
@@ -95,11 +96,13 @@ def dequantize_output(q: np.ndarray, scale: float, zp: int, c2: int = 0) -> np.n
     vec = (q.astype(np.float32) * s - np.float32(np.float32(zp) * s)).astype(np.float32)
     n, c, h, w = q.shape
     if c2 >= 16:
-        mask = (np.arange(c) < c // c2 * c2)[None, :, None, None]
+        chans, group = c // c2 * c2, 4
     elif c2 == 8:
-        mask = (np.arange(h * w) < h * w // 8 * 8).reshape(1, 1, h, w)
+        chans, group = (c - 1 if c % 8 == 1 else c), 8
     else:
         return scalar
+    mask = (np.arange(c) < chans)[None, :, None, None] & \
+        (np.arange(h * w) < h * w // group * group).reshape(1, 1, h, w)
     return np.where(mask, vec, scalar).astype(np.float32)
 
 
