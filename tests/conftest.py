@@ -69,6 +69,8 @@ EXHAUSTIVE = {
         "the reader on 1,500 mutations of each vendor file, with and without ASan/UBSan",
     ("tests/emulator/test_vendor_judge.py", "judged"):
         "compare.py over every recorded (runtime, vendor file) pair",
+    ("tests/vision/test_letterbox_bounds.py", "*"):
+        "every YUV letterbox path at frames and outputs ending at a guard page (about a minute)",
 }
 
 #: module path -> the parameter of its tests that sweeps the vendor files: in the default

@@ -507,7 +507,13 @@ class Model(Closable):
                 raise
             if done is not None:
                 self._last = self._own
-                return arrays if out is None else list(out)   # a list of the caller's
+                return done   # a new list of the arrays written (out's, as taken before the run)
+            raw = check_raw(raw)
+            self._check_open("run")
+            if out is not None:
+                # the fast path declined: a bad `out` is named before the inputs are
+                # looked at (as the fast path's own check did before it moved into C)
+                self._own.out_arrays(None, raw, out)
         raw = check_raw(raw)
         self._check_open("run")
         prepared, shape_set = self.prepare_inputs(inputs, data_format, pass_through)

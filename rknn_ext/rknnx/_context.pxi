@@ -684,8 +684,9 @@ cdef class Context(_ContextBase):
 
         Returns
         -------
-        list or tuple
-            `out`, written (None: ``fast_only`` and not run).
+        list
+            A new list of the arrays written: the items of `out` as taken before the
+            run (None: ``fast_only`` and not run).
 
         Raises
         ------

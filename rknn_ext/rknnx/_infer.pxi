@@ -89,7 +89,10 @@ cdef object _infer_checked(Context self, _IOSpecs sp, object items, Py_ssize_t n
                            object out, uint32_t nout, bint wf, bint fast_only):
     """The `n` inputs and `nout` outputs checked into C arrays (on the stack up to
     _FAST_MAX each), then the three calls in one lock hold (_infer_locked); `out`, or None
-    when fast_only and a check would go beyond the fast path."""
+    when fast_only and a check would go beyond the fast path.  Returns a new list of the
+    arrays written: the items of `out` as they were taken, before the GIL is released for
+    the run (another thread may replace an item of `out` meanwhile: the list holds what the
+    runtime wrote)."""
     cdef unsigned long long gen = self._attrs_gen   # the shapes everything is checked against
     cdef Py_ssize_t k, nin = 0, nouts = 0           # views held
     cdef rknn_input iarr_s[_FAST_MAX]
@@ -104,6 +107,7 @@ cdef object _infer_checked(Context self, _IOSpecs sp, object items, Py_ssize_t n
     cdef int ret[4]
     cdef uint32_t i
     attrs = self._out_attrs
+    written = [None] * nout
     if heap:
         iarr = <rknn_input*>PyMem_Malloc(n * sizeof(rknn_input))
         iviews = <Py_buffer*>PyMem_Malloc(n * sizeof(Py_buffer))
@@ -123,6 +127,7 @@ cdef object _infer_checked(Context self, _IOSpecs sp, object items, Py_ssize_t n
             item = out[i]
             if fast_only and type(item) is not _ndarray_type():
                 return None
+            written[i] = item
             try:
                 _out_view(item, attrs[i], i, wf, _spec_out_layout(sp, attrs, i, wf),
                           &oviews[i])
@@ -152,7 +157,7 @@ cdef object _infer_checked(Context self, _IOSpecs sp, object items, Py_ssize_t n
     check(ret[1], b"rknn_run")
     check(ret[2], b"rknn_outputs_get")
     check(ret[3], b"rknn_outputs_release")
-    return out
+    return written
 
 
 cdef bint _fast_out(TensorAttr a, const Py_buffer* views, uint32_t i) noexcept:
