@@ -80,7 +80,7 @@ def configurations(wheels: Path) -> List[Dict[str, Any]]:
              "wheel": f"rknnx-*-cp{nodot}-cp{nodot}t-*x86_64*.whl", "env": {"PYTHON_GIL": "1"}},
         ]
     for c in out:
-        found = sorted(glob.glob(str(wheels / c["wheel"])))
+        found = sorted(glob.glob(str(wheels.resolve() / c["wheel"])))
         c["wheel_path"] = found[-1] if found else None
     return out
 
@@ -90,12 +90,19 @@ def _venv(c: Dict[str, Any], base: Path) -> str:
     d = base / c["name"].replace(" ", "-")
     py = d / "bin" / "python"
     stamp = d / "wheel.txt"
-    if not (py.is_file() and stamp.is_file() and stamp.read_text() == c["wheel_path"]):
+    # the venv is remade when its interpreter or its wheel changed, or numpy is missing
+    # (an install interrupted): the stamp names both and is written last
+    want = f"{c['python']}\n{c['wheel_path']}\n"
+    if not (py.is_file() and stamp.is_file() and stamp.read_text() == want
+            and subprocess.run([str(py), "-c", "import numpy, rknnx"],
+                               capture_output=True).returncode == 0):
         subprocess.run([c["python"], "-m", "venv", "--clear", str(d)], check=True)
         pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        subprocess.run([*pip, "numpy"], check=True)
+        # a wheel only: the newest numpy may have none for this interpreter (numpy 2.4 is
+        # the last with cp313t wheels), and building it from source takes many minutes
+        subprocess.run([*pip, "--only-binary=:all:", "numpy"], check=True)
         subprocess.run([*pip, "--no-deps", "--force-reinstall", c["wheel_path"]], check=True)
-        stamp.write_text(c["wheel_path"])
+        stamp.write_text(want)
     return str(py)
 
 
@@ -132,7 +139,8 @@ def worker(calls: int, frames: int) -> Dict[str, Any]:
             for y in pool.map([x] * frames):
                 pass
             out["pool3_s"] = time.perf_counter() - t0
-        out["so"] = os.path.basename(rknnx._core.__file__) if hasattr(rknnx, "_core") else None
+    import rknnx._core as core               # which binary ran: abi3, cp313 or cp313t
+    out["so"] = os.path.basename(core.__file__)
     return out
 
 
