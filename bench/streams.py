@@ -8,9 +8,12 @@ decoder's YUV planes straight to the letterbox.
   common Python pattern: a thread per stream reading ``cv2.VideoCapture``'s BGR frames, a
   pool of 3 ``rknnx.lite.RKNNLite`` contexts as leafqycc/rknn-multi-threaded runs them
   (one frame per context in turn, on a thread pool), cv2's letterbox (resize,
-  copyMakeBorder, cvtColor), the model zoo's yolov8 post-processing in numpy
-  (tests/vision/zoo_reference.py, as the zoo's Python runs it), and roboflow ``trackers``'
-  ByteTrack per stream where it is installed;
+  copyMakeBorder, cvtColor), the model zoo's yolov8 Python post-processing on the float32
+  outputs (``--zoo DIR``: the zoo's own ``post_process`` from its checkout,
+  examples/yolov8/python/yolov8.py, loaded from there, its DFL through torch on the CPU
+  with one thread, as the zoo runs it; without: bench/zoo_python.py, a stand-in on the
+  same code path), and roboflow ``trackers``' ByteTrack per stream where it is installed
+  (the report says which of each ran);
 - host CPU per frame = the process's CPU time (every thread) less the decoder's share (the
   same file decoded alone by the same library with the same threads, to YUV: PyAV's
   ``decode`` with ``thread_type="AUTO"``, cv2's ``grab()``; cv2's YUV -> BGR counts as
@@ -21,7 +24,8 @@ decoder's YUV planes straight to the letterbox.
   ``to_ndarray(format="bgr24")`` + the letterbox of the BGR frame.
 
 Interleaved runs, medians of 3 (one in --quick).  Run alone:
-``python bench/streams.py [--quick]`` (or ``python bench/suite.py --only streams``).
+``python bench/streams.py [--quick] [--zoo DIR]`` (or ``python bench/suite.py --only
+streams [--zoo DIR]``).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -44,16 +48,26 @@ WORKERS = 3
 SIZES = ((1280, 720), (1920, 1080))
 
 
-def _zoo():
-    ref = HERE.parent / "tests" / "vision"
-    if not (ref / "zoo_reference.py").is_file():
-        return None
-    sys.path.insert(0, str(ref))
-    try:
-        import zoo_reference
-    finally:
-        sys.path.remove(str(ref))
-    return zoo_reference
+#: the score threshold of both sides: a tracker's low threshold (ByteTrack's second
+#: association takes boxes down to it; Streams decodes at Tracker().low)
+CONF = 0.1
+
+
+def zoo_post_process(zoo_dir: Optional[str]):
+    """(post_process(outputs) -> (boxes, classes, scores) or Nones, what it is): the zoo's
+    own (its checkout's examples/yolov8/python/yolov8.py, loaded from there as
+    bench/decode_cost.py loads it; its score threshold is the module's OBJ_THRESH, set to
+    CONF as its mAP settings set it) or the stand-in on its code path; torch on one
+    thread."""
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    import decode_cost
+
+    fn, what = decode_cost.zoo_python(zoo_dir)
+    if zoo_dir:
+        fn.__globals__["OBJ_THRESH"] = CONF
+        return fn, what
+    return (lambda outs: fn(outs, conf=CONF)), what
 
 
 def _bytetrack():
@@ -91,7 +105,7 @@ def run_streams(model_path, video, npu_cpu, tracker) -> Dict[str, float]:
 
     frames = 0
     with rknnx.Model(model_path) as model, \
-            Detector(model, workers=WORKERS, conf=0.1) as det:
+            Detector(model, workers=WORKERS, conf=CONF) as det:
         with _Cpu(npu_cpu) as c:
             with Streams(det, [video] * STREAMS, tracker=True if tracker else None) \
                     as streams:
@@ -104,10 +118,10 @@ def run_streams(model_path, video, npu_cpu, tracker) -> Dict[str, float]:
             "decoder": decoder}
 
 
-def run_common(model_path, video, npu_cpu, Z, bt) -> Dict[str, float]:
+def run_common(model_path, video, npu_cpu, post, bt) -> Dict[str, float]:
     """leafqycc/rknn-multi-threaded's shape: RKNNLite contexts used in turn on a thread
-    pool, cv2 frames and letterbox, the zoo's numpy post-processing; a reader thread per
-    stream, and ByteTrack per stream in the reader's thread (in frame order)."""
+    pool, cv2 frames and letterbox, the zoo's Python post-processing (`post`); a reader
+    thread per stream, and ByteTrack per stream in the reader's thread (in frame order)."""
     import cv2
 
     from rknnx.lite import RKNNLite
@@ -137,11 +151,13 @@ def run_common(model_path, video, npu_cpu, Z, bt) -> Dict[str, float]:
             turn[0] += 1
         with locks[k]:
             outs = lites[k].inference(inputs=[img[None]])
-        d = Z.yolov8(outs, conf=0.1)
-        b = d["boxes"].copy()
+        boxes, classes, scores = post(outs)
+        if boxes is None:
+            return np.zeros((0, 4), np.float32), np.zeros(0, np.float32), np.zeros(0, int)
+        b = boxes.astype(np.float32)
         b[:, 0::2] = np.clip((b[:, 0::2] - left) / r, 0, fw)
         b[:, 1::2] = np.clip((b[:, 1::2] - top) / r, 0, fh)
-        return b, d["scores"], d["classes"]
+        return b, scores, classes
 
     counts = [0] * STREAMS
 
@@ -259,16 +275,14 @@ def yuv_vs_bgr(video, iters: int) -> Dict[str, Any]:
             "ratio": yb / max(ya, 1.0), "frame": [w, h]}
 
 
-def scenario(quick: bool, tmp: Path, counters, say) -> Dict[str, Any]:
+def scenario(quick: bool, tmp: Path, counters, say,
+             zoo: Optional[str] = None) -> Dict[str, Any]:
     try:
         import av  # noqa: F401
         import cv2  # noqa: F401
     except ImportError as exc:
         return {"skipped": f"PyAV and OpenCV are needed ({exc}; the video and bench extras)"}
-    Z = _zoo()
-    if Z is None:
-        return {"skipped": "tests/vision/zoo_reference.py is not here (a source checkout has "
-                           "it)"}
+    post, post_what = zoo_post_process(zoo)
     import rknnx.vision
     from rknnx.emulator import samples
 
@@ -285,8 +299,9 @@ def scenario(quick: bool, tmp: Path, counters, say) -> Dict[str, Any]:
     reps = 1 if quick else 3
     res: Dict[str, Any] = {
         "streams": STREAMS, "workers": WORKERS, "frames_per_stream": frames,
-        "rknnx_tracker": tracker, "common_tracker": "trackers ByteTrack" if bt else
-        "none (trackers not installed)",
+        "rknnx_tracker": tracker, "common_tracker": f"trackers {_version('trackers')} "
+        "ByteTrack" if bt else "none (trackers not installed)",
+        "common_post_process": post_what,
         "model": "detector sample, 80 classes, score_sum: 9 int8 outputs (yolov8n's)",
         "sizes": {}}
     try:
@@ -296,7 +311,7 @@ def scenario(quick: bool, tmp: Path, counters, say) -> Dict[str, Any]:
             runs = {"streams": [], "common": [], "dec_pyav": [], "dec_cv2": []}
             for _ in range(reps):          # interleaved
                 runs["streams"].append(run_streams(model_path, video, npu_cpu, tracker))
-                runs["common"].append(run_common(model_path, video, npu_cpu, Z, bt))
+                runs["common"].append(run_common(model_path, video, npu_cpu, post, bt))
                 runs["dec_pyav"].append(decode_alone(video, "pyav"))
                 runs["dec_cv2"].append(decode_alone(video, "opencv"))
             n = STREAMS * frames
@@ -329,6 +344,15 @@ def scenario(quick: bool, tmp: Path, counters, say) -> Dict[str, Any]:
     return res
 
 
+def _version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "?"
+
+
 def _ns(v) -> str:
     return "-" if v is None else (f"{v / 1e6:.2f} ms" if v >= 1e6 else f"{v / 1e3:.1f} us")
 
@@ -339,6 +363,8 @@ def report_lines(r: Dict[str, Any]) -> List[str]:
     out = [f"== {r['streams']} H.264 streams -> tracks, host CPU per frame ({r['model']}; "
            f"{r['workers']} workers; tracker: rknnx {'yes' if r['rknnx_tracker'] else 'no'}, "
            f"common pattern {r['common_tracker']}) =="]
+    if r.get("common_post_process"):
+        out.append(f"common pattern's post-processing: {r['common_post_process']}")
     for size, s in r["sizes"].items():
         out.append(f"{size}: Streams {_ns(s['streams_host_ns'])} (with PyAV's decode "
                    f"{_ns(s['streams_total_ns'])}, {s['streams_wall_fps']:.1f} f/s) | "
@@ -378,6 +404,10 @@ def main(argv=None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--zoo", default=None, metavar="DIR",
+                   help="a checkout of airockchip/rknn_model_zoo: the common pattern runs "
+                        "its own yolov8 Python post_process (default: bench/zoo_python.py "
+                        "stands in)")
     args = p.parse_args(argv)
     try:
         rknnx.runtime_info()
@@ -386,7 +416,7 @@ def main(argv=None) -> int:
     counters = B.Counters.for_runtime()
     with tempfile.TemporaryDirectory() as d:
         r = scenario(args.quick, Path(d), counters,
-                     lambda what: print(what, file=sys.stderr))
+                     lambda what: print(what, file=sys.stderr), zoo=args.zoo)
     print("\n".join(report_lines(r)))
     return 0
 

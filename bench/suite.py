@@ -1052,7 +1052,7 @@ RUNNERS = {"overhead": scenario_overhead, "sizes": scenario_sizes, "chain": scen
                st, tmp, say, frame_model, save),
            "track": lambda st, tmp, c, counters, say: track_bench.scenario(st.quick, say),
            "streams": lambda st, tmp, c, counters, say:
-           _streams().scenario(st.quick, tmp, counters, say),
+           _streams().scenario(st.quick, tmp, counters, say, getattr(st, "zoo", None)),
            "wheels": lambda st, tmp, c, counters, say: _wheels(st, say)}
 STEPS = {"letterbox_sizes": 1, "overhead": 2, "sizes": None, "chain": 1, "rknnlite": 1, "detector": 1, "letterbox": 1,
          "decode": 1, "masks": 1, "pipeline": 1, "pool": None, "standin": 1, "streams": 2, "track": 3,

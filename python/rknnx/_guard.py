@@ -65,22 +65,31 @@ def settle_views(counts) -> int:
     an object whose last reference a thread other than its maker dropped only when the
     maker's thread merges its reference counts (biased reference counting): the view is
     dead but still counted, and a close from another thread would be refused.  A garbage
-    collection merges every thread's pending counts; it is run only there, when views
-    still count (the refusal path, or a close from another thread)."""
+    collection merges every thread's queued counts and frees what they leave dead, one
+    link of a chain each: the array freed by one collection drops its base (a memoryview,
+    the mem's export), which the maker's thread owns too and which waits for the next.  A
+    collection asked while another thread's runs returns at once, having done nothing, so
+    the threads that settle views (several closing one Model at once) take turns
+    (_settling), and collections are run until the views are gone, 12 at most, the later
+    ones 2 ms apart, and only there, when views still count (the refusal path, or a close
+    from another thread); a view still referenced anywhere stays counted."""
     n = counts()
     if n and FREE_THREADED:
         import gc
         import time
 
-        gc.collect()
-        # the maker's thread frees them at its next check of the interpreter's signals:
-        # wait for that a little (20 ms at most), never for ever
-        for _ in range(20):
+        for i in range(12):
+            with _settling:
+                gc.collect()
             n = counts()
             if not n:
                 break
-            time.sleep(0.001)
+            if i >= 2:
+                time.sleep(0.002)
     return n
+
+
+_settling = threading.Lock()             # settle_views' collections, one at a time
 
 
 _players = threading.local()             # .roles: the Roles the calling thread plays

@@ -19,7 +19,6 @@ docs/architecture.md, "One path".
 
 from __future__ import annotations
 
-import weakref
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -92,8 +91,6 @@ class GeneralRunner(Runner):
         self._sets = shape_sets
         self._set: Optional[int] = None      # the shape set the context is at (None: none yet)
         self._specs: Dict[Tuple[int, bool], Specs] = {}
-        # the `out` list accepted last, per (shape set, raw): weak refs and shapes
-        self._seen: Dict[Tuple[int, bool], list] = {}
         #: a static model's output specs by `raw`, known now (asked once): the same lists
         #: as out_specs(None, raw) gives (Model.run's fast path reads them here)
         self.static_specs: Dict[bool, Specs] = (
@@ -115,32 +112,15 @@ class GeneralRunner(Runner):
         return specs
 
     def out_arrays(self, shape_set: Optional[int], raw: bool,
-                   out: Optional[Sequence[np.ndarray]], quick: bool = False) -> List[np.ndarray]:
+                   out: Optional[Sequence[np.ndarray]]) -> List[np.ndarray]:
         """The arrays the outputs at `shape_set` go into: new ones, or the caller's `out`
-        checked against :meth:`out_specs` (the one place the facade checks ``out=``).
-        With `quick` (the fast path, whose refusals end in this check without it) the list
-        accepted last time (the usual loop) is checked again by identity and shape only:
-        its arrays cannot have begun to overlap, and the binding checks each one's type,
-        size and writability in C."""
-        key = (shape_set or 0, raw)
-        if quick and type(out) is list:
-            # (first, before the specs are even looked up: the usual loop's whole cost here)
-            seen = self._seen.get(key)
-            if seen is not None and len(out) == len(seen):
-                k = 0
-                for a in out:
-                    ref, shape = seen[k]
-                    if ref() is not a or a.shape != shape:
-                        break
-                    k += 1
-                else:
-                    return out[:]            # a list of the caller's, not theirs
+        checked against :meth:`out_specs` (the facade's check of ``out=``; Model.run's
+        fast path has the binding make the same checks in C: ``Context.infer``'s
+        ``fast_only``)."""
         specs = self.out_specs(shape_set, raw)
         if out is None:
             return [np.empty(shape, dtype) for shape, dtype in specs]
-        arrays = check_out(out, specs)
-        self._seen[key] = [(weakref.ref(a), a.shape) for a in arrays]
-        return arrays
+        return check_out(out, specs)
 
     def select(self, shape_set: Optional[int]) -> None:
         """Put the context at shape set `shape_set` unless it is there (a dynamic model

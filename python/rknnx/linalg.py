@@ -47,9 +47,9 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from rknnx import _guard
 from rknnx import lowlevel as _ll
 
-_FREE_THREADED = bool(__import__("sysconfig").get_config_var("Py_GIL_DISABLED"))
 from rknnx.runtime import refuse_if_unsupported
 
 __all__ = ["matmul", "Matmul", "SUPPORTED"]
@@ -589,12 +589,9 @@ class Matmul:
         if self._ctx is None or self._ctx.closed:
             return
         self._views.clear()
-        if any(m.exports for m in self._mems.values()) and _FREE_THREADED:
-            # views dropped by another thread than their maker's are freed late on a
-            # free-threaded CPython (rknnx._guard.settle_views says why)
-            import gc
-
-            gc.collect()
+        # views dropped by another thread than their maker's are freed late on a
+        # free-threaded CPython (rknnx._guard.settle_views says why)
+        _guard.settle_views(lambda: sum(m.exports for m in self._mems.values()))
         busy = [x for x, m in self._mems.items() if m.exports]
         if busy:
             raise BufferError(f"rknnx.Matmul.close: numpy views of {', '.join(busy)} are still "

@@ -477,40 +477,37 @@ class Model(Closable):
                 (data_format is None or (type(data_format) is str and
                                          data_format in self._fast_formats)):
             # the common case: ndarrays handed to Context.infer as they are; the binding runs
-            # them if they are one per input, each of its input's exact shape and a type the
-            # runtime takes (checked in C), else returns None having called nothing and the
-            # full path below decides (conversions, layouts, clear errors)
-            for a in inputs:
-                if type(a) is not np.ndarray:
-                    break
-            else:
-                if raw is not False and raw is not True:
-                    raw = check_raw(raw)
-                if out is None:
-                    arrays = [np.empty(shape, dtype) for shape, dtype in self._fast_out[raw]]
-                else:
-                    arrays = self._own.out_arrays(None, raw, out, True)
-                ctx = self._ctx
-                try:
-                    # inputs_set + run + outputs_get under one hold of the context's lock
-                    # (no other call comes between them: the model's lock is not needed)
-                    done = ctx.infer(inputs, arrays, want_float=not raw, fast_only=True)
-                except RuntimeError:
-                    _refuse_run_inside_run(self._lock, ctx)
+            # them if they are one numpy.ndarray per input, each of its input's exact shape
+            # and a type the runtime takes, and `out` (a list or tuple) holds one ndarray per
+            # output of its exact shape and dtype, writable, C-contiguous, none sharing
+            # memory with another (check_out's rules: all checked in C), else returns None
+            # having called nothing and the full path below decides (conversions, layouts,
+            # clear errors)
+            if raw is not False and raw is not True:
+                raw = check_raw(raw)
+            arrays = [np.empty(shape, dtype) for shape, dtype in self._fast_out[raw]] \
+                if out is None else out
+            ctx = self._ctx
+            try:
+                # inputs_set + run + outputs_get under one hold of the context's lock
+                # (no other call comes between them: the model's lock is not needed)
+                done = ctx.infer(inputs, arrays, want_float=not raw, fast_only=True)
+            except RuntimeError:
+                _refuse_run_inside_run(self._lock, ctx)
+                raise
+            except RKNNFailError as e:
+                better = self._family.explain_model(e, ctx)   # custom ops not registered
+                if better is e:
                     raise
-                except RKNNFailError as e:
-                    better = self._family.explain_model(e, ctx)   # custom ops not registered
-                    if better is e:
-                        raise
-                    raise better from None
-                except ValueError:
-                    # closed (or closing) by a close() in another thread: the Model's words
-                    if ctx.closed or self._family.closing:
-                        raise ValueError("run on closed Model") from None
-                    raise
-                if done is not None:
-                    self._last = self._own
-                    return arrays
+                raise better from None
+            except ValueError:
+                # closed (or closing) by a close() in another thread: the Model's words
+                if ctx.closed or self._family.closing:
+                    raise ValueError("run on closed Model") from None
+                raise
+            if done is not None:
+                self._last = self._own
+                return arrays if out is None else list(out)   # a list of the caller's
         raw = check_raw(raw)
         self._check_open("run")
         prepared, shape_set = self.prepare_inputs(inputs, data_format, pass_through)

@@ -7,16 +7,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- scratch that grows geometrically ----------------------------------------------- */
+/* ---- scratch that grows geometrically, and shrinks after a spike ---------------------- */
 
 typedef struct {
     void *p;
     size_t cap;   /* bytes */
+    size_t want;  /* the most bytes asked for since the last trim */
 } t_buf;
+
+/* the capacity t_need gives for `bytes`: 512 doubled until it holds them (0: none) */
+static size_t t_cap_for(size_t bytes)
+{
+    size_t cap = 512;
+    while (cap < bytes) {
+        if (cap > SIZE_MAX / 2)
+            return 0;
+        cap *= 2;
+    }
+    return cap;
+}
 
 /* b holds at least `bytes` (its contents kept); NULL when out of memory. */
 static void *t_need(t_buf *b, size_t bytes)
 {
+    if (bytes > b->want)
+        b->want = bytes;
     if (bytes <= b->cap)
         return b->p;
     size_t cap = b->cap ? b->cap : 512;
@@ -38,6 +53,32 @@ static void t_drop(t_buf *b)
     free(b->p);
     b->p = NULL;
     b->cap = 0;
+    b->want = 0;
+}
+
+/* Scratch above T_KEEP bytes that the last window of frames used less than half of is
+   shrunk to what that window needed (its first `want` bytes kept), or freed when it
+   needed none: a crowded frame's buffers (a dense component's k x k costs, its edges,
+   thousands of tracks) are given back once the crowd is gone, while a stream's steady
+   counts reallocate nothing (their buffers stay within a factor of 2 of their need, or
+   under T_KEEP). */
+#define T_KEEP ((size_t)4 << 10)
+
+static void t_trim(t_buf *b)
+{
+    size_t target = b->want ? t_cap_for(b->want) : 0;
+    if (b->cap > T_KEEP && target && b->cap > 2 * target) {
+        void *p = realloc(b->p, target);
+        if (p) {    /* a refused shrink keeps the larger block: still valid */
+            b->p = p;
+            b->cap = target;
+        }
+    } else if (b->cap > T_KEEP && !target) {
+        free(b->p);
+        b->p = NULL;
+        b->cap = 0;
+    }
+    b->want = 0;
 }
 
 /* the assignment's scratch */
@@ -374,6 +415,9 @@ static void t_kf_update(t_track *t, const float *box, int state)
     }
 }
 
+/* the window of updates over which the scratch's needs are taken before a trim */
+#define T_TRIM_EVERY 32
+
 enum { B_HI, B_LO, B_POOL, B_DETS, B_M4R, B_USED, B_LOST, B_LOSTBOX, B_BOXES, B_SCORES,
        B_CLASSES, B_IDS, B_DET, B_STARTED, B_ENDED, B_ORDER, B_N };
 
@@ -386,6 +430,7 @@ struct rknnx_tracker {
     long long frames;  /* updates since the last reset */
     t_buf b[B_N];      /* a frame's scratch */
     t_asg asg;
+    int since_trim;    /* updates since the scratch was last trimmed */
     rknnx_t_out out;
 };
 
@@ -414,6 +459,7 @@ rknnx_tracker *rknnx_t_new(const rknnx_t_params *p)
 
 void rknnx_t_reset(rknnx_tracker *t)
 {
+    t->since_trim = 0;
     t->ntracks = 0;
     t->next_id = 0;
     t->now = 0;
@@ -799,6 +845,16 @@ int rknnx_t_update(rknnx_tracker *t, const float *boxes, const float *scores,
         if (!isfinite(scores[d]))
             return RKNNX_T_EINVAL;
     t->out.n = t->out.nstarted = t->out.nended = 0;
+    /* every T_TRIM_EVERY updates, before this one's reserve (the last output's arrays are
+       no longer read): the scratch the window did not need is given back */
+    if (++t->since_trim > T_TRIM_EVERY) {
+        t->since_trim = 1;
+        t_trim(&t->tracks);
+        for (int i = 0; i < B_N; i++)
+            t_trim(&t->b[i]);
+        for (int i = 0; i < A_N; i++)
+            t_trim(&t->asg.b[i]);
+    }
     if (t_reserve(t, n) < 0) {
         rknnx_t_reset(t);
         return RKNNX_T_ENOMEM;

@@ -6,7 +6,9 @@
  * a covariance of 64 per track, the track's id, state, class, clocks), and every array of a
  * frame's work (the IoU cost matrix, the assignment's, the outputs) is scratch kept in the
  * tracker that grows geometrically: once the counts of a stream have been seen, an update
- * allocates nothing.  Ids come from a counter in the tracker (never a static), from 1.
+ * allocates nothing.  Every 32 updates, scratch above 4 KiB that those updates used less
+ * than half of is shrunk to what they needed (or freed): a crowded spike's memory (a
+ * dense component's k x k costs, its edges, its tracks) is given back once it is over.  Ids come from a counter in the tracker (never a static), from 1.
  *
  * A frame (rknnx_t_update), as the paper's algorithm with the changes docs/guide/track.md
  * lists:

@@ -533,6 +533,12 @@ cdef class Context(_ContextBase):
         """
         _inputs_set(self, inputs)
 
+    # a method descriptor, not a cyfunction: called through CPython's vectorcall of a
+    # builtin method, about 120 instructions a call less (docs/benchmarks.md, "Where the
+    # nanoseconds go"); ZeroCopySession.run is this bound method.  Its signature is in
+    # the clinic form (__text_signature__), which inspect.signature reads
+    @cython.binding(False)
+    @cython.embedsignature.format("clinic")
     def run(self, *, non_block=False, timeout_ms=0):
         """Run the model once (``rknn_run``), with the GIL released.
 
@@ -668,11 +674,13 @@ cdef class Context(_ContextBase):
         want_float : bool, default True
             float32 outputs (else the model's own type).
         fast_only : bool, default False
-            Run only inputs the C checks take as they are: one C-contiguous buffer per
-            input, at its position, of its exact shape (leading ones included) and a type
-            the runtime takes, with `out` buffers that pass; for anything else (or a
-            closed context) return None having called nothing, so that a caller's own
-            path decides.  What the runtime or a custom operator raises still raises.
+            Run only inputs the C checks take as they are: one C-contiguous
+            ``numpy.ndarray`` (not a subclass) per input, at its position, of its exact
+            shape (leading ones included) and a type the runtime takes, with `out`
+            arrays (the same kind) that pass, each of its output attribute's exact dims
+            and sharing no memory with another; for anything else (or a closed context)
+            return None having called nothing, so that a caller's own path decides (and
+            words the error).  What the runtime or a custom operator raises still raises.
 
         Returns
         -------

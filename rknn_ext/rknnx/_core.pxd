@@ -77,6 +77,8 @@ cdef class TensorMem:
     cdef int _current_layout(self, _Layout* lay) except -1
     cdef int _mark_closing(self) except -1
     cdef bint _syncing_now(self) except -1
+    cdef bint _closing_now(self) noexcept
+    cdef int _wait_not_closing(self) except -1
     cdef int _claim_for_sync(self) except -1
     cdef int _export(self, Py_buffer* buffer, int flags) except -1
 

@@ -36,7 +36,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, u
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memset, memcpy, memcmp
 from posix.dlfcn cimport dlopen, dlsym, dlerror, RTLD_NOW, RTLD_LOCAL
-from posix.unistd cimport getpid
+from posix.unistd cimport getpid, usleep
 
 cdef extern from "<string.h>" nogil:
     size_t strnlen(const char* s, size_t maxlen)

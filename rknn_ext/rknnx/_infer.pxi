@@ -120,14 +120,19 @@ cdef object _infer_checked(Context self, _IOSpecs sp, object items, Py_ssize_t n
         if not _infer_inputs(self, sp, items, n, fast_only, iarr, iviews, &nin):
             return None
         for i in range(nout):
+            item = out[i]
+            if fast_only and type(item) is not _ndarray_type():
+                return None
             try:
-                _out_view(out[i], attrs[i], i, wf, _spec_out_layout(sp, attrs, i, wf),
+                _out_view(item, attrs[i], i, wf, _spec_out_layout(sp, attrs, i, wf),
                           &oviews[i])
             except (ValueError, TypeError):
                 if fast_only:
                     return None
                 raise
             nouts += 1
+            if fast_only and not _fast_out(<TensorAttr>attrs[i], oviews, i):
+                return None
             _prealloc_output(&oarr[i], i, wf, &oviews[i])
         if not _infer_locked(self, gen, iarr, <uint32_t>n, oarr, nout, fast_only, ret):
             return None
@@ -148,6 +153,29 @@ cdef object _infer_checked(Context self, _IOSpecs sp, object items, Py_ssize_t n
     check(ret[2], b"rknn_outputs_get")
     check(ret[3], b"rknn_outputs_release")
     return out
+
+
+cdef bint _fast_out(TensorAttr a, const Py_buffer* views, uint32_t i) noexcept:
+    """fast_only's rules for out[i] beyond _out_view's (those of the facade's out= check,
+    rknnx._tensors.check_out, in C): the buffer has the attribute's dims exactly (its
+    ones included) and shares no byte with out[0:i] (C-contiguous buffers: their extents
+    overlap or they do not).  False: the caller's own path decides (and words the
+    error)."""
+    cdef const Py_buffer* v = &views[i]
+    cdef const char* lo = <const char*>v.buf
+    cdef const char* hi = lo + v.len
+    cdef const char* b
+    cdef uint32_t k
+    if v.ndim != <int>a.c.n_dims:
+        return False
+    for k in range(a.c.n_dims):
+        if v.shape[k] != <Py_ssize_t>a.c.dims[k]:
+            return False
+    for k in range(i):
+        b = <const char*>views[k].buf
+        if b < hi and lo < b + views[k].len:
+            return False
+    return True
 
 
 cdef int _infer_inputs(Context self, _IOSpecs sp, object items, Py_ssize_t n,

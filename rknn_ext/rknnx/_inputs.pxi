@@ -235,15 +235,29 @@ cdef inline bint _exact_shape(const _InputSpec* s, const Py_buffer* v) noexcept:
     return True
 
 
+cdef object _ndarray = None        # numpy.ndarray, looked up at the first infer(fast_only)
+
+
+cdef object _ndarray_type():
+    """numpy.ndarray (infer's fast_only takes plain arrays only: a caller's own path
+    converts anything else, subclasses included)."""
+    global _ndarray
+    if _ndarray is None:
+        import numpy
+        _ndarray = numpy.ndarray
+    return _ndarray
+
+
 cdef Py_ssize_t _fast_inputs(_IOSpecs sp, object items, Py_ssize_t n, bint exact,
                              rknn_input* arr, Py_buffer* views,
                              Py_ssize_t* nviews) except -1:
     """The fast path's checks, in C, of the first `n` items (plain buffers at their
     positions, n <= sp.n_in and <= _FAST_MAX) against `sp`, each one taken filling its
     rknn_input: how many were taken before the first the general path must see (an Input,
-    None, another layout, type, size or shape; with `exact`, any shape but the attribute's
-    exact dims, leading ones included).  Each view is held from the moment `nviews` counts
-    it: the caller releases views[0:nviews[0]], also when this raises."""
+    None, another layout, type, size or shape; with `exact`, anything but a numpy.ndarray,
+    not a subclass, of the attribute's exact dims, leading ones included).  Each view is
+    held from the moment `nviews` counts it: the caller releases views[0:nviews[0]], also
+    when this raises."""
     cdef Py_ssize_t k
     cdef _InputSpec* s
     cdef Py_buffer* v
@@ -254,6 +268,8 @@ cdef Py_ssize_t _fast_inputs(_IOSpecs sp, object items, Py_ssize_t n, bint exact
         item = items[k]
         s = &sp.ins[k]
         if not s.fast or item is None or isinstance(item, Input):
+            return k
+        if exact and type(item) is not _ndarray_type():
             return k
         v = &views[k]
         try:

@@ -269,6 +269,12 @@ cdef class TensorMem:
         with cython.critical_section(self):
             if self._closing:
                 raise BufferError("TensorMem is being closed in another thread")
+            if _atomic_load_int(&self._syncing) > 0:
+                # refused before the mark is made: a sync() that finds the mem closing
+                # waits for the close to end (_wait_not_closing), so a mark that a close
+                # would take back here would make both refuse, which no GIL build shows
+                raise BufferError("TensorMem is being synced (rknn_mem_sync) in another "
+                                  "thread; close it once sync() returned")
             self._closing = True
             try:
                 _check_no_views(_atomic_load_ssize(&self._exports))
@@ -482,12 +488,19 @@ cdef class TensorMem:
                              "(ALLOC_NO_CONTEXT); pass context= to sync it")
         require(<void*>_api.rknn_mem_sync, b"rknn_mem_sync")
         cdef int ret
-        context._enter(b"sync")
-        try:
-            self._claim_for_sync()
-        except BaseException:
+        while True:
+            context._enter(b"sync")
+            try:
+                if self._claim_for_sync():
+                    break
+            except BaseException:
+                context._release()
+                raise
+            # a close of the mem or of its context is in flight: wait for it to end
+            # (without the lock, which that close may need) and look again, so the sync
+            # meets the mem open or closed, as on a GIL build, never half-closed
             context._release()
-            raise
+            self._wait_not_closing()
         with nogil:
             ret = _api.rknn_mem_sync(context.ctx, self.mem, <rknn_mem_sync_mode>m)
         _atomic_add_int(&self._syncing, -1)
@@ -495,15 +508,37 @@ cdef class TensorMem:
         check(ret, b"rknn_mem_sync")
 
     cdef int _claim_for_sync(self) except -1:
-        """Count a sync in flight, refused once the mem or its context is closing (in one
-        critical section on the mem, as _destroy looks at the count after the marks)."""
+        """Count a sync in flight: 1 when counted, 0 (nothing counted) while the mem or its
+        context is closing, ValueError once the mem is closed.  In one critical section on
+        the mem, as close() checks the count before its mark (_mark_closing) and _destroy
+        after its context's mark: either the sync is counted there and the close refuses,
+        or the sync sees the mark and waits for that close to end (sync())."""
         with cython.critical_section(self):
             if self.mem == NULL:
                 raise ValueError("sync on closed TensorMem")
-            if self._closing or (self.context is not None and self.context._closing):
-                raise ValueError("sync: the TensorMem is being closed in another thread")
+            if self._closing_now():
+                return 0
             _atomic_add_int(&self._syncing, 1)
-        return 0
+        return 1
+
+    cdef bint _closing_now(self) noexcept:
+        # (called inside a critical section on the mem)
+        return self._closing or (self.context is not None and self.context._closing)
+
+    cdef int _wait_not_closing(self) except -1:
+        """Return once no close of the mem or of its context is in flight.  A close is
+        short (a destroy, at most a wait for a run on its context), so the thread sleeps
+        in steps of 20 to 1000 us with the GIL released rather than keep a condition
+        variable in every mem."""
+        cdef unsigned int pause = 20
+        while True:
+            with cython.critical_section(self):
+                if not self._closing_now():
+                    return 0
+            with nogil:
+                usleep(pause)
+            if pause < 1000:
+                pause *= 2
 
     # -- buffer protocol --
     def __getbuffer__(self, Py_buffer* buffer, int flags):

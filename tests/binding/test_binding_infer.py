@@ -204,3 +204,49 @@ def test_fast_only_runs_the_plain_case_or_nothing(track, emu):
         ctx.infer([img], out, fast_only=True)
     ctx.close()
     assert ctx.infer([img], out, fast_only=True) is None
+
+
+class _Sub(np.ndarray):
+    pass
+
+
+def test_fast_only_takes_what_the_facades_out_check_takes(track, emu):
+    """fast_only makes Model.run's checks of `out` (rknnx._tensors.check_out) and of its
+    inputs' kind in C: plain numpy arrays only, each out array of its attribute's exact
+    dims, none sharing memory with another.  Anything else returns None having called
+    nothing; without fast_only the same buffers run (infer's own rules are unchanged)."""
+    ctx = track.model("multi_io")
+    xs = user_inputs(ctx, np.random.default_rng(4))
+    want = ctx.infer(xs, outs_for(ctx, True))
+    runs = emu.counters()["runs"]
+    out = outs_for(ctx, True)
+    buf = np.zeros(sum(o.nbytes for o in out) + 8, np.uint8)
+    shifted = list(out)                    # out[1] starts 8 bytes into out[0]'s memory
+    shifted[0] = buf[:out[0].nbytes].view(np.float32).reshape(out[0].shape)
+    shifted[1] = buf[8:8 + out[1].nbytes].view(np.float32).reshape(out[1].shape)
+    views, off = [], 0                     # disjoint views of one buffer: taken
+    for o in out:
+        views.append(buf[off:off + o.nbytes].view(np.float32).reshape(o.shape))
+        off += o.nbytes
+    cases = {
+        "an input subclass": ([xs[0].view(_Sub)] + xs[1:], out),
+        "an input memoryview": ([memoryview(xs[0])] + xs[1:], out),
+        "an out subclass": (xs, [out[0].view(_Sub)] + out[1:]),
+        "an out memoryview": (xs, [memoryview(out[0])] + out[1:]),
+        "an out of other dims": (xs, [out[0].reshape(out[0].shape[1:])] + out[1:]),
+        "the same out twice": (xs, [out[0], out[0]] + out[2:]),
+        "outs sharing memory": (xs, shifted),
+    }
+    for name, (inputs, o) in cases.items():
+        assert ctx.infer(inputs, o, fast_only=True) is None, name
+    assert emu.counters()["runs"] == runs
+    got = ctx.infer(xs, views, fast_only=True)
+    assert got is views and emu.counters()["runs"] == runs + 1
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    for name in ("an input subclass", "an input memoryview", "an out subclass",
+                 "an out memoryview", "an out of other dims"):
+        inputs, o = cases[name]
+        got = ctx.infer(inputs, o)         # the documented calls' rules take them
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(np.asarray(g).reshape(w.shape), w)

@@ -313,8 +313,9 @@ def _race_round(m, rng, errors):
     def run_model():
         go.wait()
         for _ in range(3):
+            # (a close under way is seen where threads truly run at once: 3.13t)
             if not expect(lambda: np.testing.assert_array_equal(m.run(X)[0], RELU_X),
-                          "on closed Model"):
+                          "on closed Model", "on a Model being closed by another thread"):
                 break
 
     threads = [threading.Thread(target=f, daemon=True)
@@ -786,7 +787,14 @@ def test_sessions_and_pools_made_while_the_model_closes_are_closed_or_refused(em
         for t in threads:
             t.join(10)
             assert not t.is_alive()
-        assert said == {"zero_copy on closed Model", "Pool on closed Model"}
+        # each maker refused once: the Model closed, or (seen where the threads truly run
+        # at once: a free-threaded CPython) its close under way when the maker looked
+        assert len(said) == 2, said
+        for what in ("zero_copy", "Pool"):
+            assert said & {f"{what} on closed Model",
+                           f"{what} on a Model being closed by another thread (if that "
+                           "close is refused, the Model stays open: call again then)"}, said
+        assert m.closed
         assert all(o.closed for o in made)   # each made before the close, closed by it
         del made
         assert at_baseline(emu, base)

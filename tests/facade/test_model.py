@@ -4,6 +4,7 @@ personalities (RV1106 has no general API: Model.run goes through zero-copy memor
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -437,6 +438,42 @@ def test_raw_must_be_a_bool_on_every_path(models, raw):
                 m.run(*inputs, raw=raw)
         np.testing.assert_array_equal(m.run(np.ones((1, 2), np.float32), raw=np.True_)[0],
                                       [[1.0, 1.0]])
+
+
+class _Sub(np.ndarray):
+    pass
+
+
+def test_the_fast_paths_out_check_in_c_keeps_the_facades_words(models, emu):
+    """Model.run's fast path leaves the whole out= check to the binding (in C, infer's
+    fast_only): what check_out refuses is refused with its words before anything runs,
+    what it takes runs, and the result is a new list of the caller's arrays (two outputs
+    sharing memory: test_out_arrays_that_share_memory_are_refused)."""
+    m = models.open("multi_io")
+    xs = user_inputs(m, np.random.default_rng(8))
+    want = m.run(*xs)
+    out = [np.empty(w.shape, w.dtype) for w in want]
+    emu.reset_counters()
+    with pytest.raises(ValueError, match=re.escape(
+            f"out[0] must be a writable C-contiguous float32 array of shape "
+            f"{want[0].shape}; got {want[0].shape[1:]} float32")):
+        m.run(*xs, out=[out[0].reshape(want[0].shape[1:])] + out[1:])   # same size
+    with pytest.raises(ValueError, match=r"out\[0\] must be .*; got memoryview"):
+        m.run(*xs, out=[memoryview(out[0])] + out[1:])
+    with pytest.raises(ValueError, match=rf"out= takes a list of arrays, one per output "
+                                         rf"\({len(out)}\); got ndarray \(put it in a list\)"):
+        m.run(*xs, out=out[0])
+    assert emu.counters()["runs"] == 0
+    sub = [o.view(_Sub) for o in out]               # a subclass: the full path takes it
+    for given in (out, tuple(out), sub):
+        got = m.run(*xs, out=given)
+        assert type(got) is list and got is not given
+        assert all(g is o for g, o in zip(got, given))
+        assert_close(got, want)
+    got = m.run(xs[0].view(_Sub), *xs[1:], out=out)
+    assert all(g is o for g, o in zip(got, out))
+    assert_close(got, want)
+    assert emu.counters()["runs"] == 4
 
 
 @pytest.mark.parametrize("platform", ["RK3588", "RV1106"])

@@ -213,6 +213,24 @@ def memfd_nv12(y: np.ndarray, uv: np.ndarray, *, pitch: int, rows: int):
     return obj
 
 
+def memfd_packed(px: np.ndarray, order: str, *, offset: int = 0, pitch: int = 0):
+    """A packed 3-byte frame (`px`, (h, w, 3), bytes in `order` "rgb" or "bgr") in a memfd
+    from `offset` with `pitch` bytes a row (0: 3 * w, no padding): an object with fd,
+    size, pitches, offsets, width, height, format (close() closes the fd)."""
+    h, w = px.shape[:2]
+    pitch = pitch or 3 * w
+    size = offset + pitch * h
+    fd = os.memfd_create(order)
+    os.ftruncate(fd, size)
+    buf = np.zeros(size, np.uint8)
+    buf[offset:].reshape(h, pitch)[:, :3 * w] = px.reshape(h, 3 * w)
+    os.pwrite(fd, buf.tobytes(), 0)
+    obj = SimpleNamespace(fd=fd, size=size, pitches=(pitch,), offsets=(offset,), width=w,
+                          height=h, format=order)
+    obj.close = lambda: os.close(fd)
+    return obj
+
+
 def bgr_to_nv12(bgr: np.ndarray):
     """BT.601 limited-range NV12 planes (Y, UV) of a BGR frame (cv2's rule)."""
     import cv2

@@ -9,6 +9,7 @@ their baseline after close."""
 from __future__ import annotations
 
 import asyncio
+import os
 
 import numpy as np
 import pytest
@@ -16,7 +17,8 @@ import pytest
 import rknnx
 from helpers import model_bytes
 from rknnx.vision import Detector, Record, Streams
-from stream_helpers import RecordingTracker, bgr_to_nv12, idf1, iou_matrix, memfd_nv12
+from stream_helpers import (RecordingTracker, bgr_to_nv12, idf1, iou_matrix, memfd_nv12,
+                            memfd_packed)
 
 av = pytest.importorskip("av", reason="PyAV (the video extra: pip install 'rknnx[video]') "
                                       "is not installed")
@@ -228,12 +230,57 @@ def test_a_dma_buf_that_does_not_fit_its_planes_fails_its_stream(baseline):
         assert isinstance(errors[1], ValueError)
         assert "plane 0 (64 rows of 128 bytes at offset 0) ends past the buffer's 6144 " \
                "bytes" in str(errors[1])
-        assert isinstance(errors[2], ValueError) and "format is 'nv12'; got 'yuyv'" in \
-            str(errors[2])
+        assert isinstance(errors[2], ValueError) and \
+            "format is 'nv12', 'bgr' or 'rgb'; got 'yuyv'" in str(errors[2])
         assert [r.index for r in records if r.stream == 0] == [0, 1]
     finally:
         for b in (good, bad, odd):
             b.close()
+
+
+def test_dma_buf_frames_of_the_inputs_size_and_layout_are_bound_not_copied(baseline):
+    rng = np.random.default_rng(5)
+    model = rknnx.Model(model_bytes("detector"))
+    try:
+        with Detector(model, workers=2) as det:
+            w, h = det.input_size
+            bgr = np.full((h, w, 3), 15, np.uint8)
+            bgr[100:300, 200:420] = 240
+            bgr[400:520, 40:160] = 200
+            bgr += rng.integers(0, 6, bgr.shape, dtype=np.uint8)
+            rgb = np.ascontiguousarray(bgr[..., ::-1])
+            # the model takes RGB (swap_rb): an RGB frame of its size with packed rows is
+            # its input's bytes (bound); a BGR one is swapped, a padded pitch is not
+            # packed, a smaller frame is letterboxed (all three mapped)
+            bufs = [memfd_packed(rgb, "rgb", offset=4096),
+                    memfd_packed(bgr, "bgr"),
+                    memfd_packed(rgb, "rgb", pitch=3 * w + 64),
+                    memfd_packed(rgb[:h // 2, :w // 2], "rgb")]
+            before = det.bound_frames
+            with Streams(det, [[b] * 3 for b in bufs], tracker=None,
+                         frames=True) as streams:
+                records = list(streams)
+                stats = streams.stats()
+            want = det.detect(bgr)
+            want_small = det.detect(bgr[:h // 2, :w // 2])
+            check_order(records, 4, 3)
+            assert [s.bound for s in stats] == [3, 0, 0, 0]
+            assert det.bound_frames - before == 3
+            for r in records:
+                ref = want_small if r.stream == 3 else want
+                np.testing.assert_array_equal(r.detections.boxes, ref.boxes)
+                np.testing.assert_array_equal(r.detections.scores, ref.scores)
+                np.testing.assert_array_equal(r.detections.classes, ref.classes)
+                assert r.detections.letterbox.scale == ref.letterbox.scale
+            assert len(want) == 2
+            # the NPU read the buffer in place: it is unchanged
+            got = np.frombuffer(os.pread(bufs[0].fd, rgb.nbytes, 4096), np.uint8)
+            np.testing.assert_array_equal(got.reshape(rgb.shape), rgb)
+            del records, want, want_small
+    finally:
+        for b in bufs:
+            b.close()
+        model.close()
 
 
 def test_frames_true_keeps_the_decoded_frame_and_bgr_converts_it(videos, baseline):

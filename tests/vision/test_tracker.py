@@ -479,6 +479,51 @@ def test_memory_is_flat_over_many_updates():
     assert rss1 - rss0 < 2048, (rss0, rss1)
 
 
+def _crowd(n, seed):
+    """n boxes piled on one another (one connected component of the assignment)."""
+    rng = np.random.default_rng(seed)
+    xy = rng.uniform(300, 340, (n, 2))
+    b = np.concatenate([xy, xy + rng.uniform(60, 80, (n, 2))], 1)
+    return dets(b, rng.uniform(0.6, 1, n).astype(np.float32))
+
+
+def test_a_crowded_spike_gives_its_memory_back():
+    from helpers import rss_kib
+    tr = Tracker()
+    fr = _frames(400, 60, 4)
+    for d in fr[:100]:
+        tr.update(d)
+    base = tr._c.nbytes
+    gc.collect()
+    rss0 = rss_kib()
+    peak = 0
+    for k in range(3):                   # 2000 overlapping boxes, three frames running
+        tr.update(_crowd(2000, k))
+        peak = max(peak, tr._c.nbytes)
+    assert peak > 100 * base, (base, peak)   # the spike did take memory
+    for d in fr[100:]:
+        tr.update(d)
+    after = tr._c.nbytes
+    gc.collect()
+    rss1 = rss_kib()
+    # its scratch back within the steady scene's own (no more than twice a buffer's need,
+    # as it grows), and the process's memory with it: most of the spike's 270 MB (the
+    # allocator may keep some of it in its heap, more in a process that ran many tests)
+    assert after <= 2 * base, (base, peak, after)
+    assert rss1 - rss0 < peak // 1024 // 4, (rss0, rss1, peak)
+
+
+def test_steady_counts_reallocate_nothing_across_trims():
+    tr = Tracker()
+    fr = _frames(200, 150, 5)
+    for d in fr:
+        tr.update(d)
+    nbytes = tr._c.nbytes
+    for d in fr[::-1]:                   # the same counts again, past several trims
+        tr.update(d)
+    assert tr._c.nbytes == nbytes
+
+
 def test_rknnx_bench_track_prints_the_time_per_update(capsys):
     from rknnx.cli import main
     assert main(["bench", "--track", "-n", "10"]) == 0

@@ -11,6 +11,7 @@ the GIL released, while the other workers' NPUs run.  docs/guide/detect.md is th
 from __future__ import annotations
 
 import queue
+import threading
 import time
 from collections import deque
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
@@ -22,7 +23,7 @@ from rknnx import _guard
 from rknnx._lifetime import Closable
 from rknnx.vision.decode import FAMILIES, _check_parameters, decode, infer_family
 from rknnx.vision.detections import Detections
-from rknnx.vision.letterbox import channel_values, letterbox, pad_values
+from rknnx.vision.letterbox import channel_values, geometry, letterbox, pad_values
 
 __all__ = ["Detector", "STAGES"]
 
@@ -136,6 +137,11 @@ class Detector(Closable):
         # one close at a time (a second waits for the first), refused inside a close
         self._closing = _guard.Lock("Detector")
         self._sessions = []
+        # sessions whose input 0 is bound to a frame's dma-buf (_detect_bound), made when
+        # the first such frame comes, at most one per worker
+        self._bound = []
+        self._free_bound: "queue.SimpleQueue" = queue.SimpleQueue()
+        self._bound_lock = threading.Lock()
         self._pool = None
         self._own_model = None
         workers = _count(workers, "workers")
@@ -190,6 +196,7 @@ class Detector(Closable):
             decode(self.family, self._sessions[0], **{**self._decode_kw, "conf": 1.0})
             self._layouts = [a.layout if len(a.dims) == 4 else None
                              for a in self._sessions[0].output_attrs]
+            self._bind_ok = self._input_is_packed_pixels(self._sessions[0])
         except BaseException:
             self._release()
             raise
@@ -197,6 +204,7 @@ class Detector(Closable):
         for s in self._sessions:
             self._free.put(s)
         self._times = deque(maxlen=4096)
+        self._bound_frames = 0
         if workers > 1:
             self._pool = ThreadPoolExecutor(workers, thread_name_prefix="rknnx-detector")
         self._closed = False
@@ -251,6 +259,18 @@ class Detector(Closable):
                              f"normalized pixels only")
         return s
 
+    def _input_is_packed_pixels(self, s) -> bool:
+        """Whether input 0 takes the letterbox's bytes as they are in a frame: uint8 pixels
+        converted by the runtime, (1, H, W, 3) packed rows with nothing between them."""
+        if self._input_kind != "logical":
+            return False
+        view = s.inputs[0]
+        w, h = self.input_size
+        ok = (view.dtype == _U8 and view.shape == (1, h, w, 3) and
+              view.flags.c_contiguous and int(s.input_attrs[0].alloc_size) == view.nbytes)
+        del view
+        return ok
+
     # -- one frame ------------------------------------------------------------------------
     def _check_frame(self, frame, fmt):
         if isinstance(fmt, str) and fmt.lower() in ("nv12", "i420"):
@@ -269,7 +289,9 @@ class Detector(Closable):
         t0 = time.perf_counter()
         try:
             kw = self._lb_kw
-            fmt, matrix = src
+            fmt, matrix = src[0], src[1]
+            if len(src) > 2:             # a dma-buf frame that names its channel order
+                kw = {**kw, "swap_rb": src[2]}
             if self._input_kind == "native":
                 box = letterbox(frame, out=session, fmt=fmt, matrix=matrix,
                                 mean=self._norm[0], std=self._norm[1], **kw)[1]
@@ -321,6 +343,96 @@ class Detector(Closable):
                     return self._frame(s, frame, src)
             finally:
                 self._free.put(s)
+
+    # -- frames in a dma-buf, bound as the input ------------------------------------------
+    def _swap_for(self, order: str) -> bool:
+        """Whether a 3-channel frame whose bytes are in `order` ("rgb" or "bgr") has its
+        first and third channels swapped on its way in: with ``swap_rb`` the model takes
+        RGB, so a BGR frame is swapped and an RGB one is not; without, frames go in as
+        they are."""
+        return bool(self._lb_kw["swap_rb"]) and order == "bgr"
+
+    def _bindable(self, w: int, h: int, pitch: int, order: str) -> bool:
+        """Whether a packed 3-channel frame (`w` x `h`, `pitch` bytes a row, bytes in
+        `order`) is, byte for byte, what the letterbox would write into input 0: the
+        input's size, rows with nothing between them, the model's channel order, an input
+        of uint8 pixels converted by the runtime.  Such a frame is bound, not copied."""
+        return (self._bind_ok and (w, h) == self.input_size and pitch == 3 * w and
+                not self._swap_for(order))
+
+    def _bound_session(self):
+        """A free session for a bound frame: one made at the first need, at most one per
+        worker (a worker past that waits for one)."""
+        try:
+            return self._free_bound.get_nowait()
+        except queue.Empty:
+            pass
+        with self._bound_lock:
+            if self._close_begun or self._closed:
+                raise RuntimeError("detect on a closed Detector")
+            if len(self._bound) < len(self._sessions):
+                s = self.model.zero_copy(outputs=self.output_kind, inputs="logical")
+                try:
+                    from rknnx.platforms import npu_cores
+
+                    cores = npu_cores(self.model.chip)
+                    if len(self._sessions) > 1 and cores > 1 and \
+                            self.model.supports("rknn_set_core_mask"):
+                        from rknnx.pool import _ONE_CORE
+
+                        s.set_core_mask(_ONE_CORE[len(self._bound) % cores])
+                except BaseException:
+                    s.close()
+                    raise
+                self._bound.append(s)
+                return s
+        return self._free_bound.get()
+
+    def _detect_bound(self, fd: int, offset: int) -> Detections:
+        """Boxes in a frame that already is input 0's bytes (:meth:`_bindable`), held in
+        the dma-buf `fd` from `offset` (the caller checked that they fit in it): bound as the input (``bind_input_fd``, no copy),
+        run, decoded.  `fd` stays the caller's; it is bound until the next such frame of
+        that session."""
+        self._check_open("detect")
+        if self._in_frame.played_here() or self._closing.held_here():
+            raise _guard.busy_error("Detector", "detect")
+        if self._close_begun:
+            with self._closing("detect"):
+                pass
+        if self._closed:
+            raise RuntimeError("detect on a closed Detector")
+        with self._in_frame:
+            s = self._bound_session()
+            try:
+                if s.closed:
+                    raise RuntimeError("the Detector was closed while this frame waited")
+                t0 = time.perf_counter()
+                s.bind_input_fd(0, fd, offset)
+                with s.hold("detect"):
+                    if s.closed:
+                        raise RuntimeError("detect: the Detector's Model was closed")
+                    t1 = time.perf_counter()
+                    try:
+                        s.run()
+                        t2 = time.perf_counter()
+                        det = decode(self.family, s.outputs, s.output_infos,
+                                     layout=self._layouts, input_size=self.input_size,
+                                     **self._decode_kw)
+                    except BaseException as exc:
+                        _guard.forget_frames(exc)
+                        raise
+                    det.letterbox = geometry(self.input_size, self.input_size)
+                    self._bound_frames += 1
+                    self._times.append((t1 - t0, t2 - t1, time.perf_counter() - t2))
+                    return det
+            finally:
+                self._free_bound.put(s)
+
+    @property
+    def bound_frames(self) -> int:
+        """Frames bound as the input without a copy (dma-buf frames of the input's size
+        and layout, given by :class:`~rknnx.vision.Streams`)."""
+        return self._bound_frames
 
     def detect(self, frame, *, fmt: str = "bgr", matrix: str = "bt601") -> Detections:
         """Boxes in one frame: letterbox into a session's input, run, decode from its
@@ -456,7 +568,7 @@ class Detector(Closable):
         _guard.check_process(self, self._made_in)
         if self._in_frame.played_here():
             raise _guard.busy_error("Detector", what)
-        for s in self._sessions:         # BufferError while a view of one is alive
+        for s in self._sessions + self._bound:   # BufferError while a view of one is alive
             s.check_closable(what)
         if self._own_model is not None:
             self._own_model.check_closable(what)
@@ -477,11 +589,14 @@ class Detector(Closable):
         """The close, with every session taken back first."""
         # a frame in flight finishes first: take every session back (the workers wait
         # for one meanwhile); what would refuse is asked before anything is closed
-        taken = []
+        taken, taken_bound = [], []
         try:
             for _ in self._sessions:
                 taken.append(self._free.get())
-            for s in self._sessions:
+            with self._bound_lock:       # (none is made after: _close_begun is set)
+                for _ in self._bound:
+                    taken_bound.append(self._free_bound.get())
+            for s in self._sessions + self._bound:
                 s.check_closable()   # BufferError: a view alive, nothing closed
             if self._own_model is not None:
                 self._own_model.check_closable()
@@ -493,10 +608,12 @@ class Detector(Closable):
         finally:
             for s in taken:          # (closed: a waiting worker says so)
                 self._free.put(s)
+            for s in taken_bound:
+                self._free_bound.put(s)
 
     def _release(self) -> None:
         err = None
-        for s in self._sessions:
+        for s in self._sessions + self._bound:
             try:
                 s.close()
             except Exception as e:       # a view still alive: reported after the others
@@ -514,7 +631,7 @@ class Detector(Closable):
         pool = self._pool
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
-        for s in self._sessions:
+        for s in self._sessions + self._bound:
             try:
                 s.close()
             except Exception:

@@ -125,13 +125,14 @@ class Record(_RecordBase):
 
 class StreamStats(collections.namedtuple(
         "StreamStats", "stream name source decoder live state frames decoded drops "
-                       "skipped fps p50 p99 tracks reconnects error")):
+                       "skipped fps p50 p99 tracks reconnects error bound")):
     """One stream's figures (:meth:`Streams.stats`): `frames` records given, `decoded`
     frames its source gave, `drops` live frames replaced by a newer one before a worker
     took them, `skipped` frames left out by ``detect_fps``, `fps` records per second of
     the stream's running time, `p50`/`p99` seconds from the frame's decode to its tracks,
     `tracks` distinct track ids, `state` ``"waiting"``, ``"running"``, ``"ended"`` or
-    ``"failed"`` (`error` says why)."""
+    ``"failed"`` (`error` says why), `bound` dma-buf frames bound as the model's input
+    without a copy (they already had its size and layout)."""
 
 
 def _size_of(frame, fmt):
@@ -200,13 +201,17 @@ def _copied(data):
 
 
 def dmabuf_frame(obj, where: str):
-    """An NV12 frame in a dma-buf fd, mapped read-only: its (Y, UV) planes with their
-    pitches (MPP's 1920x1080 in a 1920x1088 buffer, a 2304-byte pitch, ...)."""
+    """A frame in a dma-buf fd, mapped read-only: NV12's (Y, UV) planes with their pitches
+    (MPP's 1920x1080 in a 1920x1088 buffer, a 2304-byte pitch, ...), or one plane of
+    packed 3-byte pixels (``format`` "bgr" or "rgb": the bytes' order, GStreamer's BGR and
+    RGB), which a worker binds as the model's input where it already is the input's
+    bytes (its size, no padding, the model's channel order)."""
     import mmap
 
     fmt = str(getattr(obj, "format", "nv12")).lower()
-    if fmt != "nv12":
-        raise ValueError(f"{where}: a dma-buf frame's format is 'nv12'; got {fmt!r}")
+    if fmt not in ("nv12", "bgr", "rgb"):
+        raise ValueError(f"{where}: a dma-buf frame's format is 'nv12', 'bgr' or 'rgb'; "
+                         f"got {fmt!r}")
     try:
         fd, size = int(obj.fd), int(obj.size)
         w, h = int(obj.width), int(obj.height)
@@ -215,6 +220,22 @@ def dmabuf_frame(obj, where: str):
     except (AttributeError, TypeError, ValueError) as exc:
         raise TypeError(f"{where}: a dma-buf frame has int fd, size, width, height and "
                         f"sequences pitches, offsets ({exc})") from None
+    if fmt != "nv12":
+        if len(pitches) < 1 or len(offsets) < 1:
+            raise ValueError(f"{where}: a {fmt.upper()} dma-buf has one plane: pitches and "
+                             f"offsets of 1; got {pitches}, {offsets}")
+        if w < 2 or h < 2:
+            raise ValueError(f"{where}: a frame has a width and height of at least 2; got "
+                             f"{w}x{h}")
+        if pitches[0] < 3 * w:
+            raise ValueError(f"{where}: plane 0's pitch {pitches[0]} is under 3 bytes a "
+                             f"pixel of the width {w} ({3 * w})")
+        if offsets[0] < 0 or offsets[0] + pitches[0] * (h - 1) + 3 * w > size:
+            raise ValueError(f"{where}: plane 0 ({h} rows of {pitches[0]} bytes at offset "
+                             f"{offsets[0]}) ends past the buffer's {size} bytes")
+        mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+        px = np.ndarray((h, w, 3), np.uint8, mm, offsets[0], (pitches[0], 3, 1))
+        return px, "bgr", _DmaBuf(fd, (offsets[0], w, h, pitches[0], fmt))
     if len(pitches) < 2 or len(offsets) < 2:
         raise ValueError(f"{where}: an NV12 dma-buf has two planes: pitches and offsets of "
                          f"2; got {pitches}, {offsets}")
@@ -238,10 +259,12 @@ class _DmaBuf:
     """The CPU-access bracket of a dma-buf (DMA_BUF_IOCTL_SYNC: the caches made coherent
     before the CPU reads it, released after); a memfd has none and is plain memory."""
 
-    __slots__ = ("fd",)
+    __slots__ = ("fd", "packed")
 
-    def __init__(self, fd):
+    def __init__(self, fd, packed=None):
         self.fd = fd
+        # a packed 3-channel frame's (offset, width, height, pitch, byte order); None: NV12
+        self.packed = packed
 
     def sync(self, flags):
         import fcntl
@@ -412,6 +435,10 @@ class _AvSource(_Source):
         self.ctx = self.decoder(self.vstream)
         self.fps = float(self.vstream.average_rate) if self.vstream.average_rate else None
         self.tb = self.vstream.time_base
+        # the time base as two ints: a frame's seconds are pts * num / den, one int
+        # product and a true division (correctly rounded: the float of the Fraction
+        # pts * time_base, without making a Fraction per frame)
+        self.tb_nd = (self.tb.numerator, self.tb.denominator) if self.tb else None
 
     def decoder(self, vstream):
         """The stream's decoder: the MPP hardware decoder where `av` has it (pyav-rkmpp on
@@ -474,7 +501,8 @@ class _AvSource(_Source):
     def frame(self, frame):
         st, eng = self.st, self.engine
         eng.check_stop(st)
-        pts = float(frame.pts * self.tb) if frame.pts is not None and self.tb else None
+        p, nd = frame.pts, self.tb_nd
+        pts = (p * nd[0]) / nd[1] if p is not None and nd is not None else None
         fmt = frame.format.name
         w, h = frame.width, frame.height
         # the stream's own matrix where the decoder reports it (BT.709: HD cameras);
@@ -513,9 +541,11 @@ class _Stream:
         self.label = repr(os.fspath(source)) if isinstance(source, (str, os.PathLike)) \
             else type(source).__name__
         self.slot = collections.deque()
+        self.room = None                 # the engine's condition: its slot has room
         self.depth = 1 if live else FILE_DEPTH
         self.decoded = 0
         self.drops = 0
+        self.bound = 0                   # dma-buf frames bound as the input (no copy)
         self.skipped = 0
         self.epoch = 0
         self.reconnects = 0
@@ -559,7 +589,13 @@ class _Engine:
         self.detect_fps = detect_fps
         self.reconnect = reconnect
         self.timeout = timeout
-        self.cv = threading.Condition(threading.Lock())
+        # one lock, and a condition per waiter so that a change wakes only whom it
+        # concerns: `cv` the workers (a frame or an end ready), each stream's `room` its
+        # source (a file's slot has room); stops wake them all (wake_all)
+        self.lock = threading.Lock()
+        self.cv = threading.Condition(self.lock)
+        for st in streams:
+            st.room = threading.Condition(self.lock)
         self.stop_event = threading.Event()
         self.rr = 0
         self.out = collections.deque()
@@ -613,19 +649,25 @@ class _Engine:
                     st.drops += 1
             else:
                 while len(st.slot) >= st.depth and not (self.stop_event.is_set() or st.stop):
-                    self.cv.wait()       # a file: decoding waits
+                    st.room.wait()       # a file: decoding waits
                     st.last_frame = time.monotonic()
             if self.stop_event.is_set() or st.stop:
                 raise _Stop
             st.slot.append(item)
-            self.cv.notify_all()
+            self.cv.notify()             # one worker: each frame wakes one
+
+    def wake_all(self):
+        """Under the lock: every waiting worker and source (a stop, a stream's end)."""
+        self.cv.notify_all()
+        for st in self.streams:
+            st.room.notify_all()
 
     def ended(self, st, err):
         with self.cv:
             if not st.done:
                 st.done = True
                 st.err = err
-            self.cv.notify_all()
+            self.cv.notify_all()         # (rare: any worker may take the end)
 
     # -- the workers' side ------------------------------------------------------------------
     def take(self):
@@ -649,7 +691,10 @@ class _Engine:
                     self.rr = (self.rr + k + 1) % n
                     seq = st.seq
                     st.seq += 1
-                    self.cv.notify_all()  # a file's decoder waiting for room
+                    if item is _END:      # the last end lets the waiting workers go
+                        self.cv.notify_all()
+                    else:
+                        st.room.notify()  # its decoder, if it waits for room
                     return st, seq, item
                 if all(st.end_taken for st in streams):
                     return None
@@ -684,12 +729,27 @@ class _Engine:
                 self.deliver(st, seq, item, None)
                 continue
             try:
-                if item.keep is not None and isinstance(item.keep, _DmaBuf):
-                    item.keep.sync(_SYNC_READ_START)
-                    try:
-                        result = det.detect(item.data, fmt=item.fmt, matrix=item.matrix)
-                    finally:
-                        item.keep.sync(_SYNC_READ_END)
+                kb = item.keep
+                if kb is not None and isinstance(kb, _DmaBuf):
+                    packed = kb.packed
+                    if packed is not None and det._bindable(*packed[1:]):
+                        # already the input's bytes: bound as the input, no copy (the
+                        # NPU reads it; no CPU access to bracket)
+                        result = det._detect_bound(kb.fd, packed[0])
+                        with st.order:
+                            st.bound += 1
+                    else:
+                        kb.sync(_SYNC_READ_START)
+                        try:
+                            if packed is not None:   # its channel order, as it says
+                                det._check_open("detect")
+                                result = det._run(item.data, (
+                                    "bgr", "bt601", det._swap_for(packed[4])))
+                            else:
+                                result = det.detect(item.data, fmt=item.fmt,
+                                                    matrix=item.matrix)
+                        finally:
+                            kb.sync(_SYNC_READ_END)
                 else:
                     result = det.detect(item.data, fmt=item.fmt, matrix=item.matrix)
             except BaseException as exc:     # SystemExit too: the stream's error, the
@@ -726,14 +786,14 @@ class _Engine:
         if isinstance(result, BaseException):
             with self.cv:
                 st.stop = True           # its source stops; its end finishes it
-                self.cv.notify_all()
+                self.wake_all()
             return self.finish(st, result, index=item.index)
         try:
             tracks = self.track(st, item, result)
         except BaseException as exc:
             with self.cv:
                 st.stop = True
-                self.cv.notify_all()
+                self.wake_all()
             return self.finish(st, exc, index=item.index)
         now = time.perf_counter()
         st.latencies.append(now - item.t)
@@ -788,7 +848,7 @@ class _Engine:
             st.failed = err
         with self.cv:
             st.stop = True
-            self.cv.notify_all()
+            self.wake_all()
         if err is None:
             return None
         rec = Record(st.stream, st.decoded if index is None else index, None, None, None)
@@ -862,7 +922,7 @@ class _Engine:
         with self.life:                  # a start under way has started all it will
             pass
         with self.cv:
-            self.cv.notify_all()
+            self.wake_all()
         with self.out_cv:
             self.out.clear()
             self.out_cv.notify_all()
@@ -939,7 +999,10 @@ class Streams(Closable):
         URLs, ``/dev/videoN`` V4L2 cameras; the ``video`` extra), or an iterable of frames
         (uint8 BGR ``(h, w, 3)``, NV12 ``(h*3/2, w)``, a ``(Y, UV)`` NV12 or ``(Y, U, V)``
         I420 tuple of planes, or dma-buf objects with ``fd``, ``size``, ``pitches``,
-        ``offsets``, ``width``, ``height``, ``format="nv12"``, mapped read-only).  A numpy
+        ``offsets``, ``width``, ``height``, ``format`` ``"nv12"``, or ``"bgr"`` /
+        ``"rgb"`` for packed 3-byte pixels in that byte order: mapped read-only, or, a
+        packed frame that already has the model input's size and layout, bound as the
+        input with ``bind_input_fd``, no copy: ``stats()[i].bound`` counts them).  A numpy
         frame is copied when it is yielded (a source may refill the array it yielded: the
         workers read it later); a dma-buf is read in place.  A source given twice is two
         streams (a generator object given twice is one iterator read by two threads:
@@ -1145,7 +1208,8 @@ class Streams(Closable):
                 st.decoded, st.drops, st.skipped, fps,
                 float(np.percentile(lat, 50)) if lat.size else None,
                 float(np.percentile(lat, 99)) if lat.size else None,
-                st.n_tracks + st.ids_before + st.max_id, st.reconnects, st.failed))
+                st.n_tracks + st.ids_before + st.max_id, st.reconnects, st.failed,
+                st.bound))
         return out
 
     # -- lifetime ---------------------------------------------------------------------------
@@ -1174,7 +1238,7 @@ class Streams(Closable):
         if eng is not None and threading.current_thread() in eng.threads:
             eng.stop_event.set()         # from inside: the closing thread cannot join
             with eng.cv:                 # itself; the consumer's close joins the rest
-                eng.cv.notify_all()
+                eng.wake_all()
             with eng.out_cv:
                 eng.out_cv.notify_all()
                 eng.wake()
