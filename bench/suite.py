@@ -29,9 +29,9 @@ Scenarios (``--only`` picks some, by name):
                  session, against OpenCV's exact sequences (bench/letterbox_sizes.py)
 - ``decode``     decode + NMS of one yolov8n 640 int8 frame (the zoo's 9 outputs: box, class
                  scores, score_sum per scale; 20 planted objects) by ``rknnx.vision.decode``
-                 from NCHW int8 and from the NPU's native NC1HWC2 int8, against the numpy
-                 reference of the zoo's Python post-processing (tests/vision/zoo_reference.py:
-                 every cell's DFL, threshold, NMS per class) on the float32 outputs, and
+                 from NCHW int8 and from the NPU's native NC1HWC2 int8, against the zoo's
+                 Python post_process on the float32 outputs (``--zoo DIR``: its yolov8.py;
+                 without it the stand-in bench/zoo_python.py on its path), and
                  the native one against a C port of the zoo's C post-processing
                  (bench/c/zoo_yolov8.c: the NC1HWC2 -> NCHW conversion of its zero-copy
                  demo, then its int8 thresholds, DFL and NMS), the C timed in C
