@@ -1257,7 +1257,7 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
             round(w["ft_zero_copy_vs_gil"], 2), "<= 1.3x", w["ft_zero_copy_vs_gil"] <= 1.3, "x")
         add(f"{ver}t free-threaded / {ver} GIL build: model.run() per call",
             round(w["ft_model_run_vs_gil"], 2), "<= 1.3x", w["ft_model_run_vs_gil"] <= 1.3, "x")
-        add(f"{ver}t (PYTHON_GIL=0) / {ver}: a Pool of 3, time for the frames",
+        add(f"{ver}t (PYTHON_GIL=0) / {ver}: a Pool of 3, time per frame",
             round(w["ft_pool3_vs_gil"], 2), "<= 0.9x", w["ft_pool3_vs_gil"] <= 0.9, "x")
     p = r.get("pool")
     if p and 3 in p["workers"]:

@@ -9,7 +9,8 @@ that venv's interpreter, the configurations interleaved, each run 3 times (media
 - ``zero-copy run()``: ``ZeroCopySession.run()`` of the tiny model per call;
 - ``model.run()``: the general flow, numpy in and out, per call;
 - ``pool``: a Pool of 3 workers mapping 3000 frames of the tiny model (no simulated NPU
-  time: the Python glue of the workers is what is measured), seconds for all of them.
+  time: the Python glue of the workers is what is measured) in chunks of 100, the median
+  chunk's time per frame.
 
     python bench/wheels.py                              # the configurations found
     python bench/wheels.py --wheels dist/wheels --calls 20000
@@ -80,7 +81,7 @@ def configurations(wheels: Path) -> List[Dict[str, Any]]:
              "wheel": f"rknnx-*-cp{nodot}-cp{nodot}t-*x86_64*.whl", "env": {"PYTHON_GIL": "1"}},
         ]
     for c in out:
-        found = sorted(glob.glob(str(wheels / c["wheel"])))
+        found = sorted(glob.glob(str(wheels.resolve() / c["wheel"])))
         c["wheel_path"] = found[-1] if found else None
     return out
 
@@ -90,12 +91,19 @@ def _venv(c: Dict[str, Any], base: Path) -> str:
     d = base / c["name"].replace(" ", "-")
     py = d / "bin" / "python"
     stamp = d / "wheel.txt"
-    if not (py.is_file() and stamp.is_file() and stamp.read_text() == c["wheel_path"]):
+    # the venv is remade when its interpreter or its wheel changed, or numpy is missing
+    # (an install interrupted): the stamp names both and is written last
+    want = f"{c['python']}\n{c['wheel_path']}\n"
+    if not (py.is_file() and stamp.is_file() and stamp.read_text() == want
+            and subprocess.run([str(py), "-c", "import numpy, rknnx"],
+                               capture_output=True).returncode == 0):
         subprocess.run([c["python"], "-m", "venv", "--clear", str(d)], check=True)
         pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        subprocess.run([*pip, "numpy"], check=True)
+        # a wheel only: the newest numpy may have none for this interpreter (numpy 2.4 is
+        # the last with cp313t wheels), and building it from source takes many minutes
+        subprocess.run([*pip, "--only-binary=:all:", "numpy"], check=True)
         subprocess.run([*pip, "--no-deps", "--force-reinstall", c["wheel_path"]], check=True)
-        stamp.write_text(c["wheel_path"])
+        stamp.write_text(want)
     return str(py)
 
 
@@ -128,11 +136,18 @@ def worker(calls: int, frames: int) -> Dict[str, Any]:
             out["zero_copy_run_ns"] = per_call(s.run, calls)
         with rknnx.Pool(m, workers=3) as pool:
             list(pool.map([x] * 30))
-            t0 = time.perf_counter()
-            for y in pool.map([x] * frames):
-                pass
-            out["pool3_s"] = time.perf_counter() - t0
-        out["so"] = os.path.basename(rknnx._core.__file__) if hasattr(rknnx, "_core") else None
+            # the frames in chunks of 100, each timed: the median chunk's time per frame,
+            # so that a stretch in which the (shared, niced) machine gave this process no
+            # CPU moves one chunk, not the whole figure
+            chunks = []
+            for _ in range(max(1, frames // 100)):
+                t0 = time.perf_counter_ns()
+                for y in pool.map([x] * 100):
+                    pass
+                chunks.append((time.perf_counter_ns() - t0) / 100)
+            out["pool3_ns"] = statistics.median(chunks)
+    import rknnx._core as core               # which binary ran: abi3, cp313 or cp313t
+    out["so"] = os.path.basename(core.__file__)
     return out
 
 
@@ -170,7 +185,7 @@ def run(wheels: Path, calls: int, frames: int, repeats: int = 3,
             "wheel": os.path.basename(next(c["wheel_path"] for c in ready if c["name"] == name)),
             "python": next(c["python"] for c in ready if c["name"] == name),
             **{k: statistics.median(r[k] for r in rs)
-               for k in ("zero_copy_run_ns", "model_run_ns", "pool3_s")},
+               for k in ("zero_copy_run_ns", "model_run_ns", "pool3_ns")},
             "runs": rs}
     # the ratios the goals read: free-threaded against the GIL build of the same source
     for ver in ("3.13", "3.14"):
@@ -181,11 +196,11 @@ def run(wheels: Path, calls: int, frames: int, repeats: int = 3,
             res.setdefault("ratios", {})[ver] = {
                 "ft_zero_copy_vs_gil": f["zero_copy_run_ns"] / g["zero_copy_run_ns"],
                 "ft_model_run_vs_gil": f["model_run_ns"] / g["model_run_ns"],
-                "ft_pool3_vs_gil": f["pool3_s"] / g["pool3_s"]}
+                "ft_pool3_vs_gil": f["pool3_ns"] / g["pool3_ns"]}
         fg = res["configs"].get(f"{ver}t+GIL cp{nodot}t")
         if f and fg:
             res.setdefault("ratios_same_binary", {})[ver] = {
-                "ft_pool3_vs_gil_on": f["pool3_s"] / fg["pool3_s"],
+                "ft_pool3_vs_gil_on": f["pool3_ns"] / fg["pool3_ns"],
                 "ft_zero_copy_vs_gil_on": f["zero_copy_run_ns"] / fg["zero_copy_run_ns"]}
         if g and a:
             res.setdefault("abi3_cost_ns", {})[ver] = {
@@ -196,12 +211,12 @@ def run(wheels: Path, calls: int, frames: int, repeats: int = 3,
 
 def report(res: Dict[str, Any]) -> str:
     lines = [f"wheels side by side (medians of {res['repeats']} interleaved runs; "
-             f"{res['calls']} calls, pool of 3 over {res['frames']} frames)"]
+             f"{res['calls']} calls, pool of 3 over {res['frames']} frames in chunks of 100)"]
     lines.append(f"  {'configuration':<14} {'wheel':<44} {'zero-copy run()':>16} "
-                 f"{'model.run()':>12} {'pool of 3':>10}")
+                 f"{'model.run()':>12} {'pool of 3/frame':>10}")
     for name, c in res["configs"].items():
         lines.append(f"  {name:<14} {c['wheel'][:44]:<44} {c['zero_copy_run_ns']:>13.0f} ns "
-                     f"{c['model_run_ns']:>9.0f} ns {c['pool3_s']:>8.3f} s"
+                     f"{c['model_run_ns']:>9.0f} ns {c['pool3_ns'] / 1000:>7.1f} us"
                      + ("  (GIL on)" if c["gil_enabled"] and "t" in name.split()[0] else ""))
     for name, c in res["configs"].items():
         lines.append(f"  {name:<14} python {c['version']}: {c['python']}")
