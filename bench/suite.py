@@ -29,22 +29,26 @@ Scenarios (``--only`` picks some, by name):
                  session, against OpenCV's exact sequences (bench/letterbox_sizes.py)
 - ``decode``     decode + NMS of one yolov8n 640 int8 frame (the zoo's 9 outputs: box, class
                  scores, score_sum per scale; 20 planted objects) by ``rknnx.vision.decode``
-                 from NCHW int8 and from the NPU's native NC1HWC2 int8, against the numpy
-                 reference of the zoo's Python post-processing (tests/vision/zoo_reference.py:
-                 every cell's DFL, threshold, NMS per class) on the float32 outputs, and
+                 from NCHW int8 and from the NPU's native NC1HWC2 int8, against the zoo's
+                 Python post_process on the float32 outputs (``--zoo DIR``: its yolov8.py;
+                 without it the stand-in bench/zoo_python.py on its path), and
                  the native one against a C port of the zoo's C post-processing
                  (bench/c/zoo_yolov8.c: the NC1HWC2 -> NCHW conversion of its zero-copy
                  demo, then its int8 thresholds, DFL and NMS), the C timed in C
 - ``masks``      yolov8-seg 640 int8 (13 native outputs), 20 boxes of 64-160 px: the masks
                  of ``rknnx.vision.decode`` (computed inside each box) against the zoo's
-                 Python path (coefficients x the whole proto, sigmoid, upsampling of whole
-                 masks to 640x640 with cv2.resize, crop, > 0.5)
+                 Python masks (coefficients x the whole proto, sigmoid, torch's upsampling
+                 of whole masks to 640x640, crop, > 0.5) and, with ``--zoo DIR``, its whole
+                 yolov8_seg.py post_process (bench/zoo_seg.py; without it a stand-in on the
+                 same path, float32, torch on one thread)
 - ``pipeline``   host CPU per frame from a 1920x1080 BGR camera frame to boxes (a yolov8n
                  signature: the ``detector`` sample with 80 classes and score_sum, 9 int8
                  outputs): ``rknnx.vision.Detector`` against ``rknnx.lite.RKNNLite`` + cv2's
                  letterbox (resize, copyMakeBorder, cvtColor) + the zoo's Python
-                 post-processing (tests/vision/zoo_reference.py) on its float32 outputs, with
-                 the per-stage breakdown (the emulated NPU work left out of the host CPU)
+                 post_process on its float32 outputs (``--zoo DIR``: its yolov8.py and
+                 py_utils letterbox helper; without it the stand-in bench/zoo_python.py),
+                 three rounds in turn, with the per-stage breakdown (the emulated NPU work
+                 left out of the host CPU)
 - ``streams``    4 H.264 streams (1280x720, 1920x1080) -> tracks, host CPU per frame:
                  ``rknnx.vision.Streams`` against cv2.VideoCapture + a pool of RKNNLite
                  contexts + cv2 letterbox + the zoo's Python post-processing (+ trackers'
@@ -818,37 +822,53 @@ def scenario_masks(st: Settings, tmp: Path, c: CBaseline, counters, say) -> Dict
     kcoef = cells[ref["index"]].astype(np.float32)
     kboxes = np.asarray(ref["boxes"], np.float32)
     pf = values[12]
-    zoo = zoo_masks_python(cv2, kcoef, pf, kboxes)
-    res: Dict[str, Any] = {"boxes": len(seg), "box_px": [
+    # the zoo's own Python (--zoo DIR) or the stand-in on its path (bench/zoo_seg.py);
+    # without torch, the numpy/OpenCV port above
+    import zoo_seg
+    zoo_post, zoo_m, what = zoo_seg.seg(getattr(st, "zoo", None))
+    if zoo_m is None:
+        zoo_m = lambda cf, p, b: zoo_masks_python(cv2, cf, p, b)  # noqa: E731
+        what = "a numpy/OpenCV port of the zoo's masks path (torch is not installed)"
+    zoo = zoo_m(kcoef, pf, kboxes)
+    res: Dict[str, Any] = {"anchor": what, "boxes": len(seg), "box_px": [
         int(np.min(seg.boxes[:, 2:] - seg.boxes[:, :2])) if len(seg) else 0,
         int(np.max(seg.boxes[:, 2:] - seg.boxes[:, :2])) if len(seg) else 0],
         "same_kept_as_reference": bool(np.array_equal(seg.classes, ref["classes"])),
         "mask_pixels_agree": float(np.mean(zoo == seg.masks)) if len(seg) else 1.0}
+    if zoo_post is not None:
+        zb, zc, _, zmask = zoo_post(values)
+        res["zoo_post_process_kept"] = 0 if zc is None else int(len(zc))
+        res["zoo_post_process_same_classes"] = bool(zc is not None and np.array_equal(
+            np.sort(zc), np.sort(seg.classes)))
     iters = 5 if st.quick else 40
-    t_seg: List[float] = []
-    t_det: List[float] = []
-    t_zoo: List[float] = []
+    bodies = {"rknnx_seg_ns": lambda: decode("yolov8-seg", native, infos),
+              "rknnx_det_ns": lambda: decode("yolov8", n9, i9),
+              "zoo_masks_ns": lambda: zoo_m(kcoef, pf, kboxes)}
+    if zoo_post is not None:
+        bodies["zoo_post_process_ns"] = lambda: zoo_post(values)
     for _ in range(2):
-        decode("yolov8-seg", native, infos)
-        zoo_masks_python(cv2, kcoef, pf, kboxes)
-    for _ in range(iters):              # one of each in turn
-        t0 = time.perf_counter_ns()
-        decode("yolov8-seg", native, infos)
-        t1 = time.perf_counter_ns()
-        decode("yolov8", n9, i9)
-        t2 = time.perf_counter_ns()
-        zoo_masks_python(cv2, kcoef, pf, kboxes)
-        t3 = time.perf_counter_ns()
-        t_seg.append(t1 - t0)
-        t_det.append(t2 - t1)
-        t_zoo.append(t3 - t2)
-    res["rknnx_seg_ns"] = float(statistics.median(t_seg))
-    res["rknnx_det_ns"] = float(statistics.median(t_det))
-    res["zoo_masks_ns"] = float(statistics.median(t_zoo))
+        for f in bodies.values():
+            f()
+    rounds: Dict[str, List[float]] = {k: [] for k in bodies}
+    for _ in range(3):                  # three rounds, one of each in turn
+        t: Dict[str, List[int]] = {k: [] for k in bodies}
+        for _ in range(iters):
+            for k, f in bodies.items():
+                t0 = time.perf_counter_ns()
+                f()
+                t[k].append(time.perf_counter_ns() - t0)
+        for k in bodies:
+            rounds[k].append(float(statistics.median(t[k])))
+    for k, v in rounds.items():         # the median of the rounds' medians
+        res[k] = float(statistics.median(v))
+        res[k + "_rounds"] = v
     res["rknnx_masks_ns"] = max(res["rknnx_seg_ns"] - res["rknnx_det_ns"], 1.0)
     res["ratio"] = res["zoo_masks_ns"] / res["rknnx_masks_ns"]
-    res["ratio_with_decode"] = (res["rknnx_det_ns"] + res["zoo_masks_ns"]) / \
-        max(res["rknnx_seg_ns"], 1.0)
+    if "zoo_post_process_ns" in res:    # the zoo's whole post_process, as it runs
+        res["ratio_with_decode"] = res["zoo_post_process_ns"] / max(res["rknnx_seg_ns"], 1.0)
+    else:                               # estimated: rknnx's decode + the zoo's masks
+        res["ratio_with_decode"] = (res["rknnx_det_ns"] + res["zoo_masks_ns"]) / \
+            max(res["rknnx_seg_ns"], 1.0)
     del det
     say("masks")
     return res
@@ -893,57 +913,85 @@ def scenario_pipeline(st: Settings, tmp: Path, c: CBaseline, counters, say) -> D
     nw, nh = round(fw * r), round(fh * r)
     left, top = (W - nw) // 2, (H - nh) // 2
 
+    # the zoo's yolov8.py post_process and its py_utils letterbox helper (--zoo DIR), else
+    # the stand-in on the zoo's path (bench/zoo_python.py) and cv2's calls as the helper
+    # makes them (resize, copyMakeBorder), then cvtColor as the zoo's demo does
+    import zoo_seg
+    zoo_pp, helper_cls, zoo_what = zoo_seg.detect(getattr(st, "zoo", None))
+    helper = helper_cls(enable_letter_box=True) if helper_cls is not None else None
+
     def cv2_letterbox(img):
-        resized = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_LINEAR)
-        padded = cv2.copyMakeBorder(resized, top, H - nh - top, left, W - nw - left,
-                                    cv2.BORDER_CONSTANT, value=(0, 0, 0))
+        if helper is not None:
+            if len(helper.letter_box_info_list) > 64:   # the demo's list grows per frame
+                del helper.letter_box_info_list[:-1]
+            padded = helper.letter_box(im=img, new_shape=(H, W), pad_color=(0, 0, 0))
+        else:
+            resized = cv2.resize(img, (nw, nh), interpolation=cv2.INTER_LINEAR)
+            padded = cv2.copyMakeBorder(resized, top, H - nh - top, left, W - nw - left,
+                                        cv2.BORDER_CONSTANT, value=(0, 0, 0))
         return cv2.cvtColor(padded, cv2.COLOR_BGR2RGB)
 
     def zoo_post(outs):
-        d = Z.yolov8(outs)
-        b = d["boxes"].copy()
+        b, _, _ = zoo_pp(outs)
+        if b is None:
+            return np.zeros((0, 4), np.float32)
+        if helper is not None:
+            return helper.get_real_box(b)
+        b = b.copy()
         b[:, 0::2] = np.clip((b[:, 0::2] - left) / r, 0, fw)
         b[:, 1::2] = np.clip((b[:, 1::2] - top) / r, 0, fh)
         return b
 
-    res: Dict[str, Any] = {"frame": [fw, fh], "model": "detector sample, 80 classes, "
+    res: Dict[str, Any] = {"frame": [fw, fh], "anchor": zoo_what,
+                           "model": "detector sample, 80 classes, "
                            "score_sum: 9 int8 outputs (yolov8n's signature)"}
     rk = RKNNLite()
+    found_a: List[int] = []
+    found_b: List[int] = []
+    rounds: Dict[str, List[Dict[str, Any]]] = {"a": [], "b": []}
     try:
         if rk.load_rknn(path) != 0 or rk.init_runtime() != 0:
             return {"skipped": "RKNNLite could not load the model"}
-        found_a = []
 
         def lite_frame():
             img = cv2_letterbox(frame)
             outs = rk.inference(inputs=[img[None]])
             found_a.append(len(zoo_post(outs)))
 
-        a = B.frame_loop(lite_frame, iters, wu, counters)
+        with rknnx.Model(path) as m, Detector(m, "yolov8") as det:
+
+            def detector_frame():
+                found_b.append(len(det.detect(frame)))
+
+            for _ in range(3):          # three rounds, the two flows in turn
+                rounds["a"].append(B.frame_loop(lite_frame, iters, wu, counters))
+                rounds["b"].append(B.frame_loop(detector_frame, iters, wu, counters))
+            det.stage_times(reset=True)
+            for _ in range(iters):
+                det.detect(frame)
+            t = det.stage_times()
+            b_stages = {"letterbox": t["letterbox"]["p50"] * 1e9,
+                        "decode": t["decode"]["p50"] * 1e9,
+                        "run (wall)": t["npu"]["p50"] * 1e9}
         img = cv2_letterbox(frame)
         outs = rk.inference(inputs=[img[None]])
         a_stages = {"letterbox": _median_ns(lambda: cv2_letterbox(frame), iters),
                     "post-processing": _median_ns(lambda: zoo_post(outs), iters)}
     finally:
         rk.release()
-    with rknnx.Model(path) as m, Detector(m, "yolov8") as det:
-        found_b = []
 
-        def detector_frame():
-            found_b.append(len(det.detect(frame)))
+    def med(side):
+        v = [x.get("host_cpu_ns_per_frame") for x in rounds[side]]
+        return (float(statistics.median(v)) if all(v) else None), v
 
-        b = B.frame_loop(detector_frame, iters, wu, counters)
-        det.stage_times(reset=True)
-        for _ in range(iters):
-            det.detect(frame)
-        t = det.stage_times()
-        b_stages = {"letterbox": t["letterbox"]["p50"] * 1e9,
-                    "decode": t["decode"]["p50"] * 1e9, "run (wall)": t["npu"]["p50"] * 1e9}
-    ha, hb = a.get("host_cpu_ns_per_frame"), b.get("host_cpu_ns_per_frame")
-    res["rknnlite + cv2 + zoo python"] = {"host_cpu_ns_per_frame": ha, "stages_ns": a_stages,
-                                          "boxes": found_a[-1], "frame": a}
-    res["rknnx Detector"] = {"host_cpu_ns_per_frame": hb, "stages_ns": b_stages,
-                             "boxes": found_b[-1], "frame": b}
+    ha, ha_r = med("a")
+    hb, hb_r = med("b")
+    res["rknnlite + cv2 + zoo python"] = {"host_cpu_ns_per_frame": ha, "rounds": ha_r,
+                                          "stages_ns": a_stages, "boxes": found_a[-1],
+                                          "frame": rounds["a"][-1]}
+    res["rknnx Detector"] = {"host_cpu_ns_per_frame": hb, "rounds": hb_r,
+                             "stages_ns": b_stages, "boxes": found_b[-1],
+                             "frame": rounds["b"][-1]}
     if ha and hb:
         res["ratio"] = ha / hb
     say("pipeline")
@@ -1158,8 +1206,10 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
             "x")
     pl = r.get("pipeline")
     if pl and "ratio" in pl:
+        own = pl.get("anchor", "").startswith("the zoo's Python")
         add("camera frame 1920x1080 -> boxes, host CPU per frame: RKNNLite + cv2 letterbox + "
-            "zoo Python post-processing / rknnx.vision.Detector", round(pl["ratio"], 1),
+            f"zoo Python post-processing ({'its own' if own else 'stand-in'}) / "
+            "rknnx.vision.Detector", round(pl["ratio"], 1),
             ">= 8x", pl["ratio"] >= 8, "x")
     for row in _streams().target_rows(r.get("streams")):
         add(*row)
@@ -1183,11 +1233,15 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
                 dc["ratio_zoo_c"] >= 1, "x")
     mk = r.get("masks")
     if mk and "ratio" in mk:
-        add("yolov8-seg masks, 20 boxes of 64-160 px: the zoo's Python (whole proto, "
-            "upsample, crop) / rknnx.vision.decode's masks", round(mk["ratio"], 1), ">= 4x",
+        own = mk.get("anchor", "").startswith("the zoo's Python")
+        add(f"yolov8-seg masks, 20 boxes of 64-160 px: the zoo's Python "
+            f"({'its own' if own else 'stand-in'}: whole proto, upsample, crop) / "
+            f"rknnx.vision.decode's masks", round(mk["ratio"], 1), ">= 4x",
             mk["ratio"] >= 4, "x")
-        add("(the same with the decode on both sides)", round(mk["ratio_with_decode"], 1),
-            "(info)", True, "x")
+        add("(the same with the decode on both sides" +
+            (": the zoo's whole post_process)" if "zoo_post_process_ns" in mk else
+             ", estimated: rknnx decode + the zoo's masks)"),
+            round(mk["ratio_with_decode"], 1), "(info)", True, "x")
     tk = r.get("track")
     for n in ("20", "100") if tk else ():
         ratio = tk["counts"].get(n, {}).get("ratio", {}).get("trackers 2.6.1 ByteTrack")
@@ -1343,9 +1397,17 @@ def report(r: Dict[str, Any]) -> str:
             out.append(f"== yolov8-seg masks, {mk['boxes']} boxes of {mk['box_px'][0]}-"
                        f"{mk['box_px'][1]} px (pixels agreeing with the zoo's: "
                        f"{100 * mk['mask_pixels_agree']:.3f}%) ==")
+            out.append(f"anchor: {mk.get('anchor', 'the project numpy/OpenCV port')}")
+            own = mk.get("anchor", "").startswith("the zoo's Python")
             rows = [["", "median", "zoo / this"],
-                    ["the zoo's Python masks (whole proto, upsample, crop)",
-                     B._ns(mk["zoo_masks_ns"]), "1.00"],
+                    [("the zoo's Python masks" if own else "zoo Python masks stand-in") +
+                     " (whole proto, upsample, crop)", B._ns(mk["zoo_masks_ns"]), "1.00"]]
+            if "zoo_post_process_ns" in mk:
+                rows.append([f"the zoo's post_process (decode, NMS, masks; kept "
+                             f"{mk['zoo_post_process_kept']}, same classes: "
+                             f"{'yes' if mk['zoo_post_process_same_classes'] else 'NO'})",
+                             B._ns(mk["zoo_post_process_ns"]), ""])
+            rows += [
                     ["rknnx.vision.decode yolov8-seg (decode + masks)",
                      B._ns(mk["rknnx_seg_ns"]), f"x{mk['ratio_with_decode']:.1f} (+decode)"],
                     ["rknnx.vision.decode yolov8 (the same heads, no masks)",
@@ -1361,6 +1423,7 @@ def report(r: Dict[str, Any]) -> str:
             a, b = pl["rknnlite + cv2 + zoo python"], pl["rknnx Detector"]
             out.append(f"== camera frame {pl['frame'][0]}x{pl['frame'][1]} -> boxes, host CPU "
                        f"per frame ({pl['model']}) ==")
+            out.append(f"anchor: {pl.get('anchor', 'the project numpy port')}")
             rows = [["", "host CPU/frame", "stages (median)", "boxes"],
                     ["RKNNLite + cv2 + zoo Python", B._ns(a["host_cpu_ns_per_frame"]),
                      ", ".join(f"{k} {B._ns(v)}" for k, v in a["stages_ns"].items()),
@@ -1480,8 +1543,9 @@ def main(argv=None) -> int:
                              "measured it, under \"runs\"); the targets are recomputed")
     parser.add_argument("--zoo", default=None, metavar="DIR",
                         help="a checkout of airockchip/rknn_model_zoo (a directory named "
-                             "rknn_model_zoo): the decode scenario times its own C and "
-                             "Python post_process (default: the project's port stands in)")
+                             "rknn_model_zoo): the decode, masks and pipeline scenarios time "
+                             "its own C and Python post-processing (default: ports that "
+                             "follow its code path stand in)")
     parser.add_argument("--standin-model", default=None,
                         help="the vendor .rknn of the standin scenario (default: "
                              "yolo640_rk3588.rknn of the vendor data, when it is here)")

@@ -33,7 +33,9 @@ def letterbox_run(src: np.ndarray, uv: Optional[np.ndarray], dst: np.ndarray, fm
                   nh: int, left: int, top: int, swap_rb: bool,
                   lut: Optional[np.ndarray], pad: bytes, vplane: Optional[np.ndarray] = ...,
                   v_row: int = ..., matrix: int = ..., elem: int = ...,
-                  padx: Optional[bytes] = ...) -> None: ...
+                  padx: Optional[bytes] = ..., keep: bool = ...) -> Optional[LetterboxPlan]: ...
+class LetterboxPlan:
+    def run(self, src: np.ndarray, dst: np.ndarray) -> bool: ...
 class YoloPlan:
     nc: int
     def __init__(self, family: int, scales: list, sources: list, arrays: list, nc: int,

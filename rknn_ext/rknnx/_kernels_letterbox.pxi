@@ -5,6 +5,7 @@
 # their extents), so a wrong call is an exception, never a crash.
 
 from libc.stdint cimport int32_t
+from libc.string cimport strcmp
 from cpython.buffer cimport (PyObject_GetBuffer as _lb_getbuf,
                              PyBuffer_Release as _lb_release, PyBUF_RECORDS_RO as _LB_RO,
                              PyBUF_RECORDS as _LB_RW)
@@ -82,14 +83,18 @@ def letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t 
                   Py_ssize_t W, Py_ssize_t H, Py_ssize_t dst_row, Py_ssize_t dst_px,
                   tuple dst_ch, Py_ssize_t nw, Py_ssize_t nh, Py_ssize_t left,
                   Py_ssize_t top, bint swap_rb, lut, bytes pad, vplane=None,
-                  Py_ssize_t v_row=0, int matrix=0, int elem=1, bytes padx=None):
+                  Py_ssize_t v_row=0, int matrix=0, int elem=1, bytes padx=None,
+                  bint keep=False):
     """The C pass rknnx.vision.letterbox calls (rknnx.vision.letterbox is the API for
     people: it checks the user's arguments and works out these numbers).  Byte strides and offsets are
     relative to each array's first element (``a.ctypes.data``); `lut` is None or 768
     bytes, `pad` 3 bytes; I420: `uv` is the U plane, `vplane` the V plane; `matrix` 0
     (BT.601) or 1 (BT.709); `elem` the output's element bytes (1, or 2 / 4 for float16 /
-    float32: `lut` then holds 768 elements, `padx` the 3 pad elements)."""
+    float32: `lut` then holds 768 elements, `padx` the 3 pad elements).  With `keep`
+    (a BGR frame), returns a :class:`LetterboxPlan` of these numbers and the two arrays'
+    geometry: its ``run`` repeats the pass on arrays of that geometry."""
     cdef rknnx_lb_params p
+    cdef LetterboxPlan plan = None
     cdef Py_buffer vs, vu, vv, vd
     cdef const unsigned char[::1] lv
     cdef long long lo, hi
@@ -143,6 +148,11 @@ def letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t 
         if lv.shape[0] != 768 * elem:
             raise ValueError("letterbox: the table has 3 x 256 entries")
         p.lut = &lv[0]
+    if keep:
+        if fmt != RKNNX_LB_BGR:
+            raise ValueError("letterbox: a plan is of a BGR frame")
+        plan = LetterboxPlan.__new__(LetterboxPlan)
+        plan.lut = lv if lut is not None else None
     vs.buf = NULL
     vu.buf = NULL
     vv.buf = NULL
@@ -188,6 +198,15 @@ def letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t 
         # every element's last byte inside too
         _lb_inside(<long long>(H - 1) * dst_row, <long long>(W - 1) * dst_px, chs, lo,
                    hi - (elem - 1), "output")
+        if plan is not None:
+            plan.p = p
+            _lb_geometry(&vs, plan.src_shape, plan.src_strides, &plan.src_ndim)
+            plan.src_format = vs.format if vs.format != NULL else b"B"
+            _lb_extent(&vs, &plan.src_lo, &plan.src_hi)
+            _lb_geometry(&vd, plan.dst_shape, plan.dst_strides, &plan.dst_ndim)
+            plan.dst_format = vd.format if vd.format != NULL else b"B"
+            plan.dst_lo = lo
+            plan.dst_hi = hi
         p.src = <const unsigned char*>vs.buf
         p.dst = <unsigned char*>vd.buf
         with nogil:
@@ -205,6 +224,93 @@ def letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t 
         raise MemoryError("letterbox: no memory for the row buffers")
     if r != RKNNX_LB_OK:
         raise ValueError(f"letterbox: the kernel refused its parameters ({r})")
+    return plan
+
+
+cdef int _lb_geometry(Py_buffer* v, Py_ssize_t* shape, Py_ssize_t* strides,
+                      int* ndim) except -1:
+    """A buffer's shape and byte strides (up to 5 dimensions) into the arrays given."""
+    cdef int k
+    if v.ndim > 5 or v.shape == NULL or v.strides == NULL:
+        raise ValueError("letterbox: a plan is of arrays of at most 5 dimensions")
+    ndim[0] = v.ndim
+    for k in range(v.ndim):
+        shape[k] = v.shape[k]
+        strides[k] = v.strides[k]
+    return 0
+
+
+cdef bint _lb_same(Py_buffer* v, const Py_ssize_t* shape, const Py_ssize_t* strides,
+                   int ndim, bytes fmt):
+    """The buffer has this shape, these byte strides and this element format."""
+    cdef int k
+    if v.ndim != ndim or v.shape == NULL or v.strides == NULL:
+        return False
+    for k in range(ndim):
+        if v.shape[k] != shape[k] or v.strides[k] != strides[k]:
+            return False
+    if v.format == NULL:
+        return fmt == b"B"
+    return strcmp(v.format, fmt) == 0
+
+
+cdef class LetterboxPlan:
+    """The numbers of one BGR letterbox pass (letterbox_run(..., keep=True)) and the
+    geometry of its frame and output: :meth:`run` repeats the pass on another frame and
+    output of exactly that geometry (shape, byte strides, element type), so a repeated
+    call of rknnx.vision.letterbox is a look-up and this.  Nothing is kept of the arrays
+    themselves: a plan holds no buffer."""
+    cdef rknnx_lb_params p
+    cdef Py_ssize_t src_shape[5]
+    cdef Py_ssize_t src_strides[5]
+    cdef Py_ssize_t dst_shape[5]
+    cdef Py_ssize_t dst_strides[5]
+    cdef int src_ndim, dst_ndim
+    cdef bytes src_format, dst_format
+    cdef long long src_lo, src_hi, dst_lo, dst_hi
+    cdef object lut                 # the table the params point into, kept alive
+    cdef public object box          # rknnx.vision's Letterbox of the pass
+    cdef public object ref          # a weak reference to a session's input view, or None
+
+    def run(self, src, dst):
+        """The pass from `src` into `dst` when both have the plan's geometry, `dst` is
+        writable and the two do not overlap (then True); else False, nothing done (the
+        caller takes the checking path, which says what is wrong)."""
+        cdef Py_buffer vs, vd
+        cdef rknnx_lb_params p
+        cdef const char* a
+        cdef const char* b
+        cdef int r = RKNNX_LB_OK
+        vs.buf = NULL
+        vd.buf = NULL
+        _lb_getbuf(src, &vs, _LB_RO)
+        try:
+            if not _lb_same(&vs, self.src_shape, self.src_strides, self.src_ndim,
+                            self.src_format):
+                return False
+            _lb_getbuf(dst, &vd, _LB_RO)
+            if vd.readonly or not _lb_same(&vd, self.dst_shape, self.dst_strides,
+                                           self.dst_ndim, self.dst_format):
+                return False
+            a = <const char*>vs.buf
+            b = <const char*>vd.buf
+            if a + self.src_lo <= b + self.dst_hi and b + self.dst_lo <= a + self.src_hi:
+                return False            # overlapping (np.may_share_memory's bounds)
+            p = self.p
+            p.src = <const unsigned char*>vs.buf
+            p.dst = <unsigned char*>vd.buf
+            with nogil:
+                r = rknnx_lb_run(&p)
+        finally:
+            if vd.buf != NULL:
+                _lb_release(&vd)
+            if vs.buf != NULL:
+                _lb_release(&vs)
+        if r == RKNNX_LB_ENOMEM:
+            raise MemoryError("letterbox: no memory for the row buffers")
+        if r != RKNNX_LB_OK:
+            raise ValueError(f"letterbox: the kernel refused its parameters ({r})")
+        return True
 
 
 def _letterbox_taps(Py_ssize_t s, Py_ssize_t n, int bits):

@@ -209,6 +209,13 @@ def test_quick_suite_runs_and_writes_its_results(runtime, tmp_path):
         # the zoo's C port (bench/c/zoo_yolov8.c) keeps what decode keeps on this frame
         assert dc["zoo_c_same_kept_set"] is True and dc["zoo_c_kept"] == dc["kept"], dc
         assert dc["zoo_c_ns"] > 0 and dc["ratio_zoo_c"] > 0
+    if "ratio" in mk:             # no --zoo: the stand-in on the zoo's path, and it says so
+        assert mk["anchor"].startswith(("a stand-in following the zoo's Python masks",
+                                        "a numpy/OpenCV port")), mk["anchor"]
+        assert "zoo_post_process_ns" not in mk and len(mk["zoo_masks_ns_rounds"]) == 3
+    if "ratio" in pl:
+        assert pl["anchor"].startswith("a stand-in following the zoo's Python path"), pl
+        assert len(pl["rknnx Detector"]["rounds"]) == 3
     if "ratio" in mk:
         assert mk["boxes"] == 20 and 64 <= mk["box_px"][0] <= mk["box_px"][1] <= 160, mk
         assert mk["same_kept_as_reference"] is True and mk["mask_pixels_agree"] == 1.0, mk
