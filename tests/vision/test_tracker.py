@@ -413,6 +413,15 @@ def _frames(n_frames, n_obj, seed):
     return out
 
 
+def _warmed(n_frames, n_obj, seed):
+    """A Tracker that has run over :func:`_frames`, those frames, and its scratch bytes."""
+    tr = Tracker()
+    fr = _frames(n_frames, n_obj, seed)
+    for d in fr:
+        tr.update(d)
+    return tr, fr, tr._c.nbytes
+
+
 def test_threads_on_many_trackers_give_the_sequential_results():
     frames = [_frames(150, 30, s) for s in range(4)]
 
@@ -459,11 +468,7 @@ def test_two_threads_updating_one_tracker_are_serialized():
 
 def test_memory_is_flat_over_many_updates():
     from helpers import rss_kib
-    tr = Tracker()
-    fr = _frames(400, 60, 3)
-    for d in fr:
-        tr.update(d)
-    nbytes = tr._c.nbytes
+    tr, fr, nbytes = _warmed(400, 60, 3)
     gc.collect()
     gc.disable()
     try:
@@ -514,11 +519,7 @@ def test_a_crowded_spike_gives_its_memory_back():
 
 
 def test_steady_counts_reallocate_nothing_across_trims():
-    tr = Tracker()
-    fr = _frames(200, 150, 5)
-    for d in fr:
-        tr.update(d)
-    nbytes = tr._c.nbytes
+    tr, fr, nbytes = _warmed(200, 150, 5)
     for d in fr[::-1]:                   # the same counts again, past several trims
         tr.update(d)
     assert tr._c.nbytes == nbytes
