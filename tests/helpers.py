@@ -464,3 +464,44 @@ def vendor_dequant_codes(rec) -> np.ndarray:
         q = np.ascontiguousarray(q[:, :rec["dims"][1]])
     assert hashlib.sha256(q.tobytes()).hexdigest() == rec["want_float0_sha256"], rec
     return q.reshape(rec["dims"])
+
+
+#: Python source a child script puts before its own lines: ``print_calls_in_a_fork(calls)``
+#: forks, makes each ``(name, call)`` of `calls` in the child and prints a line for each
+#: ("NAME: refused" where it raised RuntimeError naming this process and the way out of it,
+#: "NAME: no error", or the error met); a child that hangs is killed after 20 s ("child
+#: hung").  The parent goes on as it was.
+FORK_PROBE = r'''
+def print_calls_in_a_fork(calls):
+    import os, time
+    parent = os.getpid()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        lines = []
+        for name, call in calls:
+            try:
+                call()
+                lines.append(f"{name}: no error")
+            except RuntimeError as e:
+                ok = f"created in process {parent}" in str(e) and "create it after fork" in str(e)
+                lines.append(f"{name}: {'refused' if ok else e}")
+            except Exception as e:
+                lines.append(f"{name}: {type(e).__name__}: {e}")
+        os.write(w, ("\n".join(lines) + "\n").encode())
+        os._exit(0)
+    os.close(w)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        print("child hung")
+    print(os.read(r, 65536).decode(), end="")
+    os.close(r)
+'''
