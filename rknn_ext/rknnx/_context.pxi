@@ -213,7 +213,12 @@ cdef class Context(_ContextBase):
             destroy_error = (<_CustomOpSet>custom)._take_error()
             (<_CustomOpSet>custom)._free_c()
         del slots, model_mem, weights_from, custom
-        self._in_attrs = self._out_attrs = None
+        # _in_attrs/_out_attrs (and _specs) are kept: a call of another thread may have
+        # passed its open check before the close and be reading them now, without the
+        # GIL on a free-threaded CPython; it meets the close at its lock, which every
+        # call takes before C sees anything, and says "... on closed Context" there.
+        # Cleared here, that reader met None (a TypeError where the closed error was
+        # due), or a tuple freed under it.  They go with the Context.
         return destroy_error
 
     def __enter__(self):
