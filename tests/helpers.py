@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import functools
+import hashlib
+import json
 import os
 import shutil
 import struct
@@ -437,3 +441,67 @@ def synthetic_rknn(generator: str, *, dynamic: bool = False, nchw=(1, 3, 4, 6),
     tail = b'{"input_num": 1, "output_num": 1, "version": "2.5.0"}'
     return (b"RKNN\0\0\0\0" + struct.pack("<QQ", 6, len(payload)) + bytes(40) + payload
             + struct.pack("<Q", len(tail)) + tail)
+
+
+@functools.cache
+def vendor_dequant_doc() -> dict:
+    """tests/data/vendor_dequant_rules.json: the vendor runtimes' recorded outputs_get
+    answers (codes and float hashes) that the dequantization rules are held to."""
+    return json.loads((DATA / "vendor_dequant_rules.json").read_text())
+
+
+def vendor_dequant_codes(rec) -> np.ndarray:
+    """The int8 NCHW codes rknn_outputs_get(want_float=0) gave for one record of
+    :func:`vendor_dequant_doc` (checked against the recorded sha256)."""
+    doc = vendor_dequant_doc()
+    if "want_float0_b64" in rec:
+        q = np.frombuffer(base64.b64decode(rec["want_float0_b64"]), np.int8)
+    else:
+        # the stand-in's fill block repeated over the native [N, C1, H, W, C2] buffer
+        block = np.frombuffer(bytes.fromhex(doc["fill_block_hex"]), np.int8)
+        nat = np.resize(block, int(np.prod(rec["native_dims"]))).reshape(rec["native_dims"])
+        q = nat.transpose(0, 1, 4, 2, 3).reshape(nat.shape[0], -1, *nat.shape[2:4])
+        q = np.ascontiguousarray(q[:, :rec["dims"][1]])
+    assert hashlib.sha256(q.tobytes()).hexdigest() == rec["want_float0_sha256"], rec
+    return q.reshape(rec["dims"])
+
+
+#: Python source a child script puts before its own lines: ``print_calls_in_a_fork(calls)``
+#: forks, makes each ``(name, call)`` of `calls` in the child and prints a line for each
+#: ("NAME: refused" where it raised RuntimeError naming this process and the way out of it,
+#: "NAME: no error", or the error met); a child that hangs is killed after 20 s ("child
+#: hung").  The parent goes on as it was.
+FORK_PROBE = r'''
+def print_calls_in_a_fork(calls):
+    import os, time
+    parent = os.getpid()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        lines = []
+        for name, call in calls:
+            try:
+                call()
+                lines.append(f"{name}: no error")
+            except RuntimeError as e:
+                ok = f"created in process {parent}" in str(e) and "create it after fork" in str(e)
+                lines.append(f"{name}: {'refused' if ok else e}")
+            except Exception as e:
+                lines.append(f"{name}: {type(e).__name__}: {e}")
+        os.write(w, ("\n".join(lines) + "\n").encode())
+        os._exit(0)
+    os.close(w)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        print("child hung")
+    print(os.read(r, 65536).decode(), end="")
+    os.close(r)
+'''

@@ -295,6 +295,84 @@ static const signed char rknnx_lb_ilv[9][16] = {
     {5, -1, -1, 13, -1, -1, 6, -1, -1, 14, -1, -1, 7, -1, -1, 15},
 };
 
+/* The matrix's coefficients as vpmaddwd pairs (rknnx_lb_split), broadcast. */
+typedef struct rknnx_lb_kavx2 {
+    __m256i y, rv, gv, gu, bu;
+} rknnx_lb_kavx2;
+
+__attribute__((target("avx2")))
+static rknnx_lb_kavx2 rknnx_lb_kavx2_of(const int32_t *k)
+{
+    int32_t w[5];
+    for (int i = 0; i < 5; i++)
+        rknnx_lb_split(k[i], w + i);
+    rknnx_lb_kavx2 kv = {_mm256_set1_epi32(w[0]), _mm256_set1_epi32(w[1]),
+                         _mm256_set1_epi32(w[2]), _mm256_set1_epi32(w[3]),
+                         _mm256_set1_epi32(w[4])};
+    return kv;
+}
+
+/* The YUV step's chroma half, 16 (U, V) pairs (I420: U[ci], V[ci] on; NV12: the pairs
+   from byte U[cn], cn = 2 ci, given as is: the callers' offsets need no division):
+   each pair's B, G and R terms (Q20, 32-bit lanes: [0] pairs 0-3 and 8-11, [1] pairs
+   4-7 and 12-15), from the pairs (x << 7, x) of u, v - 128. */
+__attribute__((target("avx2"), always_inline))
+static inline void rknnx_lb_chroma_avx2(const unsigned char *U, const unsigned char *V,
+                                        int i420, ptrdiff_t ci, ptrdiff_t cn,
+                                        const rknnx_lb_kavx2 *kv,
+                                        __m256i cb[2], __m256i cg[2], __m256i cr[2])
+{
+    const __m256i m8 = _mm256_set1_epi16(0xff), c128 = _mm256_set1_epi16(128);
+    __m256i u, v;
+    if (i420) {
+        u = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(U + ci)));
+        v = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(V + ci)));
+    } else {
+        const __m256i uv = _mm256_loadu_si256((const __m256i *)(U + cn));
+        u = _mm256_and_si256(uv, m8);
+        v = _mm256_srli_epi16(uv, 8);
+    }
+    u = _mm256_sub_epi16(u, c128);
+    v = _mm256_sub_epi16(v, c128);
+    const __m256i us = _mm256_slli_epi16(u, 7), vs = _mm256_slli_epi16(v, 7);
+    const __m256i up[2] = {_mm256_unpacklo_epi16(us, u), _mm256_unpackhi_epi16(us, u)};
+    const __m256i vp[2] = {_mm256_unpacklo_epi16(vs, v), _mm256_unpackhi_epi16(vs, v)};
+    for (int i = 0; i < 2; i++) {
+        cb[i] = _mm256_madd_epi16(up[i], kv->bu);
+        cr[i] = _mm256_madd_epi16(vp[i], kv->rv);
+        cg[i] = _mm256_add_epi32(_mm256_madd_epi16(vp[i], kv->gv),
+                                 _mm256_madd_epi16(up[i], kv->gu));
+    }
+}
+
+/* The YUV step's luma half, the 32 Ys at Y: max(Y - 16, 0) times the Y coefficient plus
+   the rounding half (Q20, 32-bit lanes) of the even pixels (e) and the odd ones (o), in
+   the chroma terms' order ([0] pairs 0-3 and 8-11, [1] pairs 4-7 and 12-15). */
+__attribute__((target("avx2"), always_inline))
+static inline void rknnx_lb_luma_avx2(const unsigned char *Y, const rknnx_lb_kavx2 *kv,
+                                      __m256i e[2], __m256i o[2])
+{
+    const __m256i m8 = _mm256_set1_epi16(0xff), c16 = _mm256_set1_epi16(16);
+    const __m256i half = _mm256_set1_epi32(1 << 19);
+    const __m256i yb = _mm256_loadu_si256((const __m256i *)Y);
+    const __m256i ye = _mm256_subs_epu16(_mm256_and_si256(yb, m8), c16);
+    const __m256i yo = _mm256_subs_epu16(_mm256_srli_epi16(yb, 8), c16);
+    const __m256i es = _mm256_slli_epi16(ye, 7), os = _mm256_slli_epi16(yo, 7);
+    e[0] = _mm256_add_epi32(_mm256_madd_epi16(_mm256_unpacklo_epi16(es, ye), kv->y), half);
+    e[1] = _mm256_add_epi32(_mm256_madd_epi16(_mm256_unpackhi_epi16(es, ye), kv->y), half);
+    o[0] = _mm256_add_epi32(_mm256_madd_epi16(_mm256_unpacklo_epi16(os, yo), kv->y), half);
+    o[1] = _mm256_add_epi32(_mm256_madd_epi16(_mm256_unpackhi_epi16(os, yo), kv->y), half);
+}
+
+/* One channel of 16 pixels from the luma and chroma terms: (y + c) >> 20 in 16-bit lanes
+   (pairs 0-7, 8-15), saturated to int16 (the sums stay within +-2**11 after the shift). */
+__attribute__((target("avx2"), always_inline))
+static inline __m256i rknnx_lb_ch_avx2(const __m256i y[2], const __m256i c[2])
+{
+    return _mm256_packs_epi32(_mm256_srai_epi32(_mm256_add_epi32(y[0], c[0]), 20),
+                              _mm256_srai_epi32(_mm256_add_epi32(y[1], c[1]), 20));
+}
+
 __attribute__((target("avx2")))
 static ptrdiff_t rknnx_lb_yuv_avx2(const unsigned char *restrict Y,
                                    const unsigned char *restrict U,
@@ -302,65 +380,20 @@ static ptrdiff_t rknnx_lb_yuv_avx2(const unsigned char *restrict Y,
                                    const int32_t *k, int sw, unsigned char *restrict d,
                                    ptrdiff_t x, ptrdiff_t end)
 {
-    int32_t w[5];
-    for (int i = 0; i < 5; i++)
-        rknnx_lb_split(k[i], w + i);
-    const __m256i wy = _mm256_set1_epi32(w[0]), wrv = _mm256_set1_epi32(w[1]);
-    const __m256i wgv = _mm256_set1_epi32(w[2]), wgu = _mm256_set1_epi32(w[3]);
-    const __m256i wbu = _mm256_set1_epi32(w[4]);
-    const __m256i m8 = _mm256_set1_epi16(0xff), c16 = _mm256_set1_epi16(16);
-    const __m256i c128 = _mm256_set1_epi16(128), half = _mm256_set1_epi32(1 << 19);
+    const rknnx_lb_kavx2 kv = rknnx_lb_kavx2_of(k);
     __m256i sh[3][3];
     for (int t = 0; t < 3; t++)
         for (int c = 0; c < 3; c++)
             sh[t][c] = _mm256_broadcastsi128_si256(
                 _mm_loadu_si128((const __m128i *)rknnx_lb_ilv[3 * t + c]));
     for (; x + 32 <= end; x += 32) {
-        const __m256i yb = _mm256_loadu_si256((const __m256i *)(Y + x));
-        const __m256i ye = _mm256_subs_epu16(_mm256_and_si256(yb, m8), c16);
-        const __m256i yo = _mm256_subs_epu16(_mm256_srli_epi16(yb, 8), c16);
-        __m256i u, v;
-        if (i420) {
-            u = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(U + x / 2)));
-            v = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(V + x / 2)));
-        } else {
-            const __m256i uv = _mm256_loadu_si256((const __m256i *)(U + x));
-            u = _mm256_and_si256(uv, m8);
-            v = _mm256_srli_epi16(uv, 8);
-        }
-        u = _mm256_sub_epi16(u, c128);
-        v = _mm256_sub_epi16(v, c128);
-        /* the pairs (x << 7, x): ..0 pairs 0-3 and 8-11, ..1 pairs 4-7 and 12-15 */
-        const __m256i us = _mm256_slli_epi16(u, 7), vs = _mm256_slli_epi16(v, 7);
-        const __m256i up0 = _mm256_unpacklo_epi16(us, u), up1 = _mm256_unpackhi_epi16(us, u);
-        const __m256i vp0 = _mm256_unpacklo_epi16(vs, v), vp1 = _mm256_unpackhi_epi16(vs, v);
-        const __m256i es = _mm256_slli_epi16(ye, 7), os = _mm256_slli_epi16(yo, 7);
-        const __m256i ep0 = _mm256_unpacklo_epi16(es, ye), ep1 = _mm256_unpackhi_epi16(es, ye);
-        const __m256i op0 = _mm256_unpacklo_epi16(os, yo), op1 = _mm256_unpackhi_epi16(os, yo);
+        __m256i cb[2], cg[2], cr[2], e[2], o[2];
+        rknnx_lb_chroma_avx2(U, V, i420, x / 2, x, &kv, cb, cg, cr);
+        rknnx_lb_luma_avx2(Y + x, &kv, e, o);
         /* B, G, R of the even (e) and odd (o) pixels, 16-bit lanes: pairs 0-7, 8-15 */
-        __m256i be, ge, re, bo, go, ro;
-        {
-            const __m256i cb0 = _mm256_madd_epi16(up0, wbu), cb1 = _mm256_madd_epi16(up1, wbu);
-            const __m256i cr0 = _mm256_madd_epi16(vp0, wrv), cr1 = _mm256_madd_epi16(vp1, wrv);
-            const __m256i cg0 = _mm256_add_epi32(_mm256_madd_epi16(vp0, wgv),
-                                                 _mm256_madd_epi16(up0, wgu));
-            const __m256i cg1 = _mm256_add_epi32(_mm256_madd_epi16(vp1, wgv),
-                                                 _mm256_madd_epi16(up1, wgu));
-            const __m256i e0 = _mm256_add_epi32(_mm256_madd_epi16(ep0, wy), half);
-            const __m256i e1 = _mm256_add_epi32(_mm256_madd_epi16(ep1, wy), half);
-            const __m256i o0 = _mm256_add_epi32(_mm256_madd_epi16(op0, wy), half);
-            const __m256i o1 = _mm256_add_epi32(_mm256_madd_epi16(op1, wy), half);
-#define RKNNX_LB_CH(Y0, Y1, C0, C1)                                                         \
-    _mm256_packs_epi32(_mm256_srai_epi32(_mm256_add_epi32(Y0, C0), 20),                     \
-                       _mm256_srai_epi32(_mm256_add_epi32(Y1, C1), 20))
-            be = RKNNX_LB_CH(e0, e1, cb0, cb1);
-            ge = RKNNX_LB_CH(e0, e1, cg0, cg1);
-            re = RKNNX_LB_CH(e0, e1, cr0, cr1);
-            bo = RKNNX_LB_CH(o0, o1, cb0, cb1);
-            go = RKNNX_LB_CH(o0, o1, cg0, cg1);
-            ro = RKNNX_LB_CH(o0, o1, cr0, cr1);
-#undef RKNNX_LB_CH
-        }
+        const __m256i be = rknnx_lb_ch_avx2(e, cb), ge = rknnx_lb_ch_avx2(e, cg);
+        const __m256i re = rknnx_lb_ch_avx2(e, cr), bo = rknnx_lb_ch_avx2(o, cb);
+        const __m256i go = rknnx_lb_ch_avx2(o, cg), ro = rknnx_lb_ch_avx2(o, cr);
         /* per lane: bytes 0-7 the even pixels, 8-15 the odd ones, saturated */
         const __m256i b8 = _mm256_packus_epi16(be, bo), r8 = _mm256_packus_epi16(re, ro);
         const __m256i G = _mm256_packus_epi16(ge, go);
@@ -1092,65 +1125,26 @@ static ptrdiff_t rknnx_lb_yuv_half_avx2(const unsigned char *restrict Y0,
                                         const int32_t *k, int sw, ptrdiff_t n,
                                         unsigned char *restrict o)
 {
-    int32_t w[5];
-    for (int i = 0; i < 5; i++)
-        rknnx_lb_split(k[i], w + i);
-    const __m256i wy = _mm256_set1_epi32(w[0]), wrv = _mm256_set1_epi32(w[1]);
-    const __m256i wgv = _mm256_set1_epi32(w[2]), wgu = _mm256_set1_epi32(w[3]);
-    const __m256i wbu = _mm256_set1_epi32(w[4]);
-    const __m256i m8 = _mm256_set1_epi16(0xff), c16 = _mm256_set1_epi16(16);
-    const __m256i c128 = _mm256_set1_epi16(128), half = _mm256_set1_epi32(1 << 19);
+    const rknnx_lb_kavx2 kv = rknnx_lb_kavx2_of(k);
+    const __m256i m8 = _mm256_set1_epi16(0xff);
     const __m256i two = _mm256_set1_epi16(2), zero = _mm256_setzero_si256();
     __m256i sh[4];
     for (int i = 0; i < 4; i++)
         sh[i] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)rknnx_lb_ilv8[i]));
     ptrdiff_t x = 0;
     for (; x + 16 <= n; x += 16) {
-        __m256i u, v;
-        if (i420) {
-            u = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(U + x)));
-            v = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(V + x)));
-        } else {
-            const __m256i uv = _mm256_loadu_si256((const __m256i *)(U + 2 * x));
-            u = _mm256_and_si256(uv, m8);
-            v = _mm256_srli_epi16(uv, 8);
-        }
-        u = _mm256_sub_epi16(u, c128);
-        v = _mm256_sub_epi16(v, c128);
-        const __m256i us = _mm256_slli_epi16(u, 7), vs = _mm256_slli_epi16(v, 7);
-        const __m256i up0 = _mm256_unpacklo_epi16(us, u), up1 = _mm256_unpackhi_epi16(us, u);
-        const __m256i vp0 = _mm256_unpacklo_epi16(vs, v), vp1 = _mm256_unpackhi_epi16(vs, v);
-        const __m256i cb0 = _mm256_madd_epi16(up0, wbu), cb1 = _mm256_madd_epi16(up1, wbu);
-        const __m256i cr0 = _mm256_madd_epi16(vp0, wrv), cr1 = _mm256_madd_epi16(vp1, wrv);
-        const __m256i cg0 = _mm256_add_epi32(_mm256_madd_epi16(vp0, wgv),
-                                             _mm256_madd_epi16(up0, wgu));
-        const __m256i cg1 = _mm256_add_epi32(_mm256_madd_epi16(vp1, wgv),
-                                             _mm256_madd_epi16(up1, wgu));
+        __m256i cb[2], cg[2], cr[2];
+        rknnx_lb_chroma_avx2(U, V, i420, x, 2 * x, &kv, cb, cg, cr);
         __m256i sb = two, sg = two, sr = two;     /* the blocks' sums + 2, 16-bit lanes */
         for (int r = 0; r < 2; r++) {
-            const __m256i yb = _mm256_loadu_si256((const __m256i *)((r ? Y1 : Y0) + 2 * x));
-            const __m256i ye = _mm256_subs_epu16(_mm256_and_si256(yb, m8), c16);
-            const __m256i yo = _mm256_subs_epu16(_mm256_srli_epi16(yb, 8), c16);
-            const __m256i es = _mm256_slli_epi16(ye, 7), os = _mm256_slli_epi16(yo, 7);
-            const __m256i e0 = _mm256_add_epi32(
-                _mm256_madd_epi16(_mm256_unpacklo_epi16(es, ye), wy), half);
-            const __m256i e1 = _mm256_add_epi32(
-                _mm256_madd_epi16(_mm256_unpackhi_epi16(es, ye), wy), half);
-            const __m256i o0 = _mm256_add_epi32(
-                _mm256_madd_epi16(_mm256_unpacklo_epi16(os, yo), wy), half);
-            const __m256i o1 = _mm256_add_epi32(
-                _mm256_madd_epi16(_mm256_unpackhi_epi16(os, yo), wy), half);
+            __m256i e[2], o[2];
+            rknnx_lb_luma_avx2((r ? Y1 : Y0) + 2 * x, &kv, e, o);
 /* a channel's 16 pixels (even or odd), clamped to 0..255 in 16-bit lanes */
-#define RKNNX_LB_PX(A0, A1, C0, C1)                                                         \
-    _mm256_min_epi16(_mm256_max_epi16(                                                      \
-        _mm256_packs_epi32(_mm256_srai_epi32(_mm256_add_epi32(A0, C0), 20),                 \
-                           _mm256_srai_epi32(_mm256_add_epi32(A1, C1), 20)), zero), m8)
-            sb = _mm256_add_epi16(sb, _mm256_add_epi16(RKNNX_LB_PX(e0, e1, cb0, cb1),
-                                                       RKNNX_LB_PX(o0, o1, cb0, cb1)));
-            sg = _mm256_add_epi16(sg, _mm256_add_epi16(RKNNX_LB_PX(e0, e1, cg0, cg1),
-                                                       RKNNX_LB_PX(o0, o1, cg0, cg1)));
-            sr = _mm256_add_epi16(sr, _mm256_add_epi16(RKNNX_LB_PX(e0, e1, cr0, cr1),
-                                                       RKNNX_LB_PX(o0, o1, cr0, cr1)));
+#define RKNNX_LB_PX(Y2, C2)                                                                 \
+    _mm256_min_epi16(_mm256_max_epi16(rknnx_lb_ch_avx2(Y2, C2), zero), m8)
+            sb = _mm256_add_epi16(sb, _mm256_add_epi16(RKNNX_LB_PX(e, cb), RKNNX_LB_PX(o, cb)));
+            sg = _mm256_add_epi16(sg, _mm256_add_epi16(RKNNX_LB_PX(e, cg), RKNNX_LB_PX(o, cg)));
+            sr = _mm256_add_epi16(sr, _mm256_add_epi16(RKNNX_LB_PX(e, cr), RKNNX_LB_PX(o, cr)));
 #undef RKNNX_LB_PX
         }
         sb = _mm256_srli_epi16(sb, 2);

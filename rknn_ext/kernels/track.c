@@ -90,16 +90,21 @@ typedef struct {
 
 /* ---- the assignment ------------------------------------------------------------------ */
 
-/* A square k x k problem (cost row-major, INFINITY: not allowed) solved by shortest
-   augmenting paths: for each row in turn a Dijkstra search over reduced costs (row
-   potentials u, column potentials v) to the nearest unassigned column, the potentials
-   updated so that the reduced costs stay >= 0, then the path flipped.  col4row receives
-   each row's column.  0, or -1 when some row cannot be assigned (not reached here: the
-   problems built below always have a perfect matching). */
-static int t_lsa(const double *cost, ptrdiff_t k, ptrdiff_t *col4row, ptrdiff_t *row4col,
-                 double *u, double *v, double *spc, ptrdiff_t *path, ptrdiff_t *rem,
-                 unsigned char *sr, unsigned char *sc)
+/* A square k x k problem, k = nr + nc, solved by shortest augmenting paths: for each row
+   in turn a Dijkstra search over reduced costs (row potentials u, column potentials v) to
+   the nearest unassigned column, the potentials updated so that the reduced costs stay
+   >= 0, then the path flipped.  col4row receives each row's column.  The matrix is the
+   thresholded problem's extension (t_assign), read without being stored: the block of
+   its first nr rows and nc columns is `blk` (nr x nc, row-major, INFINITY: not allowed),
+   the rest of those rows and columns is `half`, and the corner beyond both is 0; a crowd
+   of a thousand tracks and boxes costs the nr x nc block, not four times it.  0, or -1
+   when some row cannot be assigned (not reached here: the extension always has a perfect
+   matching). */
+static int t_lsa(const double *blk, ptrdiff_t nr, ptrdiff_t nc, double half,
+                 ptrdiff_t *col4row, ptrdiff_t *row4col, double *u, double *v, double *spc,
+                 ptrdiff_t *path, ptrdiff_t *rem, unsigned char *sr, unsigned char *sc)
 {
+    ptrdiff_t k = nr + nc;
     for (ptrdiff_t i = 0; i < k; i++) {
         u[i] = v[i] = 0;
         col4row[i] = row4col[i] = -1;
@@ -117,10 +122,13 @@ static int t_lsa(const double *cost, ptrdiff_t k, ptrdiff_t *col4row, ptrdiff_t 
             sr[i] = 1;
             ptrdiff_t idx = -1;
             double lowest = INFINITY;
-            const double *ci = cost + i * k;
+            /* row i of the extension: its block row then `half`, or `half` then 0 */
+            const double *ci = i < nr ? blk + i * nc : NULL;
+            double beyond = ci ? half : 0.0, under = ci ? 0.0 : half;
             for (ptrdiff_t it = 0; it < nrem; it++) {
                 ptrdiff_t j = rem[it];
-                double r = minv + ci[j] - u[i] - v[j];
+                double cij = j >= nc ? beyond : ci ? ci[j] : under;
+                double r = minv + cij - u[i] - v[j];
                 if (r < spc[j]) {
                     path[j] = i;
                     spc[j] = r;
@@ -178,7 +186,7 @@ static ptrdiff_t t_find(ptrdiff_t *parent, ptrdiff_t x)
    its pair; a larger one is a square problem of its rows and columns plus a stand-in for
    each (a row matched to a column's stand-in leaves that row unmatched, at thresh / 2,
    and the same for columns), solved exactly by t_lsa.  Returns the matched pairs. */
-static ptrdiff_t t_assign(t_asg *a, const ptrdiff_t *ei, const ptrdiff_t *ej,
+static ptrdiff_t t_assign(t_asg *a, const int32_t *ei, const int32_t *ej,
                           const double *ec, ptrdiff_t ne, ptrdiff_t rows, ptrdiff_t cols,
                           double thresh, ptrdiff_t *match4row)
 {
@@ -244,7 +252,7 @@ static ptrdiff_t t_assign(t_asg *a, const ptrdiff_t *ei, const ptrdiff_t *ej,
             continue;
         }
         ptrdiff_t k = nr + nc;
-        double *ext = T_NEED(a->b[A_EXT], double, k * k);
+        double *ext = T_NEED(a->b[A_EXT], double, nr * nc);
         double *u = T_NEED(a->b[A_U], double, k), *v = T_NEED(a->b[A_V], double, k);
         double *spc = T_NEED(a->b[A_SPC], double, k);
         ptrdiff_t *path = T_NEED(a->b[A_PATH], ptrdiff_t, k);
@@ -258,15 +266,15 @@ static ptrdiff_t t_assign(t_asg *a, const ptrdiff_t *ei, const ptrdiff_t *ej,
         for (ptrdiff_t q = 0; q < cnt; q++)
             local[m[q]] = q < nr ? q : q - nr;
         /* rows: the component's rows, then a stand-in per column; columns: its columns,
-           then a stand-in per row */
-        for (ptrdiff_t p = 0; p < k; p++)
-            for (ptrdiff_t q = 0; q < k; q++)
-                ext[p * k + q] = p < nr && q < nc ? INFINITY : (p < nr || q < nc) ? thresh / 2 : 0;
+           then a stand-in per row (t_lsa reads all but the rows' and columns' own block
+           from nr, nc and thresh / 2) */
+        for (ptrdiff_t p = 0; p < nr * nc; p++)
+            ext[p] = INFINITY;
         for (ptrdiff_t g = 0; g < neg; g++) {
             ptrdiff_t e = eg[g];
-            ext[local[ei[e]] * k + local[rows + ej[e]]] = ec[e];
+            ext[local[ei[e]] * nc + local[rows + ej[e]]] = ec[e];
         }
-        if (t_lsa(ext, k, c4r, r4c, u, v, spc, path, rem, sr, sc) < 0)
+        if (t_lsa(ext, nr, nc, thresh / 2, c4r, r4c, u, v, spc, path, rem, sr, sc) < 0)
             return RKNNX_T_ENOMEM;   /* cannot happen: every row has a stand-in column */
         for (ptrdiff_t p = 0; p < nr; p++)
             if (c4r[p] < nc) {
@@ -283,15 +291,19 @@ ptrdiff_t rknnx_t_assign(const double *cost, ptrdiff_t rows, ptrdiff_t cols, dou
     t_asg a;
     memset(&a, 0, sizeof a);
     ptrdiff_t ne = 0, r = RKNNX_T_ENOMEM;
-    ptrdiff_t *ei = T_NEED(a.b[A_EI], ptrdiff_t, rows * cols + 1);
-    ptrdiff_t *ej = T_NEED(a.b[A_EJ], ptrdiff_t, rows * cols + 1);
+    /* the edges' rows and columns are int32 (half the bytes of a crowd's edges): a
+       matrix past that many rows or columns would not fit in memory anyway */
+    if (rows > INT32_MAX || cols > INT32_MAX)
+        return RKNNX_T_ENOMEM;
+    int32_t *ei = T_NEED(a.b[A_EI], int32_t, rows * cols + 1);
+    int32_t *ej = T_NEED(a.b[A_EJ], int32_t, rows * cols + 1);
     double *ec = T_NEED(a.b[A_EC], double, rows * cols + 1);
     if (ei && ej && ec) {
         for (ptrdiff_t i = 0; i < rows; i++)
             for (ptrdiff_t j = 0; j < cols; j++)
                 if (cost[i * cols + j] <= thresh) {
-                    ei[ne] = i;
-                    ej[ne] = j;
+                    ei[ne] = (int32_t)i;
+                    ej[ne] = (int32_t)j;
                     ec[ne++] = cost[i * cols + j];
                 }
         r = t_assign(&a, ei, ej, ec, ne, rows, cols, thresh, match4row);
@@ -549,6 +561,8 @@ static int t_associate(rknnx_tracker *t, const ptrdiff_t *pool, ptrdiff_t np,
 {
     if (np == 0 || nd == 0)
         return 0;
+    if (np > INT32_MAX || nd > INT32_MAX)
+        return RKNNX_T_ENOMEM;   /* the edges hold int32 indices (t_assign) */
     t_track *tr = t->tracks.p;
     unsigned char *used = t->b[B_USED].p;
     t_asg *a = &t->asg;
@@ -572,7 +586,7 @@ static int t_associate(rknnx_tracker *t, const ptrdiff_t *pool, ptrdiff_t np,
         return 0;
     key = t_sort_keys(key, key + nd, nk);
     ptrdiff_t ne = 0, ecap = 0;
-    ptrdiff_t *ei = NULL, *ej = NULL;
+    int32_t *ei = NULL, *ej = NULL;
     double *ec = NULL;
     for (ptrdiff_t i = 0; i < np; i++) {
         const t_track *x = tr + pool[i];
@@ -600,14 +614,14 @@ static int t_associate(rknnx_tracker *t, const ptrdiff_t *pool, ptrdiff_t np,
                 continue;
             if (ne == ecap) {
                 ecap = ecap ? 2 * ecap : 64;
-                ei = T_NEED(a->b[A_EI], ptrdiff_t, ecap);
-                ej = T_NEED(a->b[A_EJ], ptrdiff_t, ecap);
+                ei = T_NEED(a->b[A_EI], int32_t, ecap);
+                ej = T_NEED(a->b[A_EJ], int32_t, ecap);
                 ec = T_NEED(a->b[A_EC], double, ecap);
                 if (!ei || !ej || !ec)
                     return RKNNX_T_ENOMEM;
             }
-            ei[ne] = i;
-            ej[ne] = key[q].j;
+            ei[ne] = (int32_t)i;
+            ej[ne] = (int32_t)key[q].j;
             ec[ne++] = c;
         }
     }

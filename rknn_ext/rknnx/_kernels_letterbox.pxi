@@ -84,18 +84,22 @@ def letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t 
                   tuple dst_ch, Py_ssize_t nw, Py_ssize_t nh, Py_ssize_t left,
                   Py_ssize_t top, bint swap_rb, lut, bytes pad, vplane=None,
                   Py_ssize_t v_row=0, int matrix=0, int elem=1, bytes padx=None,
-                  bint keep=False):
+                  bint keep=False, frame=None):
     """The C pass rknnx.vision.letterbox calls (rknnx.vision.letterbox is the API for
     people: it checks the user's arguments and works out these numbers).  Byte strides and offsets are
     relative to each array's first element (``a.ctypes.data``); `lut` is None or 768
     bytes, `pad` 3 bytes; I420: `uv` is the U plane, `vplane` the V plane; `matrix` 0
     (BT.601) or 1 (BT.709); `elem` the output's element bytes (1, or 2 / 4 for float16 /
-    float32: `lut` then holds 768 elements, `padx` the 3 pad elements).  With `keep`
-    (a BGR frame), returns a :class:`LetterboxPlan` of these numbers and the two arrays'
-    geometry: its ``run`` repeats the pass on arrays of that geometry."""
+    float32: `lut` then holds 768 elements, `padx` the 3 pad elements).  With `keep`,
+    returns a :class:`LetterboxPlan` of these numbers and the geometry of `dst` and of
+    `frame` (what the user gave: one array holding every plane, default `src`, or a tuple
+    or list of the planes `src`, `uv`, `vplane` themselves), each plane's place in it
+    (None where a plane is not inside it): its ``run`` repeats the pass on arrays of that
+    geometry."""
     cdef rknnx_lb_params p
     cdef LetterboxPlan plan = None
     cdef Py_buffer vs, vu, vv, vd
+    cdef Py_buffer* planes[3]
     cdef const unsigned char[::1] lv
     cdef long long lo, hi
     cdef long long ext[3]
@@ -149,8 +153,6 @@ def letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t 
             raise ValueError("letterbox: the table has 3 x 256 entries")
         p.lut = &lv[0]
     if keep:
-        if fmt != RKNNX_LB_BGR:
-            raise ValueError("letterbox: a plan is of a BGR frame")
         plan = LetterboxPlan.__new__(LetterboxPlan)
         plan.lut = lv if lut is not None else None
     vs.buf = NULL
@@ -200,9 +202,14 @@ def letterbox_run(src, uv, dst, int fmt, Py_ssize_t w, Py_ssize_t h, Py_ssize_t 
                    hi - (elem - 1), "output")
         if plan is not None:
             plan.p = p
-            _lb_geometry(&vs, plan.src_shape, plan.src_strides, &plan.src_ndim)
-            plan.src_format = vs.format if vs.format != NULL else b"B"
-            _lb_extent(&vs, &plan.src_lo, &plan.src_hi)
+            planes[0] = &vs
+            planes[1] = &vu
+            planes[2] = &vv
+            if not _lb_plan_parts(plan, src if frame is None else frame, planes,
+                                  1 if fmt == RKNNX_LB_BGR else
+                                  2 if fmt == RKNNX_LB_NV12 else 3):
+                plan = None
+        if plan is not None:
             _lb_geometry(&vd, plan.dst_shape, plan.dst_strides, &plan.dst_ndim)
             plan.dst_format = vd.format if vd.format != NULL else b"B"
             plan.dst_lo = lo
@@ -254,58 +261,131 @@ cdef bint _lb_same(Py_buffer* v, const Py_ssize_t* shape, const Py_ssize_t* stri
     return strcmp(v.format, fmt) == 0
 
 
+cdef int _lb_plan_parts(LetterboxPlan plan, object frame, Py_buffer** planes,
+                        int nplanes) except -1:
+    """The frame's parts into the plan: one array holding every plane (each plane at a
+    byte offset from its start), or a tuple or list of the planes (plane k is part k, at
+    its start).  Returns 0 (no plan) where a plane is not inside its part so: a later
+    frame of the same geometry would not hold that plane at the same place."""
+    cdef Py_buffer vb
+    cdef int k, n, part
+    cdef long long lo, hi, plo, phi, off
+    if isinstance(frame, (tuple, list)):
+        n = len(frame)
+        if n != nplanes:
+            return 0
+        parts = tuple(frame)
+    else:
+        n = 1
+        parts = (frame,)
+    plan.nsrc = n
+    formats = []
+    for part in range(n):
+        vb.buf = NULL
+        _lb_getbuf(parts[part], &vb, _LB_RO)
+        try:
+            _lb_geometry(&vb, plan.src_shape[part], plan.src_strides[part],
+                         &plan.src_ndim[part])
+            formats.append(vb.format if vb.format != NULL else b"B")
+            _lb_extent(&vb, &lo, &hi)
+            plan.src_lo[part] = lo
+            plan.src_hi[part] = hi
+            for k in range(nplanes):
+                if n > 1 and k != part:
+                    continue
+                off = <long long>(<const char*>planes[k].buf - <const char*>vb.buf)
+                _lb_extent(planes[k], &plo, &phi)
+                if off + plo < lo or off + phi > hi or (n > 1 and off != 0):
+                    return 0
+                plan.off[k] = <Py_ssize_t>off
+        finally:
+            _lb_release(&vb)
+    plan.src_format = tuple(formats)
+    plan.nplanes = nplanes
+    return 1
+
+
 cdef class LetterboxPlan:
-    """The numbers of one BGR letterbox pass (letterbox_run(..., keep=True)) and the
-    geometry of its frame and output: :meth:`run` repeats the pass on another frame and
-    output of exactly that geometry (shape, byte strides, element type), so a repeated
-    call of rknnx.vision.letterbox is a look-up and this.  Nothing is kept of the arrays
+    """The numbers of one letterbox pass (letterbox_run(..., keep=True)) and the geometry
+    of its frame (one array, or the tuple of its planes) and output: :meth:`run` repeats
+    the pass on another frame and output of exactly that geometry (shape, byte strides,
+    element type of each array; each plane at its place in the frame), so a repeated call
+    of rknnx.vision.letterbox is a look-up and this.  Nothing is kept of the arrays
     themselves: a plan holds no buffer."""
     cdef rknnx_lb_params p
-    cdef Py_ssize_t src_shape[5]
-    cdef Py_ssize_t src_strides[5]
+    cdef int nsrc                   # 1: one array holds every plane; 2, 3: a plane each
+    cdef int nplanes                # 1 (BGR), 2 (NV12: Y, UV), 3 (I420: Y, U, V)
+    cdef Py_ssize_t off[3]          # each plane's first byte from its part's
+    cdef Py_ssize_t src_shape[3][5]
+    cdef Py_ssize_t src_strides[3][5]
     cdef Py_ssize_t dst_shape[5]
     cdef Py_ssize_t dst_strides[5]
-    cdef int src_ndim, dst_ndim
-    cdef bytes src_format, dst_format
-    cdef long long src_lo, src_hi, dst_lo, dst_hi
+    cdef int src_ndim[3]
+    cdef int dst_ndim
+    cdef tuple src_format
+    cdef bytes dst_format
+    cdef long long src_lo[3]
+    cdef long long src_hi[3]
+    cdef long long dst_lo, dst_hi
     cdef object lut                 # the table the params point into, kept alive
     cdef public object box          # rknnx.vision's Letterbox of the pass
     cdef public object ref          # a weak reference to a session's input view, or None
 
     def run(self, src, dst):
-        """The pass from `src` into `dst` when both have the plan's geometry, `dst` is
-        writable and the two do not overlap (then True); else False, nothing done (the
-        caller takes the checking path, which says what is wrong)."""
-        cdef Py_buffer vs, vd
+        """The pass from `src` (an array, or a tuple or list of planes, as the plan's
+        frame was) into `dst` when each has the plan's geometry, `dst` is writable and
+        apart from every part of `src` (then True); else False, nothing done (the caller
+        takes the checking path, which says what is wrong)."""
+        cdef Py_buffer vs[3]
+        cdef Py_buffer vd
         cdef rknnx_lb_params p
         cdef const char* a
         cdef const char* b
-        cdef int r = RKNNX_LB_OK
-        vs.buf = NULL
-        vd.buf = NULL
-        _lb_getbuf(src, &vs, _LB_RO)
-        try:
-            if not _lb_same(&vs, self.src_shape, self.src_strides, self.src_ndim,
-                            self.src_format):
+        cdef const unsigned char* base[3]
+        cdef int k, n = self.nsrc, r = RKNNX_LB_OK
+        if isinstance(src, (tuple, list)):
+            if n == 1 or len(src) != n:
                 return False
+            parts = src
+        elif n != 1:
+            return False
+        else:
+            parts = (src,)
+        for k in range(3):
+            vs[k].buf = NULL
+        vd.buf = NULL
+        try:
+            for k in range(n):
+                _lb_getbuf(parts[k], &vs[k], _LB_RO)
+                if not _lb_same(&vs[k], self.src_shape[k], self.src_strides[k],
+                                self.src_ndim[k], self.src_format[k]):
+                    return False
             _lb_getbuf(dst, &vd, _LB_RO)
             if vd.readonly or not _lb_same(&vd, self.dst_shape, self.dst_strides,
                                            self.dst_ndim, self.dst_format):
                 return False
-            a = <const char*>vs.buf
             b = <const char*>vd.buf
-            if a + self.src_lo <= b + self.dst_hi and b + self.dst_lo <= a + self.src_hi:
-                return False            # overlapping (np.may_share_memory's bounds)
+            for k in range(n):
+                a = <const char*>vs[k].buf
+                if a + self.src_lo[k] <= b + self.dst_hi and \
+                        b + self.dst_lo <= a + self.src_hi[k]:
+                    return False        # overlapping (np.may_share_memory's bounds)
+                base[k] = <const unsigned char*>vs[k].buf
             p = self.p
-            p.src = <const unsigned char*>vs.buf
+            p.src = base[0] + self.off[0]
+            if self.nplanes > 1:
+                p.uv = base[0 if n == 1 else 1] + self.off[1]
+            if self.nplanes > 2:
+                p.v = base[0 if n == 1 else 2] + self.off[2]
             p.dst = <unsigned char*>vd.buf
             with nogil:
                 r = rknnx_lb_run(&p)
         finally:
             if vd.buf != NULL:
                 _lb_release(&vd)
-            if vs.buf != NULL:
-                _lb_release(&vs)
+            for k in range(3):
+                if vs[k].buf != NULL:
+                    _lb_release(&vs[k])
         if r == RKNNX_LB_ENOMEM:
             raise MemoryError("letterbox: no memory for the row buffers")
         if r != RKNNX_LB_OK:

@@ -5,9 +5,9 @@ parent is unaffected.  Run in a subprocess with a timeout."""
 
 from __future__ import annotations
 
-from helpers import run_python
+from helpers import FORK_PROBE, run_python
 
-CODE = r"""
+CODE = FORK_PROBE + r"""
 import os, sys, threading, time
 import numpy as np
 import rknnx
@@ -24,36 +24,10 @@ emu.set_npu_time_us(500_000)
 t = threading.Thread(target=ctx.run)
 t.start()
 time.sleep(0.1)                                   # the run holds the context lock
-parent = os.getpid()
-r, w = os.pipe()
-pid = os.fork()
-if pid == 0:
-    os.close(r)
-    lines = []
-    for name, call in [("run", ctx.run), ("attrs", lambda: ctx.input_attrs),
-                       ("close", ctx.close), ("sync", m_in.sync), ("view", lambda: np.asarray(m_in)),
-                       ("mem close", m_in.close), ("matmul", mm.run), ("matmul close", mm.close)]:
-        try:
-            call()
-            lines.append(f"{name}: no error")
-        except RuntimeError as e:
-            ok = f"created in process {parent}" in str(e) and "create it after fork" in str(e)
-            lines.append(f"{name}: {'refused' if ok else e}")
-        except Exception as e:
-            lines.append(f"{name}: {type(e).__name__}: {e}")
-    os.write(w, ("\n".join(lines) + "\n").encode())
-    os._exit(0)
-os.close(w)
-deadline = time.monotonic() + 20
-while time.monotonic() < deadline:
-    done, status = os.waitpid(pid, os.WNOHANG)
-    if done:
-        break
-    time.sleep(0.05)
-else:
-    os.kill(pid, 9); os.waitpid(pid, 0)
-    print("child hung")
-print(os.read(r, 65536).decode(), end="")
+print_calls_in_a_fork([
+    ("run", ctx.run), ("attrs", lambda: ctx.input_attrs), ("close", ctx.close),
+    ("sync", m_in.sync), ("view", lambda: np.asarray(m_in)), ("mem close", m_in.close),
+    ("matmul", mm.run), ("matmul close", mm.close)])
 t.join()
 emu.set_npu_time_us(0)
 ctx.run()                                        # the parent is unaffected

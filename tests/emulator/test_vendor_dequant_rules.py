@@ -16,7 +16,6 @@ the sha256 of the floats with the vendor's.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import shutil
@@ -28,25 +27,14 @@ import numpy as np
 import pytest
 
 from tests.emu_capi import api, ctl, emu, make_ctx   # noqa: F401 (fixtures)
-from tests.helpers import NO_VENDOR_DATA, REAL_RUNTIME, RKNN_MODELS
+from tests.helpers import NO_VENDOR_DATA, REAL_RUNTIME, RKNN_MODELS, \
+    vendor_dequant_codes, vendor_dequant_doc
 
 from rknnx import lowlevel as ll
 from rknnx.emulator.builder import ModelBuilder
 
-RULES = Path(__file__).resolve().parents[1] / "data" / "vendor_dequant_rules.json"
-DOC = json.loads(RULES.read_text())
-
-
-def codes(rec) -> np.ndarray:
-    if "want_float0_b64" in rec:
-        q = np.frombuffer(base64.b64decode(rec["want_float0_b64"]), np.int8)
-    else:
-        block = np.frombuffer(bytes.fromhex(DOC["fill_block_hex"]), np.int8)
-        nat = np.resize(block, int(np.prod(rec["native_dims"]))).reshape(rec["native_dims"])
-        q = nat.transpose(0, 1, 4, 2, 3).reshape(nat.shape[0], -1, *nat.shape[2:4])
-        q = np.ascontiguousarray(q[:, :rec["dims"][1]])
-    assert hashlib.sha256(q.tobytes()).hexdigest() == rec["want_float0_sha256"], rec
-    return q.reshape(rec["dims"])
+DOC = vendor_dequant_doc()
+codes = vendor_dequant_codes
 
 
 def _model(rec) -> bytes:

@@ -14,7 +14,7 @@ import rknnx
 from rknnx import lowlevel as ll
 from rknnx.emulator import samples
 
-from helpers import PLATFORMS, expected_outputs, model_bytes, user_inputs
+from helpers import FORK_PROBE, PLATFORMS, expected_outputs, model_bytes, user_inputs
 
 SAMPLES = ("tiny_relu", "tiny_int8_add", "multi_io", "classifier", "detector_random")
 
@@ -356,7 +356,7 @@ def test_a_dynamic_model_on_a_chip_without_shape_sets(models):
 
 
 # ---- issue 17: fork, dropped models, errors inside `with`, argument checks ------------------
-FORK = r"""
+FORK = FORK_PROBE + r"""
 import os, sys, threading, time
 import numpy as np
 import rknnx
@@ -374,37 +374,10 @@ emu.set_npu_time_us(500_000)
 t = threading.Thread(target=m.run, args=(x,))
 t.start()
 time.sleep(0.1)                                   # the run holds the model's lock
-parent = os.getpid()
-r, w = os.pipe()
-pid = os.fork()
-if pid == 0:
-    os.close(r)
-    lines = []
-    for name, call in [("run", lambda: m.run(x)), ("close", m.close),
-                       ("zero_copy", m.zero_copy), ("set_core_mask", lambda: m.set_core_mask(1)),
-                       ("session inputs", lambda: s.inputs), ("session read", lambda: s.read(0)),
-                       ("session run", s.run), ("session close", s.close)]:
-        try:
-            call()
-            lines.append(f"{name}: no error")
-        except RuntimeError as e:
-            ok = f"created in process {parent}" in str(e) and "create it after fork" in str(e)
-            lines.append(f"{name}: {'refused' if ok else e}")
-        except Exception as e:
-            lines.append(f"{name}: {type(e).__name__}: {e}")
-    os.write(w, ("\n".join(lines) + "\n").encode())
-    os._exit(0)
-os.close(w)
-deadline = time.monotonic() + 20
-while time.monotonic() < deadline:
-    done, status = os.waitpid(pid, os.WNOHANG)
-    if done:
-        break
-    time.sleep(0.05)
-else:
-    os.kill(pid, 9); os.waitpid(pid, 0)
-    print("child hung")
-print(os.read(r, 65536).decode(), end="")
+print_calls_in_a_fork([
+    ("run", lambda: m.run(x)), ("close", m.close), ("zero_copy", m.zero_copy),
+    ("set_core_mask", lambda: m.set_core_mask(1)), ("session inputs", lambda: s.inputs),
+    ("session read", lambda: s.read(0)), ("session run", s.run), ("session close", s.close)])
 t.join()
 emu.set_npu_time_us(0)
 print("parent", m.run(x)[0].tolist())

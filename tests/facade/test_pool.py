@@ -13,7 +13,7 @@ import pytest
 import rknnx
 from rknnx import lowlevel as ll
 
-from helpers import user_inputs
+from helpers import FORK_PROBE, user_inputs
 
 
 def frames_for(m, n, seed=0):
@@ -178,7 +178,7 @@ def test_a_pool_nobody_holds_is_collected_and_its_threads_stop(emu):
 
 
 # ---- issue 17: fork, collected pools, recorded warnings -------------------------------------
-POOL_FORK = r"""
+POOL_FORK = FORK_PROBE + r"""
 import os, sys, time
 import numpy as np
 import rknnx
@@ -190,35 +190,9 @@ m = rknnx.Model(samples.tiny_relu())
 x = np.array([[-1.0, 2.0]], np.float32)
 pool = rknnx.Pool(m, workers=2)
 pool.submit(x).result()
-parent = os.getpid()
-r, w = os.pipe()
-pid = os.fork()
-if pid == 0:
-    os.close(r)
-    lines = []
-    for name, call in [("submit", lambda: pool.submit(x)), ("map", lambda: pool.map([x])),
-                       ("shutdown", pool.shutdown)]:
-        try:
-            call()
-            lines.append(f"{name}: no error")
-        except RuntimeError as e:
-            ok = f"created in process {parent}" in str(e) and "create it after fork" in str(e)
-            lines.append(f"{name}: {'refused' if ok else e}")
-        except Exception as e:
-            lines.append(f"{name}: {type(e).__name__}: {e}")
-    os.write(w, ("\n".join(lines) + "\n").encode())
-    os._exit(0)
-os.close(w)
-deadline = time.monotonic() + 20
-while time.monotonic() < deadline:
-    done, status = os.waitpid(pid, os.WNOHANG)
-    if done:
-        break
-    time.sleep(0.05)
-else:
-    os.kill(pid, 9); os.waitpid(pid, 0)
-    print("child hung")
-print(os.read(r, 65536).decode(), end="")
+print_calls_in_a_fork([
+    ("submit", lambda: pool.submit(x)), ("map", lambda: pool.map([x])),
+    ("shutdown", pool.shutdown)])
 print("parent", [o[0].tolist() for o in pool.map([x, x])])
 pool.shutdown()
 m.close()

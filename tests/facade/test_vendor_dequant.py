@@ -22,37 +22,21 @@ runtime answers and the chip.  Skipped, saying why, without the vendor data.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from helpers import NO_VENDOR_DATA, REAL_RUNTIME, RKNN_MODELS, run_python, \
-    skip_on_vendor_runtime
+    skip_on_vendor_runtime, vendor_dequant_codes, vendor_dequant_doc
 
-RULES = Path(__file__).resolve().parents[1] / "data" / "vendor_dequant_rules.json"
-DOC = json.loads(RULES.read_text())
+DOC = vendor_dequant_doc()
+codes = vendor_dequant_codes
 
 #: how the emulator plays each recorded runtime
 PLAY = {"librknnrt 1.5.2": {"RKNNX_RUNTIME": "emulator-1.5.2", "RKNN_EMU_RUNTIME_VERSION": None},
         "librknnrt 1.6.0": {"RKNNX_RUNTIME": None, "RKNN_EMU_RUNTIME_VERSION": "1.6.0"},
         "librknnrt 1.4.0": {"RKNNX_RUNTIME": None, "RKNN_EMU_RUNTIME_VERSION": "1.4.0"}}
-
-
-def codes(rec) -> np.ndarray:
-    """The int8 NCHW codes rknn_outputs_get(want_float=0) gave (checked by its sha256)."""
-    if "want_float0_b64" in rec:
-        q = np.frombuffer(base64.b64decode(rec["want_float0_b64"]), np.int8)
-    else:
-        # the stand-in's fill block repeated over the native [N, C1, H, W, C2] buffer
-        block = np.frombuffer(bytes.fromhex(DOC["fill_block_hex"]), np.int8)
-        nat = np.resize(block, int(np.prod(rec["native_dims"]))).reshape(rec["native_dims"])
-        q = nat.transpose(0, 1, 4, 2, 3).reshape(nat.shape[0], -1, *nat.shape[2:4])
-        q = np.ascontiguousarray(q[:, :rec["dims"][1]])
-    assert hashlib.sha256(q.tobytes()).hexdigest() == rec["want_float0_sha256"], rec
-    return q.reshape(rec["dims"])
 
 
 def test_the_recorded_codes_are_what_the_vendor_gave():

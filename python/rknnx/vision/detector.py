@@ -317,7 +317,10 @@ class Detector(Closable):
         self._times.append((t1 - t0, t2 - t1, t3 - t2))
         return det
 
-    def _run(self, frame, src) -> Detections:
+    def _admit(self) -> None:
+        """What a frame checks before it takes a session: refused inside one of this
+        thread's own frames or closes, held back while a close is under way, refused
+        once closed."""
         if self._in_frame.played_here() or self._closing.held_here():
             # a callback inside a frame, or a signal handler inside a close: the session
             # it would wait for is this thread's
@@ -329,6 +332,9 @@ class Detector(Closable):
                 pass
         if self._closed:
             raise RuntimeError("detect on a closed Detector")
+
+    def _run(self, frame, src) -> Detections:
+        self._admit()
         with self._in_frame:
             s = self._free.get()
             try:
@@ -394,13 +400,7 @@ class Detector(Closable):
         run, decoded.  `fd` stays the caller's; it is bound until the next such frame of
         that session."""
         self._check_open("detect")
-        if self._in_frame.played_here() or self._closing.held_here():
-            raise _guard.busy_error("Detector", "detect")
-        if self._close_begun:
-            with self._closing("detect"):
-                pass
-        if self._closed:
-            raise RuntimeError("detect on a closed Detector")
+        self._admit()
         with self._in_frame:
             s = self._bound_session()
             try:

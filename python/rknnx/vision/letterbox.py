@@ -471,7 +471,16 @@ def letterbox(frame, size: Optional[Tuple[int, int]] = None, *, out=None,
     # geometry (byte strides, element type), that out is writable and apart from the
     # frame, and says False (nothing done) otherwise: the path below then checks it all
     key = None
-    if info is None and mean is None and std is None and frame.__class__ is np.ndarray \
+    fc = frame.__class__
+    if fc is np.ndarray:
+        shape = frame.shape
+    elif fc is tuple or fc is list:                 # a YUV frame's planes
+        shape = tuple([a.shape if a.__class__ is np.ndarray else None for a in frame])
+        if None in shape:
+            shape = None
+    else:
+        shape = None
+    if shape is not None and info is None and mean is None and std is None \
             and (swap_rb is True or swap_rb is False):
         oc = out.__class__
         arr = out if oc is np.ndarray else _session_view(out) if oc in _SESSIONS else None
@@ -480,7 +489,7 @@ def letterbox(frame, size: Optional[Tuple[int, int]] = None, *, out=None,
             try:
                 key = (fmt, matrix, size, swap_rb, pad_value,
                        tuple(map(type, pad_value)) if pc is tuple else pc,
-                       frame.shape, arr.shape, None if arr is out else id(arr))
+                       shape, arr.shape, None if arr is out else id(arr))
                 plan = _PLANS.get(key)
             except TypeError:           # an unhashable argument: no plan
                 key = plan = None
@@ -506,8 +515,9 @@ def _session_view(out) -> Optional[np.ndarray]:
 
 def _letterbox(frame, size, out, swap_rb, pad_value, fmt, info, mean, std, matrix, key):
     """letterbox's checking path: every argument checked, the geometry worked out, the C
-    pass run; with a `key` (a BGR frame and out an array or a session's view), the plan
-    of the call kept under it."""
+    pass run; with a `key` (a frame of arrays and out an array or a session's view), the
+    plan of the call kept under it (the C keeps none where a plane is not inside the
+    frame's array: nothing to find it by on the next call)."""
     from rknnx import _kernels
 
     if not isinstance(fmt, str) or fmt.lower() not in _FORMATS:
@@ -525,14 +535,14 @@ def _letterbox(frame, size, out, swap_rb, pad_value, fmt, info, mean, std, matri
     pad = _pad_bytes(pad_value, lut, elem)
     box = geometry((w, h), (W, H))
     nw, nh = box.resized
-    keep = key is not None and code == 0 and not flipped and src is frame and \
+    keep = key is not None and \
         (arr is out or (out is not None and arr is _session_view(out)))
     plan = _kernels.letterbox_run(src, uv, arr, code, w, h, s_row, s_px, s_ch, uv_row, W, H,
                                   d_row, d_px, d_ch, nw, nh, box.pad[0], box.pad[1],
                                   swap_rb != flipped, lut,
                                   pad if elem == 1 else b"\0\0\0", vp, v_row,
                                   _MATRICES[matrix.lower()], elem,
-                                  pad if elem > 1 else None, keep)
+                                  pad if elem > 1 else None, keep, frame)
     if plan is not None:
         plan.box = box
         plan.ref = None if arr is out else weakref.ref(arr)
