@@ -269,14 +269,26 @@ cdef class Context(_ContextBase):
         """The input attributes (``INPUT_ATTR``, or ``CURRENT_INPUT_ATTR`` after
         :meth:`set_input_shapes`), as a tuple of copies."""
         self._check_open(b"input_attrs")
-        _load_attrs(self)
+        try:
+            _load_attrs(self)
+        except ValueError:
+            # the first query met a close of another thread (no GIL since the check):
+            # this property's words, not the query's
+            self._check_open(b"input_attrs")
+            raise
         return tuple([(<TensorAttr>a).copy() for a in self._in_attrs])
 
     @property
     def output_attrs(self):
         """The output attributes, as a tuple of copies (see :attr:`input_attrs`)."""
         self._check_open(b"output_attrs")
-        _load_attrs(self)
+        try:
+            _load_attrs(self)
+        except ValueError:
+            # the first query met a close of another thread (no GIL since the check):
+            # this property's words, not the query's
+            self._check_open(b"output_attrs")
+            raise
         return tuple([(<TensorAttr>a).copy() for a in self._out_attrs])
 
     def query(self, cmd, index=0):
