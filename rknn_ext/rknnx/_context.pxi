@@ -723,6 +723,16 @@ cdef class Context(_ContextBase):
         """
         return _infer(self, inputs, out, bool(want_float), bool(fast_only))
 
+    # Model.run's fast path (rknnx.model): infer(inputs, out, want_float=want_float,
+    # fast_only=True) with its arguments by position to a method descriptor (as run is):
+    # no keywords parsed and no cyfunction in between (docs/benchmarks.md, "Where the
+    # nanoseconds go").  Internal: the documented call is infer.
+    @cython.binding(False)
+    @cython.embedsignature.format("clinic")
+    def _infer_fast(self, inputs, out, bint want_float, /):
+        """infer(inputs, out, want_float=want_float, fast_only=True) (internal)."""
+        return _infer(self, inputs, out, want_float, True)
+
     def outputs_get(self, want_float=False, out=None):
         """Fetch the outputs of the last run (``rknn_outputs_get``), GIL released.
 

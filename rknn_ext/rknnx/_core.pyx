@@ -73,6 +73,7 @@ from rknnx.errors import ClosedViewError as _ClosedViewError   # a public name i
 include "_loader.pxi"       # dlopen/dlsym into _api, fork, chips: posix.dlfcn, getpid
 include "_consts.pxi"       # the vendor constants as enums: librknn only
 include "_attr.pxi"         # TensorAttr, types, layouts, query results: strnlen, buffers
+include "_ndview.pxi"       # numpy arrays' views without the buffer protocol: numpy
 include "_dlpack.pxi"       # DLPack export: pycapsule, Py_IsInitialized, ref counting
 include "_mem.pxi"          # TensorMem and its views: buffer flags, malloc/free
 include "_mem_create.pxi"   # the create_mem* bodies, create_mem2(): librknn, stat

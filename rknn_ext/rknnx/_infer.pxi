@@ -30,7 +30,7 @@ cdef int _check_outs(Context self, object out, bint wf) except -1:
                          f"got {len(out)}")
     for i in range(n):
         _out_view(out[i], attrs[i], i, wf, _spec_out_layout(sp, attrs, i, wf), &v)
-        PyBuffer_Release(&v)
+        _view_release(&v)
     return 0
 
 
@@ -135,7 +135,7 @@ cdef object _infer_checked(Context self, _IOSpecs sp, object items, Py_ssize_t n
             return None
         for i in range(nout):
             item = out[i]
-            if fast_only and type(item) is not _ndarray_type():
+            if fast_only and type(item) is not _ndarray:
                 return None
             written[i] = item
             try:
@@ -153,9 +153,9 @@ cdef object _infer_checked(Context self, _IOSpecs sp, object items, Py_ssize_t n
             return None
     finally:
         for k in range(nin):
-            PyBuffer_Release(&iviews[k])
+            _view_release(&iviews[k])
         for k in range(nouts):
-            PyBuffer_Release(&oviews[k])
+            _view_release(&oviews[k])
         if heap:
             PyMem_Free(iarr)
             PyMem_Free(iviews)
@@ -206,7 +206,7 @@ cdef int _infer_inputs(Context self, _IOSpecs sp, object items, Py_ssize_t n,
     if fast_only:
         return 0                             # (the views are released by the caller)
     for k in range(nviews[0]):
-        PyBuffer_Release(&views[k])
+        _view_release(&views[k])
     nviews[0] = 0
     items = tuple(items)
     if len(items) != n:

@@ -235,19 +235,6 @@ cdef inline bint _exact_shape(const _InputSpec* s, const Py_buffer* v) noexcept:
     return True
 
 
-cdef object _ndarray = None        # numpy.ndarray, looked up at the first infer(fast_only)
-
-
-cdef object _ndarray_type():
-    """numpy.ndarray (infer's fast_only takes plain arrays only: a caller's own path
-    converts anything else, subclasses included)."""
-    global _ndarray
-    if _ndarray is None:
-        import numpy
-        _ndarray = numpy.ndarray
-    return _ndarray
-
-
 cdef Py_ssize_t _fast_inputs(_IOSpecs sp, object items, Py_ssize_t n, bint exact,
                              rknn_input* arr, Py_buffer* views,
                              Py_ssize_t* nviews) except -1:
@@ -269,14 +256,16 @@ cdef Py_ssize_t _fast_inputs(_IOSpecs sp, object items, Py_ssize_t n, bint exact
         s = &sp.ins[k]
         if not s.fast or item is None or isinstance(item, Input):
             return k
-        if exact and type(item) is not _ndarray_type():
+        if exact and type(item) is not _ndarray:
             return k
         v = &views[k]
-        try:
-            PyObject_GetBuffer(item, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
-        except (BufferError, ValueError, TypeError):
-            # the general path asks again and words the error
-            return k
+        # an exact numpy.ndarray of a simple dtype is read from its own fields (_nd_view)
+        if not (type(item) is _ndarray and _nd_view(item, v, False)):
+            try:
+                PyObject_GetBuffer(item, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)
+            except (BufferError, ValueError, TypeError):
+                # the general path asks again and words the error
+                return k
         nviews[0] += 1
         t = _fast_accepts(s, v)
         if t < 0 or (exact and not _exact_shape(s, v)):
@@ -308,7 +297,7 @@ cdef int _inputs_set_fast(Context self, tuple items) except -1:
         return _inputs_set_locked(self, arr, <uint32_t>n, gen, True)
     finally:
         for k in range(nviews):
-            PyBuffer_Release(&views[k])
+            _view_release(&views[k])
 
 
 cdef int _enter_general(Context self, const char* what, unsigned long long gen, bint runs,

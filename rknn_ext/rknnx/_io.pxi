@@ -144,7 +144,9 @@ cdef int _out_view(object item, TensorAttr a, uint32_t i, bint wf, const _Layout
     success (the caller releases it), released when this raises.  outputs_get(out=) and
     infer check their `out` buffers here."""
     try:
-        PyObject_GetBuffer(item, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
+        # an exact numpy.ndarray of a simple dtype is read from its own fields (_nd_view)
+        if not (type(item) is _ndarray and _nd_view(item, v, True)):
+            PyObject_GetBuffer(item, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
     except (BufferError, ValueError) as e:
         raise ValueError(f"{_out_label(i, a)} must be a writable C-contiguous "
                          f"buffer: {e}") from None
@@ -154,7 +156,7 @@ cdef int _out_view(object item, TensorAttr a, uint32_t i, bint wf, const _Layout
     try:
         _check_out_buffer(a, wf, i, v, cached)
     except BaseException:
-        PyBuffer_Release(v)
+        _view_release(v)
         raise
     return 0
 
@@ -211,7 +213,7 @@ cdef list _outputs_into(Context self, object out, bint wf, unsigned long long ge
         self._release()
     finally:
         for i in range(nviews):
-            PyBuffer_Release(&views[i])
+            _view_release(&views[i])
         PyMem_Free(views)
         free(arr)
     check(ret, b"rknn_outputs_get")

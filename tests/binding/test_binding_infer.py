@@ -253,3 +253,24 @@ def test_fast_only_takes_what_the_facades_out_check_takes(track, emu):
         got = ctx.infer(inputs, o)         # the documented calls' rules take them
         for g, w in zip(got, want):
             np.testing.assert_array_equal(np.asarray(g).reshape(w.shape), w)
+
+
+@pytest.mark.parametrize("want_float", [True, False], ids=["float", "raw"])
+def test_infer_fast_is_infer_fast_only(track, want_float):
+    """Context._infer_fast(inputs, out, want_float) (Model.run's call, by position) runs and
+    declines what infer(..., fast_only=True) runs and declines, with the same outputs."""
+    a_ctx = track.model("multi_io")
+    b_ctx = track.model("multi_io")
+    xs = user_inputs(a_ctx, np.random.default_rng(11))
+    got = a_ctx._infer_fast(xs, outs_for(a_ctx, want_float), want_float)
+    want = b_ctx.infer(xs, outs_for(b_ctx, want_float), want_float=want_float, fast_only=True)
+    assert got is not None and want is not None
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    wrong = outs_for(a_ctx, not want_float)
+    if any(w.dtype != o.dtype for w, o in zip(wrong, outs_for(a_ctx, want_float))):
+        assert a_ctx._infer_fast(xs, wrong, want_float) is None
+    assert a_ctx._infer_fast([x.view(type("Sub", (np.ndarray,), {})) for x in xs],
+                             outs_for(a_ctx, want_float), want_float) is None
+    with pytest.raises(TypeError):
+        a_ctx._infer_fast(xs, outs_for(a_ctx, want_float), want_float=want_float)
