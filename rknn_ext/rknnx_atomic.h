@@ -13,4 +13,11 @@
 #define rknnx_atomic_load(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
 #define rknnx_atomic_store(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 
+/* A word one thread writes while it holds a lock and others read without it: a context's
+   lock's holder (_ContextBase._owner), which a thread compares only with its own id, so
+   it needs no order, only whole loads and stores (ThreadSanitizer reported the plain
+   ones as a race under scripts/test-tsan). */
+#define rknnx_relaxed_load(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define rknnx_relaxed_store(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+
 #endif

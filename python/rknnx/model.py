@@ -526,6 +526,13 @@ class Model(Closable):
             except RuntimeError:
                 _refuse_run_inside_run(self._lock, self._ctx)
                 raise
+            except ValueError:
+                # a close in another thread marked the family closing before this run took
+                # the lock, and the runner had a session to open (a chip without the
+                # general API, a first run): the fast path's words for a close under way
+                if self._family.closing or self.closed:
+                    raise ValueError("run on closed Model") from None
+                raise
             self._last = runner
             return result
 

@@ -70,7 +70,8 @@ cdef class _ContextBase:
         if pthread_mutex_trylock(&self._lock) != 0:
             with nogil:
                 pthread_mutex_lock(&self._lock)
-        self._owner = PyThread_get_thread_ident()
+        # (read by other threads without the lock, in _held_here: whole stores)
+        _relaxed_store_ulong(&self._owner, PyThread_get_thread_ident())
 
     cdef void _release(self) noexcept nogil:
         # first the C calls owed while the lock was ours (the runtime is free again)
@@ -86,12 +87,14 @@ cdef class _ContextBase:
                         _api.rknn_outputs_release(self.ctx, d.n, d.outs)
                 free(d.outs)
             self._n_deferred = 0
-        self._owner = 0
+        _relaxed_store_ulong(&self._owner, 0)
         pthread_mutex_unlock(&self._lock)
 
     cdef bint _held_here(self) noexcept nogil:
         """True when the calling thread holds the lock (so it must not wait for it)."""
-        return self._owner != 0 and self._owner == PyThread_get_thread_ident()
+        # another thread's id, 0 or ours: only ours, which we wrote, can compare equal
+        cdef unsigned long owner = _relaxed_load_ulong(&self._owner)
+        return owner != 0 and owner == PyThread_get_thread_ident()
 
     cdef bint _defer(self, rknn_tensor_mem* mem, rknn_output* outs, uint32_t n) noexcept nogil:
         """Owe a destroy_mem / outputs_release until the lock is released (the caller

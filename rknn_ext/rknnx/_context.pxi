@@ -213,7 +213,12 @@ cdef class Context(_ContextBase):
             destroy_error = (<_CustomOpSet>custom)._take_error()
             (<_CustomOpSet>custom)._free_c()
         del slots, model_mem, weights_from, custom
-        self._in_attrs = self._out_attrs = None
+        # _in_attrs/_out_attrs (and _specs) are kept: a call of another thread may have
+        # passed its open check before the close and be reading them now, without the
+        # GIL on a free-threaded CPython; it meets the close at its lock, which every
+        # call takes before C sees anything, and says "... on closed Context" there.
+        # Cleared here, that reader met None (a TypeError where the closed error was
+        # due), or a tuple freed under it.  They go with the Context.
         return destroy_error
 
     def __enter__(self):
@@ -264,14 +269,26 @@ cdef class Context(_ContextBase):
         """The input attributes (``INPUT_ATTR``, or ``CURRENT_INPUT_ATTR`` after
         :meth:`set_input_shapes`), as a tuple of copies."""
         self._check_open(b"input_attrs")
-        _load_attrs(self)
+        try:
+            _load_attrs(self)
+        except ValueError:
+            # the first query met a close of another thread (no GIL since the check):
+            # this property's words, not the query's
+            self._check_open(b"input_attrs")
+            raise
         return tuple([(<TensorAttr>a).copy() for a in self._in_attrs])
 
     @property
     def output_attrs(self):
         """The output attributes, as a tuple of copies (see :attr:`input_attrs`)."""
         self._check_open(b"output_attrs")
-        _load_attrs(self)
+        try:
+            _load_attrs(self)
+        except ValueError:
+            # the first query met a close of another thread (no GIL since the check):
+            # this property's words, not the query's
+            self._check_open(b"output_attrs")
+            raise
         return tuple([(<TensorAttr>a).copy() for a in self._out_attrs])
 
     def query(self, cmd, index=0):

@@ -59,6 +59,9 @@ cdef extern from "rknnx_atomic.h" nogil:
     Py_ssize_t _atomic_load_ssize "rknnx_atomic_load"(Py_ssize_t* p)
     int _atomic_load_int "rknnx_atomic_load"(int* p)
     unsigned long long _atomic_load_u64 "rknnx_atomic_load"(unsigned long long* p)
+    # the holder of a context's lock (_ContextBase._owner): whole, unordered
+    unsigned long _relaxed_load_ulong "rknnx_relaxed_load"(unsigned long* p)
+    void _relaxed_store_ulong "rknnx_relaxed_store"(unsigned long* p, unsigned long v)
 
 from librknn cimport *           # the vendor declarations and the entry-point table
 from rknnx._rknnfile cimport file_says_static   # what model bytes say before rknn_init

@@ -61,8 +61,18 @@ cdef object _infer(Context self, object inputs, object out, bint wf, bint fast_o
             or self._flow == _FLOW_ZERO_COPY):
         # each call raises its own error (missing function, chip, flow)
         return None if fast_only else _infer_three(self, inputs, out, wf, False)
-    _load_attrs(self)
-    if not self._shapes_set and _dynamic_ranges(self):
+    try:
+        _load_attrs(self)
+        dynamic = not self._shapes_set and _dynamic_ranges(self)
+    except ValueError:
+        # a first query (the attributes, the shape sets) met a close of another thread
+        # that came after the check above (no GIL between them on a free-threaded CPython):
+        # this call's words, not the query's
+        if fast_only and (self.ctx == 0 or self._closing):
+            return None
+        self._check_open(b"infer")
+        raise
+    if dynamic:
         # inputs_set says to choose a shape
         return None if fast_only else _infer_three(self, inputs, out, wf, False)
     nout = len(self._out_attrs)

@@ -412,3 +412,63 @@ def test_a_mem_being_bound_is_closed_before_or_after_never_during():
     seen = eval(out.strip().splitlines()[-1])
     assert set(seen) <= {"run refused", "ran", "TensorMem is being bound to a Context"}, seen
     assert "run refused" in seen
+
+
+
+@pytest.mark.parametrize("call", ["infer", "fast infer", "input_attrs", "output_attrs"])
+def test_a_call_racing_close_says_closed_context(emu, bh, call):
+    # A call of another thread that passed its open check just before close() read the
+    # cached attributes after _after_close had set them to None: on a free-threaded
+    # CPython (no GIL between the check and the read) infer raised "object of type
+    # 'NoneType' has no len()" and input_attrs "'NoneType' object is not iterable" where
+    # "... on closed Context" was due (tests/facade/test_lifetime_attack.py's run racing a
+    # close failed so on 3.13t).  With the GIL the window does not open; without it, this
+    # failed within a second of rounds.
+    import threading
+    import time
+
+    model = bh.model_bytes("tiny_relu")
+    base = bh.live(emu)
+    x = np.array([[-1.5, 2.25]], np.float32)
+    name = call.split()[-1]
+    said = set()
+    other = []
+    end = time.monotonic() + 1.0
+    rounds = 0
+    while rounds < 40 or time.monotonic() < end:
+        rounds += 1
+        ctx = rknnx.lowlevel.Context(model)
+        out = [np.empty((1, 2), np.float32)]
+        go = threading.Event()
+
+        def hammer():
+            go.set()
+            while True:
+                try:
+                    if call == "infer":
+                        ctx.infer([x], out)
+                    elif call == "fast infer":
+                        if ctx.infer([x], out, fast_only=True) is None:
+                            said.add("declined")   # closed: returns None, calls nothing
+                            return
+                    elif call == "input_attrs":
+                        ctx.input_attrs
+                    else:
+                        ctx.output_attrs
+                except ValueError as e:
+                    said.add(str(e))
+                    return
+                except BaseException as e:   # the race: anything else is the bug
+                    other.append(f"{type(e).__name__}: {e}")
+                    return
+
+        t = threading.Thread(target=hammer, daemon=True)
+        t.start()
+        go.wait()
+        ctx.close()
+        t.join(10)
+        assert not t.is_alive()
+    assert other == []
+    assert said, "no call met the close"
+    assert said <= {f"{name} on closed Context", "declined"}
+    assert bh.live(emu) == base

@@ -114,17 +114,16 @@ def test_runs_on_different_contexts_overlap(emu, make_ctx):
         if rc:
             errs.append(rc)
 
-    t0 = time.perf_counter()
     ts = [threading.Thread(target=work, args=(c,)) for c in ctxs]
     for t in ts:
         t.start()
     for t in ts:
         t.join()
-    dt = time.perf_counter() - t0
     k = emu.counters()
     assert not errs and k["runs"] == 4 and k["runs_in_flight"] == 0
+    # the emulator's own count of runs inside the NPU at once, not a wall-clock time that a
+    # loaded machine can stretch: two 100 ms runs were in flight together
     assert k["peak_runs_in_flight"] >= 2
-    assert dt < 0.35                                  # not 4 x 100 ms in a row
 
 
 def test_calls_on_one_context_serialize(emu, make_ctx):

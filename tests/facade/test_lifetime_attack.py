@@ -359,11 +359,15 @@ def test_closes_racing_with_sessions_and_pools_live_and_queued(emu, platform):
         assert at_baseline(emu, base), rounds
 
 
-@pytest.mark.parametrize("platform", GENERAL_PLATFORMS)
+@pytest.mark.parametrize("platform", PLATFORMS)
 def test_a_run_racing_a_close_says_the_model_is_closed(emu, platform):
     # Model.run's fast path (no model lock) met the context closed by another thread's
     # close() and let the binding's "infer on closed Context" through: a name the user
-    # never made, where every other call says "run on closed Model"
+    # never made, where every other call says "run on closed Model".  On 3.13t
+    # (PYTHON_GIL=0) the binding's infer also raised TypeError (the attributes cleared by
+    # the close under it), and on RV1106 (no general API: the first run opens a session)
+    # a run that took the lock after the close had begun heard "run on a Model being
+    # closed by another thread"
     import threading
     import time
 

@@ -476,12 +476,19 @@ def test_a_concurrent_reader_never_sees_the_views_missing(models):
                 except BufferError:
                     refused[0] += 1
 
+    # a refused close on a free-threaded CPython first runs the collections that settle
+    # views dropped by other threads (rknnx._guard.settle_views: up to 12, the later 2 ms
+    # apart), tens of ms each under load: 50 refusals took longer than the 21 s allowed
+    # there (32 in a run of tests/facade with -n 2 on 3.13t, PYTHON_GIL=0); 10 still race
+    # each close against a million reads
+    from rknnx._guard import FREE_THREADED
+    want = 10 if FREE_THREADED else 50
     t = threading.Thread(target=closer, daemon=True)
     t.start()
     empty = reads = 0
     deadline = time.monotonic() + 1.0
     try:
-        while time.monotonic() < deadline or refused[0] < 50:
+        while time.monotonic() < deadline or refused[0] < want:
             reads += 1
             if len(s.inputs) != 1 or len(s.outputs) != 1:
                 empty += 1
@@ -491,7 +498,7 @@ def test_a_concurrent_reader_never_sees_the_views_missing(models):
         stop.set()
         t.join(20)
     assert not t.is_alive()
-    assert refused[0] >= 50 and empty == 0, (reads, empty, refused[0])
+    assert refused[0] >= want and empty == 0, (reads, empty, refused[0])
     del held
     s.close()
 
