@@ -58,7 +58,10 @@ typedef struct {
    C-contiguous; for `writable`, read-only or warning on write; a type number without a
    format in `formats` (numpy's own export format by type number, NULL where the export
    must answer) or a byte order not native.  `a` is exactly a numpy.ndarray (the caller
-   checks its type). */
+   checks its type).  One field differs from the export: v->strides are the array's own,
+   where numpy's export gives a C-contiguous array with a dimension of 1 (relaxed strides)
+   the strides of its shape; the binding reads buf, len, itemsize, format, readonly and
+   shape, never the strides. */
 static inline int rknnx_nd_view(PyObject *a, Py_buffer *v, int writable,
                                 const char *const *formats, const Py_ssize_t *itemsizes,
                                 int ntypes, void *mark)
