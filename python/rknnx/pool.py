@@ -10,9 +10,8 @@ run at the same time.
 
 The handoff is built on the C-level ``queue.SimpleQueue`` alone: the frames queue, a
 queue of tokens that bounds it (one token per free place: ``submit`` takes one, a worker
-gives it back when it takes the frame), and for :meth:`Pool.map` one queue of outcomes
-per call, where the workers put each frame's outcome with its number and the map puts
-them back in order; only :meth:`Pool.submit` makes a Future.  ``queue.Queue`` and
+gives it back when it takes the frame), and for each frame of :meth:`Pool.map` a one-item
+queue its worker puts the outcome in; only :meth:`Pool.submit` makes a Future.  ``queue.Queue`` and
 ``Future`` wait on ``threading.Condition`` (Python code around several lock operations
 per wait), which on a free-threaded CPython cost a hundred microseconds and more per
 frame (docs/wheels.md, "What each wheel costs").
@@ -20,6 +19,7 @@ frame (docs/wheels.md, "What each wheel costs").
 
 from __future__ import annotations
 
+import collections
 import operator
 import queue
 import threading
@@ -55,29 +55,27 @@ class _Job:
         self.future, self.inputs, self.raw, self.data_format = future, inputs, raw, data_format
 
 
-class _Ticket:
-    """Where the outcome of a frame of :meth:`Pool.map` goes: the map's queue of outcomes,
-    with the frame's number.  It has the four methods of a Future that a worker and
-    :meth:`Pool.shutdown` call, without a Future's condition and its lock operations; a
-    frame is ended exactly once (by the worker that took it, or by whoever drained it from
-    the queue: a shutdown cancelling, a worker of a collected pool failing it)."""
+class _Ticket(queue.SimpleQueue):
+    """Where the outcome of a frame of :meth:`Pool.map` goes: a queue that will hold one
+    item, ``(outputs, exception)``, which the map waits for.  It has the four methods of
+    a Future that a worker and :meth:`Pool.shutdown` call, without a Future's condition
+    and its lock operations; a frame is ended exactly once (by the worker that took it, or
+    by whoever drained it from the queue: a shutdown cancelling, a worker of a collected
+    pool failing it)."""
 
-    __slots__ = ("index", "outcomes")
-
-    def __init__(self, index: int, outcomes: "queue.SimpleQueue"):
-        self.index, self.outcomes = index, outcomes
+    __slots__ = ()
 
     def set_running_or_notify_cancel(self) -> bool:
         return True                      # (only a drained frame is cancelled: never run)
 
     def set_result(self, result) -> None:
-        self.outcomes.put((self.index, result, None))
+        self.put((result, None))
 
     def set_exception(self, exc: BaseException) -> None:
-        self.outcomes.put((self.index, None, exc))
+        self.put((None, exc))
 
     def cancel(self) -> bool:
-        self.outcomes.put((self.index, None, CancelledError()))
+        self.put((None, CancelledError()))
         return True
 
 
@@ -350,32 +348,27 @@ class Pool(Closable):
         return self._map(frames, raw)
 
     def _map(self, frames, raw):
-        # each frame's outcome comes back through this call's own queue with the frame's
-        # number (a ticket, not a Future); the ones that overtake the next in order wait in
-        # `arrived`.  Every queued frame is ended once (run, failed or cancelled), so the
-        # wait for the next one ends.
-        outcomes: "queue.SimpleQueue" = queue.SimpleQueue()
-        arrived: dict = {}
-        sent = given = 0
+        # each frame's outcome comes back through a ticket of its own (a one-item queue,
+        # not a Future), waited for in order: the map wakes for the frame it yields next,
+        # not for the ones that end before it.  Every queued frame is ended once (run,
+        # failed or cancelled), so each wait ends.
+        window: "collections.deque[_Ticket]" = collections.deque()
         limit = self._queue_size + len(self._threads)
         for frame in frames:
             args = frame if isinstance(frame, tuple) else (frame,)
-            self._enqueue(args, raw, None, _Ticket(sent, outcomes))
-            sent += 1
-            if sent - given >= limit:
-                yield self._outcome(given, outcomes, arrived)
-                given += 1
-        while given < sent:
-            yield self._outcome(given, outcomes, arrived)
-            given += 1
+            ticket = _Ticket()
+            self._enqueue(args, raw, None, ticket)
+            window.append(ticket)
+            if len(window) >= limit:
+                yield self._outcome(window.popleft())
+        while window:
+            yield self._outcome(window.popleft())
 
-    def _outcome(self, index: int, outcomes: "queue.SimpleQueue", arrived: dict):
-        """The outputs of the map's frame `index` (or its exception, raised), waited for."""
-        while index not in arrived:
+    def _outcome(self, ticket: _Ticket):
+        """The outputs of a frame of a map (or its exception, raised), waited for."""
+        if ticket.empty():
             _check_waiter(self._state)
-            k, result, exc = outcomes.get()
-            arrived[k] = (result, exc)
-        result, exc = arrived.pop(index)
+        result, exc = ticket.get()
         if exc is not None:
             try:
                 raise exc
