@@ -68,7 +68,7 @@ from librknn cimport *           # the vendor declarations and the entry-point t
 from rknnx._rknnfile cimport file_says_static   # what model bytes say before rknn_init
 from rknnx.errors import (RKNNError, NotSupportedError, RuntimeNotFoundError, FlowError,
                           from_code as _from_code)
-from rknnx.errors import RKNNFailError   # Model.run's words for a failed run (_model_run.pxi)
+from rknnx.errors import RKNNFailError as _RKNNFailError   # Model.run (_model_run.pxi)
 from rknnx.errors import ClosedViewError as _ClosedViewError   # a public name in tracebacks
 
 # One slice per subject (see docs/architecture.md, Layers); what each takes from above:

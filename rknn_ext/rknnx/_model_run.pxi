@@ -1,6 +1,7 @@
 # rknnx.Model.run in compiled code: the base class _ModelRun of the facade's Model
-# (rknnx.model), whose `run` is a method descriptor (METH_FASTCALL | METH_KEYWORDS).
-# CPython calls it with no Python frame: the frame of a Python method of run's signature
+# (rknnx.model), whose `run` is a method descriptor (METH_VARARGS | METH_KEYWORDS: Cython's
+# form for *inputs, whose tuple is the call's own, not a copy).  CPython calls it with no
+# Python frame: the frame of a Python method of run's signature
 # cost about as many instructions as the runtime's four calls on a tiny model
 # (docs/benchmarks.md, "Where the nanoseconds go").  It runs the common case itself (one
 # numpy array per input of its exact shape, `out` or new arrays, Context._infer's
@@ -129,7 +130,7 @@ cdef class _ModelRun:
         except RuntimeError:
             self._refuse_run_inside_run(self._fr_lock, ctx)
             raise
-        except RKNNFailError as e:
+        except _RKNNFailError as e:
             better = self._fr_family.explain_model(e, ctx)   # custom ops not registered
             if better is e:
                 raise
