@@ -1,0 +1,269 @@
+"""The review of Pool's handoff on queue.SimpleQueue alone (tokens bounding the frames
+queue, a one-item ticket per map() frame): races and misuse tried from the outside, each
+with its outputs against numpy's relu, its threads gone, the queue's free places (tokens)
+back to `queue_size` and the emulator's live counters back to their baseline."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import threading
+import time
+from concurrent.futures import CancelledError
+
+import numpy as np
+import pytest
+
+import rknnx
+
+from helpers import live, model_bytes, run_python
+
+
+def relu_frames(n, seed=0, shape=(1, 2)):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape).astype(np.float32) for _ in range(n)]
+
+
+def assert_relu(outputs, frame):
+    np.testing.assert_array_equal(outputs[0], np.maximum(frame, 0))
+
+
+def pool_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("rknnx-pool-")]
+
+
+def places(pool):
+    return pool._places.qsize()
+
+
+@pytest.fixture
+def baseline(emu):
+    gc.collect()
+    threads, counters = len(pool_threads()), live(emu)
+    yield
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while len(pool_threads()) > threads and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(pool_threads()) == threads
+    assert live(emu) == counters
+
+
+def test_a_map_abandoned_half_way_frees_its_places_and_runs_nothing_more(baseline, emu):
+    m = rknnx.Model(model_bytes("tiny_relu"))
+    frames = relu_frames(200)
+    pulled = []
+
+    def feed():
+        for k, f in enumerate(frames):
+            pulled.append(k)
+            yield f
+
+    emu.reset_counters()
+    with rknnx.Pool(m, workers=2, queue_size=3) as pool:
+        it = pool.map(feed())
+        for k in range(3):
+            assert_relu(next(it), frames[k])
+        ahead = len(pulled)
+        assert ahead <= 3 + 3 + 2                  # yielded + queue_size + workers
+        it.close()                                 # GeneratorExit inside the map
+        del it
+        gc.collect()
+        # everything queued runs (or ran) and gives its place back; no more is pulled
+        assert len(pulled) == ahead
+    assert emu.counters()["runs"] == ahead
+    assert places(pool) == 3
+    m.close()
+
+
+def test_backpressure_holds_on_a_slow_npu_and_order_holds(baseline, emu):
+    m = rknnx.Model(model_bytes("tiny_relu"))
+    emu.set_npu_time_us(3_000)
+    frames = relu_frames(60, seed=1)
+    pulled, most = [], 0
+    with rknnx.Pool(m, workers=3, queue_size=2) as pool:
+        def feed():
+            for k, f in enumerate(frames):
+                pulled.append(k)
+                yield f
+
+        for k, out in enumerate(pool.map(feed())):
+            most = max(most, len(pulled) - k)
+            assert_relu(out, frames[k])
+    emu.set_npu_time_us(0)
+    assert most == 2 + 3                           # queue_size + workers, never more
+    assert places(pool) == 2
+    m.close()
+
+
+def test_many_maps_and_submits_on_one_pool_from_threads(baseline):
+    m = rknnx.Model(model_bytes("tiny_relu"))
+    errors = []
+    with rknnx.Pool(m, workers=3, queue_size=2) as pool:
+        def mapper(seed):
+            frames = relu_frames(150, seed)
+            try:
+                got = list(pool.map(frames))
+                assert len(got) == len(frames)
+                for out, f in zip(got, frames):
+                    assert_relu(out, f)
+            except BaseException as e:             # re-raised below
+                errors.append(e)
+
+        def submitter(seed):
+            frames = relu_frames(150, seed)
+            try:
+                futures = [pool.submit(f) for f in frames]
+                for fut, f in zip(futures, frames):
+                    assert_relu(fut.result(timeout=30), f)
+            except BaseException as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=mapper, args=(s,)) for s in range(4)] + \
+            [threading.Thread(target=submitter, args=(s,)) for s in (10, 11)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not any(t.is_alive() for t in threads)
+    assert errors == []
+    assert places(pool) == 2
+    m.close()
+
+
+@pytest.mark.parametrize("cancel", [False, True])
+def test_shutdown_from_another_thread_while_a_map_iterates(baseline, emu, cancel):
+    m = rknnx.Model(model_bytes("tiny_relu"))
+    emu.set_npu_time_us(2_000)
+    frames = relu_frames(8, seed=3)
+    pool = rknnx.Pool(m, workers=2, queue_size=2)
+    seen, ended = [], []
+
+    def consume():
+        k = 0
+        try:
+            for out in pool.map(frames[k % 8] for k in range(10 ** 6)):
+                assert_relu(out, frames[k % 8])
+                k += 1
+                seen.append(k)
+        except (RuntimeError, CancelledError) as e:
+            ended.append((type(e).__name__, str(e)))
+
+    t = threading.Thread(target=consume)
+    t.start()
+    time.sleep(0.1)
+    pool.shutdown(cancel_pending=cancel)
+    t.join(20)
+    emu.set_npu_time_us(0)
+    assert not t.is_alive()
+    assert seen
+    # the map ends at its next frame with the shutdown's words, or (cancelled) at the
+    # first frame the shutdown took back from the queue
+    assert ended in ([("RuntimeError", "submit on a Pool that is shut down")],
+                     [("CancelledError", "")])
+    if not cancel:
+        assert ended[0][0] == "RuntimeError"
+    assert places(pool) == 2
+    m.close()
+
+
+@pytest.mark.needs("rknn_register_custom_ops")
+@pytest.mark.parametrize("error", [ValueError, KeyboardInterrupt, SystemExit])
+def test_an_error_in_a_workers_frame_reaches_the_map_and_the_pool_goes_on(models, error):
+    m = models.open("custom_op_model")
+
+    @rknnx.custom_op("cstSigmoid")
+    def op(inputs, outputs):
+        if float(inputs[0].flat[0]) == 3.0:
+            raise error("frame three")
+        np.divide(1.0, 1.0 + np.exp(-inputs[0]), out=outputs[0])
+
+    m.register_custom_ops(op)
+    frames = [np.full(m.inputs[0].shape, k, np.float32) for k in range(6)]
+    want = [(1 / (1 + np.exp(-f.astype(np.float64))) + 1).astype(np.float32) for f in frames]
+    got = []
+    with rknnx.Pool(m, workers=2, queue_size=2) as pool:
+        with pytest.raises(BaseException) as info:
+            for out in pool.map(frames):
+                got.append(out)
+        # the error of frame 3 (the binding may wrap a callback's error: its cause says)
+        chain, e = [], info.value
+        while e is not None:
+            chain.append(e)
+            e = e.__cause__ or e.__context__
+        assert any(isinstance(c, error) and str(c) == "frame three" for c in chain), chain
+        assert len(got) == 3
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g[0], w, rtol=1e-6)
+        # the workers live on: the next map gives every frame but the failing one
+        rest = list(pool.map(frames[4:]))
+        for g, w in zip(rest, want[4:]):
+            np.testing.assert_allclose(g[0], w, rtol=1e-6)
+        assert places(pool) == 2
+        assert all(t.is_alive() for t in pool._threads)
+
+
+def test_a_dropped_pool_with_a_map_abandoned_is_collected(baseline, emu):
+    m = rknnx.Model(model_bytes("tiny_relu"))
+    frames = relu_frames(50, seed=4)
+    pool = rknnx.Pool(m, workers=2, queue_size=2)
+    it = pool.map(frames)
+    assert_relu(next(it), frames[0])
+    del it
+    with pytest.warns(ResourceWarning, match="unclosed rknnx.Pool of 2 workers"):
+        del pool
+        gc.collect()
+    m.close()
+
+
+def test_a_map_in_a_fork_child_of_a_pool_that_ran_is_refused():
+    code = r"""
+import os
+import numpy as np
+import rknnx
+from rknnx.emulator import samples
+m = rknnx.Model(samples.tiny_relu(target="RK3588"))
+x = np.array([[-1.0, 2.0]], np.float32)
+pool = rknnx.Pool(m, workers=2)
+print([o[0].tolist() for o in pool.map([x, x])])
+pid = os.fork()
+if pid == 0:
+    try:
+        pool.map([x])
+        print("child: no error")
+    except RuntimeError as e:
+        print("child:", str(e).split(";")[0])
+    os._exit(0)
+os.waitpid(pid, 0)
+print([o[0].tolist() for o in pool.map([x])])
+pool.shutdown()
+m.close()
+"""
+    proc = run_python(code, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "[[[0.0, 2.0]], [[0.0, 2.0]]]"
+    assert lines[1].startswith("child: this Pool was created in process "), lines
+    assert lines[2] == "[[[0.0, 2.0]]]"
+
+
+def test_references_of_frames_and_outputs_come_back_after_maps(baseline):
+    m = rknnx.Model(model_bytes("tiny_relu"))
+    frames = relu_frames(10, seed=5)
+    with rknnx.Pool(m, workers=2, queue_size=2) as pool:
+        for _ in range(3):
+            list(pool.map(frames))
+        gc.collect()
+        held = [sys.getrefcount(f) for f in frames] + [sys.getrefcount(pool)]
+        for _ in range(20):
+            for out, f in zip(pool.map(frames), frames):
+                assert_relu(out, f)
+            del out, f
+            it = pool.map(frames)
+            next(it)
+            del it                                  # abandoned with frames in flight
+        gc.collect()
+        time.sleep(0.05)
+        gc.collect()
+        assert [sys.getrefcount(f) for f in frames] + [sys.getrefcount(pool)] == held
+    m.close()
