@@ -85,9 +85,10 @@ class _State:
     thread-local mark that ends with the worker, never a thread id: ids are reused), and
     why the workers must stop taking frames (None while the pool runs)."""
 
-    __slots__ = ("worker", "gone", "keep", "running", "lock")
+    __slots__ = ("worker", "gone", "keep", "running", "lock", "made_in")
 
     def __init__(self):
+        self.made_in = _guard.pid        # the process whose threads run the frames
         self.worker = _guard.Role()
         self.gone: Optional[str] = None
         # shutdown(wait=False): the pool, kept alive until its workers have run the frames
@@ -129,7 +130,9 @@ class _PoolFuture(Future):
 
 def _check_waiter(state: _State) -> None:
     """RuntimeError if the calling thread is a worker of the pool of `state`: waiting for
-    one of its frames, the worker would wait for itself."""
+    one of its frames, the worker would wait for itself; or if it runs in a child of fork:
+    the workers that would end the frame are the parent's."""
+    _guard.check_process("Pool", state.made_in)
     if state.worker.played_here():
         raise RuntimeError("a worker of a Pool (running a custom op callback) cannot "
                            "wait for a frame of the same Pool: it would wait for itself")

@@ -267,3 +267,57 @@ def test_references_of_frames_and_outputs_come_back_after_maps(baseline):
         gc.collect()
         assert [sys.getrefcount(f) for f in frames] + [sys.getrefcount(pool)] == held
     m.close()
+
+
+FORK_WAIT = r"""
+import os, threading
+import numpy as np
+import rknnx
+from rknnx.emulator import samples
+from rknnx.emulator.control import EmulatorControl
+
+m = rknnx.Model(samples.tiny_relu(target="RK3588"))
+ctl = EmulatorControl(rknnx.runtime_info()["path"])
+x = np.array([[-1.0, 2.0]], np.float32)
+pool = rknnx.Pool(m, workers=1, queue_size=2)
+ctl.set_npu_time_us(200_000)
+it = pool.map([x] * 2)                   # both frames queued at the first next (limit 3)
+print("parent", next(it)[0].tolist(), flush=True)
+fut = pool.submit(x)                     # queued behind the map's second frame
+pid = os.fork()
+if pid == 0:                             # the frames still in flight are the parent's
+    said = []
+
+    def wait(what, call):
+        try:
+            call()
+            said.append(f"{what}: no error")
+        except RuntimeError as e:
+            said.append(f"{what}: {str(e).split(';')[0]}")
+
+    for what, call in (("map", lambda: next(it)), ("future", lambda: fut.result())):
+        t = threading.Thread(target=wait, args=(what, call), daemon=True)
+        t.start()
+        t.join(5)
+        if t.is_alive():
+            said.append(f"{what}: hangs")
+    print("\n".join(said).replace(str(os.getppid()), "PARENT"), flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+ctl.set_npu_time_us(0)
+print("parent", [o[0].tolist() for o in it], fut.result()[0].tolist(), flush=True)
+pool.shutdown()
+m.close()
+"""
+
+
+def test_waiting_in_a_fork_child_for_a_frame_of_the_parents_pool_is_refused():
+    # the parent's workers end the frames: a child waiting for one (the map's next, a
+    # submit's result) waited for ever; it is refused with the fork words submit() has
+    proc = run_python(FORK_WAIT, timeout=90)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == [
+        "parent [[0.0, 2.0]]",
+        "map: this Pool was created in process PARENT",
+        "future: this Pool was created in process PARENT",
+        "parent [[[0.0, 2.0]]] [[0.0, 2.0]]"]
