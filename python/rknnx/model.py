@@ -356,7 +356,7 @@ class Model(Closable, _ModelRun):
                         f"input {i} ({self.inputs[i].name!r}) takes pixels in 0..255 (the "
                         f"model normalizes them itself), but this float array is in "
                         f"{lo:g}..{hi:g}: pass the image before scaling (e.g. uint8)",
-                        UserWarning, stacklevel=3)
+                        UserWarning, stacklevel=2)   # (run() is compiled: no frame)
                 return
 
     def _arrays(self, inputs: Sequence[Any]) -> List[Any]:
@@ -436,7 +436,10 @@ class Model(Closable, _ModelRun):
     # run() is the binding's (rknnx._core._ModelRun.run, rknn_ext/rknnx/_model_run.pxi): a
     # method descriptor, so that CPython calls it with no Python frame; its fast path is
     # this class's former one in C, and it calls the two methods below for the rest
-    # (docs/benchmarks.md, "Where the nanoseconds go").  Its words for refusals:
+    # (docs/benchmarks.md, "Where the nanoseconds go").  It is named here too (the same
+    # descriptor, still no frame): autodoc documents a class's own members only, and
+    # docs/api/model.rst would show Model without run.  Its words for refusals:
+    run = _ModelRun.run
     _check_raw = staticmethod(check_raw)
     _refuse_run_inside_run = staticmethod(_refuse_run_inside_run)
 

@@ -21,8 +21,8 @@ cdef class _ModelRun:
     # -- set once, by _fast_setup (Model.__init__) --------------------------------------------
     @cython.binding(False)
     @cython.embedsignature.format("clinic")
-    def _fast_setup(self, Context ctx, own, lock, family, specs, formats, bint fast,
-                    bint pixel, /):
+    def _fast_setup(self, Context ctx not None, own, lock, family, specs, formats,
+                    bint fast, bint pixel, /):
         """What run()'s fast path reads (internal; Model.__init__, once)."""
         if self._fr_ready:
             raise RuntimeError("_fast_setup: the Model is set up already")
@@ -32,8 +32,9 @@ cdef class _ModelRun:
         self._fr_family = family
         self._fr_fast = fast
         if fast:
-            self._fr_specs_f = tuple(specs[False])
-            self._fr_specs_raw = tuple(specs[True])
+            # each spec a (shape, dtype) tuple made here: run() unpacks them unchecked
+            self._fr_specs_f = tuple([(tuple(shape), dtype) for shape, dtype in specs[False]])
+            self._fr_specs_raw = tuple([(tuple(shape), dtype) for shape, dtype in specs[True]])
             self._fr_formats = frozenset(formats)
         self._fr_pixel = pixel
         self._fr_ready = True
