@@ -443,6 +443,11 @@ class Model(Closable, _ModelRun):
     _check_raw = staticmethod(check_raw)
     _refuse_run_inside_run = staticmethod(_refuse_run_inside_run)
 
+    if TYPE_CHECKING:                      # for type checkers: the binding's run, typed
+        def run(self, *inputs: Any, raw: bool = False,
+                out: Optional[Sequence[np.ndarray]] = None, data_format: Optional[str] = None,
+                pass_through: Optional[Sequence[bool]] = None) -> List[np.ndarray]: ...
+
     def _run_declined(self, inputs, raw, out, data_format, pass_through):
         """run() after the fast path declined the arrays (it called nothing): a bad `out`
         is named before the inputs are looked at (as the fast path's own check did before
