@@ -436,10 +436,7 @@ class Model(Closable, _ModelRun):
     # run() is the binding's (rknnx._core._ModelRun.run, rknn_ext/rknnx/_model_run.pxi): a
     # method descriptor, so that CPython calls it with no Python frame; its fast path is
     # this class's former one in C, and it calls the two methods below for the rest
-    # (docs/benchmarks.md, "Where the nanoseconds go").  It is named here too (the same
-    # descriptor, still no frame): autodoc documents a class's own members only, and
-    # docs/api/model.rst would show Model without run.  Its words for refusals:
-    run = _ModelRun.run
+    # (docs/benchmarks.md, "Where the nanoseconds go").  Its words for refusals:
     _check_raw = staticmethod(check_raw)
     _refuse_run_inside_run = staticmethod(_refuse_run_inside_run)
 
@@ -447,6 +444,10 @@ class Model(Closable, _ModelRun):
         def run(self, *inputs: Any, raw: bool = False,
                 out: Optional[Sequence[np.ndarray]] = None, data_format: Optional[str] = None,
                 pass_through: Optional[Sequence[bool]] = None) -> List[np.ndarray]: ...
+    else:
+        # named here too (the same descriptor, still no frame): autodoc documents a
+        # class's own members only, and docs/api/model.rst showed Model without run
+        run = _ModelRun.run
 
     def _run_declined(self, inputs, raw, out, data_format, pass_through):
         """run() after the fast path declined the arrays (it called nothing): a bad `out`
