@@ -89,9 +89,10 @@ m.close()
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
     if case == "none_context":
         assert proc.stdout.splitlines() == [
-            "TypeError Argument 'ctx' must not be None"]
+            "TypeError Argument 'ctx' has incorrect type (expected rknnx._core.Context, "
+            "got NoneType)"]
     else:
-        assert proc.stdout.splitlines() == ["ran [[0.0, 2.0]]"]
+        assert proc.stdout.splitlines() == ["ran [[[0.0, 2.0]]]"]
 
 
 def test_the_typing_stub_gives_model_run_its_parameters():
