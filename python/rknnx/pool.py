@@ -11,10 +11,10 @@ run at the same time.
 The handoff is built on the C-level ``queue.SimpleQueue`` alone: the frames queue, a
 queue of tokens that bounds it (one token per free place: ``submit`` takes one, a worker
 gives it back when it takes the frame), and for each frame of :meth:`Pool.map` a one-item
-queue its worker puts the outcome in; only :meth:`Pool.submit` makes a Future.  ``queue.Queue`` and
-``Future`` wait on ``threading.Condition`` (Python code around several lock operations
-per wait), which on a free-threaded CPython cost a hundred microseconds and more per
-frame (docs/wheels.md, "What each wheel costs").
+queue its worker puts the outcome in; only :meth:`Pool.submit` makes a Future.
+``queue.Queue`` and ``Future`` wait on ``threading.Condition`` (Python code around
+several lock operations per wait), which on a free-threaded CPython cost a hundred
+microseconds and more per frame (docs/wheels.md, "A Pool on 3.13t").
 """
 
 from __future__ import annotations
@@ -299,8 +299,8 @@ class Pool(Closable):
         job = _Job(future, (_snapshot(prepared, inputs), shape_set), raw, data_format)
         lock = self._submit_lock
         lock.check("submit")
-        # (guard.Lock's own `with lock("submit")`, inlined: its generator-based context
-        # manager costs more than the rest of the handoff on the free-threaded build)
+        # (the body of `with lock("submit")` of _guard.Lock, inlined: no generator-based
+        # context manager made per frame)
         with lock.mutex:
             lock.holder = threading.get_ident()
             try:
