@@ -12,7 +12,10 @@ Workloads (tiny_relu; every Python one is a ``lambda`` or a bound method called 
 
 - ``empty``: an empty function (the loop and a call: the floor under every line);
 - ``zc``: ``Context.run`` with memory bound (``ZeroCopySession.run`` is that bound method);
-- ``sig``: a method of ``Model.run``'s signature doing nothing, called as ``m.run(*x, out=out)``;
+- ``sig``: a Python method of ``Model.run``'s signature doing nothing, called as
+  ``m.run(*x, out=out)`` (the floor of ``Model.run`` when it was a Python method);
+- ``sigc``: the same compiled (``bench/empty_run.py``: a method descriptor declared as
+  ``_ModelRun.run`` is, empty), called the same way: the floor of ``Model.run`` now;
 - ``infer``: ``ctx.infer(arrays, out, want_float=True)`` on a context of the model;
 - ``model``: ``m.run(*x, out=out)``;
 - ``c-zerocopy``, ``c-general``: the C loops (their two clock reads included).
@@ -34,7 +37,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-WORKLOADS = ("empty", "zc", "sig", "infer", "model", "c-zerocopy", "c-general")
+WORKLOADS = ("empty", "zc", "sig", "sigc", "infer", "model", "c-zerocopy", "c-general")
 
 
 class _Signature:
@@ -64,7 +67,13 @@ def workload(what: str, n: int, path: str) -> None:
     ctx = m.new_context()
     arrays = [a for a, _ in m.prepare_inputs(x)[0]]
     sig = _Signature()
+    if what == "sigc":
+        sys.path.insert(0, str(HERE))
+        from empty_run import instance
+
+        sig = instance(Path(path).parent)          # built there by main()
     f = {"empty": _empty, "zc": zc.run, "sig": lambda: sig.run(*x, out=out),
+         "sigc": lambda: sig.run(*x, out=out),
          "infer": lambda: ctx.infer(arrays, out, want_float=True),
          "model": lambda: m.run(*x, out=out)}[what]
     for _ in range(200):
@@ -103,6 +112,12 @@ def main(argv=None) -> int:
         exe = None
         print(f"{'workload':<12} instructions per call")
         for name in names:
+            if name == "sigc":
+                sys.path.insert(0, str(HERE))
+                from empty_run import build
+                if build(tmp) is None:
+                    print(f"{name:<12} (needs Cython and a C compiler)")
+                    continue
             if name.startswith("c-"):
                 if exe is None:
                     sys.path.insert(0, str(HERE))

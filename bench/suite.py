@@ -373,6 +373,11 @@ def scenario_overhead(st: Settings, tmp: Path, c: CBaseline, counters, say) -> D
                          ("python_floor", _empty), ("model_run", lambda: m.run(*x, out=out)),
                          ("run_signature", lambda: sig.run(*x, out=out)),
                          ("lowlevel_general", ll_general))
+                # run_signature_c: the same signature compiled as Model.run is (bench/empty_run.py)
+                import empty_run  # noqa: E402  bench/empty_run.py
+                sigc = empty_run.instance(tmp)
+                if sigc is not None:
+                    loops += (("run_signature_c", lambda: sigc.run(*x, out=out)),)
                 for _ in range(3):
                     for mode in ("zerocopy", "general", "general-raw"):
                         keep("c_" + mode.replace("-", "_"), c.loop(path, mode, n, w))
@@ -1306,7 +1311,8 @@ def report(r: Dict[str, Any]) -> str:
         for k, base in (("c_zerocopy", None), ("session_run", "c_zerocopy"),
                         ("lowlevel_run", "c_zerocopy"), ("c_general", None),
                         ("model_run", "c_general"), ("lowlevel_general", "c_general"),
-                        ("python_floor", None), ("run_signature", None)):
+                        ("python_floor", None), ("run_signature", None),
+                        ("run_signature_c", None)):
             if k not in o:
                 continue
             v = o[k]

@@ -25,6 +25,7 @@ import numpy as np
 
 from rknnx import _guard, _quirks
 from rknnx import lowlevel as _ll
+from rknnx.lowlevel import _ModelRun   # the binding's: Model.run, compiled
 from rknnx._facts import Perf, PerfRow, as_core_mask, check_raw
 from rknnx.modelfile import check_file
 from rknnx._family import ContextFamily, Description, chip_supports, open_context
@@ -77,7 +78,7 @@ def _refuse_run_inside_run(lock, ctx) -> None:
     if ctx.busy_in_this_thread:
         raise _guard.busy_error("Model", "run") from None
 
-class Model(Closable):
+class Model(Closable, _ModelRun):
     """An RKNN model on the NPU (or the CPU emulator).
 
     Parameters
@@ -169,6 +170,9 @@ class Model(Closable):
             self._lock = family.lock   # refuses re-entry and fork instead of hanging
             # run()'s fast path: the output specs of the runner (one cache)
             self._fast_out = self._own.static_specs if self._fast else None
+            # what run()'s compiled fast path reads (set once, before the model is shared)
+            self._fast_setup(self._ctx, self._own, self._lock, family, self._fast_out,
+                             self._fast_formats, self._fast, bool(self._pixel_inputs))
             if core_mask is not None:
                 self.set_core_mask(core_mask)
         except BaseException:
@@ -429,92 +433,31 @@ class Model(Closable):
             return np.ascontiguousarray(a), (PASS_THROUGH, fmt)
         return check
 
-    def run(self, *inputs, raw: bool = False, out: Optional[Sequence[np.ndarray]] = None,
-            data_format: Optional[str] = None,
-            pass_through: Optional[Sequence[bool]] = None) -> List[np.ndarray]:
-        """Run the model on numpy arrays (the general flow).
+    # run() is the binding's (rknnx._core._ModelRun.run, rknn_ext/rknnx/_model_run.pxi): a
+    # method descriptor, so that CPython calls it with no Python frame; its fast path is
+    # this class's former one in C, and it calls the two methods below for the rest
+    # (docs/benchmarks.md, "Where the nanoseconds go").  Its words for refusals:
+    _check_raw = staticmethod(check_raw)
+    _refuse_run_inside_run = staticmethod(_refuse_run_inside_run)
 
-        Parameters
-        ----------
-        *inputs : numpy.ndarray, or one dict name -> array
-            One array per input, in the model's layout or (4-D) the other of NHWC/NCHW;
-            uint8 pixels, int8, float16 or float32 (the runtime converts and normalizes);
-            float64, numpy's default, is taken as float32, as a session's
-            :meth:`~rknnx.ZeroCopySession.run_arrays` takes it.
-            A 3-D array stands for a batch of one.  For a dynamic-shape model the shape set
-            is chosen from the shapes.
-        raw : bool
-            Return the outputs in the model's own type (e.g. int8) instead of float32.
-        out : sequence of numpy.ndarray, optional
-            Arrays to write the outputs into (reused across calls: no allocation); each of
-            the shape and dtype that :attr:`outputs` (or ``raw``) says.
-        data_format : {"nhwc", "nchw"}, optional
-            The layout of 4-D inputs, when their shape leaves it ambiguous.
-        pass_through : sequence of bool, optional
-            One flag per input: True hands that input to the NPU as it is (``rknn_input
-            .pass_through``): already normalized and quantized, in the model's own type
-            and the native layout the runtime expects; it is not converted or
-            shape-checked here (the runtime checks its size).  General flow only.
+    if TYPE_CHECKING:                      # for type checkers: the binding's run, typed
+        def run(self, *inputs: Any, raw: bool = False,
+                out: Optional[Sequence[np.ndarray]] = None, data_format: Optional[str] = None,
+                pass_through: Optional[Sequence[bool]] = None) -> List[np.ndarray]: ...
 
-        Returns
-        -------
-        list of numpy.ndarray
-            One per output (the `out` arrays when given).
+    def _run_declined(self, inputs, raw, out, data_format, pass_through):
+        """run() after the fast path declined the arrays (it called nothing): a bad `out`
+        is named before the inputs are looked at (as the fast path's own check did before
+        it moved into C), then the general path."""
+        raw = check_raw(raw)
+        self._check_open("run")
+        if out is not None:
+            self._own.out_arrays(None, raw, out)
+        return self._run_general(inputs, raw, out, data_format, pass_through)
 
-        Raises
-        ------
-        ValueError
-            Wrong number of inputs, a shape that fits neither layout (or no shape set),
-            `out` arrays of the wrong shape, a closed model.
-        TypeError
-            An element type the runtime does not take.
-        RKNNError
-            The runtime failed (the subclass of its status).
-        """
-        if self._pixel_inputs:
-            self._check_pixel_range(inputs)
-        if self._fast and pass_through is None and \
-                (data_format is None or (type(data_format) is str and
-                                         data_format in self._fast_formats)):
-            # the common case: ndarrays handed to Context.infer as they are; the binding runs
-            # them if they are one numpy.ndarray per input, each of its input's exact shape
-            # and a type the runtime takes, and `out` (a list or tuple) holds one ndarray per
-            # output of its exact shape and dtype, writable, C-contiguous, none sharing
-            # memory with another (check_out's rules: all checked in C), else returns None
-            # having called nothing and the full path below decides (conversions, layouts,
-            # clear errors)
-            if raw is not False and raw is not True:
-                raw = check_raw(raw)
-            arrays = [np.empty(shape, dtype) for shape, dtype in self._fast_out[raw]] \
-                if out is None else out
-            ctx = self._ctx
-            try:
-                # inputs_set + run + outputs_get under one hold of the context's lock
-                # (no other call comes between them: the model's lock is not needed)
-                # (ctx._infer_fast is that call with its arguments by position: cheaper)
-                done = ctx._infer_fast(inputs, arrays, not raw)
-            except RuntimeError:
-                _refuse_run_inside_run(self._lock, ctx)
-                raise
-            except RKNNFailError as e:
-                better = self._family.explain_model(e, ctx)   # custom ops not registered
-                if better is e:
-                    raise
-                raise better from None
-            except ValueError:
-                # closed (or closing) by a close() in another thread: the Model's words
-                if ctx.closed or self._family.closing:
-                    raise ValueError("run on closed Model") from None
-                raise
-            if done is not None:
-                self._last = self._own
-                return done   # a new list of the arrays written (out's, as taken before the run)
-            raw = check_raw(raw)
-            self._check_open("run")
-            if out is not None:
-                # the fast path declined: a bad `out` is named before the inputs are
-                # looked at (as the fast path's own check did before it moved into C)
-                self._own.out_arrays(None, raw, out)
+    def _run_general(self, inputs, raw, out, data_format, pass_through):
+        """run() where the fast path does not apply: conversions, layouts, shape sets,
+        pass_through, clear errors, under the model's lock."""
         raw = check_raw(raw)
         self._check_open("run")
         prepared, shape_set = self.prepare_inputs(inputs, data_format, pass_through)

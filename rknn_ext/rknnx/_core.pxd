@@ -256,3 +256,19 @@ cdef class MatmulContext(_ContextBase):
     cdef int _set_io_mem_claimed(self, TensorMem mem, object which) except -1
     cdef Py_ssize_t _scales_wanted(self, int w) except -1
     cdef int _raise_stale_binding(self, int w) except -1
+
+
+# rknnx.Model's compiled base (_model_run.pxi): what Model.run's fast path reads, set once
+# by Model.__init__ (_fast_setup) before the model is shared.
+cdef class _ModelRun:
+    cdef bint _fr_ready                      # _fast_setup ran
+    cdef bint _fr_fast                       # a static model with the general API
+    cdef bint _fr_pixel                      # some input takes uint8 pixels (the range check)
+    cdef int _fr_ran                         # a run ran (Model._last); atomic
+    cdef Context _fr_ctx                     # the model's context
+    cdef object _fr_own                      # the model's runner (rknnx._runner)
+    cdef object _fr_lock                     # the family's lock (rknnx._guard)
+    cdef object _fr_family                   # the ContextFamily
+    cdef tuple _fr_specs_f                   # ((shape, dtype), ...) of the float32 outputs
+    cdef tuple _fr_specs_raw                 # the same in the model's own types
+    cdef object _fr_formats                  # data_format values that change nothing

@@ -58,6 +58,7 @@ cdef extern from "rknnx_atomic.h" nogil:
                                                           unsigned long long d)
     Py_ssize_t _atomic_load_ssize "rknnx_atomic_load"(Py_ssize_t* p)
     int _atomic_load_int "rknnx_atomic_load"(int* p)
+    void _atomic_store_int "rknnx_atomic_store"(int* p, int v)
     unsigned long long _atomic_load_u64 "rknnx_atomic_load"(unsigned long long* p)
     # the holder of a context's lock (_ContextBase._owner): whole, unordered
     unsigned long _relaxed_load_ulong "rknnx_relaxed_load"(unsigned long* p)
@@ -67,6 +68,7 @@ from librknn cimport *           # the vendor declarations and the entry-point t
 from rknnx._rknnfile cimport file_says_static   # what model bytes say before rknn_init
 from rknnx.errors import (RKNNError, NotSupportedError, RuntimeNotFoundError, FlowError,
                           from_code as _from_code)
+from rknnx.errors import RKNNFailError as _RKNNFailError   # Model.run (_model_run.pxi)
 from rknnx.errors import ClosedViewError as _ClosedViewError   # a public name in tracebacks
 
 # One slice per subject (see docs/architecture.md, Layers); what each takes from above:
@@ -86,6 +88,7 @@ include "_query.pxi"        # attributes, query(), dynamic shapes: strnlen, call
 include "_inputs.pxi"       # Input and inputs_set (fast path, _IOSpecs): buffers, PyMem
 include "_io.pxi"           # outputs_get and the set_*_mem bindings: buffers, tuples
 include "_infer.pxi"        # infer: the three general-flow calls in one crossing
+include "_model_run.pxi"    # _ModelRun: rknnx.Model.run's fast path, compiled: numpy
 include "_matmul.pxi"       # MatmulContext: the matmul API on one rknn_matmul_ctx
 include "_matmul_layout.pxi"  # pack_int4/unpack_int4, B to the native layout: numpy
 include "_custom.pxi"       # custom operators: callbacks with the GIL, PyObject
