@@ -90,7 +90,7 @@ class GeneralRunner(Runner):
         self._inputs = tuple(inputs)
         self._sets = shape_sets
         self._set: Optional[int] = None      # the shape set the context is at (None: none yet)
-        self._specs: Dict[Tuple[int, bool], Specs] = {}
+        self._specs: Dict[int, Specs] = {}    # by 2 * shape set + raw
         #: a static model's output specs by `raw`, known now (asked once): the same lists
         #: as out_specs(None, raw) gives (Model.run's fast path reads them here)
         self.static_specs: Dict[bool, Specs] = (
@@ -103,7 +103,12 @@ class GeneralRunner(Runner):
 
     def out_specs(self, shape_set: Optional[int], raw: bool) -> Specs:
         """``[(shape, dtype)]`` of the outputs at `shape_set` (float32 unless `raw`)."""
-        key = (shape_set or 0, bool(raw))
+        # the key is a small int, not a (shape_set, raw) tuple: on a free-threaded CPython
+        # (3.13t) a worker of a Pool looking up a tuple key that another thread stored
+        # takes the dict's lock at every call (the lock-free compare needs a shared
+        # reference to the stored key), and those lock waits were most of a Pool's
+        # handoff there; a small int is immortal and compares by identity
+        key = 2 * (shape_set or 0) + bool(raw)
         specs = self._specs.get(key)
         if specs is None:
             specs = [(tuple(a.dims), a.dtype if raw else np.dtype(np.float32))

@@ -7,15 +7,24 @@ through a bounded queue (``submit`` blocks when it is full: back-pressure instea
 unbounded memory), results come back as futures, and :meth:`Pool.map` yields them in
 submission order.  The GIL is released inside every runtime call, so the workers really
 run at the same time.
+
+The handoff is built on the C-level ``queue.SimpleQueue`` alone: the frames queue, a
+queue of tokens that bounds it (one token per free place: ``submit`` takes one, a worker
+gives it back when it takes the frame), and for each frame of :meth:`Pool.map` a one-item
+queue its worker puts the outcome in; only :meth:`Pool.submit` makes a Future.
+``queue.Queue`` and ``Future`` wait on ``threading.Condition`` (Python code around
+several lock operations per wait), which on a free-threaded CPython cost a hundred
+microseconds and more per frame (docs/wheels.md, "A Pool on 3.13t").
 """
 
 from __future__ import annotations
 
+import collections
 import operator
 import queue
 import threading
 import weakref
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from typing import Any, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 import numpy as np
@@ -37,10 +46,37 @@ _ONE_CORE = (_ll.CoreMask.CORE_0, _ll.CoreMask.CORE_1, _ll.CoreMask.CORE_2)
 
 
 class _Job:
+    """A frame queued: its prepared inputs and where its outcome goes (`future`: the Future
+    of :meth:`Pool.submit`, or a :class:`_Ticket` of :meth:`Pool.map`)."""
+
     __slots__ = ("future", "inputs", "raw", "data_format")
 
     def __init__(self, future, inputs, raw, data_format):
         self.future, self.inputs, self.raw, self.data_format = future, inputs, raw, data_format
+
+
+class _Ticket(queue.SimpleQueue):
+    """Where the outcome of a frame of :meth:`Pool.map` goes: a queue that will hold one
+    item, ``(outputs, exception)``, which the map waits for.  It has the four methods of
+    a Future that a worker and :meth:`Pool.shutdown` call, without a Future's condition
+    and its lock operations; a frame is ended exactly once (by the worker that took it, or
+    by whoever drained it from the queue: a shutdown cancelling, a worker of a collected
+    pool failing it)."""
+
+    __slots__ = ()
+
+    def set_running_or_notify_cancel(self) -> bool:
+        return True                      # (only a drained frame is cancelled: never run)
+
+    def set_result(self, result) -> None:
+        self.put((result, None))
+
+    def set_exception(self, exc: BaseException) -> None:
+        self.put((None, exc))
+
+    def cancel(self) -> bool:
+        self.put((None, CancelledError()))
+        return True
 
 
 class _State:
@@ -78,9 +114,7 @@ class _PoolFuture(Future):
         self._pool = pool                # (Future's own state is `_state`)
 
     def _check_waiter(self) -> None:
-        if self._pool.worker.played_here():
-            raise RuntimeError("a worker of a Pool (running a custom op callback) cannot "
-                               "wait for a frame of the same Pool: it would wait for itself")
+        _check_waiter(self._pool)
 
     def result(self, timeout=None):
         if not self.done():
@@ -91,6 +125,14 @@ class _PoolFuture(Future):
         if not self.done():
             self._check_waiter()
         return super().exception(timeout)
+
+
+def _check_waiter(state: _State) -> None:
+    """RuntimeError if the calling thread is a worker of the pool of `state`: waiting for
+    one of its frames, the worker would wait for itself."""
+    if state.worker.played_here():
+        raise RuntimeError("a worker of a Pool (running a custom op callback) cannot "
+                           "wait for a frame of the same Pool: it would wait for itself")
 
 
 class Pool(Closable):
@@ -142,7 +184,14 @@ class Pool(Closable):
         if model.closed:
             raise ValueError("Pool on closed Model")
         self.model = model
-        self._queue: "queue.Queue" = queue.Queue(maxsize=queue_size or 2 * workers)
+        # the frames (and the workers' stops), and the queue's free places as tokens:
+        # `submit` takes a token before it queues a frame and blocks while there is none,
+        # a worker gives one back as it takes a frame (a stop takes no place)
+        self._queue: "queue.SimpleQueue" = queue.SimpleQueue()
+        self._queue_size = queue_size or 2 * workers
+        self._places: "queue.SimpleQueue" = queue.SimpleQueue()
+        for _ in range(self._queue_size):
+            self._places.put(None)
         self._closed = True                # until the workers run (no warning for a failed init)
         self._state = _State()
         self._submit_lock = _guard.Lock(self)
@@ -169,7 +218,8 @@ class Pool(Closable):
         self._runners = runners
         ref = weakref.ref(self)
         for k, runner in enumerate(runners):
-            t = threading.Thread(target=_work, args=(ref, self._queue, self._state, runner),
+            t = threading.Thread(target=_work, args=(ref, self._queue, self._places,
+                                                     self._state, runner),
                                  daemon=True, name=f"rknnx-pool-{k}")
             with self._state.lock:
                 self._state.running += 1
@@ -230,19 +280,33 @@ class Pool(Closable):
         TypeError
             `raw` is not True or False.
         """
+        future = _PoolFuture(self._state)
+        self._enqueue(inputs, raw, data_format, future)
+        return future
+
+    def _enqueue(self, inputs, raw, data_format, future) -> None:
+        """Check and queue one frame whose outcome goes to `future` (submit's Future or a
+        map's ticket); blocks while the queue is full."""
         self._refusal_checks("submit")
         if self._closed:                 # (the model's close shuts its pools down)
             raise RuntimeError("submit on a Pool that is shut down")
         if not (raw is True or raw is False):
             raise TypeError(f"raw must be True or False; got {raw!r}")
         prepared, shape_set = self.model.prepare_inputs(inputs, data_format)
-        prepared = (_snapshot(prepared, inputs), shape_set)
-        future = _PoolFuture(self._state)
-        with self._submit_lock("submit"):
-            if self._closed:
-                raise RuntimeError("submit on a Pool that is shut down")
-            self._queue.put(_Job(future, prepared, raw, data_format))
-        return future
+        job = _Job(future, (_snapshot(prepared, inputs), shape_set), raw, data_format)
+        lock = self._submit_lock
+        lock.check("submit")
+        # (the body of `with lock("submit")` of _guard.Lock, inlined: no generator-based
+        # context manager made per frame)
+        with lock.mutex:
+            lock.holder = threading.get_ident()
+            try:
+                if self._closed:
+                    raise RuntimeError("submit on a Pool that is shut down")
+                self._places.get()       # a free place in the queue, or wait for one
+                self._queue.put(job)
+            finally:
+                lock.holder = None
 
     async def run_async(self, *inputs, raw: bool = False,
                         data_format: Optional[str] = None) -> List[Any]:
@@ -259,7 +323,7 @@ class Pool(Closable):
 
     def queue_full(self) -> bool:
         """Whether :meth:`submit` would wait for room in the queue now."""
-        return self._queue.full()
+        return self._places.empty()
 
     def map(self, frames: Iterable[Any], *, raw: bool = False) -> Iterator[List[Any]]:
         """Run every frame (an array, or a tuple of arrays for a multi-input model) and yield
@@ -284,19 +348,33 @@ class Pool(Closable):
         return self._map(frames, raw)
 
     def _map(self, frames, raw):
-        window: "queue.SimpleQueue" = queue.SimpleQueue()
-        pending = 0
-        limit = self._queue.maxsize + len(self._threads)
+        # each frame's outcome comes back through a ticket of its own (a one-item queue,
+        # not a Future), waited for in order: the map wakes for the frame it yields next,
+        # not for the ones that end before it.  Every queued frame is ended once (run,
+        # failed or cancelled), so each wait ends.
+        window: "collections.deque[_Ticket]" = collections.deque()
+        limit = self._queue_size + len(self._threads)
         for frame in frames:
             args = frame if isinstance(frame, tuple) else (frame,)
-            window.put(self.submit(*args, raw=raw))
-            pending += 1
-            if pending >= limit:
-                yield window.get().result()
-                pending -= 1
-        while pending:
-            yield window.get().result()
-            pending -= 1
+            ticket = _Ticket()
+            self._enqueue(args, raw, None, ticket)
+            window.append(ticket)
+            if len(window) >= limit:
+                yield self._outcome(window.popleft())
+        while window:
+            yield self._outcome(window.popleft())
+
+    def _outcome(self, ticket: _Ticket):
+        """The outputs of a frame of a map (or its exception, raised), waited for."""
+        if ticket.empty():
+            _check_waiter(self._state)
+        result, exc = ticket.get()
+        if exc is not None:
+            try:
+                raise exc
+            finally:
+                exc = None
+        return result
 
     # -- lifetime --------------------------------------------------------------------------
     @property
@@ -333,6 +411,7 @@ class Pool(Closable):
                     except queue.Empty:
                         break
                     if job is not _STOP:
+                        self._places.put(None)
                         job.future.cancel()
             if not wait:
                 self._state.keep = self  # until the workers are done (see _State)
@@ -348,6 +427,7 @@ class Pool(Closable):
                 if job is _STOP:
                     stops += 1
                 else:
+                    self._places.put(None)
                     job.future.cancel()
             for _ in range(stops):       # the workers' stops stay queued
                 self._queue.put(_STOP)
@@ -426,18 +506,21 @@ def _snapshot(prepared, inputs) -> list:
             for a, layout in prepared]
 
 
-def _work(pool_ref, jobs: "queue.Queue", state: _State, runner) -> None:
+def _work(pool_ref, jobs: "queue.SimpleQueue", places: "queue.SimpleQueue", state: _State,
+          runner) -> None:
     """A worker: take frames and run them on its `runner` until told to stop or until its
     pool is gone (collected without a shutdown: it checks a weak reference, and the state,
     while idle)."""
     try:
         with state.worker:
-            _take_frames(pool_ref, jobs, state, runner)
+            _take_frames(pool_ref, jobs, places, state, runner)
     finally:
         state.stopped()
 
 
-def _take_frames(pool_ref, jobs: "queue.Queue", state: _State, runner) -> None:
+def _take_frames(pool_ref, jobs: "queue.SimpleQueue", places: "queue.SimpleQueue",
+                 state: _State, runner) -> None:
+    stop = _STOP                         # (a local: no shared global looked up per frame)
     while True:
         try:
             job = jobs.get(timeout=_IDLE_CHECK_S)
@@ -445,18 +528,20 @@ def _take_frames(pool_ref, jobs: "queue.Queue", state: _State, runner) -> None:
             if state.gone is None and pool_ref() is None:
                 state.gone = "the Pool was collected before this frame ran"
             if state.gone is not None:
-                _fail_queued(jobs, state.gone)
+                _fail_queued(jobs, places, state.gone)
                 return
             continue
-        if job is _STOP:
+        if job is stop:
             return
+        places.put(None)                 # its place in the queue is free
         if not job.future.set_running_or_notify_cancel():
             continue
         pool = pool_ref() if state.gone is None else None
         if pool is None:
             job.future.set_exception(RuntimeError(state.gone or "the Pool was collected "
                                                   "before this frame ran"))
-            _fail_queued(jobs, state.gone or "the Pool was collected before this frame ran")
+            _fail_queued(jobs, places, state.gone or "the Pool was collected before this "
+                         "frame ran")
             return
         try:
             # (the pool is held meanwhile: it is not collected, nor its runners closed,
@@ -481,13 +566,16 @@ def _take_frames(pool_ref, jobs: "queue.Queue", state: _State, runner) -> None:
         del job
 
 
-def _fail_queued(jobs: "queue.Queue", reason: str) -> None:
+def _fail_queued(jobs: "queue.SimpleQueue", places: "queue.SimpleQueue", reason: str) -> None:
     """End the future of every frame still queued (the pool is gone: nobody will run it)."""
     while True:
         try:
             job = jobs.get_nowait()
         except queue.Empty:
             return
-        if job is not _STOP and job.future.set_running_or_notify_cancel():
+        if job is _STOP:
+            continue
+        places.put(None)
+        if job.future.set_running_or_notify_cancel():
             job.future.set_exception(RuntimeError(reason))
 

@@ -542,3 +542,105 @@ def test_a_worker_role_is_a_mark_of_the_thread_inside_it():
         t.start()
         t.join()
     assert all(not played for _, played in seen), seen
+
+
+# ---- map() hands frames back through its own queue of outcomes, not futures ----------------
+@pytest.mark.needs("rknn_register_custom_ops")
+def test_map_yields_in_order_frames_that_finish_out_of_order(models):
+    # each frame's custom op sleeps longer the earlier the frame: on 3 workers the later
+    # frames end first and wait for the earlier ones, which map() still yields first
+    m = models.open("custom_op_model")
+    order = []
+
+    @rknnx.custom_op("cstSigmoid")
+    def slow(inputs, outputs):
+        k = int(round(float(inputs[0].flat[0])))
+        time.sleep(0.02 * (6 - k))
+        order.append(k)
+        np.divide(1.0, 1.0 + np.exp(-inputs[0]), out=outputs[0])
+
+    m.register_custom_ops(slow)
+    frames = [np.full(m.inputs[0].shape, k, np.float32) for k in range(6)]
+    # the model adds 1 to its custom op's sigmoid
+    want = [(1 / (1 + np.exp(-f.astype(np.float64))) + 1).astype(np.float32) for f in frames]
+    with rknnx.Pool(m, workers=3) as pool:
+        got = list(pool.map(frames))
+    assert order != sorted(order), order         # they did end out of order
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g[0], w, rtol=1e-6)
+
+
+def test_map_raises_cancelled_error_for_a_frame_a_shutdown_cancelled(models, emu):
+    # the cancelled frames never reach a worker: map() must still hear of them (it would
+    # wait for ever) and raise CancelledError at the first, as a future's result() did
+    from concurrent.futures import CancelledError
+
+    m = models.open("tiny_relu")
+    emu.set_npu_time_us(50_000)
+    x = np.ones((1, 2), np.float32)
+    pool = rknnx.Pool(m, workers=1, queue_size=4)
+    it = pool.map([x] * 5)                       # 5 = queue_size + workers: all queued
+    outcomes = []
+
+    def consume():
+        try:
+            for out in it:
+                outcomes.append(out[0].tolist())
+        except CancelledError as e:
+            outcomes.append(type(e).__name__)
+
+    t = threading.Thread(target=consume)
+    t.start()
+    time.sleep(0.02)                             # the first frame runs, four wait
+    pool.shutdown(cancel_pending=True)
+    t.join(20)
+    emu.set_npu_time_us(0)
+    assert not t.is_alive()
+    assert outcomes == [[[1.0, 1.0]], "CancelledError"]
+    assert pool.queue_full() is False
+
+
+MAP_IN_WORKER = r"""
+import threading
+import numpy as np
+import rknnx
+from rknnx.emulator import samples
+m = rknnx.Model(samples.custom_op_model(target="RK3588"))
+x = np.zeros((1, 16), np.float32)
+calls, ready, box = [], threading.Event(), {}
+
+@rknnx.custom_op("cstSigmoid")
+def op(inputs, outputs):
+    calls.append(1)
+    if len(calls) == 2:                   # the map's second frame, on the pool's one worker
+        ready.wait(10)
+        try:
+            next(box["it"])               # the map waits for this very frame
+            box["said"] = "no error"
+        except RuntimeError as e:
+            box["said"] = str(e)
+    np.divide(1.0, 1.0 + np.exp(-inputs[0]), out=outputs[0])
+
+m.register_custom_ops(op)
+pool = rknnx.Pool(m, workers=1, queue_size=4)
+box["it"] = pool.map([x] * 3)
+print(next(box["it"])[0].tolist()[0][:2])
+ready.set()
+pool.shutdown()
+print(box["said"])
+m.close()
+"""
+
+
+@pytest.mark.needs("rknn_register_custom_ops")
+def test_a_worker_advancing_a_map_of_its_own_pool_is_refused():
+    # a custom op callback in the worker that would run the awaited frame: it would wait
+    # for itself (as a future's result() there is refused)
+    from helpers import run_python
+
+    proc = run_python(MAP_IN_WORKER, timeout=60)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr[-2000:])
+    assert proc.stdout.splitlines() == [
+        "[1.5, 1.5]",                        # sigmoid(0) + 1
+        "a worker of a Pool (running a custom op callback) cannot wait for a frame of the "
+        "same Pool: it would wait for itself"]
