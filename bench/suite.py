@@ -1160,9 +1160,6 @@ def targets(r: Dict[str, Any]) -> List[Dict[str, Any]]:
         if "run_signature" in o:
             add("(a method of model.run's signature doing nothing, called the same way)",
                 round(o["run_signature"]["median_ns"]), "(info)", True, "ns")
-        if "run_signature_c" in o:
-            add("(the same compiled as model.run is, empty: model.run's call floor)",
-                round(o["run_signature_c"]["median_ns"]), "(info)", True, "ns")
     copied = []
     if o:
         copied.append(o["flows"]["flows"]["zero-copy"]["bytes_per_frame"])

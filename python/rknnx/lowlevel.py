@@ -27,6 +27,7 @@ from rknnx._core import (  # noqa: E402  (after the check above)
     load_runtime, runtime_info, runtime_chip, emulator_path, api_function_names, FALLBACK_SOURCE,
     SYSTEM_CANDIDATES,
     Context,
+    _ModelRun,      # rknnx.Model's compiled base (its run); internal
     TensorAttr,
     TensorMem, Input, Output, Outputs, InitFlag, QueryCmd, TensorType, TensorFormat,
     QntType, CoreMask, MemFlag, MemAllocFlag, MemSyncMode, InOutNum, SdkVersion, MemSize,

@@ -25,7 +25,7 @@ import numpy as np
 
 from rknnx import _guard, _quirks
 from rknnx import lowlevel as _ll
-from rknnx._core import _ModelRun
+from rknnx.lowlevel import _ModelRun   # the binding's: Model.run, compiled
 from rknnx._facts import Perf, PerfRow, as_core_mask, check_raw
 from rknnx.modelfile import check_file
 from rknnx._family import ContextFamily, Description, chip_supports, open_context

@@ -135,7 +135,7 @@ cdef class _ContextBase:
         if self._held_here():                # the name is decoded only to raise
             self._check_not_busy(what.decode())
         self._acquire()
-        if self.ctx == 0 or self._closing:
+        if _closed_now(self):                # (_closing is also cleared outside the lock)
             self._release()
             raise ValueError(f"{what.decode()} on closed {type(self).__name__}")
         return 0
@@ -143,7 +143,7 @@ cdef class _ContextBase:
     cdef int _check_open(self, const char* what) except -1:
         if self._pid != _this_pid:
             _raise_inherited(self, self._pid)
-        if self.ctx == 0 or self._closing:
+        if _closed_now(self):
             raise ValueError(f"{what.decode()} on closed {type(self).__name__}")
         return 0
 
@@ -156,7 +156,7 @@ cdef class _ContextBase:
         cdef TensorMem m
         cdef unsigned long long deaths = _atomic_load_u64(&_mem_deaths)
         for m in self._bound:
-            if m._dead:
+            if _relaxed_load_bint(&m._dead):
                 self._release()
                 self._raise_dead_binding()
         self._bound_ok = deaths
@@ -174,7 +174,7 @@ cdef class _ContextBase:
 
     cdef int _raise_dead_binding(self) except -1:
         for key, m in self._slots.items():
-            if (<TensorMem>m)._dead:
+            if _relaxed_load_bint(&(<TensorMem>m)._dead):
                 raise ValueError(f"the TensorMem bound as {key!r} was closed; bind another one "
                                  "(set_io_mem/set_weight_mem/set_internal_mem) before run()")
         raise ValueError("a bound TensorMem was closed")  # pragma: no cover
@@ -212,7 +212,7 @@ cdef class _ContextBase:
         and `children` word the messages ("Context", "a TensorMem or outputs were")."""
         cdef TensorMem m
         cdef int ret = 0
-        if self.ctx == 0:
+        if _relaxed_load_ctx(&self.ctx) == 0:
             return 0
         self._check_process()
         self._check_not_busy("close")
@@ -222,7 +222,7 @@ cdef class _ContextBase:
         # call in flight in another thread holds the lock, so it has finished and
         # registered what it made before we look.
         self._acquire()
-        if self.ctx == 0 or self._closing:
+        if _closed_now(self):
             self._release()
             return 0
         try:
@@ -230,16 +230,16 @@ cdef class _ContextBase:
             # check the mark (Context(share_weights_with=)): either a borrower is counted
             # here, or it sees the mark and refuses
             with cython.critical_section(self):
-                self._closing = True
+                _relaxed_store_bint(&self._closing, True)
                 # again under the lock: a borrower that claimed our weights while we
                 # waited for it (Context(share_weights_with=) claims them before its
                 # rknn_init)
                 self._close_check()
         except BaseException:
-            self._closing = False
+            _relaxed_store_bint(&self._closing, False)
             self._release()
             raise
-        mems = [m for m in self._mems if m.mem != NULL]
+        mems = [m for m in self._mems if _relaxed_load_mem(&m.mem) != NULL]
         groups = self._open_groups()
         self._release()
         try:
@@ -254,22 +254,22 @@ cdef class _ContextBase:
                     raise BufferError(f"{m!r} is the model buffer of an open Context; close "
                                       "that Context first")
         except BufferError:
-            self._closing = False
+            _relaxed_store_bint(&self._closing, False)
             raise
         leftovers = _close_children(self, mems, groups, kind)
         self._acquire()
         if self._children_open():
             # cannot happen (new calls are refused while closing); never destroy the
             # context under a buffer that would then dangle
-            self._closing = False
+            _relaxed_store_bint(&self._closing, False)
             self._release()
             raise BufferError(f"{children} created while the {kind} was closing; "
                               "close() again")
         if self.ctx != 0:
             ret = self._destroy_handle()
         if ret >= 0:
-            self.ctx = 0
-        self._closing = False
+            _relaxed_store_ctx(&self.ctx, 0)    # (read without the lock: _check_open, closed)
+        _relaxed_store_bint(&self._closing, False)
         self._release()
         if ret < 0:
             # the runtime kept the context: it stays open (its mems are closed) and
@@ -317,7 +317,7 @@ cdef class _ContextBase:
     @property
     def closed(self):
         """True once :meth:`close` ran."""
-        return self.ctx == 0
+        return _relaxed_load_ctx(&self.ctx) == 0
 
     @property
     def busy_in_this_thread(self):
@@ -329,17 +329,25 @@ cdef class _ContextBase:
     @property
     def handle(self):
         """The context handle (int; 0 once closed)."""
-        return self.ctx
+        return _relaxed_load_ctx(&self.ctx)
 
     @property
     def mems(self):
         """The open :class:`TensorMem` objects this context created."""
-        return [m for m in self._mems if (<TensorMem>m).mem != NULL]
+        return [m for m in self._mems if _relaxed_load_mem(&(<TensorMem>m).mem) != NULL]
 
     @property
     def bindings(self):
         """What the ``set_*_mem`` calls bound: a dict from the slot to the mem."""
         return dict(self._slots)
+
+
+cdef inline bint _closed_now(_ContextBase c) noexcept nogil:
+    """Whether the context is closed or closing: its handle and its mark, each loaded
+    whole (rknnx_atomic.h): close() writes them under the lock, and clears the mark
+    outside it when it gives up; a check without the lock only picks the words, _enter
+    looks again under it."""
+    return _relaxed_load_ctx(&c.ctx) == 0 or _relaxed_load_bint(&c._closing)
 
 
 # -- the run-entry rules: one place for every call that runs the model ----------------------
@@ -367,7 +375,7 @@ cdef bint _open_children(object mems):
     nothing)."""
     cdef TensorMem m
     for m in mems:
-        if m.mem != NULL:
+        if _relaxed_load_mem(&m.mem) != NULL:
             return True
     return False
 
@@ -397,11 +405,11 @@ cdef list _close_children(_ContextBase self, list mems, list groups, str kind):
                 leftovers.append(desc)
     except BaseException:
         # e.g. a view made in another thread since the check: stay open
-        self._closing = False
+        _relaxed_store_bint(&self._closing, False)
         raise
     if errors:
         # a mem or output the runtime would not free: keep the context open (retry)
-        self._closing = False
+        _relaxed_store_bint(&self._closing, False)
         _warn_leftovers(leftovers, kind)
         raise errors[0]
     return leftovers

@@ -175,7 +175,7 @@ cdef class Context(_ContextBase):
             p = self._groups
             while p != NULL:
                 g = <_OutputGroup>p
-                if g.outs != NULL:
+                if _relaxed_load_outs(&g.outs) != NULL:   # (freed in the group's section)
                     groups.append(g)
                 p = g._next                  # read after append: a collection may unlink
         return groups
@@ -234,9 +234,10 @@ cdef class Context(_ContextBase):
         return _FLOW_NAMES[self._flow]
 
     def __repr__(self):
-        if self.ctx == 0:
+        cdef rknn_context h = _relaxed_load_ctx(&self.ctx)
+        if h == 0:
             return "<Context closed>"
-        return (f"<Context handle=0x{self.ctx:x} flags=0x{self.flags:x} "
+        return (f"<Context handle=0x{h:x} flags=0x{self.flags:x} "
                 f"flow={_FLOW_NAMES[self._flow]}>")
 
     # -- model description -------------------------------------------------------------------
@@ -512,7 +513,7 @@ cdef class Context(_ContextBase):
         with cython.critical_section(self):  # the list's rule (_OutputGroup._unlink)
             p = self._groups
             while p != NULL:
-                if (<_OutputGroup>p).outs != NULL:
+                if _relaxed_load_outs(&(<_OutputGroup>p).outs) != NULL:
                     return True
                 p = (<_OutputGroup>p)._next
         return False

@@ -40,6 +40,9 @@ cdef int _pin_model_mem(TensorMem mm) except -1:
     with cython.critical_section(mm):
         if mm._closing:
             raise ValueError("Context(model_mem=...): the TensorMem is being closed")
+        # closed by another thread since _model_mem_source copied its fields (the copy
+        # would point at freed memory)
+        mm._check_open("Context(model_mem=...)")
         _atomic_add_int(&mm._pins, 1)
     return 0
 
@@ -50,25 +53,26 @@ cdef TensorMem _model_mem_source(object model_mem, object model_offset, object m
     checked, the extend's real_model_* / model_buffer_* fields and the model pointer set."""
     cdef TensorMem mm
     cdef uint64_t off, avail, msize
+    cdef rknn_tensor_mem d
     if not isinstance(model_mem, TensorMem):
         raise TypeError(f"model_mem must be a TensorMem, got {type(model_mem).__name__}")
     mm = model_mem
-    mm._check_open("Context(model_mem=...)")
+    mm._copy_desc(&d, "Context(model_mem=...)")      # (its fields, whole: see _copy_desc)
     off = _u32(model_offset, "model_offset")
-    if off >= mm.mem.size:
-        raise ValueError(f"model_offset {off} is outside the {mm.mem.size}-byte model_mem")
-    avail = mm.mem.size - off
+    if off >= d.size:
+        raise ValueError(f"model_offset {off} is outside the {d.size}-byte model_mem")
+    avail = d.size - off
     msize = avail if model_size is None else _u32(model_size, "model_size")
     if msize == 0 or msize > avail:
         raise ValueError(f"model_size must be 1..{avail} bytes (the rest of model_mem "
                          f"after model_offset), got {msize}")
-    if mm.mem.virt_addr == NULL:
+    if d.virt_addr == NULL:
         raise ValueError("model_mem has no CPU mapping (virt_addr is NULL)")
-    ext.real_model_offset = <int32_t>(mm.mem.offset + off)
+    ext.real_model_offset = <int32_t>(d.offset + off)
     ext.real_model_size = <uint32_t>msize
-    ext.model_buffer_fd = mm.mem.fd
-    ext.model_buffer_flags = mm.mem.flags
-    ptr[0] = <char*>_mem_data(mm.mem) + off
+    ext.model_buffer_fd = d.fd
+    ext.model_buffer_flags = d.flags
+    ptr[0] = <char*>_mem_data(&d) + off
     size[0] = <uint32_t>msize
     return mm
 

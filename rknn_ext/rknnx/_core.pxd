@@ -72,6 +72,7 @@ cdef class TensorMem:
     cdef object __weakref__                  # Context tracks its mems in a WeakSet
 
     cdef int _check_open(self, str what) except -1
+    cdef int _copy_desc(self, rknn_tensor_mem* d, str what) except -1
     cdef int _check_process(self) except -1
     cdef int _destroy(self) except -1
     cdef int _current_layout(self, _Layout* lay) except -1

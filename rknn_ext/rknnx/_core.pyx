@@ -65,6 +65,18 @@ cdef extern from "rknnx_atomic.h" nogil:
     void _relaxed_store_ulong "rknnx_relaxed_store"(unsigned long* p, unsigned long v)
 
 from librknn cimport *           # the vendor declarations and the entry-point table
+
+cdef extern from "rknnx_atomic.h" nogil:
+    # the words a close writes while other threads read them without its lock, to check
+    # before they decide again under it (rknn_ext/rknnx_atomic.h): whole, unordered
+    rknn_tensor_mem* _relaxed_load_mem "rknnx_relaxed_load"(rknn_tensor_mem** p)
+    void _relaxed_store_mem "rknnx_relaxed_store"(rknn_tensor_mem** p, rknn_tensor_mem* v)
+    rknn_output* _relaxed_load_outs "rknnx_relaxed_load"(rknn_output** p)
+    void _relaxed_store_outs "rknnx_relaxed_store"(rknn_output** p, rknn_output* v)
+    rknn_context _relaxed_load_ctx "rknnx_relaxed_load"(rknn_context* p)
+    void _relaxed_store_ctx "rknnx_relaxed_store"(rknn_context* p, rknn_context v)
+    bint _relaxed_load_bint "rknnx_relaxed_load"(bint* p)
+    void _relaxed_store_bint "rknnx_relaxed_store"(bint* p, bint v)
 from rknnx._rknnfile cimport file_says_static   # what model bytes say before rknn_init
 from rknnx.errors import (RKNNError, NotSupportedError, RuntimeNotFoundError, FlowError,
                           from_code as _from_code)

@@ -249,13 +249,13 @@ cdef class _OpTensorView:
     def __getbuffer__(self, Py_buffer* buffer, int flags):
         if self.context is None:
             raise BufferError("not created by a custom op callback")
-        if self.context.ctx == 0:
+        if _relaxed_load_ctx(&self.context.ctx) == 0:
             raise _ClosedViewError("cannot export a view: operation on closed Context")
         if self.readonly and (flags & PyBUF_WRITABLE) == PyBUF_WRITABLE:
             raise BufferError("custom op inputs are read-only views")
         cdef TensorMem m
         for m in self.mems:
-            if m.mem == NULL:
+            if _relaxed_load_mem(&m.mem) == NULL:
                 raise _ClosedViewError("cannot export a view: operation on closed TensorMem")
         buffer.buf = self.data if self.layout.nbytes else <void*>_EMPTY
         buffer.len = self.layout.nbytes
@@ -298,7 +298,8 @@ cdef class _OpTensorView:
 cdef tuple _bound_mems(Context ctx):
     """The open TensorMems bound to ctx (io, weight, internal)."""
     return tuple([m for m in ctx._slots.values()
-                  if isinstance(m, TensorMem) and (<TensorMem>m).mem != NULL])
+                  if isinstance(m, TensorMem)
+                  and _relaxed_load_mem(&(<TensorMem>m).mem) != NULL])
 
 
 cdef object _tensor_views(Context ctx, rknn_custom_op_tensor* ts, uint32_t n, bint readonly,

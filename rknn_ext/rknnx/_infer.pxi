@@ -53,7 +53,7 @@ cdef object _infer(Context self, object inputs, object out, bint wf, bint fast_o
     cdef _IOSpecs sp
     cdef Py_ssize_t n
     cdef uint32_t nout
-    if fast_only and (self.ctx == 0 or self._closing) and self._pid == _this_pid:
+    if fast_only and _closed_now(self) and self._pid == _this_pid:
         return None
     self._check_open(b"infer")
     if (_api.rknn_inputs_set == NULL or _api.rknn_run == NULL or _api.rknn_outputs_get == NULL
@@ -68,7 +68,7 @@ cdef object _infer(Context self, object inputs, object out, bint wf, bint fast_o
         # a first query (the attributes, the shape sets) met a close of another thread
         # that came after the check above (no GIL between them on a free-threaded CPython):
         # this call's words, not the query's
-        if fast_only and (self.ctx == 0 or self._closing):
+        if fast_only and _closed_now(self):
             return None
         self._check_open(b"infer")
         raise

@@ -397,8 +397,10 @@ cdef int _check_io_attr(Context self, TensorMem mem, TensorAttr attr, bint is_ou
     # channel padding exists only in the model's own type (the emulator's rule,
     # emulator/runtime_layout.c); padded dims of an output give a view of its own channels
     _layout_of_attr(&attr.c, lay, ntype[0], channels)
-    if lay.extent > mem.mem.size:
-        raise ValueError(f"TensorMem of {mem.mem.size} bytes is too small for {kind} "
+    cdef rknn_tensor_mem d
+    mem._copy_desc(&d, "set_io_mem")
+    if lay.extent > d.size:
+        raise ValueError(f"TensorMem of {d.size} bytes is too small for {kind} "
                          f"{idx} ({model_attr.name!r}) as {_type_name(attr.c.type)} "
                          f"{attr.layout} {list(attr.dims)}: expected at least "
                          f"{lay.extent} bytes (w_stride/h_stride padding included)")
@@ -437,6 +439,7 @@ cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) excep
     cdef TensorAttr model_attr
     cdef unsigned long long gen
     cdef int ntype
+    cdef rknn_tensor_mem* m
     self._check_open(b"set_io_mem")
     mem._check_open("set_io_mem")
     if self._flow == _FLOW_GENERAL:
@@ -456,10 +459,13 @@ cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) excep
     if self._flow == _FLOW_GENERAL:
         self._release()
         self._flow_error(_FLOW_ZERO_COPY, b"rknn_set_io_mem")
-    if mem.mem == NULL:
+    # (under our lock, not the mem's context's, which its close destroys it under: the
+    # pointer is loaded once, whole; the claim keeps a close of the mem itself away)
+    m = _relaxed_load_mem(&mem.mem)
+    if m == NULL:
         self._release()
         raise ValueError("set_io_mem on closed TensorMem")
-    ret = _api.rknn_set_io_mem(self.ctx, mem.mem, &attr.c)
+    ret = _api.rknn_set_io_mem(self.ctx, m, &attr.c)
     if ret >= 0:
         # what run() compares with the current dims after a shape change
         self._io_dims[(kind, idx)] = model_attr.dims
@@ -497,6 +503,8 @@ cdef int _set_whole_mem_claimed(Context self, TensorMem mem, const char* what,
     """set_weight_mem / set_internal_mem: check the size against MEM_SIZE, bind, keep."""
     cdef int ret
     cdef rknn_mem_size ms
+    cdef rknn_tensor_mem d
+    cdef rknn_tensor_mem* m
     self._check_open(what)
     mem._check_open(what.decode())
     if weight:
@@ -510,18 +518,20 @@ cdef int _set_whole_mem_claimed(Context self, TensorMem mem, const char* what,
         pass                         # the runtime will judge the size itself
     else:
         need = ms.total_weight_size if weight else ms.total_internal_size
-        if mem.mem.size < need:
-            raise ValueError(f"TensorMem of {mem.mem.size} bytes is too small for the "
+        mem._copy_desc(&d, what.decode())
+        if d.size < need:
+            raise ValueError(f"TensorMem of {d.size} bytes is too small for the "
                              f"{'weights' if weight else 'internal tensors'}: expected at "
                              f"least {need} bytes (query(QueryCmd.MEM_SIZE))")
     self._enter(what)
-    if mem.mem == NULL:
+    m = _relaxed_load_mem(&mem.mem)        # (as in _set_io_mem_claimed)
+    if m == NULL:
         self._release()
         raise ValueError(f"{what.decode()} on closed TensorMem")
     if weight:
-        ret = _api.rknn_set_weight_mem(self.ctx, mem.mem)
+        ret = _api.rknn_set_weight_mem(self.ctx, m)
     else:
-        ret = _api.rknn_set_internal_mem(self.ctx, mem.mem)
+        ret = _api.rknn_set_internal_mem(self.ctx, m)
     self._release()
     check(ret, b"rknn_set_weight_mem" if weight else b"rknn_set_internal_mem")
     self._set_slot("weight" if weight else "internal", mem)

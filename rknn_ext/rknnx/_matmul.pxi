@@ -470,10 +470,11 @@ cdef class MatmulContext(_ContextBase):
         self.close()
 
     def __repr__(self):
-        if self.ctx == 0:
+        cdef rknn_context h = _relaxed_load_ctx(&self.ctx)
+        if h == 0:
             return "<MatmulContext closed>"
         s = self._shapes[self._cur]
-        return (f"<MatmulContext handle=0x{self.ctx:x} {MatmulType(self._info.type).name} "
+        return (f"<MatmulContext handle=0x{h:x} {MatmulType(self._info.type).name} "
                 f"M={s.M} K={s.K} N={s.N} shape {self._cur + 1}/{self._n_shapes}>")
 
     # -- description -------------------------------------------------------------------------
@@ -614,19 +615,23 @@ cdef class MatmulContext(_ContextBase):
         cdef MatmulTensorAttr attr
         cdef _Layout lay
         cdef int ret, w
+        cdef rknn_tensor_mem d
+        cdef rknn_tensor_mem* m
         attr = self._tensor(which)
         w = _MM_NAMES.index(attr.name)
         _mm_layout(&attr.c, &lay)
-        if mem.mem.size < attr.c.size:
-            raise ValueError(f"TensorMem of {mem.mem.size} bytes is too small for matmul "
+        mem._copy_desc(&d, "set_io_mem")
+        if d.size < attr.c.size:
+            raise ValueError(f"TensorMem of {d.size} bytes is too small for matmul "
                              f"tensor {attr.name} {list(attr.dims)} {_type_name(attr.c.type)}: "
                              f"expected at least {attr.c.size} bytes")
         require(<void*>_api.rknn_matmul_set_io_mem, b"rknn_matmul_set_io_mem")
         self._enter(b"set_io_mem")
-        if mem.mem == NULL:
+        m = _relaxed_load_mem(&mem.mem)    # (as Context.set_io_mem: _io.pxi)
+        if m == NULL:
             self._release()
             raise ValueError("set_io_mem on closed TensorMem")
-        ret = _api.rknn_matmul_set_io_mem(self.ctx, mem.mem, &attr.c)
+        ret = _api.rknn_matmul_set_io_mem(self.ctx, m, &attr.c)
         if ret >= 0:
             # what run() compares with the current shape's attr
             if w == 0:
@@ -887,7 +892,7 @@ cdef class MatmulContext(_ContextBase):
         """_enter_run's check without the lock: ValueError naming the tensor bound for
         another shape (a closed context: nothing, _enter says it)."""
         cdef int bad
-        if self.ctx == 0 or self._closing:
+        if _closed_now(self):
             return 0
         bad = self._stale_binding()
         if bad >= 0:

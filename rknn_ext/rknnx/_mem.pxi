@@ -170,8 +170,19 @@ cdef class TensorMem:
     cdef int _check_open(self, str what) except -1:
         if self._pid != _this_pid:
             _raise_inherited(self, self._pid)
-        if self.mem == NULL:
+        if _relaxed_load_mem(&self.mem) == NULL:
             raise ValueError(f"{what} on closed TensorMem")
+        return 0
+
+    cdef int _copy_desc(self, rknn_tensor_mem* d, str what) except -1:
+        """The descriptor's fields, copied in a critical section on the mem: _destroy
+        frees the descriptor and stores NULL in one on the mem too, so the copy is of a
+        live descriptor or the call raises (ValueError, "<what> on closed TensorMem")."""
+        self._check_process()
+        with cython.critical_section(self):
+            if self.mem == NULL:
+                raise ValueError(f"{what} on closed TensorMem")
+            d[0] = self.mem[0]
         return 0
 
     cdef int _check_process(self) except -1:
@@ -186,7 +197,7 @@ cdef class TensorMem:
         cdef _ContextBase c
         cdef int ret = 0
         cdef rknn_context h
-        if self.mem == NULL:
+        if _relaxed_load_mem(&self.mem) == NULL:
             return 0
         if self._syncing_now():
             # sync() runs rknn_mem_sync with the GIL released, possibly under another
@@ -204,12 +215,12 @@ cdef class TensorMem:
                 c._check_not_busy("TensorMem.close")
             for c in list(self._bound_to):
                 c._acquire()
-                self._dead = True
+                _relaxed_store_bint(&self._dead, True)
                 _atomic_add_u64(&_mem_deaths, 1)
                 c._release()
         # (each mark before its count, the count atomic: a run() that reads the count
         # under a context's lock sees the mark made under that lock)
-        self._dead = True
+        _relaxed_store_bint(&self._dead, True)
         _atomic_add_u64(&_mem_deaths, 1)
         if self.context is not None:
             c = self.context
@@ -218,16 +229,22 @@ cdef class TensorMem:
                 c._release()
                 _check_no_views(_atomic_load_ssize(&self._exports))
             h = c.ctx
-            if h != 0:
-                ret = _api.rknn_destroy_mem(h, self.mem)
-            if ret >= 0:
-                self.mem = NULL
+            # the free and the NULL in one critical section on the mem: a reader of the
+            # descriptor's fields in one (_copy_desc, a view) meets it whole or NULL;
+            # readers without one load the pointer whole (rknnx_atomic.h)
+            with cython.critical_section(self):
+                if h != 0:
+                    ret = _api.rknn_destroy_mem(h, self.mem)
+                if ret >= 0:
+                    _relaxed_store_mem(&self.mem, NULL)
             c._release()
         else:
             _check_no_views(_atomic_load_ssize(&self._exports))
-            ret = _api.rknn_destroy_mem(0, self.mem)
+            with cython.critical_section(self):
+                ret = _api.rknn_destroy_mem(0, self.mem)
+                if ret >= 0:
+                    _relaxed_store_mem(&self.mem, NULL)
             if ret >= 0:
-                self.mem = NULL
                 _forget_free_mem()
         # a failed destroy keeps the descriptor: close() may be retried (and __dealloc__
         # tries once more); it stays unusable for runs (_dead)
@@ -251,7 +268,7 @@ cdef class TensorMem:
 
         .. versionadded:: 0.1.0
         """
-        if self.mem == NULL:
+        if _relaxed_load_mem(&self.mem) == NULL:
             return
         self._check_process()
         self._mark_closing()
@@ -259,7 +276,7 @@ cdef class TensorMem:
             self._destroy()
         finally:
             with cython.critical_section(self):
-                self._closing = False
+                _relaxed_store_bint(&self._closing, False)
 
     cdef int _mark_closing(self) except -1:
         """close()'s first steps in one critical section on the mem (the view rule, steps
@@ -275,7 +292,7 @@ cdef class TensorMem:
                 # would take back here would make both refuse, which no GIL build shows
                 raise BufferError("TensorMem is being synced (rknn_mem_sync) in another "
                                   "thread; close it once sync() returned")
-            self._closing = True
+            _relaxed_store_bint(&self._closing, True)
             try:
                 _check_no_views(_atomic_load_ssize(&self._exports))
                 if _atomic_load_int(&self._pins) > 0:
@@ -286,7 +303,7 @@ cdef class TensorMem:
                     raise BufferError("TensorMem is being bound to a Context (set_io_mem, "
                                       "set_weight_mem or set_internal_mem) in another thread")
             except BaseException:
-                self._closing = False
+                _relaxed_store_bint(&self._closing, False)
                 raise
         return 0
 
@@ -297,7 +314,7 @@ cdef class TensorMem:
     @property
     def closed(self):
         """True once :meth:`close` ran (or the context closed it)."""
-        return self.mem == NULL
+        return _relaxed_load_mem(&self.mem) == NULL
 
     def __enter__(self):
         self._check_open("__enter__")
@@ -310,47 +327,54 @@ cdef class TensorMem:
     @property
     def virt_addr(self):
         """CPU address of the region (int; the data starts at ``virt_addr + offset``)."""
-        self._check_open("virt_addr")
-        return <size_t>self.mem.virt_addr
+        cdef rknn_tensor_mem d
+        self._copy_desc(&d, "virt_addr")
+        return <size_t>d.virt_addr
 
     @property
     def phys_addr(self):
         """Device (physical) address of the region."""
-        self._check_open("phys_addr")
-        return self.mem.phys_addr
+        cdef rknn_tensor_mem d
+        self._copy_desc(&d, "phys_addr")
+        return d.phys_addr
 
     @property
     def fd(self):
         """File descriptor of the region (-1 when there is none)."""
-        self._check_open("fd")
-        return self.mem.fd
+        cdef rknn_tensor_mem d
+        self._copy_desc(&d, "fd")
+        return d.fd
 
     @property
     def offset(self):
         """Offset of the data inside the region."""
-        self._check_open("offset")
-        return self.mem.offset
+        cdef rknn_tensor_mem d
+        self._copy_desc(&d, "offset")
+        return d.offset
 
     @property
     def size(self):
         """Bytes of data."""
-        self._check_open("size")
-        return self.mem.size
+        cdef rknn_tensor_mem d
+        self._copy_desc(&d, "size")
+        return d.size
 
     @property
     def flags(self):
         """Origin of the memory (:class:`MemFlag`)."""
-        self._check_open("flags")
+        cdef rknn_tensor_mem d
+        self._copy_desc(&d, "flags")
         try:
-            return MemFlag(self.mem.flags)
+            return MemFlag(d.flags)
         except ValueError:
-            return int(self.mem.flags)
+            return int(d.flags)
 
     @property
     def priv_data(self):
         """The runtime's private pointer (int; for debugging only)."""
-        self._check_open("priv_data")
-        return <size_t>self.mem.priv_data
+        cdef rknn_tensor_mem d
+        self._copy_desc(&d, "priv_data")
+        return <size_t>d.priv_data
 
     @property
     def exports(self):
@@ -365,17 +389,21 @@ cdef class TensorMem:
     @property
     def shape(self):
         """Shape of the view (``(size,)`` when unbound)."""
-        self._check_open("shape")
         cdef _Layout lay
-        self._current_layout(&lay)
+        self._check_process()
+        with cython.critical_section(self):   # as _copy_desc: a live descriptor's size
+            self._check_open("shape")
+            self._current_layout(&lay)
         return _layout_shape(&lay)
 
     @property
     def strides(self):
         """Byte strides of the view."""
-        self._check_open("strides")
         cdef _Layout lay
-        self._current_layout(&lay)
+        self._check_process()
+        with cython.critical_section(self):   # as _copy_desc: a live descriptor's size
+            self._check_open("strides")
+            self._current_layout(&lay)
         return _layout_strides(&lay)
 
     @property
@@ -386,6 +414,7 @@ cdef class TensorMem:
         return _np.dtype(self._layout.format.decode("ascii"))
 
     cdef int _current_layout(self, _Layout* lay) except -1:
+        # (called in a critical section on the mem, open: the size is a live descriptor's)
         if self._bound:
             lay[0] = self._layout
         else:
@@ -417,11 +446,12 @@ cdef class TensorMem:
 
         .. versionadded:: 0.1.0
         """
-        self._check_open("bind")
+        cdef rknn_tensor_mem d
+        self._copy_desc(&d, "bind")
         cdef _Layout lay
         _layout_of_attr(&attr.c, &lay, attr._ntype, -1)
-        if lay.extent > self.mem.size:
-            raise ValueError(f"TensorMem of {self.mem.size} bytes is too small for tensor "
+        if lay.extent > d.size:
+            raise ValueError(f"TensorMem of {d.size} bytes is too small for tensor "
                              f"{attr.name!r} {list(attr.dims)} {_type_name(attr.c.type)} "
                              f"{attr.layout}: expected at least {lay.extent} bytes")
         attr = attr.copy()
@@ -523,7 +553,9 @@ cdef class TensorMem:
 
     cdef bint _closing_now(self) noexcept:
         # (called inside a critical section on the mem)
-        return self._closing or (self.context is not None and self.context._closing)
+        # (the context's mark is set under its lock, not in this critical section)
+        return self._closing or (self.context is not None
+                                 and _relaxed_load_bint(&self.context._closing))
 
     cdef int _wait_not_closing(self) except -1:
         """Return once no close of the mem or of its context is in flight.  A close is
@@ -657,7 +689,7 @@ cdef class TensorMem:
         .. versionadded:: 0.1.0
         """
         self._check_process()
-        if self.mem == NULL:
+        if _relaxed_load_mem(&self.mem) == NULL:
             raise _ClosedViewError("cannot export a view: operation on closed TensorMem")
         _refuse_view_of_closing(self)
         if stream is not None:
@@ -692,16 +724,22 @@ cdef class TensorMem:
         return (_KDLCPU, 0)
 
     def __repr__(self):
-        if self.mem == NULL:
+        cdef rknn_tensor_mem d
+        try:
+            self._copy_desc(&d, "repr")
+        except ValueError:
             return "<TensorMem closed>"
-        kind = self.flags
-        kind = kind.name if isinstance(kind, MemFlag) else kind
+        try:
+            kind = MemFlag(d.flags).name
+        except ValueError:
+            kind = int(d.flags)
         bound = ""
-        if self._attr is not None:
-            bound = (f" bound={self._attr.name!r} {list(_layout_shape(&self._layout))} "
-                     f"{_type_name(self._attr.c.type)}")
-        return (f"<TensorMem {kind} size={self.mem.size} fd={self.mem.fd} "
-                f"offset={self.mem.offset} phys=0x{self.mem.phys_addr:x}{bound} "
+        attr = self._attr
+        if attr is not None:
+            bound = (f" bound={attr.name!r} {list(_layout_shape(&self._layout))} "
+                     f"{_type_name((<TensorAttr>attr).c.type)}")
+        return (f"<TensorMem {kind} size={d.size} fd={d.fd} "
+                f"offset={d.offset} phys=0x{d.phys_addr:x}{bound} "
                 f"exports={_atomic_load_ssize(&self._exports)}>")
 
 
@@ -760,9 +798,11 @@ cdef class _RawBytes:
 cdef int _refuse_view_of_closing(TensorMem m) except -1:
     """The view rule, step 1 (see _check_no_views) for a mem: no new view while the mem
     or its context is closing."""
-    if m._closing or (m.context is not None and m.context._closing):
+    # (also called without the critical section, by __dlpack__'s first look: whole loads)
+    cdef bint mine = _relaxed_load_bint(&m._closing)
+    if mine or (m.context is not None and _relaxed_load_bint(&m.context._closing)):
         raise BufferError("cannot export a view: the TensorMem is being closed"
-                          + ("" if m._closing else " (its context is closing)"))
+                          + ("" if mine else " (its context is closing)"))
     return 0
 
 

@@ -138,7 +138,9 @@ cdef class _ModelRun:
             raise better from None
         except ValueError:
             # closed (or closing) by a close() in another thread: the Model's words
-            if ctx.ctx == 0 or self._fr_family.closing:
+            # (the handle loaded whole: close() stores it under the lock this call did not
+            # get; rknnx_atomic.h)
+            if _relaxed_load_ctx(&ctx.ctx) == 0 or self._fr_family.closing:
                 raise ValueError("run on closed Model") from None
             raise
         if done is not None:

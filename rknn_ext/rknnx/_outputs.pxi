@@ -65,10 +65,10 @@ cdef class _OutputGroup:
     cdef int _release_c(self) except -1:
         cdef int ret = 0
         cdef Context c = self.context
-        if self.outs == NULL:
+        if _relaxed_load_outs(&self.outs) == NULL:
             return 0
         c._check_process()
-        if self._closing:
+        if _relaxed_load_bint(&self._closing):
             raise BufferError("the outputs are being released in another thread")
         require(<void*>_api.rknn_outputs_release, b"rknn_outputs_release")
         c._check_not_busy("release")
@@ -77,7 +77,7 @@ cdef class _OutputGroup:
         with cython.critical_section(self):
             if self._closing:
                 raise BufferError("the outputs are being released in another thread")
-            self._closing = True
+            _relaxed_store_bint(&self._closing, True)
         try:
             with cython.critical_section(self):
                 _check_no_views(_atomic_load_ssize(&self._exports))
@@ -85,15 +85,19 @@ cdef class _OutputGroup:
             if _atomic_load_ssize(&self._exports):
                 c._release()
                 _check_no_views(_atomic_load_ssize(&self._exports))
-            if c.ctx != 0:
-                ret = _api.rknn_outputs_release(c.ctx, self.n, self.outs)
+            # the free and the NULL in one critical section on the group, as a view and
+            # Output.size read the array in one (readers without it load it whole)
+            with cython.critical_section(self):
+                if c.ctx != 0:
+                    ret = _api.rknn_outputs_release(c.ctx, self.n, self.outs)
+                if ret >= 0:
+                    free(self.outs)
+                    _relaxed_store_outs(&self.outs, NULL)
             if ret >= 0:
-                free(self.outs)
-                self.outs = NULL
                 self._unlink()
             c._release()
         finally:
-            self._closing = False
+            _relaxed_store_bint(&self._closing, False)
         check(ret, b"rknn_outputs_release")       # on failure the buffers stay held: retry
         return 0
 
@@ -153,7 +157,7 @@ cdef class Output:
     @property
     def released(self):
         """True once the buffers went back to the runtime."""
-        return self._group is None or self._group.outs == NULL
+        return self._group is None or _relaxed_load_outs(&self._group.outs) == NULL
 
     @property
     def want_float(self):
@@ -163,11 +167,13 @@ cdef class Output:
     @property
     def size(self):
         """Bytes the runtime returned."""
-        if self._group is None:
+        cdef _OutputGroup g = self._group
+        if g is None:
             raise ValueError(_NOT_FROM_RUNTIME.format("Output"))
-        if self._group.outs == NULL:
-            raise ValueError("size on released outputs")
-        return self._group.outs[self._i].size
+        with cython.critical_section(g):     # as _release_c frees the array
+            if g.outs == NULL:
+                raise ValueError("size on released outputs")
+            return g.outs[self._i].size
 
     @property
     def shape(self):
@@ -190,10 +196,13 @@ cdef class Output:
     cdef int _export(self, _OutputGroup g, Py_buffer* buffer, int flags) except -1:
         if g.outs == NULL:
             raise _ClosedViewError("cannot export a view: operation on released outputs")
-        if g._closing or g.context._closing:
+        # (marks cleared outside this critical section, the context's set under its lock:
+        # whole loads)
+        cdef bint mine = _relaxed_load_bint(&g._closing)
+        if mine or _relaxed_load_bint(&g.context._closing):
             # the view rule, step 1 (see _check_no_views)
             raise BufferError("cannot export a view: the outputs are being released"
-                              + ("" if g._closing else " (their context is closing)"))
+                              + ("" if mine else " (their context is closing)"))
         buffer.buf = g.outs[self._i].buf
         if buffer.buf == NULL or self._layout.nbytes == 0:
             buffer.buf = <void*>_EMPTY
@@ -284,7 +293,7 @@ cdef class Outputs:
     @property
     def released(self):
         """True once :meth:`release` ran (or the context closed)."""
-        return self._group is None or self._group.outs == NULL
+        return self._group is None or _relaxed_load_outs(&self._group.outs) == NULL
 
     def release(self):
         """Give the buffers back to the runtime (``rknn_outputs_release``); idempotent.

@@ -472,3 +472,78 @@ def test_a_call_racing_close_says_closed_context(emu, bh, call):
     assert said, "no call met the close"
     assert said <= {f"{name} on closed Context", "declined"}
     assert bh.live(emu) == base
+
+
+# ---- what reads a descriptor's fields racing the close that frees it -------------------------
+def test_descriptor_fields_racing_a_close_are_whole_or_closed():
+    """TensorMem's descriptor properties, shape and repr, and Output.size, read by threads
+    while another thread closes the mem (or releases the outputs): each read is the value
+    of the live descriptor or the closed object's ValueError, never a read of the freed
+    descriptor (on a free-threaded CPython the reads used to load the pointer again after
+    the open check: a close between them read through NULL, and TensorMem.__dlpack__'s
+    first check was a plain load ThreadSanitizer reported; docs/wheels.md)."""
+    out = probe("""
+        from rknnx.emulator.control import EmulatorControl
+        emu = EmulatorControl(rknnx.load_runtime("emulator")["path"])
+        ctx = C.Context(samples.tiny_relu())
+        x = np.ones(ctx.input_attrs[0].dims, np.float32)
+        seen = set()
+        for i in range(60):
+            mem = ctx.create_mem(4096 + i)
+            ctx.inputs_set([x]); ctx.run()
+            outs = ctx.outputs_get(want_float=True)
+            want_out = outs[0].size
+            go = threading.Event()
+
+            def read_mem(name):
+                while True:
+                    try:
+                        v = getattr(mem, name) if name != "repr" else repr(mem)
+                    except ValueError as e:
+                        assert str(e) == f"{name} on closed TensorMem", e
+                        seen.add(name + " closed")
+                        return
+                    go.set()
+                    if name == "size":
+                        assert v == 4096 + i, v
+                    elif name == "shape":
+                        assert v == (4096 + i,), v
+                    elif name == "repr":
+                        if v == "<TensorMem closed>":
+                            seen.add("repr closed")
+                            return
+                        assert f"size={4096 + i} " in v, v
+                    seen.add(name + " open")
+
+            def read_out():
+                while True:
+                    try:
+                        v = outs[0].size
+                    except ValueError as e:
+                        assert str(e) == "size on released outputs", e
+                        seen.add("Output.size released")
+                        return
+                    go.set()
+                    assert v == want_out, v
+                    seen.add("Output.size open")
+
+            ts = [threading.Thread(target=read_mem, args=(n,))
+                  for n in ("size", "fd", "virt_addr", "shape", "repr")]
+            ts.append(threading.Thread(target=read_out))
+            for t in ts:
+                t.start()
+            go.wait(30)
+            mem.close()
+            outs.release()
+            for t in ts:
+                t.join()
+        ctx.close()
+        print(sorted(seen))
+        print("live", emu.counters()["live_mems"], emu.counters()["live_contexts"],
+              emu.counters()["live_output_buffers"])
+    """).strip().splitlines()
+    seen = eval(out[0])
+    for name in ("size", "fd", "virt_addr", "shape", "repr"):
+        assert f"{name} closed" in seen, seen
+    assert "Output.size released" in seen and "size open" in seen, seen
+    assert out[1] == "live 0 0 0", out

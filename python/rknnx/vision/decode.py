@@ -12,6 +12,7 @@ the rule.
 from __future__ import annotations
 
 import functools
+import sys
 import warnings
 from typing import List, Optional, Sequence, Tuple
 
@@ -653,8 +654,10 @@ def _family_of(family, ts: List[_T], anchors=None) -> str:
     return "yolov8" if family == "yolo11" else family
 
 
-#: the largest count the C takes (max_det, max_nms beyond it: no limit)
-_NO_LIMIT = 2 ** 62
+#: the largest count the C takes (max_det, max_nms beyond it: no limit): half of the
+#: platform's Py_ssize_t, so 2**62 on a 64-bit interpreter and 2**30 on a 32-bit one (armhf:
+#: 2**62 overflowed YoloPlan.run's Py_ssize_t there); a frame's candidates are far fewer
+_NO_LIMIT = (sys.maxsize + 1) // 2
 
 
 def _check_parameters(conf, iou, max_det, max_nms, agnostic, where="decode"):
