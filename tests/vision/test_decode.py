@@ -217,6 +217,18 @@ def _mask_check(det, ref):
     assert det.masks.any()
 
 
+def test_cell_and_channel_indices_are_exact_in_int32():
+    """The masks' and keypoints' cell and channel indices (decode._divmod) are int32 on a
+    32-bit system, whose `// scalar` numpy 1.24's AVX-512 loop gets wrong in each full block
+    of 16 (Debian bookworm's numpy on an i386 host with AVX-512: an index == size)."""
+    D = importlib.import_module("rknnx.vision.decode")
+    a = np.arange(-100, 8400, dtype=np.int32)
+    for d in (1, 3, 16, 17, 80):
+        q, r = D._divmod(a, d)
+        assert q.tolist() == [int(x) // d for x in a], d
+        assert r.tolist() == [int(x) % d for x in a], d
+
+
 @pytest.mark.parametrize("dtype", ["int8", "float16"])
 @pytest.mark.parametrize("layout,c2", LAYOUTS, ids=LAYOUT_IDS)
 def test_yolov8_seg(dtype, layout, c2):

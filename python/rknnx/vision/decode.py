@@ -69,10 +69,17 @@ class _T:
         c1 = (self.C + self.C2 - 1) // self.C2
         v = np.lib.stride_tricks.as_strided(self.arr, (c1, self.C2, self.H, self.W),
                                             self.strides, writeable=False)
-        ch = np.asarray(channels)
-        raw = v[ch[None, :] // self.C2, ch[None, :] % self.C2,
-                np.asarray(ys)[:, None], np.asarray(xs)[:, None]]
+        c1s, c2s = _divmod(channels, self.C2)
+        raw = v[c1s[None, :], c2s[None, :], np.asarray(ys)[:, None], np.asarray(xs)[:, None]]
         return self.values(raw)
+
+
+def _divmod(a, d):
+    """(a // d, a % d) of an index array, in int64.  Not int32 // int: numpy 1.24's AVX-512
+    loop for an int32 array floor-divided by a scalar gives wrong quotients for all but the
+    last partial block of 16 (Debian bookworm's numpy on an i386 system with AVX-512), and
+    index arrays are int32 (intp) on a 32-bit system."""
+    return np.divmod(np.asarray(a, np.int64), d)
 
 
 @functools.lru_cache(maxsize=256)
@@ -871,7 +878,7 @@ def _masks(scales: List[_Scale], coefs: List[_T], proto: _T, index, boxes, H_in:
         sel = np.nonzero(sidx == s)[0]
         if sel.size:
             w = scales[s].cls.W
-            k[sel] = coefs[s].gather(np.arange(nm), local[sel] // w, local[sel] % w)
+            k[sel] = coefs[s].gather(np.arange(nm), *_divmod(local[sel], w))
     return _kernels.yolo_masks(proto.desc(), k, np.ascontiguousarray(boxes), H_in, W_in)
 
 
@@ -887,8 +894,8 @@ def _keypoints(kpt: _T, index) -> np.ndarray:
         c1 = (kpt.C + kpt.C2 - 1) // kpt.C2
         v = np.lib.stride_tricks.as_strided(kpt.arr, (c1, kpt.C2, kpt.H, kpt.W),
                                             kpt.strides, writeable=False)
-        raw = v[ch[None, :] // kpt.C2, ch[None, :] % kpt.C2, js[None, :],
-                np.asarray(index)[:, None]]
+        c1s, c2s = _divmod(ch, kpt.C2)
+        raw = v[c1s[None, :], c2s[None, :], js[None, :], np.asarray(index)[:, None]]
         kp[:, :, :J] = kpt.values(raw).reshape(n, K, J)
     return kp
 
