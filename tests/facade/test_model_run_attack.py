@@ -166,6 +166,7 @@ def test_keywords_duplicates_and_bad_values_keep_their_type_and_words(models):
                                   [[0.0, 2.0]])
 
 
+@pytest.mark.needs("rknn_register_custom_ops")
 def test_run_inside_run_and_a_close_from_another_thread(models, emu):
     # a custom op callback calling run on its own model is refused with the Model's
     # words; a close from another thread while a run waits ends the run with them too
