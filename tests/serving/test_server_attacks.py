@@ -381,15 +381,27 @@ def test_pipelined_requests_are_answered_in_order(serve, want, quiet):
 
 def test_half_closed_sockets(serve, want, quiet):
     # a client that sends a request and shuts its sending side: aiohttp closes the
-    # connection on the FIN without answering (aio-libs/aiohttp#3659; docs/serving.md,
-    # "Limits"); nothing is logged, no place is held, the server goes on
+    # connection on the FIN (aio-libs/aiohttp#3659; docs/serving.md, "Limits"). Whether a
+    # complete request is answered first is a race between its handler and the FIN (aiohttp
+    # 3.14.5 answered the health GET once in six runs, CI's stop 44): either no answer or the
+    # whole right answer, and then the close. A request cut short is never answered. Nothing
+    # is logged, no place is held, the server goes on
     s = serve({"m": "tiny_relu"})
     body, headers = good(want)
     full = head_of(body, Content_Length=len(body), **{k.replace("-", "_"): v
                                                       for k, v in headers.items()})
-    for data in (full, full[:len(full) - 5], b"GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n\r\n"):
-        out, closed = raw(s.port, data, shut=True, wait=5)
-        assert out == b"" and closed
+    ready = b"GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n\r\n"
+    for _ in range(5):
+        for data, answer in ((full, "infer"), (full[:len(full) - 5], None), (ready, "ready")):
+            out, closed = raw(s.port, data, shut=True, wait=5)
+            assert closed, (data[:40], out)
+            if out == b"":
+                continue
+            assert answer is not None, ("a request cut short was answered", out)
+            got = responses(out)
+            assert len(got) == 1 and got[0][0] == 200, out
+            if answer == "infer":
+                assert json.loads(got[0][2])["outputs"][0]["data"] == want[0][0].ravel().tolist()
     time.sleep(0.3)
     assert stats(s.port)["in_flight"] == 0
     answered(s.port, body, headers, want)
