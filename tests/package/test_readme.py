@@ -11,7 +11,11 @@ info string:
 - ```` ```python board ```` and ```` ```bash board ````: only a board runs them; never run
   here, but each must say so in its first line;
 - ```` ```python extra=serve ```` / ```` extra=ray ````: run by tests/serving (those extras);
-- ```` ```bash runnable ````: every line runs, in order, in one shell in an empty directory;
+- ```` ```python extra=video ````: run as plain blocks where PyAV (the ``video`` extra, in
+  the ``test`` extra too) is installed, skipped naming it where it is not (a wheel's smoke
+  set in a bare venv);
+- ```` ```bash runnable ````: every line runs, in order, in one shell in an empty directory
+  (```` ```bash runnable extra=video ````: where PyAV is installed, as above);
 - other ```` ```bash ```` blocks are shown only (a board, a clone, a server that blocks).
 """
 
@@ -35,8 +39,8 @@ PAGES = [REPO / "README.md", DOCS / "index.md", DOCS / "board.md",
 BLOCKS = re.findall(r"```python\n(.*?)```", README, flags=re.S)
 
 #: the marks a python block may carry (the info string after the language)
-PYTHON_MARKS = {"", "vendor-file", "board", "extra=serve", "extra=ray"}
-BASH_MARKS = {"", "runnable", "board"}
+PYTHON_MARKS = {"", "vendor-file", "board", "extra=serve", "extra=ray", "extra=video"}
+BASH_MARKS = {"", "runnable", "runnable extra=video", "board"}
 #: the vendor file the vendor-file blocks get (a 640x640 detector of toolkit 2.5.0, RK3588)
 VENDOR_FILE = "toolkit-2.5.0/yolo640_rk3588.rknn"
 
@@ -59,15 +63,52 @@ def fences(path: Path):
     return out
 
 
-def _blocks(language: str, mark: str):
-    return [pytest.param(body, id=f"{path.relative_to(REPO)}:{line}")
+def _has_pyav() -> bool:
+    try:
+        import av  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+#: why a block marked extra=video is skipped here, or None where it runs
+NO_PYAV = None if _has_pyav() else \
+    "needs PyAV (the video extra: pip install 'rknnx[video]'), not installed here"
+
+
+def _blocks(language: str, mark: str, *, video: bool = False):
+    """The blocks of `language` marked `mark` (and, with `video`, those marked `mark` plus
+    extra=video, skipped naming PyAV where it is not installed)."""
+    marks = {mark: ()}
+    if video:
+        marks[(mark + " extra=video").strip()] = \
+            () if NO_PYAV is None else (pytest.mark.skip(reason=NO_PYAV),)
+    return [pytest.param(body, id=f"{path.relative_to(REPO)}:{line}", marks=marks[mk])
             for path in PAGES for lang, mk, body, line in fences(path)
-            if lang == language and mk == mark]
+            if lang == language and mk in marks]
 
 
 def test_readme_has_examples():
     assert BLOCKS
     assert _blocks("python", "")
+
+
+def test_the_blocks_that_need_pyav_are_marked():
+    # every plain block runs without PyAV (tests/package/test_readme.py's own run with
+    # `av` hidden, below); those that read or write video say extra=video
+    video = [p.id for p in _blocks("python", "extra=video") + _blocks("bash", "runnable extra=video")]
+    assert "docs/guide/streams.md:9" in video and "docs/guide/streams.md:124" in video
+    assert any(i.startswith("docs/guide/streams.md:") for i in
+               (p.id for p in _blocks("bash", "runnable extra=video")))
+
+
+@pytest.mark.parametrize("code", _blocks("python", ""))
+def test_plain_examples_run_without_pyav(code, tmp_path):
+    # a bare install (a wheel's smoke set, a board without the video extra) runs every
+    # plain block: `av` hidden from the child (an import of it raises ImportError)
+    proc = run_python("import sys\nsys.modules['av'] = None\n" + code,
+                      env={"RKNNX_RUNTIME": None}, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
 
 
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: str(p.relative_to(REPO)))
@@ -83,7 +124,7 @@ def test_every_block_carries_a_known_mark(path):
                 f"{path.name}:{line}: a block only a board runs must say so in its first line"
 
 
-@pytest.mark.parametrize("code", _blocks("python", ""))
+@pytest.mark.parametrize("code", _blocks("python", "", video=True))
 def test_example_runs(code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     # as written: no environment variable chooses the runtime (a PC falls back to the
@@ -103,7 +144,7 @@ def test_vendor_file_example_runs(code, tmp_path):
     assert proc.returncode == 0, proc.stderr
 
 
-@pytest.mark.parametrize("script", _blocks("bash", "runnable"))
+@pytest.mark.parametrize("script", _blocks("bash", "runnable", video=True))
 def test_runnable_shell_block_runs(script, tmp_path):
     env = dict(os.environ)
     env.pop("RKNNX_RUNTIME", None)
