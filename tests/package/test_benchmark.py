@@ -133,7 +133,7 @@ def test_quick_suite_runs_and_writes_its_results(runtime, tmp_path):
         env["RKNNX_VENDOR_DATA"] = str(VENDOR_DATA)
     proc = subprocess.run([sys.executable, str(SUITE), "--quick", "--workers", "3",
                            "--out", str(tmp_path)], capture_output=True, text=True, env=env,
-                          timeout=300)
+                          timeout=900)   # (a hang's guard: 1-3 minutes here, more under load)
     assert proc.returncode == 0, proc.stderr[-3000:]
     r = json.loads((tmp_path / "suite.json").read_text())
     assert r["schema"] == "rknnx.bench-suite/1" and r["quick"] is True

@@ -147,19 +147,41 @@ def test_a_url_that_fails_ends_its_stream_alone(videos, baseline):
     assert [r.index for r in recs if r.stream == 1] == list(range(FRAMES))
 
 
+def _interrupt_inside_next(main_ident, stop, inside):
+    """Ctrl-C (interrupt_main) once the main thread is inside Streams.__next__: a Timer
+    alone may land between two records, in the loop's own code, on a loaded machine."""
+    import sys
+
+    while not stop.is_set():
+        f = sys._current_frames().get(main_ident)
+        while f is not None:
+            if f.f_code.co_name == "__next__" and f.f_code.co_filename.endswith("streams.py"):
+                inside.set()
+                _thread.interrupt_main()
+                return
+            f = f.f_back
+        time.sleep(0.001)
+
+
 def test_ctrl_c_while_waiting_for_a_record_stops_and_joins_everything(videos, baseline,
                                                                      emu):
     emu.set_npu_time_us(100_000)             # the consumer waits inside __next__
     streams = Streams(model_bytes("detector"), [videos[0]] * 3, workers=2, tracker=None)
     seen = []
-    timer = None
-    with pytest.raises(KeyboardInterrupt):
-        for r in streams:
-            seen.append(r)
-            if len(seen) == 3:
-                timer = threading.Timer(0.05, _thread.interrupt_main)
-                timer.start()
-    timer.join()
+    stop, inside, watcher = threading.Event(), threading.Event(), None
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            for r in streams:
+                seen.append(r)
+                if len(seen) == 3:
+                    watcher = threading.Thread(target=_interrupt_inside_next,
+                                               args=(threading.get_ident(), stop, inside))
+                    watcher.start()
+    finally:
+        stop.set()
+        if watcher is not None:
+            watcher.join()
+    assert inside.is_set()
     assert streams.closed and 3 <= len(seen) < 3 * FRAMES
 
 
