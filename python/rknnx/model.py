@@ -144,6 +144,11 @@ class Model(Closable, _ModelRun):
 
     def __init__(self, source: ModelSource, *, core_mask=None, flags: int = 0,
                  perf: bool = False):
+        if self._family is not None:
+            # a second __init__: refused before it replaces anything (run()'s compiled
+            # state, _fast_setup, is set once and would go on naming the first context)
+            raise RuntimeError("__init__: this Model is initialized already (a Model opens "
+                               "its model once); make a new Model")
         self._ctx = None
         source, path = _source_of(source)
         #: the file the model was read from (None for bytes)

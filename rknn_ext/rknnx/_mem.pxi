@@ -197,6 +197,7 @@ cdef class TensorMem:
         cdef _ContextBase c
         cdef int ret = 0
         cdef rknn_context h
+        cdef Py_ssize_t views
         if _relaxed_load_mem(&self.mem) == NULL:
             return 0
         if self._syncing_now():
@@ -225,9 +226,14 @@ cdef class TensorMem:
         if self.context is not None:
             c = self.context
             c._acquire()
-            if _atomic_load_ssize(&self._exports):   # the view rule, step 3 (see _check_no_views)
+            # the view rule, step 3 (see _check_no_views): the count read once, under the
+            # lock; read again after the release, a view dropped meanwhile in another thread
+            # (free-threaded CPython) let the close go on without the lock and release it
+            # twice, the second time from under whichever thread held it by then
+            views = _atomic_load_ssize(&self._exports)
+            if views:
                 c._release()
-                _check_no_views(_atomic_load_ssize(&self._exports))
+                _check_no_views(views)
             h = c.ctx
             # the free and the NULL in one critical section on the mem: a reader of the
             # descriptor's fields in one (_copy_desc, a view) meets it whole or NULL;

@@ -64,6 +64,7 @@ cdef class _OutputGroup:
 
     cdef int _release_c(self) except -1:
         cdef int ret = 0
+        cdef Py_ssize_t views
         cdef Context c = self.context
         if _relaxed_load_outs(&self.outs) == NULL:
             return 0
@@ -82,9 +83,10 @@ cdef class _OutputGroup:
             with cython.critical_section(self):
                 _check_no_views(_atomic_load_ssize(&self._exports))
             c._acquire()
-            if _atomic_load_ssize(&self._exports):
+            views = _atomic_load_ssize(&self._exports)   # (once: as TensorMem._destroy)
+            if views:
                 c._release()
-                _check_no_views(_atomic_load_ssize(&self._exports))
+                _check_no_views(views)
             # the free and the NULL in one critical section on the group, as a view and
             # Output.size read the array in one (readers without it load it whole)
             with cython.critical_section(self):

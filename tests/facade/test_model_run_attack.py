@@ -250,3 +250,30 @@ def test_references_come_back_when_run_raises(models):
             m.run(x, raw="no")
     gc.collect()
     assert [sys.getrefcount(o) for o in (m, x, bad_out, bad_out[0])] == held
+
+
+def test_a_second_init_is_refused_before_it_changes_the_model(models, emu):
+    # Model.__init__ called again on an open model: _fast_setup refused it only after the
+    # new context and family had replaced the model's, and the failure closed the new
+    # context: the model said closed, the Python path refused with "run on closed Model",
+    # the compiled run went on running on the first context, and close() left that
+    # context open (alive until the model was collected)
+    from helpers import live, model_bytes
+
+    m = models.open("tiny_relu")
+    base = live(emu)
+    x = np.array([[-1.0, 2.0]], np.float32)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "__init__: this Model is initialized already (a Model opens its model once); "
+            "make a new Model")):
+        m.__init__(model_bytes("tiny_relu"))
+    assert live(emu) == base and not m.closed
+    np.testing.assert_array_equal(m.run(x)[0], [[0.0, 2.0]])                     # compiled
+    np.testing.assert_array_equal(m.run(x.astype(np.float64))[0], [[0.0, 2.0]])  # Python
+    m.close()
+    assert m.closed and m._ctx.closed
+    counts = live(emu)
+    assert counts["live_contexts"] == base["live_contexts"] - 1, (counts, base)
+    for arg in (x, x.astype(np.float64)):
+        with pytest.raises(ValueError, match=r"^run on closed Model$"):
+            m.run(arg)
