@@ -33,7 +33,7 @@ cdef object _outputs_get(Context self, object want_float, object out):
     cdef bint wf = bool(want_float)
     cdef unsigned long long gen
     self._check_open(b"outputs_get")
-    if self._flow == _FLOW_ZERO_COPY:
+    if _relaxed_load_int(&self._flow) == _FLOW_ZERO_COPY:
         self._flow_error(_FLOW_GENERAL, b"rknn_outputs_get")
     require(<void*>_api.rknn_outputs_get, b"rknn_outputs_get")
     if self._no_general:
@@ -56,7 +56,7 @@ cdef int _outputs_enter(Context self, unsigned long long gen) except -1:
     if self._shape_gen != gen or self._run_gen != gen:
         self._release()
         raise ValueError(_STALE_OUTPUTS)
-    if self._flow == _FLOW_ZERO_COPY:
+    if _relaxed_load_int(&self._flow) == _FLOW_ZERO_COPY:
         self._release()
         self._flow_error(_FLOW_GENERAL, b"rknn_outputs_get")
     return 0
@@ -442,7 +442,7 @@ cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) excep
     cdef rknn_tensor_mem* m
     self._check_open(b"set_io_mem")
     mem._check_open("set_io_mem")
-    if self._flow == _FLOW_GENERAL:
+    if _relaxed_load_int(&self._flow) == _FLOW_GENERAL:
         self._flow_error(_FLOW_ZERO_COPY, b"rknn_set_io_mem")
     require(<void*>_api.rknn_set_io_mem, b"rknn_set_io_mem")
     is_out, idx = _which_tensor(self, attr)
@@ -456,7 +456,7 @@ cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) excep
         raise ValueError("set_io_mem: the input shapes changed (set_input_shapes, "
                          "concurrently) while the binding was checked; bind again with "
                          "the current attributes")
-    if self._flow == _FLOW_GENERAL:
+    if _relaxed_load_int(&self._flow) == _FLOW_GENERAL:
         self._release()
         self._flow_error(_FLOW_ZERO_COPY, b"rknn_set_io_mem")
     # (under our lock, not the mem's context's, which its close destroys it under: the
@@ -469,9 +469,10 @@ cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) excep
     if ret >= 0:
         # what run() compares with the current dims after a shape change
         self._io_dims[(kind, idx)] = model_attr.dims
-    if ret >= 0 and self._flow == _FLOW_NONE:
-        self._flow = _FLOW_ZERO_COPY
-        self._flow_set_by = b"set_io_mem()"
+    if ret >= 0 and self._flow == _FLOW_NONE:  # (the lock held: only we write it)
+        # (read without the lock elsewhere: whole stores, the call first)
+        _relaxed_store_cstr(&self._flow_set_by, b"set_io_mem()")
+        _relaxed_store_int(&self._flow, _FLOW_ZERO_COPY)
     self._release()
     check(ret, b"rknn_set_io_mem")
     self._set_slot((kind, idx), mem)
