@@ -273,6 +273,10 @@ cdef class _ContextBase:
                 if _atomic_load_int(&m._pins):
                     raise BufferError(f"{m!r} is the model buffer of an open Context; close "
                                       "that Context first")
+                if _bound_elsewhere_now(m):
+                    raise BufferError(f"{m!r} is being bound to another Context (set_io_mem, "
+                                      "set_weight_mem or set_internal_mem) in another thread; "
+                                      "close() again once that call returned")
         except BufferError:
             _relaxed_store_bint(&self._closing, False)
             raise
@@ -388,6 +392,14 @@ cdef int _enter_run(_ContextBase self, const char* what) except -1:
             return 0
         self._release()
         self._check_bindings()
+
+
+cdef bint _bound_elsewhere_now(TensorMem m) except -1:
+    """Whether a set_*_mem call binding `m` to another context than its own is claiming it
+    (_claim_for_binding), looked at in a critical section on `m` after its context was
+    marked closing."""
+    with cython.critical_section(m):
+        return _atomic_load_int(&m._foreign) > 0
 
 
 cdef bint _open_children(object mems):

@@ -407,27 +407,44 @@ cdef int _check_io_attr(Context self, TensorMem mem, TensorAttr attr, bint is_ou
     return 1
 
 
-cdef int _claim_for_binding(TensorMem mem, const char* what) except -1:
-    """Claim `mem` for a set_*_mem call, until _set_slot has registered the binding (the
-    context then marks it dead when it closes): a close() in another thread refuses
+cdef int _claim_for_binding(TensorMem mem, const char* what, _ContextBase to) except -1:
+    """Claim `mem` for a set_*_mem call on `to`, until _set_slot has registered the binding
+    (the context then marks it dead when it closes): a close() in another thread refuses
     meanwhile, instead of destroying a mem the runtime has just been given.  Checked and
     claimed in one critical section on the mem (the GIL on a GIL build), as close() marks
-    and checks."""
+    and checks.  A mem of another context (bound to `to` as its documented rule allows,
+    docs/architecture.md) is destroyed by that context's close too, under that context's
+    lock, not `to`'s: its claim refuses a context being closed, and a closing context
+    refuses while one is counted (_ContextBase._close, both in a critical section on the
+    mem), so the runtime is never handed a descriptor being freed."""
+    cdef bint foreign = mem.context is not None and mem.context is not to
     with cython.critical_section(mem):
         mem._check_open(what.decode())
         if mem._closing:
             raise ValueError(f"{what.decode()}: the TensorMem is being closed in another thread")
+        if foreign and _closed_now(mem.context):
+            raise ValueError(f"{what.decode()}: the Context that made the TensorMem is being "
+                             "closed in another thread (closing, it closes its mems)")
         _atomic_add_int(&mem._binding, 1)
+        if foreign:
+            _atomic_add_int(&mem._foreign, 1)
     return 0
+
+
+cdef void _unclaim_for_binding(TensorMem mem, _ContextBase to) noexcept:
+    """The end of _claim_for_binding's claim (once the binding is registered, or refused)."""
+    if mem.context is not None and mem.context is not to:
+        _atomic_add_int(&mem._foreign, -1)
+    _atomic_add_int(&mem._binding, -1)
 
 
 cdef int _set_io_mem(Context self, TensorMem mem, TensorAttr attr) except -1:
     """Context.set_io_mem, the mem claimed while it is bound (_claim_for_binding)."""
-    _claim_for_binding(mem, b"set_io_mem")
+    _claim_for_binding(mem, b"set_io_mem", self)
     try:
         return _set_io_mem_claimed(self, mem, attr)
     finally:
-        _atomic_add_int(&mem._binding, -1)
+        _unclaim_for_binding(mem, self)
 
 
 cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) except -1:
@@ -492,11 +509,11 @@ cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) excep
 
 cdef int _set_whole_mem(Context self, TensorMem mem, const char* what, bint weight) except -1:
     """set_weight_mem / set_internal_mem, the mem claimed while it is bound."""
-    _claim_for_binding(mem, what)
+    _claim_for_binding(mem, what, self)
     try:
         return _set_whole_mem_claimed(self, mem, what, weight)
     finally:
-        _atomic_add_int(&mem._binding, -1)
+        _unclaim_for_binding(mem, self)
 
 
 cdef int _set_whole_mem_claimed(Context self, TensorMem mem, const char* what,
