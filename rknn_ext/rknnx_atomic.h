@@ -23,7 +23,10 @@
    - a context's handle (_ContextBase.ctx, 0 once destroyed) and its closing mark;
    - a TensorMem's descriptor pointer (TensorMem.mem, NULL once destroyed), its closing
      and dead marks;
-   - an output group's array (_OutputGroup.outs, NULL once released) and closing mark.
+   - an output group's array (_OutputGroup.outs, NULL once released) and closing mark;
+   - a context's flow and the call that chose it (Context._flow, _flow_set_by), set once
+     under its lock by the first call of a flow, read early by every call of the other
+     flow (and by `flow`, repr) to raise FlowError before anything else.
    Type-generic (pointers, ints, the 64-bit handle): GCC and Clang inline them on every
    target the wheels are built for (x86-64, i386, aarch64, armv7 with LDREXD/STREXD for
    64-bit words, as rknnx_atomic_load of the u64 counters already is).  On x86-64 and

@@ -96,13 +96,24 @@ class Closable:
             add_note(exc, f"(the {self._kind} was not closed on leaving the `with` block: "
                           f"{err}; it is closed when collected)")
 
-    def __del__(self, _warn=warnings.warn, _pid=_guard):
+    def __del__(self, _warn=warnings.warn, _pid=_guard, _finalizing=_sys.is_finalizing):
+        # (what it calls is bound here: at interpreter exit an object may be collected
+        # after the globals of this module, and of the class's, were set to None; 3.13t
+        # collected some so and printed "'NoneType' object is not callable")
+        finalizing = _finalizing()
         try:
             if self.closed:
                 return
         except AttributeError:           # __init__ failed before its state was set
             return
-        message = self._collected()
+        try:
+            message = self._collected()
+        except Exception:
+            if not finalizing:
+                raise
+            # a hook met a global gone: the warning says what is certain
+            message = None if getattr(self, "_close_when_collected", False) else \
+                f"unclosed rknnx.{type(self).__name__}"
         if getattr(self, "_made_in", None) != _pid.pid:
             return                       # the parent's (after fork): nothing to do here
         try:
@@ -111,7 +122,7 @@ class Closable:
                 # the object is closed all the same)
                 _warn(message, ResourceWarning, source=self)
         finally:
-            if not _sys.is_finalizing():
+            if not finalizing:
                 self._close_quietly()
 
 

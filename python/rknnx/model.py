@@ -144,11 +144,12 @@ class Model(Closable, _ModelRun):
 
     def __init__(self, source: ModelSource, *, core_mask=None, flags: int = 0,
                  perf: bool = False):
-        if self._family is not None:
-            # a second __init__: refused before it replaces anything (run()'s compiled
-            # state, _fast_setup, is set once and would go on naming the first context)
-            raise RuntimeError("__init__: this Model is initialized already (a Model opens "
-                               "its model once); make a new Model")
+        # a second __init__ on a live object would open a second context over the first
+        # one's state (the first leaked, the compiled run path still the first's): refused
+        # before anything changes, a failed first __init__ included (its object never
+        # reached the caller, unless a subclass kept it)
+        if "_ctx" in vars(self):
+            raise RuntimeError("Model.__init__: a Model is initialized once; make a new Model")
         self._ctx = None
         source, path = _source_of(source)
         #: the file the model was read from (None for bytes)

@@ -306,8 +306,7 @@ class Pool(Closable):
             try:
                 if self._closed:
                     raise RuntimeError("submit on a Pool that is shut down")
-                self._places.get()       # a free place in the queue, or wait for one
-                self._queue.put(job)
+                _queue_frame(self._places, self._queue, job)
             finally:
                 lock.holder = None
 
@@ -507,6 +506,32 @@ def _snapshot(prepared, inputs) -> list:
             given.add(id(y))
     return [(a.copy() if id(a) in given or not a.flags.owndata else a, layout)
             for a, layout in prepared]
+
+
+def _queue_frame(places: "queue.SimpleQueue", jobs: "queue.SimpleQueue", job: _Job) -> None:
+    """Take a free place (waiting for one) and queue `job` in it; if `job` is not queued,
+    the place goes back.
+
+    An exception can come between any two bytecodes of the main thread: a signal
+    handler's (Ctrl-C's KeyboardInterrupt) runs where the interpreter checks for pending
+    calls, which includes the return of every C call.  With ``places.get()`` and
+    ``jobs.put(job)`` as two statements, one raised at the return of ``get`` took the
+    place without queueing the frame, and no ``try`` can tell it from one raised while
+    ``get`` waited (nothing taken): each lost a place, and after ``queue_size`` of them
+    every submit waited for ever.  Here one C call (``next`` over nested ``map``
+    iterators, no bytecode between its steps) takes the place, marks it, queues the frame
+    and marks that; an exception raised anywhere is judged by the marks: one mark, the
+    place was taken and the frame not queued (a ``put`` that raised), so it goes back;
+    two, the frame is queued (its worker gives the place back); none, nothing was taken.
+    """
+    marks: list = []
+    try:
+        next(map(marks.append,
+                 map(jobs.put, (job,), map(marks.append, iter(places.get, _STOP)))))
+    except BaseException:
+        if len(marks) == 1:
+            places.put(None)
+        raise
 
 
 def _work(pool_ref, jobs: "queue.SimpleQueue", places: "queue.SimpleQueue", state: _State,

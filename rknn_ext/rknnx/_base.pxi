@@ -180,12 +180,32 @@ cdef class _ContextBase:
         raise ValueError("a bound TensorMem was closed")  # pragma: no cover
 
     cdef int _set_slot(self, object key, TensorMem mem) except -1:
-        self._slots[key] = mem
-        bound = list(self._slots.values())
-        # the next run() looks at the new list's mems: nothing between these two stores
-        # can let another thread run (the old list is released after the second)
+        """Register a binding the runtime accepted (called without the lock, after it)."""
+        cdef object old_mem, old_bound
+        # Under the lock, which a run holds while it reads _bound_ok and walks _bound
+        # (_enter_run, _check_bound): without it, on a free-threaded CPython, a run could
+        # load the list as this replaces it and frees it, or two set_*_mem calls could
+        # store their lists in the other order, leaving the later mem out of the one a run
+        # checks for closed mems.  A context closed meanwhile keeps no binding.  What was
+        # bound before goes after the release (a mem's last reference: its dealloc takes
+        # this lock).
+        self._acquire()
+        if self.ctx == 0:                # (a close that fails stays open: only destroyed)
+            self._release()
+            return 0
+        try:
+            old_mem = self._slots.get(key)
+            self._slots[key] = mem
+            bound = list(self._slots.values())
+        except BaseException:
+            self._release()
+            raise
+        old_bound = self._bound
+        # the next run() looks at the new list's mems
         self._bound_ok = 0
         self._bound = bound
+        self._release()
+        del old_mem, old_bound
         if mem._bound_to is None:
             mem._bound_to = _weakref.WeakSet()
         mem._bound_to.add(self)
@@ -253,6 +273,10 @@ cdef class _ContextBase:
                 if _atomic_load_int(&m._pins):
                     raise BufferError(f"{m!r} is the model buffer of an open Context; close "
                                       "that Context first")
+                if _bound_elsewhere_now(m):
+                    raise BufferError(f"{m!r} is being bound to another Context (set_io_mem, "
+                                      "set_weight_mem or set_internal_mem) in another thread; "
+                                      "close() again once that call returned")
         except BufferError:
             _relaxed_store_bint(&self._closing, False)
             raise
@@ -368,6 +392,14 @@ cdef int _enter_run(_ContextBase self, const char* what) except -1:
             return 0
         self._release()
         self._check_bindings()
+
+
+cdef bint _bound_elsewhere_now(TensorMem m) except -1:
+    """Whether a set_*_mem call binding `m` to another context than its own is claiming it
+    (_claim_for_binding), looked at in a critical section on `m` after its context was
+    marked closing."""
+    with cython.critical_section(m):
+        return _atomic_load_int(&m._foreign) > 0
 
 
 cdef bint _open_children(object mems):

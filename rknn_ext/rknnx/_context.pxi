@@ -128,8 +128,11 @@ cdef class Context(_ContextBase):
     cdef int _flow_error(self, int flow, const char* fn) except -1:
         """Raise FlowError for a call of `flow` on a context in the other flow."""
         want = _FLOW_NAMES[flow]
-        have = _FLOW_NAMES[self._flow]
-        by = self._flow_set_by.decode() if self._flow_set_by != NULL else "an earlier call"
+        # (called with or without the lock: each word loaded whole; a flow seen before
+        # the call that chose it says "an earlier call")
+        cdef const char* set_by = _relaxed_load_cstr(&self._flow_set_by)
+        have = _FLOW_NAMES[_relaxed_load_int(&self._flow)]
+        by = set_by.decode() if set_by != NULL else "an earlier call"
         raise FlowError(
             f"{fn.decode()} belongs to the {want} flow, but this Context is in the {have} "
             f"flow since {by}; the general API (inputs_set/outputs_get) and the zero-copy "
@@ -231,14 +234,14 @@ cdef class Context(_ContextBase):
     @property
     def flow(self):
         """``"none"``, ``"general"`` or ``"zero-copy"``: the flow the first I/O call chose."""
-        return _FLOW_NAMES[self._flow]
+        return _FLOW_NAMES[_relaxed_load_int(&self._flow)]
 
     def __repr__(self):
         cdef rknn_context h = _relaxed_load_ctx(&self.ctx)
         if h == 0:
             return "<Context closed>"
         return (f"<Context handle=0x{h:x} flags=0x{self.flags:x} "
-                f"flow={_FLOW_NAMES[self._flow]}>")
+                f"flow={_FLOW_NAMES[_relaxed_load_int(&self._flow)]}>")
 
     # -- model description -------------------------------------------------------------------
     cdef int _query_into(self, rknn_query_cmd cmd, void* info, uint32_t size) except -1:

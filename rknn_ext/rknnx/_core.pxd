@@ -61,6 +61,7 @@ cdef class TensorMem:
     cdef Py_ssize_t _exports                 # live buffer / DLPack exports (exact count)
     cdef int _pins                           # open contexts using it as their model buffer
     cdef int _binding                        # set_*_mem calls binding it right now
+    cdef int _foreign                        # of those, the ones binding it to another context
     cdef int _syncing                        # rknn_mem_sync calls in flight on it
     cdef bint _dead                          # destroyed or being destroyed: never run with it
     cdef bint _closing                       # close() in progress: new views are refused

@@ -77,6 +77,12 @@ cdef extern from "rknnx_atomic.h" nogil:
     void _relaxed_store_ctx "rknnx_relaxed_store"(rknn_context* p, rknn_context v)
     bint _relaxed_load_bint "rknnx_relaxed_load"(bint* p)
     void _relaxed_store_bint "rknnx_relaxed_store"(bint* p, bint v)
+    # a context's flow and the call that chose it (Context._flow, _flow_set_by), written
+    # once under its lock, read without it by the checks that word a FlowError early
+    int _relaxed_load_int "rknnx_relaxed_load"(int* p)
+    void _relaxed_store_int "rknnx_relaxed_store"(int* p, int v)
+    const char* _relaxed_load_cstr "rknnx_relaxed_load"(const char** p)
+    void _relaxed_store_cstr "rknnx_relaxed_store"(const char** p, const char* v)
 from rknnx._rknnfile cimport file_says_static   # what model bytes say before rknn_init
 from rknnx.errors import (RKNNError, NotSupportedError, RuntimeNotFoundError, FlowError,
                           from_code as _from_code)

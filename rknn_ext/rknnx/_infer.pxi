@@ -58,7 +58,7 @@ cdef object _infer(Context self, object inputs, object out, bint wf, bint fast_o
     self._check_open(b"infer")
     if (_api.rknn_inputs_set == NULL or _api.rknn_run == NULL or _api.rknn_outputs_get == NULL
             or _api.rknn_outputs_release == NULL or self._no_general
-            or self._flow == _FLOW_ZERO_COPY):
+            or _relaxed_load_int(&self._flow) == _FLOW_ZERO_COPY):
         # each call raises its own error (missing function, chip, flow)
         return None if fast_only else _infer_three(self, inputs, out, wf, False)
     try:

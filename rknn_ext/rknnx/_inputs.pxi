@@ -321,7 +321,7 @@ cdef int _enter_general(Context self, const char* what, unsigned long long gen, 
                          f"concurrently) while the {'buffers' if runs else 'inputs'} were "
                          f"checked; call {name} again with buffers of the current "
                          f"{'attributes' if runs else 'input_attrs'}")
-    if self._flow == _FLOW_ZERO_COPY:
+    if _relaxed_load_int(&self._flow) == _FLOW_ZERO_COPY:
         self._release()
         if soft:
             return 0
@@ -332,9 +332,10 @@ cdef int _enter_general(Context self, const char* what, unsigned long long gen, 
 cdef inline void _general_flow_chosen(Context self, const char* by) noexcept:
     """Under the lock, after a successful call of the general flow: note the flow (and the
     call that chose it) if none was chosen yet."""
-    if self._flow == _FLOW_NONE:
-        self._flow = _FLOW_GENERAL
-        self._flow_set_by = by
+    if self._flow == _FLOW_NONE:       # (the lock held: only we write it)
+        # (read without the lock elsewhere: whole stores, the call first)
+        _relaxed_store_cstr(&self._flow_set_by, by)
+        _relaxed_store_int(&self._flow, _FLOW_GENERAL)
 
 
 cdef int _inputs_set_locked(Context self, rknn_input* arr, uint32_t n,
@@ -481,7 +482,7 @@ cdef int _inputs_set(Context self, object inputs) except -1:
     cdef Py_buffer* views = NULL
     cdef unsigned long long gen
     self._check_open(b"inputs_set")
-    if self._flow == _FLOW_ZERO_COPY:
+    if _relaxed_load_int(&self._flow) == _FLOW_ZERO_COPY:
         self._flow_error(_FLOW_GENERAL, b"rknn_inputs_set")
     require(<void*>_api.rknn_inputs_set, b"rknn_inputs_set")
     if self._no_general:

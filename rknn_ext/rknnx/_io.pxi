@@ -33,7 +33,7 @@ cdef object _outputs_get(Context self, object want_float, object out):
     cdef bint wf = bool(want_float)
     cdef unsigned long long gen
     self._check_open(b"outputs_get")
-    if self._flow == _FLOW_ZERO_COPY:
+    if _relaxed_load_int(&self._flow) == _FLOW_ZERO_COPY:
         self._flow_error(_FLOW_GENERAL, b"rknn_outputs_get")
     require(<void*>_api.rknn_outputs_get, b"rknn_outputs_get")
     if self._no_general:
@@ -56,7 +56,7 @@ cdef int _outputs_enter(Context self, unsigned long long gen) except -1:
     if self._shape_gen != gen or self._run_gen != gen:
         self._release()
         raise ValueError(_STALE_OUTPUTS)
-    if self._flow == _FLOW_ZERO_COPY:
+    if _relaxed_load_int(&self._flow) == _FLOW_ZERO_COPY:
         self._release()
         self._flow_error(_FLOW_GENERAL, b"rknn_outputs_get")
     return 0
@@ -407,27 +407,44 @@ cdef int _check_io_attr(Context self, TensorMem mem, TensorAttr attr, bint is_ou
     return 1
 
 
-cdef int _claim_for_binding(TensorMem mem, const char* what) except -1:
-    """Claim `mem` for a set_*_mem call, until _set_slot has registered the binding (the
-    context then marks it dead when it closes): a close() in another thread refuses
+cdef int _claim_for_binding(TensorMem mem, const char* what, _ContextBase to) except -1:
+    """Claim `mem` for a set_*_mem call on `to`, until _set_slot has registered the binding
+    (the context then marks it dead when it closes): a close() in another thread refuses
     meanwhile, instead of destroying a mem the runtime has just been given.  Checked and
     claimed in one critical section on the mem (the GIL on a GIL build), as close() marks
-    and checks."""
+    and checks.  A mem of another context (bound to `to` as its documented rule allows,
+    docs/architecture.md) is destroyed by that context's close too, under that context's
+    lock, not `to`'s: its claim refuses a context being closed, and a closing context
+    refuses while one is counted (_ContextBase._close, both in a critical section on the
+    mem), so the runtime is never handed a descriptor being freed."""
+    cdef bint foreign = mem.context is not None and mem.context is not to
     with cython.critical_section(mem):
         mem._check_open(what.decode())
         if mem._closing:
             raise ValueError(f"{what.decode()}: the TensorMem is being closed in another thread")
+        if foreign and _closed_now(mem.context):
+            raise ValueError(f"{what.decode()}: the Context that made the TensorMem is being "
+                             "closed in another thread (closing, it closes its mems)")
         _atomic_add_int(&mem._binding, 1)
+        if foreign:
+            _atomic_add_int(&mem._foreign, 1)
     return 0
+
+
+cdef void _unclaim_for_binding(TensorMem mem, _ContextBase to) noexcept:
+    """The end of _claim_for_binding's claim (once the binding is registered, or refused)."""
+    if mem.context is not None and mem.context is not to:
+        _atomic_add_int(&mem._foreign, -1)
+    _atomic_add_int(&mem._binding, -1)
 
 
 cdef int _set_io_mem(Context self, TensorMem mem, TensorAttr attr) except -1:
     """Context.set_io_mem, the mem claimed while it is bound (_claim_for_binding)."""
-    _claim_for_binding(mem, b"set_io_mem")
+    _claim_for_binding(mem, b"set_io_mem", self)
     try:
         return _set_io_mem_claimed(self, mem, attr)
     finally:
-        _atomic_add_int(&mem._binding, -1)
+        _unclaim_for_binding(mem, self)
 
 
 cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) except -1:
@@ -442,7 +459,7 @@ cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) excep
     cdef rknn_tensor_mem* m
     self._check_open(b"set_io_mem")
     mem._check_open("set_io_mem")
-    if self._flow == _FLOW_GENERAL:
+    if _relaxed_load_int(&self._flow) == _FLOW_GENERAL:
         self._flow_error(_FLOW_ZERO_COPY, b"rknn_set_io_mem")
     require(<void*>_api.rknn_set_io_mem, b"rknn_set_io_mem")
     is_out, idx = _which_tensor(self, attr)
@@ -456,7 +473,7 @@ cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) excep
         raise ValueError("set_io_mem: the input shapes changed (set_input_shapes, "
                          "concurrently) while the binding was checked; bind again with "
                          "the current attributes")
-    if self._flow == _FLOW_GENERAL:
+    if _relaxed_load_int(&self._flow) == _FLOW_GENERAL:
         self._release()
         self._flow_error(_FLOW_ZERO_COPY, b"rknn_set_io_mem")
     # (under our lock, not the mem's context's, which its close destroys it under: the
@@ -469,9 +486,10 @@ cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) excep
     if ret >= 0:
         # what run() compares with the current dims after a shape change
         self._io_dims[(kind, idx)] = model_attr.dims
-    if ret >= 0 and self._flow == _FLOW_NONE:
-        self._flow = _FLOW_ZERO_COPY
-        self._flow_set_by = b"set_io_mem()"
+    if ret >= 0 and self._flow == _FLOW_NONE:  # (the lock held: only we write it)
+        # (read without the lock elsewhere: whole stores, the call first)
+        _relaxed_store_cstr(&self._flow_set_by, b"set_io_mem()")
+        _relaxed_store_int(&self._flow, _FLOW_ZERO_COPY)
     self._release()
     check(ret, b"rknn_set_io_mem")
     self._set_slot((kind, idx), mem)
@@ -491,11 +509,11 @@ cdef int _set_io_mem_claimed(Context self, TensorMem mem, TensorAttr attr) excep
 
 cdef int _set_whole_mem(Context self, TensorMem mem, const char* what, bint weight) except -1:
     """set_weight_mem / set_internal_mem, the mem claimed while it is bound."""
-    _claim_for_binding(mem, what)
+    _claim_for_binding(mem, what, self)
     try:
         return _set_whole_mem_claimed(self, mem, what, weight)
     finally:
-        _atomic_add_int(&mem._binding, -1)
+        _unclaim_for_binding(mem, self)
 
 
 cdef int _set_whole_mem_claimed(Context self, TensorMem mem, const char* what,

@@ -605,11 +605,11 @@ cdef class MatmulContext(_ContextBase):
         .. versionadded:: 0.1.0
         """
         self._check_open(b"set_io_mem")
-        _claim_for_binding(mem, b"set_io_mem")      # a close elsewhere refuses meanwhile
+        _claim_for_binding(mem, b"set_io_mem", self)  # a close elsewhere refuses meanwhile
         try:
             self._set_io_mem_claimed(mem, which)
         finally:
-            _atomic_add_int(&mem._binding, -1)
+            _unclaim_for_binding(mem, self)
 
     cdef int _set_io_mem_claimed(self, TensorMem mem, object which) except -1:
         cdef MatmulTensorAttr attr

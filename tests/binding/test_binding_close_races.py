@@ -547,3 +547,127 @@ def test_descriptor_fields_racing_a_close_are_whole_or_closed():
         assert f"{name} closed" in seen, seen
     assert "Output.size released" in seen and "size open" in seen, seen
     assert out[1] == "live 0 0 0", out
+
+
+# ---- a mem of context A bound to context B while A closes ---------------------------------
+CROSS_PRELUDE = """
+        import time, warnings
+        from rknnx.emulator.control import EmulatorControl
+        emu = EmulatorControl(rknnx.load_runtime("emulator")["path"])
+        emu.set_log_level(0)
+        warnings.simplefilter("ignore", ResourceWarning)   # A's close closes the mem it made
+        LIVE = ("live_contexts", "live_mems")
+        base = [emu.counters()[k] for k in LIVE]
+"""
+
+def test_a_mem_bound_to_another_context_while_its_own_closes_is_refused_clearly():
+    """B.set_io_mem(mem of A) claims the mem before it waits for B's lock; A.close() in
+    another thread meanwhile destroys its mems under A's lock, not B's: it refuses
+    (BufferError) while that claim is counted, instead of freeing the descriptor the
+    runtime is about to be handed.  Once the bind returned, the close goes through and
+    B's run() refuses the dead binding."""
+    out = probe(CROSS_PRELUDE + """
+        b = C.Context(TINY)
+        b_in, b_out = b.input_attrs[0], b.output_attrs[0]
+        b_out_mem = b.create_mem(b_out.alloc_size)
+        b.set_io_mem(b_out_mem, b_out)
+        b.set_io_mem(b.create_mem(b_in.alloc_size), b_in)
+        a = C.Context(TINY)
+        mem = a.create_mem(b_in.alloc_size)
+        emu.set_npu_time_us(1_500_000)            # B's run holds B's lock meanwhile
+        runner = threading.Thread(target=b.run)
+        runner.start()
+        time.sleep(0.2)
+        said = {}
+
+        def bind():
+            try:
+                b.set_io_mem(mem, b_in)            # claims mem, then waits for B's lock
+                said["bind"] = "bound"
+            except ValueError as e:
+                said["bind"] = str(e)
+        binder = threading.Thread(target=bind)
+        binder.start()
+        time.sleep(0.3)
+        try:
+            a.close()
+            said["close"] = "closed"
+        except BufferError as e:
+            said["close"] = str(e).split(" is ", 1)[1]
+        runner.join()
+        binder.join()
+        emu.set_npu_time_us(0)
+        print(said["close"])
+        print(said["bind"])
+        a.close()                                  # the bind returned: it goes through now
+        try:
+            b.run()
+            print("ran")
+        except ValueError as e:
+            print("run refused" if "was closed" in str(e) else str(e))
+        b.close()
+        print("live", [emu.counters()[k] for k in LIVE] == base)
+    """)
+    assert out.splitlines() == [
+        "being bound to another Context (set_io_mem, set_weight_mem or set_internal_mem) in "
+        "another thread; close() again once that call returned",
+        "bound", "run refused", "live True"], out
+
+
+def test_binding_a_mem_of_a_context_racing_its_close_never_crashes():
+    """Many threads bind mems of A to B while A closes, switching threads every
+    microsecond (on a free-threaded build they truly overlap): every call ends bound or
+    refused with a clear error, B runs or refuses the dead binding, nothing leaks."""
+    out = probe(CROSS_PRELUDE + """
+        sys.setswitchinterval(1e-6)
+        b = C.Context(TINY)
+        b_in, b_out = b.input_attrs[0], b.output_attrs[0]
+        b_out_mem = b.create_mem(b_out.alloc_size)
+        b.set_io_mem(b_out_mem, b_out)
+        b.set_io_mem(b.create_mem(b_in.alloc_size), b_in)
+        seen = set()
+        for k in range(60):
+            a = C.Context(TINY)
+            mems = [a.create_mem(b_in.alloc_size) for _ in range(4)]
+            start = threading.Barrier(len(mems) + 1)
+
+            def bind(m):
+                start.wait()
+                for _ in range(20):
+                    try:
+                        b.set_io_mem(m, b_in)
+                        seen.add("bound")
+                    except ValueError as e:
+                        seen.add(str(e))
+            threads = [threading.Thread(target=bind, args=(m,)) for m in mems]
+            for t in threads:
+                t.start()
+            start.wait()
+            time.sleep(0.0005 * (k % 4))           # the binds begin before, or not
+            while True:
+                try:
+                    a.close()
+                    break
+                except BufferError as e:
+                    seen.add("close refused: " + str(e).split(" is ", 1)[1].split(" (")[0])
+            for t in threads:
+                t.join()
+            try:
+                b.run()
+                seen.add("ran")
+            except ValueError as e:
+                seen.add("run refused" if "was closed" in str(e) else str(e))
+        b.close()
+        print(sorted(seen))
+        print("live", [emu.counters()[k] for k in LIVE] == base)
+    """)
+    lines = out.splitlines()
+    assert lines[-1] == "live True", out
+    seen = set(eval(lines[-2]))
+    assert seen <= {
+        "bound", "ran", "run refused", "set_io_mem on closed TensorMem",
+        "set_io_mem on closed Context",
+        "set_io_mem: the Context that made the TensorMem is being closed in another thread "
+        "(closing, it closes its mems)",
+        "close refused: being bound to another Context"}, seen
+    assert {"bound", "run refused"} <= seen, seen

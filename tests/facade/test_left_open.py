@@ -134,3 +134,61 @@ def test_a_model_collected_unclosed_closes_what_a_dropped_session_left(emu, plat
         assert live(emu) != base
         del m                            # before: the session's context stayed open
     assert live(emu) == base
+
+
+AT_EXIT = r"""
+import sys
+import numpy as np
+import rknnx
+import rknnx._lifetime, rknnx.model, rknnx.pool, rknnx.session
+from rknnx.emulator import samples
+
+rknnx.load_runtime("emulator")
+
+
+class Clearer:
+    # collected in the interpreter's last collection with the objects below, before them
+    # (older in the collector's list): it sets the globals of the facade's modules named
+    # in argv to None, as the interpreter's teardown does before it collects (3.13t
+    # collected rknnx objects after that)
+    def __del__(self, _mods=[sys.modules[n] for n in sys.argv[1].split(",")]):
+        for mod in _mods:
+            d = vars(mod)
+            for k in list(d):
+                if k != "__builtins__":
+                    d[k] = None
+
+
+c = Clearer()
+c.me = c
+m = rknnx.Model(samples.tiny_relu())
+s = m.zero_copy()
+p = rknnx.Pool(m, 2)
+s.write(0, np.ones((1, 2), np.float32))
+s.run()
+p.submit(np.ones((1, 2), np.float32)).result(10)
+held = [m, s, p]
+held.append(held)                        # a cycle: left to the last collection
+del c, m, s, p, held
+print("left open")
+"""
+
+
+@pytest.mark.parametrize("cleared", ["rknnx._lifetime,rknnx.session,rknnx.model,rknnx.pool",
+                                     "rknnx._lifetime", "rknnx.session"])
+@pytest.mark.parametrize("warn", [None, "always::ResourceWarning"])
+def test_objects_collected_at_exit_after_their_modules_globals_say_nothing_else(cleared,
+                                                                                warn):
+    proc = run_python(AT_EXIT, args=(cleared,), env={"PYTHONWARNINGS": warn}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "left open\n"
+    lines = proc.stderr.splitlines()
+    if warn is None:
+        assert lines == []               # (ResourceWarning is ignored by default)
+    else:
+        # the warnings (where the warnings machinery still works) and nothing else: no
+        # "Exception ignored in ... __del__", no TypeError or AttributeError
+        assert [line for line in lines if "ResourceWarning" not in line
+                and not line.startswith("  ")] == [], proc.stderr
+        assert all("ResourceWarning: unclosed " in line or "tracemalloc" in line
+                   or line.startswith("  ") for line in lines), proc.stderr

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import rknnx
-from helpers import GENERAL_PLATFORMS, PLATFORMS, live
+from helpers import GENERAL_PLATFORMS, PLATFORMS, live, model_bytes
 
 #: the runtime functions an operation of a session, a model or a pool may call (the
 #: emulator's injectable names, matmul's left out)
@@ -819,3 +819,32 @@ def test_run_arrays_on_a_session_that_syncs(models, emu):
                      flags.DISABLE_FLUSH_OUTPUT_MEM_CACHE) as s:
         np.testing.assert_array_equal(s.run_arrays(X)[0], RELU_X)
         _session_works(s)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+@pytest.mark.parametrize("again", ["same model", "other model", "bad source"])
+def test_init_called_again_on_a_live_model_is_refused_and_changes_nothing(
+        models, emu, platform, again):
+    m = models.open("tiny_relu", platform)
+    want = m.run(X)[0]
+    s = m.zero_copy()
+    before = live(emu)
+    inputs, ctx, family = m.inputs, m._ctx, m._family
+    source = {"same model": lambda: model_bytes("tiny_relu", platform),
+              "other model": lambda: model_bytes("tiny_int8_add", platform),
+              "bad source": lambda: b"not a model"}[again]()
+    with pytest.raises(RuntimeError, match=r"^Model.__init__: a Model is initialized once; "
+                                           r"make a new Model$"):
+        m.__init__(source)
+    assert live(emu) == before               # no context opened (nor closed)
+    assert (m.inputs, m._ctx, m._family) == (inputs, ctx, family)
+    np.testing.assert_array_equal(m.run(X)[0], want)
+    s.write(0, X)
+    s.run()
+    np.testing.assert_array_equal(s.outputs[0], want)
+    s.close()
+    m.close()
+    with pytest.raises(RuntimeError, match="initialized once"):
+        m.__init__(source)                   # closed: still the same object's state
+    assert m.closed
+

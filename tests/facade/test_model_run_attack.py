@@ -264,8 +264,7 @@ def test_a_second_init_is_refused_before_it_changes_the_model(models, emu):
     base = live(emu)
     x = np.array([[-1.0, 2.0]], np.float32)
     with pytest.raises(RuntimeError, match=re.escape(
-            "__init__: this Model is initialized already (a Model opens its model once); "
-            "make a new Model")):
+            "Model.__init__: a Model is initialized once; make a new Model")):
         m.__init__(model_bytes("tiny_relu"))
     assert live(emu) == base and not m.closed
     np.testing.assert_array_equal(m.run(x)[0], [[0.0, 2.0]])                     # compiled

@@ -350,3 +350,117 @@ def test_waiting_in_a_fork_child_for_a_frame_of_the_parents_pool_is_refused():
         "map: this Pool was created in process PARENT",
         "future: this Pool was created in process PARENT",
         "parent [[[0.0, 2.0]]] [[0.0, 2.0]]"]
+
+
+class _InterruptedPut:
+    """A pool's frames queue whose put raises KeyboardInterrupt for the next `times`
+    frames before queueing them (a Ctrl-C between the frame's place taken and the frame
+    queued); everything else goes to the real queue, which the workers hold."""
+
+    def __init__(self, real, times):
+        self.real, self.times = real, times
+
+    def put(self, item, *args):
+        if self.times and isinstance(item, rknnx.pool._Job):
+            self.times -= 1
+            raise KeyboardInterrupt
+        self.real.put(item, *args)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+@pytest.mark.parametrize("how", ["submit", "map"])
+def test_an_interrupt_between_taking_a_place_and_queueing_gives_the_place_back(
+        baseline, emu, how):
+    m = rknnx.Model(model_bytes("tiny_relu"))
+    frames = relu_frames(12, seed=7)
+    with rknnx.Pool(m, workers=2, queue_size=3) as pool:
+        pool._queue = _InterruptedPut(pool._queue, 5)  # more than the 3 places
+        for k in range(5):
+            with pytest.raises(KeyboardInterrupt):
+                if how == "submit":
+                    pool.submit(frames[k])
+                else:
+                    next(pool.map(frames[k:k + 1]))
+            assert places(pool) == 3, k
+        # every place can be used at once (with one lost, the map would wait for ever:
+        # it runs in a thread, bounded)
+        got = []
+        t = threading.Thread(target=lambda: got.extend(pool.map(frames)))
+        t.start()
+        t.join(30)
+        assert not t.is_alive()
+        assert len(got) == len(frames)
+        for out, f in zip(got, frames):
+            assert_relu(out, f)
+    assert places(pool) == 3
+    m.close()
+
+
+SIGNALLED = r"""
+import os, signal, threading, time
+import numpy as np
+import rknnx
+from rknnx.emulator import samples
+from rknnx.emulator.control import EmulatorControl
+
+emu = EmulatorControl(rknnx.load_runtime("emulator")["path"])
+emu.set_log_level(0)
+base = {k: emu.counters()[k] for k in ("live_contexts", "live_mems")}
+m = rknnx.Model(samples.tiny_relu())
+pool = rknnx.Pool(m, workers=2, queue_size=4)
+x = np.array([[-1.5, 2.25]], np.float32)
+armed = False
+
+def handler(*args):
+    if armed:
+        raise KeyboardInterrupt
+
+signal.signal(signal.SIGUSR1, handler)
+main, stop, futures = threading.main_thread().ident, [], []
+
+def interrupter():
+    while not stop:
+        signal.pthread_kill(main, signal.SIGUSR1)
+        time.sleep(0.0003)
+
+t = threading.Thread(target=interrupter)
+t.start()
+interrupts, deadline = 0, time.monotonic() + 20
+armed = True
+while interrupts < 600 and time.monotonic() < deadline:
+    try:
+        try:
+            futures.append(pool.submit(x))
+        except KeyboardInterrupt:
+            interrupts += 1
+    except KeyboardInterrupt:            # (one that came in the handler above)
+        interrupts += 1
+armed = False
+stop.append(1)
+t.join()
+signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+# every place comes back once the workers took what is queued (a lost one never does)
+for f in futures:
+    np.testing.assert_array_equal(f.result(30)[0], np.maximum(x, 0))
+idle = time.monotonic() + 10
+while pool._places.qsize() != 4 and time.monotonic() < idle:
+    time.sleep(0.01)
+print("interrupts", interrupts, "frames", len(futures), "places", pool._places.qsize())
+pool.close()
+m.close()
+print("live", {k: emu.counters()[k] for k in base} == base)
+"""
+
+
+def test_ctrl_c_from_a_signal_handler_during_submits_loses_no_place():
+    # a signal handler's KeyboardInterrupt comes at the return of any C call, that of the
+    # place's get included (where no `try` around the put would see it): each such one
+    # lost a place before, and the pool waited for ever after `queue_size` of them
+    proc = run_python(SIGNALLED, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    words = proc.stdout.split()
+    assert words[0:1] == ["interrupts"] and int(words[1]) == 600, proc.stdout
+    assert int(words[3]) > 0, proc.stdout                      # frames were submitted
+    assert words[4:] == ["places", "4", "live", "True"], proc.stdout
