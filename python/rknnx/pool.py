@@ -181,6 +181,10 @@ class Pool(Closable):
 
     def __init__(self, model, workers: int = 3, *, core_masks: Optional[Sequence[Any]] = None,
                  queue_size: Optional[int] = None):
+        # a second __init__ would start a second set of workers over the first one's queue
+        # and leave the first runners unclosed: refused before anything changes (as Model)
+        if "_queue" in vars(self):
+            raise RuntimeError("Pool.__init__: a Pool is initialized once; make a new Pool")
         workers = _count(workers, "workers")
         if queue_size is not None:
             queue_size = _count(queue_size, "queue_size")

@@ -464,3 +464,20 @@ def test_ctrl_c_from_a_signal_handler_during_submits_loses_no_place():
     assert words[0:1] == ["interrupts"] and int(words[1]) == 600, proc.stdout
     assert int(words[3]) > 0, proc.stdout                      # frames were submitted
     assert words[4:] == ["places", "4", "live", "True"], proc.stdout
+
+
+def test_a_second_init_is_refused_before_it_changes_the_pool(baseline, emu):
+    # Pool.__init__ again on a live pool: it would start a second set of workers and
+    # runners over the first's queue, the first runners never closed
+    m = rknnx.Model(model_bytes("tiny_relu"))
+    with rknnx.Pool(m, workers=2, queue_size=3) as pool:
+        before = (len(pool_threads()), live(emu), places(pool))
+        with pytest.raises(RuntimeError, match=r"^Pool\.__init__: a Pool is initialized "
+                                               r"once; make a new Pool$"):
+            pool.__init__(m, workers=3)
+        assert (len(pool_threads()), live(emu), places(pool)) == before
+        frames = relu_frames(8, seed=3)
+        for f, out in zip(frames, pool.map(frames)):
+            assert_relu(out, f)
+    assert places(pool) == 3
+    m.close()
