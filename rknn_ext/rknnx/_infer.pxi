@@ -137,6 +137,7 @@ cdef object _infer_checked(Context self, _IOSpecs sp, unsigned long long gen, ob
     cdef bint heap = n > _FAST_MAX or nout > _FAST_MAX
     cdef int ret[4]
     cdef uint32_t i
+    cdef const _Layout* lay
     attrs = self._out_attrs
     written = [None] * nout
     if heap:
@@ -159,13 +160,16 @@ cdef object _infer_checked(Context self, _IOSpecs sp, unsigned long long gen, ob
             if fast_only and type(item) is not _ndarray:
                 return None
             written[i] = item
-            try:
-                _out_view(item, attrs[i], i, wf, _spec_out_layout(sp, attrs, i, wf),
-                          &oviews[i])
-            except (ValueError, TypeError):
-                if fast_only:
-                    return None
-                raise
+            lay = _spec_out_layout(sp, attrs, i, wf)   # (not NULL: attrs is sp's tuple)
+            if not (fast_only and lay != NULL and
+                    _out_view_cached(item, <TensorAttr>(<tuple>attrs)[i], wf, lay,
+                                     &oviews[i])):
+                try:
+                    _out_view(item, attrs[i], i, wf, lay, &oviews[i])
+                except (ValueError, TypeError):
+                    if fast_only:
+                        return None
+                    raise
             nouts += 1
             if fast_only and not _fast_out(<TensorAttr>attrs[i], oviews, i):
                 return None
@@ -189,6 +193,20 @@ cdef object _infer_checked(Context self, _IOSpecs sp, unsigned long long gen, ob
     check(ret[2], b"rknn_outputs_get")
     check(ret[3], b"rknn_outputs_release")
     return written
+
+
+cdef inline bint _out_view_cached(object item, TensorAttr a, bint wf, const _Layout* lay,
+                                  Py_buffer* v) noexcept:
+    """_out_view's common case with no try block entered (Cython saves and restores the
+    exception state for each): `item`, an exact numpy.ndarray, read from its own fields
+    (_nd_view) and of the cached layout `lay` (_out_fits_cached): True, held in `v`.
+    False, nothing held: _out_view decides (and words the error)."""
+    if not _nd_view(item, v, True):
+        return False
+    if _out_fits_cached(a, wf, v, lay):
+        return True
+    _view_release(v)
+    return False
 
 
 cdef bint _fast_out(TensorAttr a, const Py_buffer* views, uint32_t i) noexcept:
