@@ -53,9 +53,12 @@ cdef object _infer(Context self, object inputs, object out, bint wf, bint fast_o
     cdef _IOSpecs sp
     cdef Py_ssize_t n
     cdef uint32_t nout
-    if fast_only and _closed_now(self) and self._pid == _this_pid:
-        return None
-    self._check_open(b"infer")
+    cdef unsigned long long gen
+    cdef bint out_ok
+    if self._pid != _this_pid or _closed_now(self):
+        if fast_only and self._pid == _this_pid and _closed_now(self):
+            return None
+        self._check_open(b"infer")
     if (_api.rknn_inputs_set == NULL or _api.rknn_run == NULL or _api.rknn_outputs_get == NULL
             or _api.rknn_outputs_release == NULL or self._no_general
             or _relaxed_load_int(&self._flow) == _FLOW_ZERO_COPY):
@@ -63,7 +66,13 @@ cdef object _infer(Context self, object inputs, object out, bint wf, bint fast_o
         return None if fast_only else _infer_three(self, inputs, out, wf, False)
     try:
         _load_attrs(self)
-        dynamic = not self._shapes_set and _dynamic_ranges(self)
+        # the shape sets asked once per model (_dynamic_ranges keeps them in _ranges: read
+        # here as it reads them, without a call when they are known)
+        ranges = self._ranges
+        if self._shapes_set:
+            dynamic = False
+        else:
+            dynamic = len(<tuple>(_dynamic_ranges(self) if ranges is None else ranges)) != 0
     except ValueError:
         # a first query (the attributes, the shape sets) met a close of another thread
         # that came after the check above (no GIL between them on a free-threaded CPython):
@@ -76,34 +85,46 @@ cdef object _infer(Context self, object inputs, object out, bint wf, bint fast_o
         # inputs_set says to choose a shape
         return None if fast_only else _infer_three(self, inputs, out, wf, False)
     nout = len(self._out_attrs)
-    if type(out) not in (list, tuple) or len(out) != nout:
+    # (exact types: a list's or tuple's size read as len() reads it, without the call)
+    if type(out) is list:
+        out_ok = len(<list>out) == <Py_ssize_t>nout
+    else:
+        out_ok = type(out) is tuple and len(<tuple>out) == <Py_ssize_t>nout
+    if not out_ok:
         if fast_only:
             return None
         _check_outs(self, out, wf)           # raises what is wrong with `out`
-    if type(inputs) is tuple or type(inputs) is list:
+    if type(inputs) is tuple:
+        items = inputs
+        n = len(<tuple>inputs)
+    elif type(inputs) is list:
         items = inputs                       # a list is read in place on the fast path
-    elif isinstance(inputs, (list, tuple)):
-        items = tuple(inputs)
+        n = len(<list>inputs)
     else:
-        items = (inputs,)
-    n = len(items)
+        items = tuple(inputs) if isinstance(inputs, (list, tuple)) else (inputs,)
+        n = len(<tuple>items)
     if n == 0 or n > len(self._in_attrs):
         return None if fast_only else _infer_three(self, inputs, out, wf)   # says how many
-    sp = _current_specs(self)
+    # the generation read before the specs: specs of later attributes than `gen` are
+    # refused under the lock (_enter_general), never run against older ones
+    gen = self._attrs_gen
+    sp = self._specs                         # (as _current_specs reads it)
+    if sp is None or sp.src is not self._in_attrs:
+        sp = _current_specs(self)
     if fast_only and n != sp.n_in:
         return None
-    return _infer_checked(self, sp, items, n, out, nout, wf, fast_only)
+    return _infer_checked(self, sp, gen, items, n, out, nout, wf, fast_only)
 
 
-cdef object _infer_checked(Context self, _IOSpecs sp, object items, Py_ssize_t n,
-                           object out, uint32_t nout, bint wf, bint fast_only):
+cdef object _infer_checked(Context self, _IOSpecs sp, unsigned long long gen, object items,
+                           Py_ssize_t n, object out, uint32_t nout, bint wf, bint fast_only):
     """The `n` inputs and `nout` outputs checked into C arrays (on the stack up to
     _FAST_MAX each), then the three calls in one lock hold (_infer_locked); `out`, or None
-    when fast_only and a check would go beyond the fast path.  Returns a new list of the
+    when fast_only and a check would go beyond the fast path.  `gen`: the shape generation
+    of the attributes `sp` was taken for (read before it).  Returns a new list of the
     arrays written: the items of `out` as they were taken, before the GIL is released for
     the run (another thread may replace an item of `out` meanwhile: the list holds what the
     runtime wrote)."""
-    cdef unsigned long long gen = self._attrs_gen   # the shapes everything is checked against
     cdef Py_ssize_t k, nin = 0, nouts = 0           # views held
     cdef rknn_input iarr_s[_FAST_MAX]
     cdef Py_buffer iviews_s[_FAST_MAX]
@@ -116,6 +137,7 @@ cdef object _infer_checked(Context self, _IOSpecs sp, object items, Py_ssize_t n
     cdef bint heap = n > _FAST_MAX or nout > _FAST_MAX
     cdef int ret[4]
     cdef uint32_t i
+    cdef const _Layout* lay
     attrs = self._out_attrs
     written = [None] * nout
     if heap:
@@ -138,13 +160,16 @@ cdef object _infer_checked(Context self, _IOSpecs sp, object items, Py_ssize_t n
             if fast_only and type(item) is not _ndarray:
                 return None
             written[i] = item
-            try:
-                _out_view(item, attrs[i], i, wf, _spec_out_layout(sp, attrs, i, wf),
-                          &oviews[i])
-            except (ValueError, TypeError):
-                if fast_only:
-                    return None
-                raise
+            lay = _spec_out_layout(sp, attrs, i, wf)   # (not NULL: attrs is sp's tuple)
+            if not (fast_only and lay != NULL and
+                    _out_view_cached(item, <TensorAttr>(<tuple>attrs)[i], wf, lay,
+                                     &oviews[i])):
+                try:
+                    _out_view(item, attrs[i], i, wf, lay, &oviews[i])
+                except (ValueError, TypeError):
+                    if fast_only:
+                        return None
+                    raise
             nouts += 1
             if fast_only and not _fast_out(<TensorAttr>attrs[i], oviews, i):
                 return None
@@ -168,6 +193,20 @@ cdef object _infer_checked(Context self, _IOSpecs sp, object items, Py_ssize_t n
     check(ret[2], b"rknn_outputs_get")
     check(ret[3], b"rknn_outputs_release")
     return written
+
+
+cdef inline bint _out_view_cached(object item, TensorAttr a, bint wf, const _Layout* lay,
+                                  Py_buffer* v) noexcept:
+    """_out_view's common case with no try block entered (Cython saves and restores the
+    exception state for each): `item`, an exact numpy.ndarray, read from its own fields
+    (_nd_view) and of the cached layout `lay` (_out_fits_cached): True, held in `v`.
+    False, nothing held: _out_view decides (and words the error)."""
+    if not _nd_view(item, v, True):
+        return False
+    if _out_fits_cached(a, wf, v, lay):
+        return True
+    _view_release(v)
+    return False
 
 
 cdef bint _fast_out(TensorAttr a, const Py_buffer* views, uint32_t i) noexcept:

@@ -254,10 +254,10 @@ cdef Py_ssize_t _fast_inputs(_IOSpecs sp, object items, Py_ssize_t n, bint exact
             return k
         item = items[k]
         s = &sp.ins[k]
-        if not s.fast or item is None or isinstance(item, Input):
+        if not s.fast:
             return k
-        if exact and type(item) is not _ndarray:
-            return k
+        if type(item) is not _ndarray and (exact or item is None or isinstance(item, Input)):
+            return k                         # (an exact ndarray is neither None nor an Input)
         v = &views[k]
         # an exact numpy.ndarray of a simple dtype is read from its own fields (_nd_view)
         if not (type(item) is _ndarray and _nd_view(item, v, False)):

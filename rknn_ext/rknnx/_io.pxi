@@ -101,6 +101,16 @@ cdef inline const _Layout* _spec_out_layout(_IOSpecs sp, object outs, uint32_t i
     return &sp.outs[i + sp.n_out if wf else i]
 
 
+cdef inline bint _out_fits_cached(TensorAttr a, bint wf, const Py_buffer* v,
+                                  const _Layout* cached) noexcept:
+    """_check_out_buffer's test against the cached layout (`cached`, or NULL: False):
+    the buffer has the type, the size and, size-1 dimensions aside, the shape of what
+    rknn_outputs_get writes.  False: the layout computed anew decides."""
+    return (cached != NULL and _fast_type(v.format) == (RKNN_TENSOR_FLOAT32 if wf else
+                                                        <int>a.c.type)
+            and v.len == cached.nbytes and _same_shape_but_ones(v, cached))
+
+
 cdef int _check_out_buffer(TensorAttr a, bint wf, uint32_t i, Py_buffer* v,
                            const _Layout* cached) except -1:
     """Check a caller's buffer for output `a` (number `i`): dtype, exact size and shape of
@@ -111,8 +121,7 @@ cdef int _check_out_buffer(TensorAttr a, bint wf, uint32_t i, Py_buffer* v,
     cdef _Layout lay
     cdef int t = RKNN_TENSOR_FLOAT32 if wf else a.c.type
     cdef int have = _fast_type(v.format)     # C; -1 also for formats it does not read
-    if (cached != NULL and have == t and v.len == cached.nbytes
-            and _same_shape_but_ones(v, cached)):
+    if _out_fits_cached(a, wf, v, cached):
         return 0
     _output_layout(a, wf, &lay)
     if have < 0:
@@ -143,21 +152,32 @@ cdef int _out_view(object item, TensorAttr a, uint32_t i, bint wf, const _Layout
     _check_out_buffer checks it (`cached`: _spec_out_layout's, or NULL): held in `v` on
     success (the caller releases it), released when this raises.  outputs_get(out=) and
     infer check their `out` buffers here."""
+    # the common case first, with no try block entered (each costs Cython an exception
+    # state saved and restored): an exact numpy.ndarray of a simple dtype read from its
+    # own fields (_nd_view), of the cached layout's type, size and shape
+    if not (type(item) is _ndarray and _nd_view(item, v, True)):
+        _out_export(item, a, i, v)
+    if _out_fits_cached(a, wf, v, cached):
+        return 0
     try:
-        # an exact numpy.ndarray of a simple dtype is read from its own fields (_nd_view)
-        if not (type(item) is _ndarray and _nd_view(item, v, True)):
-            PyObject_GetBuffer(item, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
+        _check_out_buffer(a, wf, i, v, cached)
+    except BaseException:
+        _view_release(v)
+        raise
+    return 0
+
+
+cdef int _out_export(object item, TensorAttr a, uint32_t i, Py_buffer* v) except -1:
+    """_out_view's buffer by the buffer protocol (writable, C-contiguous), its errors in
+    out[i]'s words."""
+    try:
+        PyObject_GetBuffer(item, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
     except (BufferError, ValueError) as e:
         raise ValueError(f"{_out_label(i, a)} must be a writable C-contiguous "
                          f"buffer: {e}") from None
     except TypeError:
         raise TypeError(f"{_out_label(i, a)}: expected a writable buffer (numpy "
                         f"array), got {type(item).__name__}") from None
-    try:
-        _check_out_buffer(a, wf, i, v, cached)
-    except BaseException:
-        _view_release(v)
-        raise
     return 0
 
 

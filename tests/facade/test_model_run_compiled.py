@@ -127,6 +127,45 @@ def test_the_fast_paths_refusals_keep_their_type_and_words(models):
         m.run(x)
 
 
+class _SubArray(np.ndarray):
+    """An ndarray subclass: the binding always reads it through numpy's export, and the
+    fast path never takes it (the reference for an exact ndarray it does not take)."""
+
+
+def _readonly(a):
+    a.flags.writeable = False
+    return a
+
+
+@pytest.mark.parametrize("make", [
+    lambda: np.empty((1, 2), np.float64), lambda: np.empty((1, 2), np.int8),
+    lambda: np.empty((1, 2), ">f4"), lambda: np.empty((1, 1, 2), np.float32),
+    lambda: np.empty(2, np.float32), lambda: _readonly(np.empty((1, 2), np.float32)),
+    lambda: np.empty((1, 4), np.float32)[:, ::2],
+], ids=["float64", "int8", "big-endian", "ones-added", "flat", "read-only", "strided"])
+def test_an_out_array_the_fast_path_does_not_take_is_refused_as_a_subclass_is(models, emu,
+                                                                              make):
+    """An exact ndarray as `out` that is not of the output's exact dtype, shape, order or
+    writability leaves the binding's fast path (its cached-layout test declines it) and
+    gets the same error, type and words, as the same array as a subclass, which never
+    takes that path; nothing reaches the runtime."""
+    m = models.open("tiny_relu")
+    x = np.float32([[1, -2]])
+    emu.reset_counters()
+    errors = []
+    for o in (make(), make().view(_SubArray)):
+        with pytest.raises(ValueError) as ei:
+            m.run(x, out=[o])
+        errors.append((type(ei.value), str(ei.value)))
+    assert errors[0] == errors[1]
+    assert errors[0][1].startswith("out[0] must be a writable C-contiguous float32 array "
+                                   "of shape (1, 2); got ")
+    assert emu.counters()["runs"] == 0
+    out = [np.full((1, 2), 7, np.float32)]
+    assert m.run(x, out=out)[0] is out[0]
+    np.testing.assert_array_equal(out[0], [[1, 0]])
+
+
 def test_the_compiled_state_is_set_once(models):
     m = models.open("tiny_relu")
     with pytest.raises(RuntimeError, match=r"^_fast_setup: the Model is set up already$"):
