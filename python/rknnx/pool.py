@@ -40,6 +40,7 @@ from rknnx.platforms import npu_cores
 __all__ = ["Pool"]
 
 _STOP = object()
+_STOP_NEVER = object()                 # a sentinel no queue ever holds (_drain_into)
 _IDLE_CHECK_S = 0.5                    # how often an idle worker looks whether its pool lives
 #: the single-core masks, in turn, that workers are pinned to on chips with several cores
 _ONE_CORE = (_ll.CoreMask.CORE_0, _ll.CoreMask.CORE_1, _ll.CoreMask.CORE_2)
@@ -238,6 +239,41 @@ class Pool(Closable):
             self._threads.append(t)
         self._closed = False
 
+    def _cancel_queued(self) -> None:
+        """Cancel every frame still queued (their places back); the workers' stops, if
+        queued already, stay queued.  A Ctrl-C loses nothing: each item taken is in `got`
+        before control is back in Python (_drain_into), and the ending of what was taken
+        (_end_drained) runs to its end, again if a Ctrl-C came in the middle of it, before
+        that KeyboardInterrupt goes on."""
+        got: list = []
+        placed: list = []
+        stopped: list = []
+        try:
+            _drain_into(self._queue, got)
+        finally:
+            caught = None
+            while True:
+                try:
+                    self._end_drained(got, placed, stopped)
+                    break
+                except KeyboardInterrupt as exc:
+                    caught = exc
+            if caught is not None:
+                raise caught
+
+    def _end_drained(self, got: list, placed: list, stopped: list) -> None:
+        """End the items _drain_into took: rerun after a Ctrl-C, each step is done once
+        (the places given back and the stops queued again: each one C call, marked inside
+        it in `placed` / `stopped`) or does no harm twice (a cancel)."""
+        frames = [job for job in got if job is not _STOP]
+        for job in frames:
+            job.future.cancel()
+        if len(placed) < len(frames):
+            any(map(placed.append, map(self._places.put, [None] * len(frames))))
+        stops = len(got) - len(frames)
+        if len(stopped) < stops:
+            any(map(stopped.append, map(self._queue.put, [_STOP] * stops)))
+
     @staticmethod
     def _masks(model, workers, core_masks) -> list:
         """The core mask of each worker (None: the runtime's choice)."""
@@ -410,33 +446,18 @@ class Pool(Closable):
             first = not self._closed
             self._closed = True
         if first:
-            if cancel_pending:
-                while True:
-                    try:
-                        job = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if job is not _STOP:
-                        self._places.put(None)
-                        job.future.cancel()
-            if not wait:
-                self._state.keep = self  # until the workers are done (see _State)
-            for _ in self._threads:
-                self._queue.put(_STOP)
+            # the workers' stops are queued whatever interrupts the rest (a Ctrl-C: the
+            # pool says closed from here on, and a later shutdown only waits), all in one
+            # C call (no Ctrl-C between two of them)
+            try:
+                if cancel_pending:
+                    self._cancel_queued()
+                if not wait:
+                    self._state.keep = self  # until the workers are done (see _State)
+            finally:
+                any(map(self._queue.put, [_STOP] * len(self._threads)))
         elif cancel_pending:
-            stops = 0
-            while True:
-                try:
-                    job = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if job is _STOP:
-                    stops += 1
-                else:
-                    self._places.put(None)
-                    job.future.cancel()
-            for _ in range(stops):       # the workers' stops stay queued
-                self._queue.put(_STOP)
+            self._cancel_queued()
         if wait:
             for t in self._threads:
                 t.join()
@@ -596,6 +617,18 @@ def _take_frames(pool_ref, jobs: "queue.SimpleQueue", places: "queue.SimpleQueue
             job.future.set_result(result)
             del result
         del job
+
+
+def _drain_into(jobs: "queue.SimpleQueue", got: list) -> None:
+    """Take every item queued now into `got`.  Each one is appended inside the C call that
+    takes it (a ``map`` over ``iter(get_nowait, ...)``), so an exception raised where
+    control comes back to Python (a signal handler's: Ctrl-C) finds it in `got`, never
+    between the take and the append (see _queue_frame)."""
+    try:
+        for _ in map(got.append, iter(jobs.get_nowait, _STOP_NEVER)):
+            pass
+    except queue.Empty:
+        pass
 
 
 def _fail_queued(jobs: "queue.SimpleQueue", places: "queue.SimpleQueue", reason: str) -> None:

@@ -259,8 +259,15 @@ cdef class _ContextBase:
             _relaxed_store_bint(&self._closing, False)
             self._release()
             raise
-        mems = [m for m in self._mems if _relaxed_load_mem(&m.mem) != NULL]
-        groups = self._open_groups()
+        try:
+            # (Python code runs here, the WeakSet's iteration: a Ctrl-C's KeyboardInterrupt
+            # may come in it, and must not leave the lock held and the context closing)
+            mems = [m for m in self._mems if _relaxed_load_mem(&m.mem) != NULL]
+            groups = self._open_groups()
+        except BaseException:
+            _relaxed_store_bint(&self._closing, False)
+            self._release()
+            raise
         self._release()
         try:
             # the view rule (see _check_no_views): views of our mems and outputs are
@@ -277,10 +284,10 @@ cdef class _ContextBase:
                     raise BufferError(f"{m!r} is being bound to another Context (set_io_mem, "
                                       "set_weight_mem or set_internal_mem) in another thread; "
                                       "close() again once that call returned")
-        except BufferError:
+        except BaseException:
             _relaxed_store_bint(&self._closing, False)
             raise
-        leftovers = _close_children(self, mems, groups, kind)
+        leftovers = _close_children(self, mems, groups, kind)   # (clears _closing if it raises)
         self._acquire()
         if self._children_open():
             # cannot happen (new calls are refused while closing); never destroy the

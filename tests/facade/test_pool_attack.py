@@ -481,3 +481,82 @@ def test_a_second_init_is_refused_before_it_changes_the_pool(baseline, emu):
             assert_relu(out, f)
     assert places(pool) == 3
     m.close()
+
+
+CANCELLED = r"""
+import signal, threading, time
+from concurrent.futures import CancelledError
+import numpy as np
+import rknnx
+from rknnx.emulator import samples
+from rknnx.emulator.control import EmulatorControl
+
+emu = EmulatorControl(rknnx.load_runtime("emulator")["path"])
+emu.set_log_level(0)
+emu.set_npu_time_us(3000)                # the frames wait in the queue
+base = {k: emu.counters()[k] for k in ("live_contexts", "live_mems")}
+m = rknnx.Model(samples.tiny_relu())
+x = np.array([[-1.5, 2.25]], np.float32)
+armed = False
+QUEUED = 300                             # a drain long enough for interrupts to land in
+
+def handler(*args):
+    if armed:
+        raise KeyboardInterrupt
+
+signal.signal(signal.SIGUSR1, handler)
+main, stop = threading.main_thread().ident, []
+
+def interrupter():
+    while not stop:
+        signal.pthread_kill(main, signal.SIGUSR1)
+        time.sleep(0.0002)
+
+t = threading.Thread(target=interrupter)
+t.start()
+interrupts = rounds = ran = cancelled = 0
+deadline = time.monotonic() + 25
+while rounds < 40 and time.monotonic() < deadline:
+    pool = rknnx.Pool(m, workers=1, queue_size=QUEUED)
+    futures = [pool.submit(x) for _ in range(QUEUED)]
+    armed = True
+    done = False
+    while not done:
+        try:
+            try:
+                pool.shutdown(wait=True, cancel_pending=True)
+                done = True
+            except KeyboardInterrupt:
+                interrupts += 1
+        except KeyboardInterrupt:        # (one that came in the handler above)
+            interrupts += 1
+    armed = False
+    for f in futures:                    # every frame ran or was cancelled: none is lost
+        try:
+            np.testing.assert_array_equal(f.result(5)[0], np.maximum(x, 0))
+            ran += 1
+        except CancelledError:
+            cancelled += 1
+    assert pool._places.qsize() == QUEUED, pool._places.qsize()
+    assert not any(th.is_alive() for th in pool._threads)
+    rounds += 1
+stop.append(1)
+t.join()
+signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+m.close()
+print("rounds", rounds, "interrupts", interrupts, "ran", ran, "cancelled", cancelled,
+      "live", {k: emu.counters()[k] for k in base} == base)
+"""
+
+
+def test_ctrl_c_during_a_cancelling_shutdown_loses_no_frame():
+    # shutdown(cancel_pending=True) takes the queued frames one by one: a Ctrl-C at the
+    # return of a take lost that frame (its future never ended, a map waited for ever),
+    # and one before the workers' stops were queued left them running
+    proc = run_python(CANCELLED, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    words = proc.stdout.split()
+    assert words[0::2] == ["rounds", "interrupts", "ran", "cancelled", "live"], proc.stdout
+    rounds, interrupts, ran, cancelled = (int(w) for w in words[1:9:2])
+    assert rounds >= 10 and interrupts > 0 and cancelled > 0, proc.stdout
+    assert ran + cancelled == 300 * rounds and words[9] == "True", proc.stdout
