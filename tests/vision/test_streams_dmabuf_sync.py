@@ -3,7 +3,7 @@ the letterbox) where the ioctl answers an errno: the answers that say "not a dma
 "no such call" (a memfd's ENOTTY on a kernel; ENOSYS from qemu-user before 8.1, which
 answers it to every ioctl it does not know) leave the frame read as plain memory and
 detected as the Detector detects it, any other errno fails that stream with it.  No PyAV
-needed: the frames are memfd NV12 buffers."""
+nor OpenCV needed: the frames are memfd NV12 buffers."""
 
 from __future__ import annotations
 
@@ -17,16 +17,17 @@ import pytest
 import rknnx
 from helpers import model_bytes
 from rknnx.vision import Detector, Streams
-from stream_helpers import bgr_to_nv12, memfd_nv12
+from stream_helpers import memfd_nv12
 
 SYNC = 0x40086200                    # DMA_BUF_IOCTL_SYNC: _IOW('b', 0, __u64)
 READ_START, READ_END = 1, 1 | 4      # DMA_BUF_SYNC_READ | START, | END
 
 
 def _frame():
-    bgr = np.full((360, 640, 3), 16, np.uint8)
-    bgr[100:200, 200:360] = 235
-    return bgr_to_nv12(bgr)
+    """NV12 planes: dark, a bright square, no colour (no OpenCV needed)."""
+    y = np.full((360, 640), 16, np.uint8)
+    y[100:200, 200:360] = 235
+    return y, np.full((180, 640), 128, np.uint8)
 
 
 def _answering(monkeypatch, code):
