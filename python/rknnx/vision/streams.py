@@ -273,7 +273,11 @@ class _DmaBuf:
         try:
             fcntl.ioctl(self.fd, _DMA_BUF_IOCTL_SYNC, struct.pack("Q", flags))
         except OSError as exc:
-            if exc.errno not in (errno.ENOTTY, errno.EINVAL, errno.EBADF):
+            # not a dma-buf: the kernel's ENOTTY (a memfd's), EINVAL, EBADF; ENOSYS: no
+            # one implements the call (qemu-user before 8.1 answers it to every ioctl it
+            # does not know, a dma-buf's too; a kernel's dma-buf never does), so there
+            # is no bracket to take either
+            if exc.errno not in (errno.ENOTTY, errno.EINVAL, errno.EBADF, errno.ENOSYS):
                 raise
 
 
