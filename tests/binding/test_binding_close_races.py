@@ -284,11 +284,11 @@ ctx = rknnx.lowlevel.Context(samples.tiny_relu())
 a_in, a_out = ctx.input_attrs[0], ctx.output_attrs[0]
 m_in, m_out = ctx.create_mem(a_in.size_with_stride), ctx.create_mem(a_out.size_with_stride)
 ctx.set_io_mem(m_in, a_in); ctx.set_io_mem(m_out, a_out)
-emu.set_npu_time_us(400_000)            # each run holds the context lock for 0.4 s
+emu.set_npu_time_us(1_600_000)          # each run holds the context lock for 1.6 s
 res_run, res_close = [], []
 t_run = later(0.0, ctx.run, res_run)
-t_close = later(0.1, m_in.close, res_close)   # waits behind the run
-time.sleep(0.2)
+t_close = later(0.4, m_in.close, res_close)   # waits behind the run
+time.sleep(0.9)      # (margins of 0.4-0.7 s: a loaded machine, qemu, starts threads late)
 try:
     v = np.asarray(m_in)                 # the window: the close has started
     v[...] = 1                           # (before the rule: freed under it, then a crash)
@@ -317,11 +317,11 @@ ctx = rknnx.lowlevel.Context(samples.tiny_relu())
 x = np.ones(ctx.input_attrs[0].dims, np.float32)
 ctx.inputs_set([x]); ctx.run()
 outs = ctx.outputs_get(want_float=True)
-emu.set_npu_time_us(400_000)
+emu.set_npu_time_us(1_600_000)
 res_run, res_rel = [], []
 t_run = later(0.0, ctx.run, res_run)
-t_rel = later(0.1, outs.release, res_rel)     # waits behind the run
-time.sleep(0.2)
+t_rel = later(0.4, outs.release, res_rel)     # waits behind the run
+time.sleep(0.9)
 try:
     v = np.asarray(outs[0])
     t_rel.join()
@@ -346,11 +346,11 @@ ctx = rknnx.lowlevel.Context(samples.tiny_relu())
 a_in, a_out = ctx.input_attrs[0], ctx.output_attrs[0]
 m_in, m_out = ctx.create_mem(a_in.size_with_stride), ctx.create_mem(a_out.size_with_stride)
 ctx.set_io_mem(m_in, a_in); ctx.set_io_mem(m_out, a_out)
-emu.set_npu_time_us(400_000)
+emu.set_npu_time_us(1_600_000)
 res_run, res_close = [], []
 t_run = later(0.0, ctx.run, res_run)
-t_close = later(0.1, ctx.close, res_close)    # waits behind the run, then marks closing
-time.sleep(0.2)
+t_close = later(0.4, ctx.close, res_close)    # waits behind the run, then marks closing
+time.sleep(0.9)
 v = np.asarray(m_out)                         # made before the close marked anything
 t_close.join(); t_run.join()
 print("close:", res_close, ctx.closed, m_out.closed)
