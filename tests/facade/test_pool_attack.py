@@ -5,6 +5,7 @@ back to `queue_size` and the emulator's live counters back to their baseline."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import sys
 import threading
@@ -564,3 +565,40 @@ def test_ctrl_c_during_a_cancelling_shutdown_loses_no_frame():
     rounds, interrupts, ran, cancelled = (int(w) for w in words[1:9:2])
     assert rounds >= 10 and interrupts > 0 and cancelled > 0, proc.stdout
     assert ran + cancelled == 300 * rounds and words[9] == "True", proc.stdout
+
+
+def test_ctrl_c_as_shutdown_leaves_its_lock_still_queues_the_stops(baseline, emu):
+    # shutdown marks the pool closed under its submit lock, and the first call alone
+    # queues the workers' stops: a Ctrl-C in the lock's exit (Python code, a generator's
+    # finally) came after the mark and before the stops, and a later shutdown only waited
+    # for workers that nothing would ever stop
+    m = rknnx.Model(model_bytes("tiny_relu"))
+    pool = rknnx.Pool(m, workers=2, queue_size=3)
+    real = pool._submit_lock
+
+    @contextlib.contextmanager
+    def interrupted(what):
+        with real(what):
+            yield
+        if what == "shutdown":
+            raise KeyboardInterrupt
+
+    pool._submit_lock = type("_Lock", (), {"__call__": lambda self, what: interrupted(what),
+                                           "__getattr__": lambda self, n: getattr(real, n)})()
+    with pytest.raises(KeyboardInterrupt):
+        pool.shutdown()
+    pool._submit_lock = real
+    with pytest.raises(RuntimeError, match=r"^submit on a Pool that is shut down$"):
+        pool.submit(relu_frames(1)[0])
+    t = threading.Thread(target=pool.shutdown)
+    t.start()
+    t.join(10)
+    hung = t.is_alive()
+    if hung:                             # (the stops the shutdown lost, so the test ends)
+        for _ in range(pool.workers):
+            pool._queue.put(rknnx.pool._STOP)
+        t.join()
+    assert not hung
+    assert not any(th.is_alive() for th in pool._threads)
+    assert places(pool) == 3
+    m.close()
