@@ -442,22 +442,37 @@ class Pool(Closable):
             child of fork() on a pool of the parent.
         """
         self._refusal_checks("shutdown")
-        with self._submit_lock("shutdown"):
-            first = not self._closed
-            self._closed = True
-        if first:
-            # the workers' stops are queued whatever interrupts the rest (a Ctrl-C: the
-            # pool says closed from here on, and a later shutdown only waits), all in one
-            # C call (no Ctrl-C between two of them)
-            try:
+        stops = [_STOP] * len(self._threads)
+        first = False
+        try:
+            with self._submit_lock("shutdown"):
+                first = not self._closed
+                self._closed = True
+            if first:
                 if cancel_pending:
                     self._cancel_queued()
                 if not wait:
                     self._state.keep = self  # until the workers are done (see _State)
-            finally:
-                any(map(self._queue.put, [_STOP] * len(self._threads)))
-        elif cancel_pending:
-            self._cancel_queued()
+            elif cancel_pending:
+                self._cancel_queued()
+        finally:
+            # the workers' stops are queued whatever interrupts the rest once the pool is
+            # marked closed (a Ctrl-C, in the lock's exit too: the pool says closed from
+            # here on, and a later shutdown only waits): all in one C call marked inside
+            # it (see _queue_frame), again if a Ctrl-C came before it (at the return of
+            # the C call that builds it: the loop is here, not in a function whose entry
+            # could take one), then that KeyboardInterrupt goes on
+            queued: list = []
+            caught = None
+            while first:
+                try:
+                    if len(queued) < len(stops):
+                        any(map(queued.append, map(self._queue.put, stops)))
+                    break
+                except KeyboardInterrupt as exc:
+                    caught = exc
+            if caught is not None:
+                raise caught
         if wait:
             for t in self._threads:
                 t.join()
