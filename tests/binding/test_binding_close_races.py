@@ -671,3 +671,71 @@ def test_binding_a_mem_of_a_context_racing_its_close_never_crashes():
         "(closing, it closes its mems)",
         "close refused: being bound to another Context"}, seen
     assert {"bound", "run refused"} <= seen, seen
+
+
+def test_a_mem_bound_to_two_contexts_at_once_is_closed_after_both_runs():
+    """The first bindings of one mem to two contexts, made at once, both register the
+    context with the mem (its closing waits for a run of each under that context's lock):
+    the mem's set of contexts was made on first use without a lock, and Python code (the
+    WeakSet's __init__) ran between the test and the store, so the second thread's store
+    replaced the first one's set with that context in it, and mem.close() then freed the
+    descriptor under that context's run."""
+    out = probe(CROSS_PRELUDE + """
+        import weakref
+        a = C.Context(TINY)
+        ctxs = [C.Context(TINY) for _ in range(2)]
+        for c in ctxs:
+            c.set_io_mem(c.create_mem(c.output_attrs[0].alloc_size), c.output_attrs[0])
+        mem = a.create_mem(ctxs[0].input_attrs[0].alloc_size)
+        real, both = weakref.WeakSet, threading.Barrier(2)
+
+        class Meeting(real):                       # both binds make their set at once
+            def __init__(self, *args):
+                try:
+                    both.wait(2)
+                except threading.BrokenBarrierError:
+                    pass
+                super().__init__(*args)
+        weakref.WeakSet = Meeting
+        binds = [threading.Thread(target=c.set_io_mem, args=(mem, c.input_attrs[0]))
+                 for c in ctxs]
+        for t in binds:
+            t.start()
+        for t in binds:
+            t.join()
+        weakref.WeakSet = real
+        emu.set_npu_time_us(1_500_000)             # each run holds its context's lock
+        started, ran = {}, {}
+
+        def run(k, delay):
+            time.sleep(delay)
+            started[k] = time.monotonic()
+            try:
+                ctxs[k].run()
+                ran[k] = True
+            except ValueError:                     # (the binding was marked dead first)
+                ran[k] = False
+        # the first runs from 0 s, the second from 0.6 s, 1.5 s each; the close at 0.3 s
+        # waits for each one's lock, so it returns 1.5 s after the start of each run that
+        # ran (one that met the mark it left refused; times under load only grow, where
+        # a wait skipped returned at 0.3 s, or at 1.5 s with the second run going)
+        runs = [threading.Thread(target=run, args=(k, d)) for k, d in ((0, 0), (1, 0.6))]
+        for t in runs:
+            t.start()
+        time.sleep(0.3)
+        mem.close()
+        closed = time.monotonic()
+        for t in runs:
+            t.join()
+        print("close waited for every run:",
+              any(ran.values()) and all(closed > started[k] + 1.45 for k in ran if ran[k]),
+              ran)
+        emu.set_npu_time_us(0)
+        for c in ctxs:
+            c.close()
+        a.close()
+        print("live", [emu.counters()[k] for k in LIVE] == base)
+    """)
+    lines = out.splitlines()
+    assert lines[0].startswith("close waited for every run: True ") and \
+        lines[1:] == ["live True"], out
