@@ -206,8 +206,17 @@ cdef class _ContextBase:
         self._bound = bound
         self._release()
         del old_mem, old_bound
+        # the mem's set of contexts, made on first use: built first (Python code, where
+        # another thread may run), then published once in a critical section on the mem
+        # (no Python code between the test and the store): two first bindings at once
+        # both land in the set that stays (a set replaced lost its context, and the mem's
+        # close then freed the descriptor under that context's run)
         if mem._bound_to is None:
-            mem._bound_to = _weakref.WeakSet()
+            made = _weakref.WeakSet()
+            with cython.critical_section(mem):
+                if mem._bound_to is None:
+                    mem._bound_to = made
+            del made
         mem._bound_to.add(self)
         return 0
 
