@@ -264,7 +264,8 @@ class Pool(Closable):
     def _end_drained(self, got: list, placed: list, stopped: list) -> None:
         """End the items _drain_into took: rerun after a Ctrl-C, each step is done once
         (the places given back and the stops queued again: each one C call, marked inside
-        it in `placed` / `stopped`) or does no harm twice (a cancel)."""
+        it in `placed` / `stopped`) or does no harm twice (a cancel: a Future's second one does
+        nothing; a map's ticket gets a second item, which its map never reads)."""
         frames = [job for job in got if job is not _STOP]
         for job in frames:
             job.future.cancel()

@@ -231,7 +231,7 @@ cdef class TensorMem:
             # (free-threaded CPython) let the close go on without the lock and release it
             # twice, the second time from under whichever thread held it by then
             views = _atomic_load_ssize(&self._exports)
-            if views:
+            if views > 0:                     # (as _check_no_views judges it)
                 c._release()
                 _check_no_views(views)
             h = c.ctx

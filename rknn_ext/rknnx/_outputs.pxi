@@ -84,7 +84,7 @@ cdef class _OutputGroup:
                 _check_no_views(_atomic_load_ssize(&self._exports))
             c._acquire()
             views = _atomic_load_ssize(&self._exports)   # (once: as TensorMem._destroy)
-            if views:
+            if views > 0:                     # (as _check_no_views judges it)
                 c._release()
                 _check_no_views(views)
             # the free and the NULL in one critical section on the group, as a view and
